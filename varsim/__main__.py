@@ -1,0 +1,3 @@
+from varsim.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,73 @@
+"""Command line: ``varsim <command> ...`` (also ``python -m varsim``).
+
+Each command lives in its own module ``varsim.cli.<command>`` exposing
+``register(subparsers)`` (adds its parser) and ``run(args) -> int``. Modules are imported only
+when their command runs, so ``varsim --help`` stays fast and compiles nothing.
+A ``ValueError`` raised by the library becomes a one-line message and exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+# command name -> (module, one-line help)
+COMMANDS = {
+    "simulate": ("varsim.cli.simulate", "Monte Carlo variance of the softmax attention output over a grid of N"),
+    "theory": ("varsim.cli.theory", "exact and asymptotic E[sum w^2] and related theory values"),
+    "figures": ("varsim.cli.figures", "regenerate every figure into figures/"),
+    "train": ("varsim.cli.train", "train the small transformer on a synthetic task"),
+    "evaluate": ("varsim.cli.evaluate", "evaluate a checkpoint at many set sizes"),
+    "reproduce": ("varsim.cli.reproduce", "run the paper's length-generalization experiment"),
+}
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line, non-zero exit, no usage dump
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def build_parser(which: str | None = None) -> argparse.ArgumentParser:
+    parser = _Parser(prog="varsim", description="varsim: vanishing variance of softmax attention")
+    from varsim import __version__
+
+    parser.add_argument("--version", action="version", version=f"varsim {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for name, (module, help_) in COMMANDS.items():
+        if which is not None and name != which:
+            sub.add_parser(name, help=help_)
+            continue
+        try:
+            mod = importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            if exc.name != module:
+                raise
+            sub.add_parser(name, help=help_ + " (not available in this build)")
+            continue
+        mod.register(sub.add_parser(name, help=help_, description=help_))
+    return parser
+
+
+def main(argv=None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    which = next((a for a in argv if not a.startswith("-")), None)
+    which = which if which in COMMANDS else None
+    parser = build_parser(which)
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 2
+    module = importlib.import_module(COMMANDS[args.command][0])
+    try:
+        return int(module.run(args) or 0)
+    except ValueError as exc:
+        print(f"varsim {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"varsim {args.command}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())
