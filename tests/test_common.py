@@ -60,3 +60,11 @@ def test_check_writable(tmp_path):
         ro.chmod(0o500)
         with pytest.raises(ValueError, match="not writable"):
             atomic.check_writable(ro / "x.json")
+
+
+def test_atomic_write_uses_normal_file_mode(tmp_path):
+    path = tmp_path / "m.txt"
+    atomic.atomic_write_text(path, "x")
+    mask = os.umask(0o022)
+    os.umask(mask)
+    assert path.stat().st_mode & 0o777 == 0o666 & ~mask

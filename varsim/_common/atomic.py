@@ -24,12 +24,24 @@ def check_writable(path, name: str = "output") -> Path:
     return p
 
 
+def _current_umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def atomic_write_with(path, writer: Callable[[Any], None], *, binary: bool = True) -> Path:
     """Call ``writer(fileobj)`` on a temporary file next to ``path``, fsync it, then rename over ``path``."""
     p = Path(path)
     parent = p.parent if str(p.parent) else Path(".")
     fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=parent)
     try:
+        # mkstemp creates 0600; give the file the mode a plain open() would (or the old file's mode)
+        try:
+            mode = os.stat(p).st_mode & 0o7777
+        except FileNotFoundError:
+            mode = 0o666 & ~_current_umask()
+        os.fchmod(fd, mode)
         with os.fdopen(fd, "wb" if binary else "w", **({} if binary else {"encoding": "utf-8"})) as fh:
             writer(fh)
             fh.flush()

@@ -1,0 +1,304 @@
+"""Training-step time of varsim's NumPy transformer against an identical PyTorch CPU model; evaluation throughput.
+
+    /work/venv/bin/python benchmarks/bench_train.py [--threads 2] [--repeats 200] [--eval-n 16384] [--quick]
+
+What is timed, per configuration (float32, batch 64, set size 16, H = 4 heads; the first two rows are the issue's
+targets, the third adds the dictionary task with LayerNorm after attention):
+  varsim   ``Transformer.loss_and_grads`` (input features, forward, cross-entropy, backward) + ``Adam.step``
+  torch    the same architecture written with torch ops on the same parameters (checked to give the same logits and
+           gradients), forward + ``F.cross_entropy`` + ``backward()`` + ``torch.optim.Adam.step`` (default settings);
+           its input features are built once outside the timed loop, so the comparison favours torch slightly.
+Both run in this process with the same number of threads (OPENBLAS_NUM_THREADS / OMP_NUM_THREADS set before NumPy is
+imported, ``torch.set_num_threads`` for torch), timed alternately step by step so that other load on the machine hits
+both alike. The table gives the median step time of
+``--repeats`` steps after a warm-up, the ratio varsim / torch (<= 1.0 means varsim is as fast or faster), and the
+largest difference between the two models' logits and gradients before training (the twin check).
+
+Then: evaluation throughput of the one-block model (``Transformer.predict``) at N = ``--eval-n`` with batch 64, in
+examples per second, and the peak resident memory of the process (``resource.getrusage``) plus the peak of NumPy
+allocations during evaluation (``tracemalloc``).
+
+torch is optional (``pip install torch``, CPU wheel): without it only the varsim columns are printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+
+def _set_threads(n: int) -> None:
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[var] = str(n)
+
+
+def _parse():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--repeats", type=int, default=200, help="timed steps per configuration")
+    ap.add_argument("--eval-n", type=int, default=16384, help="set size of the evaluation-throughput measurement")
+    ap.add_argument("--quick", action="store_true", help="few repeats, small evaluation (a smoke run)")
+    return ap.parse_args()
+
+
+ARGS = _parse() if __name__ == "__main__" else None
+if ARGS is not None:
+    _set_threads(ARGS.threads)  # before NumPy loads OpenBLAS
+
+import numpy as np  # noqa: E402
+
+from varsim.nn.model import ModelConfig, Transformer  # noqa: E402
+from varsim.tasks import make_batch  # noqa: E402
+
+try:  # noqa: E402
+    from varsim.nn.optim import Adam
+except ImportError:  # a minimal Adam with the same update, so the benchmark runs before varsim.nn.optim exists
+
+    class Adam:  # type: ignore[no-redef]
+        def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8):
+            self.params, self.lr, (self.b1, self.b2), self.eps, self.t = params, lr, betas, eps, 0
+            self.m = {k: np.zeros_like(p) for k, p in params.items()}
+            self.v = {k: np.zeros_like(p) for k, p in params.items()}
+
+        def step(self, grads):
+            self.t += 1
+            step = self.lr / (1 - self.b1**self.t)
+            bc2 = np.sqrt(1 - self.b2**self.t)
+            for k, p in self.params.items():
+                g, m, v = grads[k], self.m[k], self.v[k]
+                m *= self.b1
+                m += (1 - self.b1) * g
+                v *= self.b2
+                v += (1 - self.b2) * g * g
+                p -= step * m / (np.sqrt(v) / bc2 + self.eps)
+
+
+CONFIGS = {
+    "argmax, 1 block, D=64": dict(task="argmax", d_model=64, n_heads=4, n_blocks=1),
+    "argmax, 2 blocks, D=128": dict(task="argmax", d_model=128, n_heads=4, n_blocks=2),
+    "dict, 1 block, D=64, LN": dict(task="dictionary", d_model=64, n_heads=4, n_blocks=1, norm="layernorm"),
+}
+BATCH, SET_SIZE = 64, 16
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# The PyTorch twin: the same equations on the same parameters (see varsim/nn/model.py)
+
+
+def torch_model(model: Transformer):
+    import torch
+    import torch.nn.functional as F
+
+    cfg = model.config
+    d, h = cfg.d_model, cfg.n_heads
+    dh = d // h
+    params = {k: torch.tensor(v, requires_grad=True) for k, v in model.params.items()}
+    act = F.relu if cfg.activation == "relu" else (lambda z: F.gelu(z, approximate="tanh"))
+
+    def lin(x, prefix):
+        return torch.addmm(params[f"{prefix}.b"], x.reshape(-1, x.shape[-1]), params[f"{prefix}.w"]).reshape(
+            *x.shape[:-1], -1
+        )
+
+    def mlp(x, prefix, depth):
+        for i in range(depth):
+            x = lin(x, f"{prefix}.{i}")
+            if i < depth - 1:
+                x = act(x)
+        return x
+
+    def ln(x, prefix):
+        return F.layer_norm(x, (d,), params[f"{prefix}.gamma"], params[f"{prefix}.beta"], 1e-5)
+
+    def attn_norm(x, prefix):
+        if cfg.norm == "none":
+            return x
+        if cfg.norm.endswith("_per_head"):
+            y = F.layer_norm(x.reshape(*x.shape[:-1], h, dh), (dh,), eps=1e-5).reshape(x.shape)
+        else:
+            y = F.layer_norm(x, (d,), eps=1e-5)
+        if cfg.norm.startswith("layernorm"):
+            y = y * params[f"{prefix}.gamma"] + params[f"{prefix}.beta"]
+        return y
+
+    def block(i, x, mask, last):
+        p = f"block{i}"
+        b, t, _ = x.shape
+        hx = ln(x, f"{p}.ln1") if cfg.pre_ln else x
+        w, bias = params[f"{p}.attn.w_qkv"], params[f"{p}.attn.b_qkv"]
+        if last:
+            q = (hx[:, 0] @ w[:, :d] + bias[:d]).reshape(b, h, 1, dh)
+            k, v = (hx @ w[:, d:] + bias[d:]).reshape(b, t, 2, h, dh).permute(2, 0, 3, 1, 4)
+            heads = F.scaled_dot_product_attention(q, k, v, attn_mask=mask[:, None, None, :]).reshape(b, d)
+            xres = x[:, 0]
+        else:
+            q, k, v = (hx @ w + bias).reshape(b, t, 3, h, dh).permute(2, 0, 3, 1, 4)
+            heads = F.scaled_dot_product_attention(q, k, v, attn_mask=mask[:, None]).transpose(1, 2).reshape(b, t, d)
+            xres = x
+        if cfg.norm.endswith("_per_head"):
+            a = lin(attn_norm(heads, f"{p}.attn_norm"), f"{p}.attn.o")
+        else:
+            a = attn_norm(lin(heads, f"{p}.attn.o"), f"{p}.attn_norm")
+        r = xres + a if cfg.residual else a
+        return r + mlp(ln(r, f"{p}.ln2") if cfg.pre_ln else r, f"{p}.mlp", 2)
+
+    # varsim names the output projection attn.w_o / attn.b_o; alias them for lin()
+    for i in range(cfg.n_blocks):
+        params[f"block{i}.attn.o.w"] = params[f"block{i}.attn.w_o"]
+        params[f"block{i}.attn.o.b"] = params[f"block{i}.attn.b_o"]
+
+    def forward(feats, keys_all, row_mask, full_mask):
+        x = lin(feats, "embed.0")
+        if keys_all is not None:
+            x = x + params["embed.key_table"][keys_all]
+        for i in range(1, cfg.item_mlp_depth):
+            x = lin(act(x), f"embed.{i}")
+        if cfg.task == "argmax":
+            x = torch.cat([params["query"].expand(x.shape[0], 1, d), x[:, 1:]], dim=1)
+        for i in range(cfg.n_blocks - 1):
+            x = block(i, x, full_mask, last=False)
+        z = block(cfg.n_blocks - 1, x, row_mask, last=True)
+        if cfg.pre_ln:
+            z = ln(z, "final_ln")
+        return mlp(z, "head", cfg.predictor_depth)
+
+    names = list(model.params)
+    return forward, {k: params[k] for k in names}
+
+
+def torch_inputs(model: Transformer, batch):
+    import torch
+
+    feats, keys_all, mask = model._inputs(batch)
+    b, n = mask.shape
+    row_mask = np.concatenate([np.zeros((b, 1), bool), mask], axis=1)  # (B, T)
+    full_mask = np.repeat(row_mask[:, None, :], n + 1, axis=1)
+    full_mask[:, 1:, 0] = True
+    return (
+        torch.from_numpy(feats),
+        None if keys_all is None else torch.from_numpy(keys_all),
+        torch.from_numpy(row_mask),
+        torch.from_numpy(full_mask),
+    )
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+
+
+def _interleaved_medians(steps: dict, repeats: int, warmup: int = 10) -> dict:
+    """Median seconds per call of each step function, timed alternately so that load from other processes on the
+    machine affects every contender alike."""
+    for _ in range(warmup):
+        for step in steps.values():
+            step()
+    times = {k: [] for k in steps}
+    for _ in range(repeats):
+        for k, step in steps.items():
+            t0 = time.perf_counter()
+            step()
+            times[k].append(time.perf_counter() - t0)
+    return {k: float(np.median(v)) for k, v in times.items()}
+
+
+def bench_step(name: str, kw: dict, repeats: int, torch_ok: bool) -> dict:
+    model = Transformer(ModelConfig(dtype="float32", **kw), seed=0)
+    batch = make_batch(kw["task"], BATCH, SET_SIZE, np.random.default_rng(0))
+    opt = Adam(model.params, lr=1e-3)
+
+    def varsim_step():
+        _, _, grads = model.loss_and_grads(batch)
+        opt.step(grads)
+
+    steps = {"varsim": varsim_step}
+    row = {"config": name, "params": model.n_params}
+    if torch_ok:
+        import torch
+        import torch.nn.functional as F
+
+        ref = Transformer(ModelConfig(dtype="float32", **kw), seed=0)
+        forward, tparams = torch_model(ref)
+        inputs = torch_inputs(ref, batch)
+        target = torch.from_numpy(batch["target"])
+        # identity check: same logits and gradients as varsim before any update
+        logits, cache = ref.forward(batch)
+        tlogits = forward(*inputs)
+        g = ref.backward(np.ones_like(logits), cache)
+        tlogits.sum().backward()
+        err = max(
+            float(np.max(np.abs(tlogits.detach().numpy() - logits))),
+            max(float(np.max(np.abs(tparams[k].grad.numpy() - g[k]))) for k in g),
+        )
+        if err > 1e-3:
+            raise AssertionError(f"the torch twin differs from varsim by {err:.2e}")
+        topt = torch.optim.Adam(list(tparams.values()), lr=1e-3)
+
+        def torch_step():
+            topt.zero_grad(set_to_none=True)
+            loss = F.cross_entropy(forward(*inputs), target)
+            loss.backward()
+            topt.step()
+
+        steps["torch"] = torch_step
+        row["max_abs_diff"] = err
+    med = _interleaved_medians(steps, repeats)
+    row["varsim_ms"] = 1e3 * med["varsim"]
+    if torch_ok:
+        row["torch_ms"] = 1e3 * med["torch"]
+        row["ratio"] = row["varsim_ms"] / row["torch_ms"]
+    return row
+
+
+def bench_eval(n: int, batch_size: int = 64) -> dict:
+    import resource
+    import tracemalloc
+
+    model = Transformer(ModelConfig(task="argmax", dtype="float32"), seed=0)
+    batch = make_batch("argmax", batch_size, n, np.random.default_rng(1))
+    model.predict(make_batch("argmax", 2, n, np.random.default_rng(2)))  # warm-up
+    tracemalloc.start()
+    t0 = time.perf_counter()
+    model.predict(batch)
+    dt = time.perf_counter() - t0
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    t0 = time.perf_counter()
+    model.predict(batch)  # untraced timing (tracemalloc slows allocation)
+    dt = min(dt, time.perf_counter() - t0)
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB -> MiB (Linux)
+    return {"n": n, "batch": batch_size, "examples_per_s": batch_size / dt, "seconds": dt,
+            "numpy_peak_mib": peak / 2**20, "max_rss_mib": rss}
+
+
+def main() -> int:
+    args = ARGS
+    repeats = 20 if args.quick else args.repeats
+    eval_n = min(args.eval_n, 1024) if args.quick else args.eval_n
+    try:
+        import torch
+
+        torch.set_num_threads(args.threads)
+        torch_ok = True
+        tv = torch.__version__
+    except ImportError:
+        torch_ok, tv = False, "not installed"
+    print(f"numpy {np.__version__}, torch {tv}, threads {args.threads}, float32, batch {BATCH}, set size {SET_SIZE}, "
+          f"median of {repeats} interleaved steps")
+    print(f"{'model':24s} {'params':>8s} {'varsim ms':>10s} {'torch ms':>9s} {'ratio':>6s} {'max|diff|':>9s}")
+    for name, kw in CONFIGS.items():
+        r = bench_step(name, kw, repeats, torch_ok)
+        if torch_ok:
+            tail = f"{r['torch_ms']:9.3f} {r['ratio']:6.2f} {r['max_abs_diff']:9.1e}"
+        else:
+            tail = f"{'-':>9s} {'-':>6s}"
+        print(f"{name:24s} {r['params']:8d} {r['varsim_ms']:10.3f} {tail}")
+    e = bench_eval(eval_n)
+    print(f"evaluation (predict), 1 block D=64, N={e['n']}, batch {e['batch']}: {e['examples_per_s']:.1f} examples/s "
+          f"({e['seconds']:.2f} s); peak NumPy allocations {e['numpy_peak_mib']:.0f} MiB; "
+          f"process max RSS {e['max_rss_mib']:.0f} MiB")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,153 @@
+"""``varsim train``: train the small transformer on a synthetic task (config file and/or flags).
+
+Examples::
+
+    varsim train --task argmax --norm layernorm --steps 2000 --outdir runs/argmax-ln
+    varsim train --config run.json --outdir runs/x          # JSON with TrainConfig fields (model nested)
+    varsim train --config run.json --lr 3e-3 --outdir runs/y  # flags override the file
+    varsim train --config run.json --outdir runs/x --resume   # continue an interrupted run
+
+Exit status: 0 when the run completes, 1 when it stops on a non-finite loss (the last good checkpoint is kept),
+2 on bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+# flag dest -> ModelConfig field
+_MODEL_FLAGS = {
+    "d_model": "d_model",
+    "n_heads": "n_heads",
+    "n_blocks": "n_blocks",
+    "norm": "norm",
+    "residual": "residual",
+    "pre_ln": "pre_ln",
+    "item_mlp_depth": "item_mlp_depth",
+    "predictor_depth": "predictor_depth",
+    "d_hidden": "d_hidden",
+    "n_classes": "n_classes",
+    "key_vocab": "key_vocab",
+    "value_vocab": "value_vocab",
+    "key_encoding": "key_encoding",
+    "dtype": "dtype",
+    "activation": "activation",
+}
+# flag dest -> TrainConfig field
+_TRAIN_FLAGS = (
+    "task",
+    "optimizer",
+    "lr",
+    "weight_decay",
+    "clip_norm",
+    "warmup",
+    "schedule",
+    "min_lr_ratio",
+    "steps",
+    "batch_size",
+    "train_min",
+    "train_max",
+    "seed",
+    "data_seed",
+    "checkpoint_every",
+    "log_every",
+    "keep_checkpoints",
+)
+
+
+_UNSET = object()  # --clip-norm none means "no clipping", so absence needs its own marker
+
+
+def _clip(text: str):
+    return None if text.lower() in ("none", "off") else float(text)
+
+
+def register(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", metavar="FILE", help="JSON file with TrainConfig fields; flags override it")
+    parser.add_argument("--outdir", required=True, help="run directory (checkpoints, metrics.jsonl, summary.json)")
+    parser.add_argument("--resume", action="store_true", help="continue the run in OUTDIR from its latest checkpoint")
+    parser.add_argument("--json", action="store_true", help="print the summary as JSON")
+    parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                        help="show progress on stderr (default: when it is a terminal)")
+    g = parser.add_argument_group("task and training")
+    g.add_argument("--task", help="argmax or dictionary")
+    g.add_argument("--optimizer", help="adam or adamw (default adamw)")
+    g.add_argument("--lr", type=float, help="peak learning rate (default 1e-3)")
+    g.add_argument("--weight-decay", type=float)
+    g.add_argument("--clip-norm", type=_clip, default=_UNSET, help="global gradient-norm clip (default 1), or 'none'")
+    g.add_argument("--warmup", type=int, help="warmup updates (default 5%% of steps)")
+    g.add_argument("--schedule", help="cosine or constant")
+    g.add_argument("--min-lr-ratio", type=float)
+    g.add_argument("--steps", type=int)
+    g.add_argument("--batch-size", "--batch", type=int, dest="batch_size")
+    g.add_argument("--train-min", type=int, help="smallest training set size (default: task's)")
+    g.add_argument("--train-max", type=int, help="largest training set size (default 16)")
+    g.add_argument("--seed", type=int, help="initialization seed (default 0)")
+    g.add_argument("--data-seed", type=int, help="training-data seed (default: --seed)")
+    g.add_argument("--checkpoint-every", type=int)
+    g.add_argument("--log-every", type=int)
+    g.add_argument("--keep-checkpoints", type=int)
+    m = parser.add_argument_group("model")
+    m.add_argument("--d-model", type=int)
+    m.add_argument("--n-heads", "--heads", type=int, dest="n_heads")
+    m.add_argument("--n-blocks", "--blocks", type=int, dest="n_blocks")
+    m.add_argument("--norm", help="attention-output normalization: none (default), layernorm, standardize, "
+                   "layernorm_per_head, standardize_per_head")
+    m.add_argument("--residual", action=argparse.BooleanOptionalAction, default=None,
+                   help="residual connection around attention (default on)")
+    m.add_argument("--pre-ln", action=argparse.BooleanOptionalAction, default=None)
+    m.add_argument("--item-mlp-depth", type=int)
+    m.add_argument("--predictor-depth", type=int)
+    m.add_argument("--d-hidden", type=int)
+    m.add_argument("--n-classes", type=int)
+    m.add_argument("--key-vocab", type=int)
+    m.add_argument("--value-vocab", type=int)
+    m.add_argument("--key-encoding")
+    m.add_argument("--dtype", help="float32 (default) or float64")
+    m.add_argument("--activation", help="relu (default) or gelu")
+
+
+def build_config(args):
+    """The TrainConfig from ``--config`` (if any) updated by the flags that were given."""
+    from varsim.train import TrainConfig
+
+    base: dict = {}
+    if args.config:
+        base = TrainConfig.from_file(args.config).to_dict()
+    for name in _TRAIN_FLAGS:
+        value = getattr(args, name)
+        if name == "clip_norm":
+            if value is not _UNSET:
+                base[name] = value
+        elif value is not None:
+            base[name] = value
+    model = dict(base.get("model") or {})
+    for dest, field in _MODEL_FLAGS.items():
+        value = getattr(args, dest)
+        if value is not None:
+            model[field] = value
+    if "task" not in base:
+        raise ValueError("task is required (--task argmax|dictionary, or a --config file)")
+    if model.get("task", base["task"]) != base["task"]:  # --task overrides the file's model.task too
+        model["task"] = base["task"]
+    base["model"] = model
+    return TrainConfig.from_dict(base)
+
+
+def run(args) -> int:
+    from varsim.train import train
+
+    config = build_config(args)
+    summary = train(config, args.outdir, resume=args.resume, progress=args.progress)
+    if args.json:
+        print(json.dumps(summary, indent=2))
+    else:
+        loss, acc = summary["final_loss"], summary["train_accuracy"]
+        stats = "" if loss is None else f", loss {loss:.4f}, train accuracy {acc:.3f}"
+        print(f"{summary['message']}{stats}; {summary['wall_time_s']:.1f} s; checkpoint {summary['checkpoint']}")
+    if summary["status"] != "completed":
+        print(f"varsim train: {summary['message']}", file=sys.stderr)
+        return 1
+    return 0

@@ -1,0 +1,90 @@
+"""A small transformer with hand-written backprop (NumPy; no autograd), for the synthetic set tasks.
+
+Every layer is a ``xxx_forward(...) -> (out, cache)`` / ``xxx_backward(dout, cache) -> grads`` pair
+(``layers``, ``norms``, ``attention``); ``model`` assembles them into :class:`Transformer`, configured by
+:class:`ModelConfig`; ``optim`` holds Adam and AdamW. This package never imports ``varsim.sim``.
+"""
+
+from .attention import (
+    attention_backward,
+    attention_forward,
+    attention_weights,
+    multihead_attention_backward,
+    multihead_attention_forward,
+    query_attention_backward,
+    query_attention_forward,
+    self_attention_backward,
+    self_attention_forward,
+)
+from .layers import (
+    embedding_backward,
+    embedding_forward,
+    gelu_backward,
+    gelu_forward,
+    linear_backward,
+    linear_forward,
+    mlp_backward,
+    mlp_forward,
+    relu_backward,
+    relu_forward,
+    residual_backward,
+    residual_forward,
+    softmax_cross_entropy_backward,
+    softmax_cross_entropy_forward,
+)
+from .model import ModelConfig, Transformer
+from .norms import (
+    NORMS,
+    layernorm_backward,
+    layernorm_forward,
+    layernorm_per_head_backward,
+    layernorm_per_head_forward,
+    standardize_backward,
+    standardize_forward,
+    standardize_per_head_backward,
+    standardize_per_head_forward,
+)
+
+try:  # written alongside; keep the layers importable while it is absent
+    from .optim import Adam, AdamW
+except ImportError:  # pragma: no cover
+    pass
+
+__all__ = [
+    "ModelConfig",
+    "Transformer",
+    "NORMS",
+    "Adam",
+    "AdamW",
+    "linear_forward",
+    "linear_backward",
+    "embedding_forward",
+    "embedding_backward",
+    "relu_forward",
+    "relu_backward",
+    "gelu_forward",
+    "gelu_backward",
+    "mlp_forward",
+    "mlp_backward",
+    "residual_forward",
+    "residual_backward",
+    "softmax_cross_entropy_forward",
+    "softmax_cross_entropy_backward",
+    "layernorm_forward",
+    "layernorm_backward",
+    "standardize_forward",
+    "standardize_backward",
+    "layernorm_per_head_forward",
+    "layernorm_per_head_backward",
+    "standardize_per_head_forward",
+    "standardize_per_head_backward",
+    "attention_forward",
+    "attention_backward",
+    "attention_weights",
+    "self_attention_forward",
+    "self_attention_backward",
+    "query_attention_forward",
+    "query_attention_backward",
+    "multihead_attention_forward",
+    "multihead_attention_backward",
+]

@@ -1,0 +1,262 @@
+"""Multi-head softmax attention as forward/backward pairs, with masking and a query-row shortcut.
+
+Notation: B batch, T tokens (keys/values), Tq query rows, D width, H heads, Dh = D / H.
+Masks are boolean with True = "this key may be attended to"; masked keys get a -inf logit before the
+max-subtracted softmax, so their weight is exactly 0 and they receive no gradient. Every query row must see at
+least one key. There is no positional encoding anywhere: attention is permutation-equivariant over the keys.
+
+Parameters (the layout of torch.nn.MultiheadAttention's fused input projection, transposed):
+    w_qkv (D, 3D), b_qkv (3D,): columns [0, D) make the queries, [D, 2D) the keys, [2D, 3D) the values; inside each
+    block of D columns, head h owns columns [h Dh, (h+1) Dh).
+    w_o (D, D), b_o (D,): the output projection of the concatenated heads.
+
+The head outputs are returned concatenated, *before* the output projection, so that a per-head normalization can
+sit between the two (``multihead_attention_forward`` composes both when no such normalization is wanted).
+
+``query_attention_forward`` computes the output for one query row per example only (the query token of the model).
+It never forms the T x T matrix, nor even the keys and values: the query is pulled back through the key projection
+and the weighted mean token pushed through the value projection, O(T D H) per example. It equals the corresponding
+row of ``self_attention_forward`` (a test checks this).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .layers import linear_backward, linear_forward
+
+__all__ = [
+    "attention_forward",
+    "attention_backward",
+    "self_attention_forward",
+    "self_attention_backward",
+    "query_attention_forward",
+    "query_attention_backward",
+    "attention_weights",
+    "multihead_attention_forward",
+    "multihead_attention_backward",
+]
+
+
+def _check_heads(d: int, n_heads: int) -> int:
+    if not isinstance(n_heads, (int, np.integer)) or n_heads < 1 or d % n_heads:
+        raise ValueError(f"n_heads must be a positive integer dividing the width {d}, got {n_heads!r}")
+    return d // n_heads
+
+
+def _check_qkv_params(d: int, w_qkv: np.ndarray, b_qkv: np.ndarray) -> None:
+    if w_qkv.shape != (d, 3 * d):
+        raise ValueError(f"w_qkv must have shape {(d, 3 * d)} for width {d}, got {w_qkv.shape}")
+    if b_qkv.shape != (3 * d,):
+        raise ValueError(f"b_qkv must have shape {(3 * d,)}, got {b_qkv.shape}")
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# Scaled dot-product attention on per-head arrays
+
+
+def attention_forward(q: np.ndarray, k: np.ndarray, v: np.ndarray, key_mask: np.ndarray | None = None):
+    """``q`` (B, H, Tq, Dh), ``k``/``v`` (B, H, T, Dh), ``key_mask`` bool broadcastable to (B, H, Tq, T).
+
+    Returns ``out`` (B, H, Tq, Dh) = softmax(q k^T / sqrt(Dh)) v; the cache keeps the weights (B, H, Tq, T).
+    """
+    if k.shape[-1] != q.shape[-1] or k.shape[:-1] != v.shape[:-1]:
+        raise ValueError(f"q (.., Tq, Dh), k (.., T, Dh), v (.., T, Dv) do not fit: {q.shape}, {k.shape}, {v.shape}")
+    scale = 1.0 / math.sqrt(q.shape[-1])
+    w = q @ k.swapaxes(-1, -2)  # (B, H, Tq, T) logits, then (in place) the weights
+    w *= scale
+    if key_mask is not None:
+        if not np.all(np.any(key_mask, axis=-1)):
+            raise ValueError("key_mask leaves a query row with no key to attend to")
+        np.copyto(w, -np.inf, where=~key_mask)
+    w -= w.max(axis=-1, keepdims=True)  # max-subtraction: exp never overflows, whatever the logits
+    np.exp(w, out=w)
+    w /= w.sum(axis=-1, keepdims=True)
+    out = w @ v  # (B, H, Tq, Dh)
+    return out, (q, k, v, w, scale)
+
+
+def attention_backward(dout: np.ndarray, cache):
+    """-> ``(dq, dk, dv)``, shaped like ``q``, ``k``, ``v``."""
+    q, k, v, w, scale = cache
+    dw = dout @ v.swapaxes(-1, -2)  # (B, H, Tq, T)
+    dv = w.swapaxes(-1, -2) @ dout  # (B, H, T, Dh)
+    # softmax backward: ds = w * (dw - sum_j w_j dw_j); masked keys have w = 0, hence ds = 0
+    ds = dw
+    ds -= np.sum(w * dw, axis=-1, keepdims=True)
+    ds *= w
+    ds *= scale
+    dq = ds @ k  # (B, H, Tq, Dh)
+    dk = ds.swapaxes(-1, -2) @ q  # (B, H, T, Dh)
+    return dq, dk, dv
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# Self-attention over all T tokens (every token is a query row)
+
+
+def _head_mask(key_mask, b: int, tq: int, t: int):
+    """(B, T) or (B, Tq, T) bool -> broadcastable (B, 1, Tq|1, T), or None."""
+    if key_mask is None:
+        return None
+    key_mask = np.asarray(key_mask, dtype=bool)
+    if key_mask.shape == (b, t):
+        return key_mask[:, None, None, :]
+    if key_mask.shape == (b, tq, t):
+        return key_mask[:, None, :, :]
+    raise ValueError(f"key_mask must have shape {(b, t)} or {(b, tq, t)}, got {key_mask.shape}")
+
+
+def self_attention_forward(x: np.ndarray, w_qkv: np.ndarray, b_qkv: np.ndarray, n_heads: int, key_mask=None):
+    """``x`` (B, T, D) -> concatenated head outputs (B, T, D), before the output projection.
+
+    ``key_mask``: (B, T) (the same keys for every query row) or (B, T, T) (row i may attend to key j), True = allowed.
+    """
+    if x.ndim != 3:
+        raise ValueError(f"x must be (B, T, D), got shape {x.shape}")
+    b, t, d = x.shape
+    dh = _check_heads(d, n_heads)
+    _check_qkv_params(d, w_qkv, b_qkv)
+    qkv, lin_cache = linear_forward(x, w_qkv, b_qkv)  # (B, T, 3D)
+    q, k, v = qkv.reshape(b, t, 3, n_heads, dh).transpose(2, 0, 3, 1, 4)  # 3 x (B, H, T, Dh), views
+    out, att_cache = attention_forward(q, k, v, _head_mask(key_mask, b, t, t))  # (B, H, T, Dh)
+    heads = out.transpose(0, 2, 1, 3).reshape(b, t, d)  # (B, T, H*Dh)
+    return heads, (lin_cache, att_cache, n_heads)
+
+
+def self_attention_backward(dheads: np.ndarray, cache):
+    """-> ``(dx, dw_qkv, db_qkv)``."""
+    lin_cache, att_cache, n_heads = cache
+    b, t, d = dheads.shape
+    dh = d // n_heads
+    dout = dheads.reshape(b, t, n_heads, dh).transpose(0, 2, 1, 3)  # (B, H, T, Dh)
+    dq, dk, dv = attention_backward(dout, att_cache)  # 3 x (B, H, T, Dh)
+    dqkv = np.empty((b, t, 3, n_heads, dh), dtype=dheads.dtype)  # (B, T, 3, H, Dh)
+    dqkv[:, :, 0] = dq.transpose(0, 2, 1, 3)
+    dqkv[:, :, 1] = dk.transpose(0, 2, 1, 3)
+    dqkv[:, :, 2] = dv.transpose(0, 2, 1, 3)
+    return linear_backward(dqkv.reshape(b, t, 3 * d), lin_cache)
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# Query-row shortcut: one query row per example attends over all T tokens
+
+
+def query_attention_forward(
+    xq: np.ndarray, x: np.ndarray, w_qkv: np.ndarray, b_qkv: np.ndarray, n_heads: int, key_mask=None
+):
+    """``xq`` (B, D) query rows, ``x`` (B, T, D) tokens, ``key_mask`` (B, T) -> head outputs (B, D).
+
+    The same parameters and result as row-wise ``self_attention_forward``, computed without projecting the tokens:
+    with q_h the query of head h and Wk_h, Wv_h that head's key and value columns,
+        logit_h[t] = x[t] . (Wk_h q_h) + bk_h . q_h        (the last term is the same for every t: softmax drops it)
+        out_h      = sum_t w_h[t] (x[t] Wv_h + bv_h) = (sum_t w_h[t] x[t]) Wv_h + bv_h   (the weights sum to 1)
+    so the per-token work is two (H x D) products instead of a (D x 2D) projection: O(T D H) per example.
+    """
+    if x.ndim != 3:
+        raise ValueError(f"x must be (B, T, D), got shape {x.shape}")
+    b, t, d = x.shape
+    dh = _check_heads(d, n_heads)
+    _check_qkv_params(d, w_qkv, b_qkv)
+    h = n_heads
+    if xq.shape != (b, d):
+        raise ValueError(f"xq must have shape {(b, d)} (one query row per example), got {xq.shape}")
+    q, _ = linear_forward(xq, w_qkv[:, :d], b_qkv[:d])  # (B, D)
+    qh = q.reshape(b, h, dh).transpose(1, 0, 2)  # (H, B, Dh)
+    wk = w_qkv[:, d : 2 * d].reshape(d, h, dh).transpose(1, 2, 0)  # (H, Dh, D)
+    u = (qh @ wk).transpose(1, 0, 2)  # (B, H, D): the query of head h pulled back to token space
+    scale = 1.0 / math.sqrt(dh)
+    w = u @ x.swapaxes(1, 2)  # (B, H, T) logits (without the constant bias term), then the weights
+    w *= scale
+    if key_mask is not None:
+        key_mask = np.asarray(key_mask, dtype=bool)
+        if key_mask.shape != (b, t):
+            raise ValueError(f"key_mask must have shape {(b, t)}, got {key_mask.shape}")
+        if not np.all(np.any(key_mask, axis=-1)):
+            raise ValueError("key_mask leaves a query row with no key to attend to")
+        np.copyto(w, -np.inf, where=~key_mask[:, None, :])
+    w -= w.max(axis=-1, keepdims=True)  # max-subtraction
+    np.exp(w, out=w)
+    w /= w.sum(axis=-1, keepdims=True)
+    xbar = w @ x  # (B, H, D): attention-weighted mean token of each head
+    wv = w_qkv[:, 2 * d :].reshape(d, h, dh).transpose(1, 0, 2)  # (H, D, Dh)
+    out = (xbar.transpose(1, 0, 2) @ wv).transpose(1, 0, 2).reshape(b, d)  # (B, H*Dh)
+    out += b_qkv[2 * d :]
+    return out, (xq, x, w_qkv, qh, u, w, xbar, scale, n_heads)
+
+
+def query_attention_backward(dheads: np.ndarray, cache):
+    """-> ``(dxq, dx, dw_qkv, db_qkv)``."""
+    xq, x, w_qkv, qh, u, w, xbar, scale, h = cache
+    b, t, d = x.shape
+    dh = d // h
+    do = dheads.reshape(b, h, dh).transpose(1, 0, 2)  # (H, B, Dh)
+    dw_qkv = np.empty_like(w_qkv)  # (D, 3D)
+    db_qkv = np.zeros(3 * d, dtype=dheads.dtype)  # the key bias never changes the weights: its gradient is 0
+    # values: out_h = xbar_h Wv_h + bv_h
+    db_qkv[2 * d :] = dheads.sum(axis=0)
+    dw_qkv[:, 2 * d :] = (xbar.transpose(1, 2, 0) @ do).transpose(1, 0, 2).reshape(d, d)  # (D, H, Dh) -> (D, D)
+    wv = w_qkv[:, 2 * d :].reshape(d, h, dh).transpose(1, 2, 0)  # (H, Dh, D)
+    dxbar = (do @ wv).transpose(1, 0, 2)  # (B, H, D)
+    # xbar = w x (B, H, T) @ (B, T, D)
+    dw = dxbar @ x.swapaxes(1, 2)  # (B, H, T)
+    # softmax backward, then the logits w = scale * u x^T
+    ds = dw
+    ds -= np.sum(w * dw, axis=-1, keepdims=True)
+    ds *= w
+    ds *= scale
+    du = ds @ x  # (B, H, D)
+    dx = w.swapaxes(1, 2) @ dxbar  # (B, T, D)
+    dx += ds.swapaxes(1, 2) @ u
+    # u_h = Wk_h q_h
+    duh = du.transpose(1, 0, 2)  # (H, B, D)
+    dw_qkv[:, d : 2 * d] = (duh.transpose(0, 2, 1) @ qh).transpose(1, 0, 2).reshape(d, d)  # (H, D, Dh) -> (D, D)
+    wk = w_qkv[:, d : 2 * d].reshape(d, h, dh).transpose(1, 0, 2)  # (H, D, Dh)
+    dq = (duh @ wk).transpose(1, 0, 2).reshape(b, d)  # (B, D)
+    # q = xq Wq + bq
+    dxq = dq @ w_qkv[:, :d].T
+    dw_qkv[:, :d] = xq.reshape(b, d).T @ dq
+    db_qkv[:d] = dq.sum(axis=0)
+    return dxq, dx, dw_qkv, db_qkv
+
+
+def attention_weights(cache) -> np.ndarray:
+    """The attention weights kept in a cache of ``self_attention_forward`` (B, H, T, T) or of
+    ``query_attention_forward`` (B, H, 1, T)."""
+    if len(cache) == 3:  # self-attention: (linear cache, attention cache, n_heads)
+        return cache[1][3]
+    return cache[5][:, :, None, :]
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# Full multi-head attention (with the output projection)
+
+
+def multihead_attention_forward(
+    x: np.ndarray,
+    w_qkv: np.ndarray,
+    b_qkv: np.ndarray,
+    w_o: np.ndarray,
+    b_o: np.ndarray,
+    n_heads: int,
+    key_mask=None,
+    xq: np.ndarray | None = None,
+):
+    """Self-attention of ``x`` (B, T, D) -> (B, T, D); or, given query rows ``xq`` (B, D), the shortcut -> (B, D)."""
+    if xq is None:
+        heads, att_cache = self_attention_forward(x, w_qkv, b_qkv, n_heads, key_mask)
+    else:
+        heads, att_cache = query_attention_forward(xq, x, w_qkv, b_qkv, n_heads, key_mask)
+    out, o_cache = linear_forward(heads, w_o, b_o)
+    return out, (att_cache, o_cache, xq is not None)
+
+
+def multihead_attention_backward(dout: np.ndarray, cache):
+    """-> ``(dx, dw_qkv, db_qkv, dw_o, db_o)``, or with query rows ``(dxq, dx, dw_qkv, db_qkv, dw_o, db_o)``."""
+    att_cache, o_cache, shortcut = cache
+    dheads, dw_o, db_o = linear_backward(dout, o_cache)
+    if shortcut:
+        return (*query_attention_backward(dheads, att_cache), dw_o, db_o)
+    return (*self_attention_backward(dheads, att_cache), dw_o, db_o)

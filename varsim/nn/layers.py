@@ -1,0 +1,229 @@
+"""Elementary layers as explicit forward/backward pairs (no autograd).
+
+Notation (shared by every module of varsim.nn):
+    B batch, N set size (items), T = N + 1 tokens (the query token is token 0), D model width,
+    H heads, Dh = D / H head width, F hidden width of an MLP, C classes (outputs), V vocabulary size.
+
+Convention, after karpathy/llm.c: ``xxx_forward(inputs..., params...) -> (out, cache)`` and
+``xxx_backward(dout, cache) -> gradients`` with respect to the inputs and parameters, in the order in which
+``xxx_forward`` takes them (inputs first, then parameters; integer inputs get no gradient). The cache holds exactly
+what the backward pass needs. Every function works in float32 and float64: the dtype follows the parameters, and
+the caller passes inputs of that dtype.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+__all__ = [
+    "linear_forward",
+    "linear_backward",
+    "embedding_forward",
+    "embedding_backward",
+    "relu_forward",
+    "relu_backward",
+    "gelu_forward",
+    "gelu_backward",
+    "activation_forward",
+    "activation_backward",
+    "ACTIVATIONS",
+    "mlp_forward",
+    "mlp_backward",
+    "residual_forward",
+    "residual_backward",
+    "softmax_cross_entropy_forward",
+    "softmax_cross_entropy_backward",
+    "log_softmax",
+]
+
+ACTIVATIONS = ("relu", "gelu")
+
+
+def _check_width(name: str, a: np.ndarray, width: int, what: str) -> None:
+    """Cheap shape check for the hot path: the last axis of ``a`` must be ``width``."""
+    if a.ndim < 1 or a.shape[-1] != width:
+        raise ValueError(f"{name} must end in an axis of size {width} ({what}), got shape {a.shape}")
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# Linear: out = x @ w + b
+
+
+def linear_forward(x: np.ndarray, w: np.ndarray, b: np.ndarray | None):
+    """``x`` (..., Din), ``w`` (Din, Dout), ``b`` (Dout,) or None -> ``out`` (..., Dout)."""
+    if w.ndim != 2:
+        raise ValueError(f"w must be a (Din, Dout) matrix, got shape {w.shape}")
+    din, dout_dim = w.shape
+    _check_width("x", x, din, "w.shape[0]")
+    if b is not None:
+        _check_width("b", b, dout_dim, "w.shape[1]")
+    # one 2-D BLAS gemm: a stacked (B, T, Din) @ (Din, Dout) matmul would loop over B small gemms
+    out = (x.reshape(-1, din) @ w).reshape(*x.shape[:-1], dout_dim)  # (..., Dout)
+    if b is not None:
+        out += b
+    return out, (x, w, b is not None)
+
+
+def linear_backward(dout: np.ndarray, cache):
+    """-> ``(dx, dw, db)``; ``db`` is None when the forward pass had no bias."""
+    x, w, has_bias = cache
+    din, dout_dim = w.shape
+    x2 = x.reshape(-1, din)  # (B*, Din)
+    d2 = dout.reshape(-1, dout_dim)  # (B*, Dout)
+    dx = (d2 @ w.T).reshape(*dout.shape[:-1], din)  # (..., Din)
+    dw = x2.T @ d2  # (Din, Dout)
+    db = d2.sum(axis=0) if has_bias else None  # (Dout,)
+    return dx, dw, db
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# Embedding: out = table[ids]
+
+
+def embedding_forward(ids: np.ndarray, table: np.ndarray):
+    """``ids`` int (...,) in [0, V), ``table`` (V, E) -> ``out`` (..., E)."""
+    ids = np.asarray(ids)
+    if not np.issubdtype(ids.dtype, np.integer):
+        raise ValueError(f"ids must be integers, got {ids.dtype}")
+    if ids.size and (ids.min() < 0 or ids.max() >= table.shape[0]):
+        raise ValueError(f"ids must lie in [0, {table.shape[0]})")
+    return table[ids], (ids, table.shape)
+
+
+def embedding_backward(dout: np.ndarray, cache):
+    """-> ``dtable`` (V, E): rows of ``dout`` summed into the rows they were read from."""
+    ids, shape = cache
+    dtable = np.zeros(shape, dtype=dout.dtype)
+    np.add.at(dtable, ids.reshape(-1), dout.reshape(-1, shape[1]))  # repeated ids accumulate
+    return dtable
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# Activations (elementwise, any shape)
+
+
+def relu_forward(x: np.ndarray):
+    out = np.maximum(x, 0)
+    return out, out  # out > 0 exactly where x > 0, so the output doubles as the cache
+
+
+def relu_backward(dout: np.ndarray, cache):
+    out = cache
+    return dout * (out > 0)
+
+
+_GELU_C = math.sqrt(2.0 / math.pi)
+_GELU_A = 0.044715
+
+
+def gelu_forward(x: np.ndarray):
+    """GELU, tanh approximation (as GPT-2 and llm.c): 0.5 x (1 + tanh(c (x + a x^3)))."""
+    t = np.tanh(_GELU_C * (x + _GELU_A * x**3))
+    return 0.5 * x * (1.0 + t), (x, t)
+
+
+def gelu_backward(dout: np.ndarray, cache):
+    x, t = cache
+    dudx = _GELU_C * (1.0 + 3.0 * _GELU_A * x * x)
+    return dout * (0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * dudx)
+
+
+_ACT_FORWARD = {"relu": relu_forward, "gelu": gelu_forward}
+_ACT_BACKWARD = {"relu": relu_backward, "gelu": gelu_backward}
+
+
+def activation_forward(x: np.ndarray, name: str):
+    """Dispatch to ``relu_forward`` or ``gelu_forward`` by name."""
+    return _ACT_FORWARD[name](x)
+
+
+def activation_backward(dout: np.ndarray, cache, name: str):
+    return _ACT_BACKWARD[name](dout, cache)
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# MLP: Linear (-> activation -> Linear)*; no activation after the last layer
+
+
+def mlp_forward(x: np.ndarray, layers, activation: str = "relu"):
+    """``x`` (..., D0), ``layers`` a sequence of ``(w, b)`` with w (D_i, D_{i+1}) -> ``out`` (..., D_last).
+
+    The activation sits between consecutive Linear layers, not after the last one, so a depth-1 MLP is a Linear
+    layer and the output can be read as logits or added to a residual stream.
+    """
+    if activation not in _ACT_FORWARD:
+        raise ValueError(f"unknown activation {activation!r}; expected one of {ACTIVATIONS}")
+    caches = []
+    h = x
+    last = len(layers) - 1
+    for i, (w, b) in enumerate(layers):
+        h, lin_cache = linear_forward(h, w, b)  # (..., D_{i+1})
+        act_cache = None
+        if i < last:
+            h, act_cache = _ACT_FORWARD[activation](h)
+        caches.append((lin_cache, act_cache))
+    return h, (caches, activation)
+
+
+def mlp_backward(dout: np.ndarray, cache):
+    """-> ``(dx, [(dw, db), ...])`` in layer order."""
+    caches, activation = cache
+    grads = [None] * len(caches)
+    dh = dout
+    for i in range(len(caches) - 1, -1, -1):
+        lin_cache, act_cache = caches[i]
+        if act_cache is not None:
+            dh = _ACT_BACKWARD[activation](dh, act_cache)
+        dh, dw, db = linear_backward(dh, lin_cache)
+        grads[i] = (dw, db)
+    return dh, grads
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# Residual connection: out = x + fx (the gradient is copied to both branches)
+
+
+def residual_forward(x: np.ndarray, fx: np.ndarray):
+    return x + fx, None
+
+
+def residual_backward(dout: np.ndarray, cache):
+    """-> ``(dx, dfx)``; both are ``dout`` (not copies: callers must not modify them in place)."""
+    return dout, dout
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# Softmax cross-entropy, mean over the batch
+
+
+def log_softmax(logits: np.ndarray) -> np.ndarray:
+    """Max-subtracted log-softmax over the last axis (finite for any finite logits)."""
+    z = logits - logits.max(axis=-1, keepdims=True)
+    return z - np.log(np.exp(z).sum(axis=-1, keepdims=True))
+
+
+def softmax_cross_entropy_forward(logits: np.ndarray, target: np.ndarray):
+    """``logits`` (B, C), ``target`` int (B,) in [0, C) -> ``loss`` (a float: mean over B of -log p[target])."""
+    target = np.asarray(target)
+    if logits.ndim != 2 or target.shape != logits.shape[:1] or not np.issubdtype(target.dtype, np.integer):
+        raise ValueError(
+            f"logits must be (B, C) and target int (B,), got {logits.shape} and {target.dtype}{target.shape}"
+        )
+    if target.size and (target.min() < 0 or target.max() >= logits.shape[1]):
+        raise ValueError(f"target must lie in [0, {logits.shape[1]})")
+    logp = log_softmax(logits)  # (B, C)
+    rows = np.arange(logits.shape[0])
+    loss = float(-logp[rows, target].mean())
+    return loss, (logp, target)
+
+
+def softmax_cross_entropy_backward(dloss: float, cache):
+    """-> ``dlogits`` (B, C) = dloss * (softmax - onehot(target)) / B."""
+    logp, target = cache
+    n = logp.shape[0]
+    dlogits = np.exp(logp)  # (B, C) probabilities
+    dlogits[np.arange(n), target] -= 1.0
+    dlogits *= dloss / n
+    return dlogits

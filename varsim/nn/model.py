@@ -1,0 +1,605 @@
+"""A small set transformer with a query token, hand-written backprop, for the argmax and dictionary tasks.
+
+Notation: B batch, N set size, T = N + 1 tokens (token 0 is the query token, tokens 1..N the items), D = d_model,
+H heads, Dh = D / H, F = d_hidden, C = n_outputs (classes of argmax retrieval, or the value vocabulary).
+
+Architecture (``ModelConfig`` chooses the variants; PAPER.md, "The tasks as varsim defines them"):
+
+1. Token embedding. Every item is embedded by a per-item MLP (depth ``item_mlp_depth``, ReLU or GELU between its
+   Linear layers) from its features:
+     argmax      [priority, onehot(class)]                      (1 + C features)
+     dictionary  [key code, onehot(value), 0]                    (K + V + 1 features)
+   The query token is a learned vector (argmax) or the *same* MLP applied to [key code of the query, 0, 1]
+   (dictionary; the last feature flags the query). The key code is either ``"binary"``: the ceil(log2 key_vocab)
+   bits of the key id as +-1 features, so that every key shares the same few weights and a key seen once in training
+   is still encoded sensibly; or ``"embedding"``: a learned row per key id added to the first layer's pre-activation
+   (the same as a one-hot block of input features).
+2. ``n_blocks`` blocks, each:
+     h = LN1(x) if pre_ln else x
+     a = attention(h)                       multi-head softmax attention, no positional encoding
+     a = W_o norm_ph(heads) | norm(W_o heads)   per-head norms act on each head's output before W_o,
+                                                global ones on the attention output after W_o
+     r = x + a if residual else a           residual=False: the (normalized) attention output feeds the MLP directly
+     x = r + MLP(LN2(r) if pre_ln else r)   MLP D -> F -> D
+   Who attends to whom: the query token attends over the real items only (never itself); in the blocks before the
+   last, every item attends over the real items and the query token. Padded items are never attended to.
+3. The class is read from the query token: final LayerNorm (pre_ln only), then the predictor MLP (depth
+   ``predictor_depth``; its last Linear layer is the classifier).
+
+The last block computes only the query token's row (the items' final states are never read), so a one-block model
+costs O(N) per example. Blocks before the last are full self-attention, O(N^2) memory per example; set sizes whose
+attention matrices would exceed ``memory_budget`` bytes are refused with a ValueError naming the set size.
+``predict`` and ``analysis`` run the batch in chunks of examples, so evaluating a one-block model at N = 16384 needs
+a few hundred MB whatever the batch size.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from varsim._common.seeding import child_generator, root_sequence
+from varsim._common.validate import check_choice, check_int, check_positive_int
+
+from .attention import (
+    attention_weights,
+    query_attention_backward,
+    query_attention_forward,
+    self_attention_backward,
+    self_attention_forward,
+)
+from .layers import (
+    ACTIVATIONS,
+    activation_backward,
+    activation_forward,
+    embedding_backward,
+    embedding_forward,
+    linear_backward,
+    linear_forward,
+    mlp_backward,
+    mlp_forward,
+    softmax_cross_entropy_backward,
+    softmax_cross_entropy_forward,
+)
+from .norms import (
+    NORMS,
+    layernorm_backward,
+    layernorm_forward,
+    layernorm_per_head_backward,
+    layernorm_per_head_forward,
+    standardize_backward,
+    standardize_forward,
+    standardize_per_head_backward,
+    standardize_per_head_forward,
+)
+
+__all__ = ["ModelConfig", "Transformer", "TASKS", "KEY_ENCODINGS", "DTYPES", "DEFAULT_MEMORY_BUDGET"]
+
+TASKS = ("argmax", "dictionary")
+KEY_ENCODINGS = ("binary", "embedding")
+DTYPES = ("float32", "float64")
+DEFAULT_MEMORY_BUDGET = 2 * 1024**3  # bytes of attention matrices a forward/backward pass may hold
+EVAL_CHUNK_TOKENS = 1 << 16  # tokens per chunk in predict/analysis: bounds their memory for any batch size
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """Sizes and variants of :class:`Transformer` (validated on construction; ValueError names the field)."""
+
+    task: str
+    d_model: int = 64
+    n_heads: int = 4
+    n_blocks: int = 1
+    norm: str = "none"
+    residual: bool = True
+    pre_ln: bool = False
+    item_mlp_depth: int = 2
+    predictor_depth: int = 2
+    d_hidden: int | None = None  # default 2 * d_model
+    n_classes: int = 10
+    key_vocab: int = 16384
+    value_vocab: int = 16
+    key_encoding: str = "binary"
+    dtype: str = "float32"
+    activation: str = "relu"
+
+    def __post_init__(self):
+        check_choice("task", self.task, TASKS)
+        check_choice("norm", self.norm, NORMS)
+        check_choice("key_encoding", self.key_encoding, KEY_ENCODINGS)
+        check_choice("dtype", self.dtype, DTYPES)
+        check_choice("activation", self.activation, ACTIVATIONS)
+        ints = {
+            "d_model": 1,
+            "n_heads": 1,
+            "n_blocks": 1,
+            "item_mlp_depth": 1,
+            "predictor_depth": 1,
+            "n_classes": 2,
+            "key_vocab": 1,
+            "value_vocab": 2,
+        }
+        for name, minimum in ints.items():
+            object.__setattr__(self, name, check_int(name, getattr(self, name), minimum=minimum))
+        if self.d_hidden is not None:
+            object.__setattr__(self, "d_hidden", check_positive_int("d_hidden", self.d_hidden))
+        if self.d_model % self.n_heads:
+            raise ValueError(f"n_heads ({self.n_heads}) must divide d_model ({self.d_model})")
+        for name in ("residual", "pre_ln"):
+            if not isinstance(getattr(self, name), (bool, np.bool_)):
+                raise ValueError(f"{name} must be a bool, got {getattr(self, name)!r}")
+            object.__setattr__(self, name, bool(getattr(self, name)))
+
+    @property
+    def n_outputs(self) -> int:
+        """Number of classes the model predicts: ``n_classes`` (argmax) or ``value_vocab`` (dictionary)."""
+        return self.n_classes if self.task == "argmax" else self.value_vocab
+
+    @property
+    def hidden(self) -> int:
+        """The MLP hidden width F actually used."""
+        return self.d_hidden if self.d_hidden is not None else 2 * self.d_model
+
+    @property
+    def key_bits(self) -> int:
+        """Number of +-1 features of the binary key code: ceil(log2 key_vocab), at least 1."""
+        return max(1, (self.key_vocab - 1).bit_length())
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, d) -> "ModelConfig":
+        if not isinstance(d, dict):
+            raise ValueError(f"model config must be a dict, got {type(d).__name__}")
+        names = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(d) - names)
+        if unknown:
+            raise ValueError(f"unknown model config key(s): {', '.join(unknown)}")
+        if "task" not in d:
+            raise ValueError("model config needs a 'task'")
+        return cls(**d)
+
+
+class Transformer:
+    """The model of the module docstring, with parameters in ``params`` (an ordered ``{name: array}`` dict).
+
+    ``seed`` (int or SeedSequence) draws the initial parameters, parameter i from its own child stream: weights
+    N(0, 1/fan_in), biases 0, LayerNorm gains 1, the argmax query vector N(0, 1). ``memory_budget`` (bytes) bounds
+    the T x T attention matrices of the blocks before the last.
+
+    ``forward``/``backward`` are the training path (the cache holds the activations); ``predict`` and ``analysis``
+    are memory-lean evaluation paths that run the batch in chunks.
+    """
+
+    def __init__(self, config: ModelConfig, seed=0, *, memory_budget: int = DEFAULT_MEMORY_BUDGET):
+        if not isinstance(config, ModelConfig):
+            raise ValueError(f"config must be a ModelConfig, got {type(config).__name__}")
+        self.config = config
+        self.memory_budget = check_positive_int("memory_budget", memory_budget)
+        self.dtype = np.dtype(config.dtype)
+        self.params: dict[str, np.ndarray] = {}
+        self._init_params(root_sequence(seed))
+
+    # ------------------------------------------------------------------------------------------------------------
+    # Parameters
+
+    def _n_features(self) -> int:
+        c = self.config
+        if c.task == "argmax":
+            return 1 + c.n_classes
+        return (c.key_bits if c.key_encoding == "binary" else 0) + c.value_vocab + 1
+
+    def _shapes(self):
+        """(name, shape, init std or the constant 'zeros'/'ones') in the stable parameter order."""
+        c = self.config
+        d, f = c.d_model, c.hidden
+        out = []
+
+        def mlp(prefix, dims):
+            for i, (a, b) in enumerate(zip(dims[:-1], dims[1:])):
+                out.append((f"{prefix}.{i}.w", (a, b), 1.0 / math.sqrt(a)))
+                out.append((f"{prefix}.{i}.b", (b,), "zeros"))
+
+        def ln(prefix):
+            out.append((f"{prefix}.gamma", (d,), "ones"))
+            out.append((f"{prefix}.beta", (d,), "zeros"))
+
+        n_in = self._n_features()
+        embed_dims = [n_in] + [f] * (c.item_mlp_depth - 1) + [d]
+        mlp("embed", embed_dims)
+        if c.task == "dictionary" and c.key_encoding == "embedding":
+            # one-hot key block of the first layer's input: same scale as a weight row with fan-in n_in + 1
+            out.append(("embed.key_table", (c.key_vocab, embed_dims[1]), 1.0 / math.sqrt(n_in + 1)))
+        if c.task == "argmax":
+            out.append(("query", (d,), 1.0))
+        for b in range(c.n_blocks):
+            p = f"block{b}"
+            if c.pre_ln:
+                ln(f"{p}.ln1")
+            out.append((f"{p}.attn.w_qkv", (d, 3 * d), 1.0 / math.sqrt(d)))
+            out.append((f"{p}.attn.b_qkv", (3 * d,), "zeros"))
+            if c.norm in ("layernorm", "layernorm_per_head"):
+                ln(f"{p}.attn_norm")
+            out.append((f"{p}.attn.w_o", (d, d), 1.0 / math.sqrt(d)))
+            out.append((f"{p}.attn.b_o", (d,), "zeros"))
+            if c.pre_ln:
+                ln(f"{p}.ln2")
+            mlp(f"{p}.mlp", [d, f, d])
+        if c.pre_ln:
+            ln("final_ln")
+        mlp("head", [d] + [f] * (c.predictor_depth - 1) + [c.n_outputs])
+        return out
+
+    def _init_params(self, seq: np.random.SeedSequence) -> None:
+        for i, (name, shape, init) in enumerate(self._shapes()):
+            if init == "zeros":
+                value = np.zeros(shape, dtype=self.dtype)
+            elif init == "ones":
+                value = np.ones(shape, dtype=self.dtype)
+            else:  # parameter i draws from its own stream: adding a parameter does not reshuffle the others
+                value = (child_generator(seq, i).standard_normal(shape) * init).astype(self.dtype)
+            self.params[name] = value
+
+    @property
+    def n_params(self) -> int:
+        return int(sum(p.size for p in self.params.values()))
+
+    def state_dict(self) -> dict[str, np.ndarray]:
+        """Copies of the parameters, in the stable order."""
+        return {k: v.copy() for k, v in self.params.items()}
+
+    def load_state_dict(self, d) -> None:
+        """Copy ``d`` into the parameters (in place); names, shapes and dtypes must match exactly."""
+        if not isinstance(d, dict):
+            raise ValueError(f"state dict must be a dict, got {type(d).__name__}")
+        missing = [k for k in self.params if k not in d]
+        unexpected = [k for k in d if k not in self.params]
+        if missing or unexpected:
+            raise ValueError(f"state dict does not match the model: missing {missing}, unexpected {unexpected}")
+        for k, p in self.params.items():
+            v = d[k]
+            if not isinstance(v, np.ndarray) or v.shape != p.shape or v.dtype != p.dtype:
+                got = f"{v.dtype}{v.shape}" if isinstance(v, np.ndarray) else type(v).__name__
+                raise ValueError(f"state dict entry {k!r} is {got}, the model expects {p.dtype}{p.shape}")
+        for k, p in self.params.items():
+            np.copyto(p, d[k])
+
+    # ------------------------------------------------------------------------------------------------------------
+    # Inputs
+
+    def _inputs(self, batch):
+        """Validate a batch and build (features (B, T, n_in), key ids (B, T) or None, item mask (B, N))."""
+        c = self.config
+        if not isinstance(batch, dict):
+            raise ValueError(f"batch must be a dict, got {type(batch).__name__}")
+        need = ("priority", "label", "mask") if c.task == "argmax" else ("key", "value", "query", "mask")
+        missing = [k for k in need if k not in batch]
+        if missing:
+            raise ValueError(f"{c.task} batch is missing {missing}")
+        mask = np.asarray(batch["mask"])
+        if mask.ndim != 2 or mask.dtype != np.bool_:
+            raise ValueError(f"batch['mask'] must be a bool (B, N) array, got {mask.dtype}{mask.shape}")
+        b, n = mask.shape
+        if b == 0 or n == 0:
+            raise ValueError(f"batch must have at least one example and one item, got mask shape {mask.shape}")
+        if not mask.any(axis=1).all():
+            raise ValueError("every example needs at least one real item (a mask row is all False)")
+        self._check_memory(b, n)  # before allocating anything of size N
+        t = n + 1
+        n_in = self._n_features()
+        feats = np.zeros((b, t, n_in), dtype=self.dtype)  # (B, T, n_in); row 0 the query token
+        rows = (np.arange(b)[:, None] * t + np.arange(1, t)[None, :]) * n_in  # (B, N) flat offsets of item rows
+
+        def ids(name, vocab, shape):
+            a = np.asarray(batch[name])
+            if a.shape != shape or not np.issubdtype(a.dtype, np.integer):
+                raise ValueError(f"batch[{name!r}] must be an integer array of shape {shape}, got {a.dtype}{a.shape}")
+            if a.ndim == 2:  # padded items may hold anything: read them as id 0
+                a = np.where(mask, a, 0)
+            if a.size and (a.min() < 0 or a.max() >= vocab):
+                raise ValueError(f"batch[{name!r}] has ids outside [0, {vocab})")
+            return a
+
+        if c.task == "argmax":
+            pr = np.asarray(batch["priority"])
+            if pr.shape != (b, n) or not np.issubdtype(pr.dtype, np.floating):
+                raise ValueError(f"batch['priority'] must be a float array of shape {(b, n)}, got {pr.dtype}{pr.shape}")
+            pr = np.where(mask, pr, 0.0)
+            if not np.isfinite(pr).all():
+                raise ValueError("batch['priority'] has non-finite values at real items")
+            label = ids("label", c.n_classes, (b, n))
+            feats[:, 1:, 0] = pr
+            feats.reshape(-1)[rows + 1 + label] = 1.0
+            return feats, None, mask
+
+        key = ids("key", c.key_vocab, (b, n))
+        value = ids("value", c.value_vocab, (b, n))
+        query = ids("query", c.key_vocab, (b,))
+        keys_all = np.empty((b, t), dtype=np.int64)  # (B, T): the query key, then the item keys
+        keys_all[:, 0] = query
+        keys_all[:, 1:] = key
+        k0 = 0
+        if c.key_encoding == "binary":
+            k0 = c.key_bits
+            bits = (keys_all[:, :, None] >> np.arange(k0)) & 1  # (B, T, K)
+            feats[:, :, :k0] = 2 * bits - 1
+        feats.reshape(-1)[rows + k0 + value] = 1.0
+        feats[:, 0, -1] = 1.0
+        return feats, (keys_all if c.key_encoding == "embedding" else None), mask
+
+    def _attention_bytes(self, b: int, n: int) -> int:
+        """Bytes of the T x T attention matrices a forward + backward pass holds (0 for a one-block model)."""
+        c = self.config
+        if c.n_blocks == 1:
+            return 0
+        t = n + 1
+        # weights kept for each full block, plus two same-size temporaries in the backward pass
+        return (c.n_blocks - 1 + 2) * b * c.n_heads * t * t * self.dtype.itemsize
+
+    def _check_memory(self, b: int, n: int) -> None:
+        need = self._attention_bytes(b, n)
+        if need > self.memory_budget:
+            c = self.config
+            raise ValueError(
+                f"set size N={n} is too long for a {c.n_blocks}-block model with batch {b}: its "
+                f"{c.n_blocks - 1} full attention block(s) need {need / 2**30:.2f} GiB of attention matrices, "
+                f"more than memory_budget={self.memory_budget / 2**30:.2f} GiB "
+                "(a one-block model is O(N) and has no such limit)"
+            )
+
+    # ------------------------------------------------------------------------------------------------------------
+    # Forward / backward
+
+    def _layers(self, prefix: str, depth: int):
+        p = self.params
+        return [(p[f"{prefix}.{i}.w"], p[f"{prefix}.{i}.b"]) for i in range(depth)]
+
+    def _embed_forward(self, feats, keys_all):
+        c, p = self.config, self.params
+        h, lin_cache = linear_forward(feats, p["embed.0.w"], p["embed.0.b"])  # (B, T, F) or (B, T, D)
+        emb_cache = None
+        if keys_all is not None:  # learned key rows: a one-hot key block of the first layer's input
+            e, emb_cache = embedding_forward(keys_all, p["embed.key_table"])  # (B, T, F)
+            h += e
+        act_cache = rest_cache = None
+        if c.item_mlp_depth > 1:
+            h, act_cache = activation_forward(h, c.activation)
+            layers = [(p[f"embed.{i}.w"], p[f"embed.{i}.b"]) for i in range(1, c.item_mlp_depth)]
+            h, rest_cache = mlp_forward(h, layers, c.activation)  # (B, T, D)
+        if c.task == "argmax":
+            h[:, 0] = p["query"]  # the learned query token replaces the MLP's output on the (all-zero) row 0
+        return h, (lin_cache, emb_cache, act_cache, rest_cache)
+
+    def _embed_backward(self, dx, cache, grads):
+        c = self.config
+        lin_cache, emb_cache, act_cache, rest_cache = cache
+        if c.task == "argmax":
+            grads["query"] = dx[:, 0].sum(axis=0)
+            dx = dx.copy()
+            dx[:, 0] = 0.0
+        dh = dx
+        if c.item_mlp_depth > 1:
+            dh, rest_grads = mlp_backward(dx, rest_cache)
+            for i, (dw, db) in enumerate(rest_grads, start=1):
+                grads[f"embed.{i}.w"], grads[f"embed.{i}.b"] = dw, db
+            dh = activation_backward(dh, act_cache, c.activation)
+        if emb_cache is not None:
+            grads["embed.key_table"] = embedding_backward(dh, emb_cache)
+        feats, w, _ = lin_cache
+        d2 = dh.reshape(-1, w.shape[1])
+        grads["embed.0.w"] = feats.reshape(-1, w.shape[0]).T @ d2
+        grads["embed.0.b"] = d2.sum(axis=0)
+
+    def _norm_forward(self, x, prefix):
+        c, p = self.config, self.params
+        if c.norm == "layernorm":
+            return layernorm_forward(x, p[f"{prefix}.gamma"], p[f"{prefix}.beta"])
+        if c.norm == "standardize":
+            return standardize_forward(x)
+        if c.norm == "layernorm_per_head":
+            return layernorm_per_head_forward(x, p[f"{prefix}.gamma"], p[f"{prefix}.beta"], c.n_heads)
+        return standardize_per_head_forward(x, c.n_heads)
+
+    def _norm_backward(self, dout, cache, prefix, grads):
+        norm = self.config.norm
+        if norm in ("layernorm", "layernorm_per_head"):
+            back = layernorm_backward if norm == "layernorm" else layernorm_per_head_backward
+            dx, grads[f"{prefix}.gamma"], grads[f"{prefix}.beta"] = back(dout, cache)
+            return dx
+        if norm == "standardize":
+            return standardize_backward(dout, cache)
+        return standardize_per_head_backward(dout, cache)
+
+    def _block_forward(self, i, x, key_mask, last, record=None):
+        """``x`` (B, T, D) -> (B, T, D); the last block returns only the query token's row, (B, D)."""
+        c, p = self.config, self.params
+        pre = f"block{i}"
+        ln1 = None
+        h = x
+        if c.pre_ln:
+            h, ln1 = layernorm_forward(x, p[f"{pre}.ln1.gamma"], p[f"{pre}.ln1.beta"])  # (B, T, D)
+        w_qkv, b_qkv = p[f"{pre}.attn.w_qkv"], p[f"{pre}.attn.b_qkv"]
+        if last:  # query-row shortcut: (B, D)
+            heads, att = query_attention_forward(h[:, 0], h, w_qkv, b_qkv, c.n_heads, key_mask)
+            x_res = x[:, 0]
+        else:  # (B, T, D)
+            heads, att = self_attention_forward(h, w_qkv, b_qkv, c.n_heads, key_mask)
+            x_res = x
+        w_o, b_o = p[f"{pre}.attn.w_o"], p[f"{pre}.attn.b_o"]
+        norm_cache = None
+        if c.norm == "none":
+            a, o_cache = linear_forward(heads, w_o, b_o)
+            a_pre = a_post = a
+        elif c.norm.endswith("_per_head"):  # normalize each head's output, then project
+            a_pre = heads
+            a_post, norm_cache = self._norm_forward(heads, f"{pre}.attn_norm")
+            a, o_cache = linear_forward(a_post, w_o, b_o)
+        else:  # project, then normalize the attention output
+            a_pre, o_cache = linear_forward(heads, w_o, b_o)
+            a_post, norm_cache = self._norm_forward(a_pre, f"{pre}.attn_norm")
+            a = a_post
+        r = x_res + a if c.residual else a
+        h2, ln2 = r, None
+        if c.pre_ln:
+            h2, ln2 = layernorm_forward(r, p[f"{pre}.ln2.gamma"], p[f"{pre}.ln2.beta"])
+        m, mlp_cache = mlp_forward(h2, self._layers(f"{pre}.mlp", 2), c.activation)
+        out = r + m
+        if record is not None:
+            q = (lambda z: z) if last else (lambda z: z[:, 0])
+            w = attention_weights(att)  # (B, H, Tq, T)
+            record[f"{pre}.attn_pre_norm"] = q(a_pre).copy()
+            record[f"{pre}.attn_post_norm"] = q(a_post).copy()
+            record[f"{pre}.attn_weights"] = w[:, :, 0, 1:].copy()  # the query row, over the items (B, H, N)
+            record[f"{pre}.next_input"] = q(out).copy()
+        return out, (ln1, att, norm_cache, o_cache, ln2, mlp_cache, last)
+
+    def _block_backward(self, i, dout, cache, grads):
+        """-> dx (B, T, D), filling the block's parameter gradients into ``grads``."""
+        c = self.config
+        pre = f"block{i}"
+        ln1, att, norm_cache, o_cache, ln2, mlp_cache, last = cache
+        dh2, mlp_grads = mlp_backward(dout, mlp_cache)
+        for j, (dw, db) in enumerate(mlp_grads):
+            grads[f"{pre}.mlp.{j}.w"], grads[f"{pre}.mlp.{j}.b"] = dw, db
+        if c.pre_ln:
+            dh2, grads[f"{pre}.ln2.gamma"], grads[f"{pre}.ln2.beta"] = layernorm_backward(dh2, ln2)
+        dr = dout + dh2  # (B, T, D) or (B, D)
+        da = dr
+        if c.norm == "none":
+            dheads, grads[f"{pre}.attn.w_o"], grads[f"{pre}.attn.b_o"] = linear_backward(da, o_cache)
+        elif c.norm.endswith("_per_head"):
+            dnormed, grads[f"{pre}.attn.w_o"], grads[f"{pre}.attn.b_o"] = linear_backward(da, o_cache)
+            dheads = self._norm_backward(dnormed, norm_cache, f"{pre}.attn_norm", grads)
+        else:
+            da_pre = self._norm_backward(da, norm_cache, f"{pre}.attn_norm", grads)
+            dheads, grads[f"{pre}.attn.w_o"], grads[f"{pre}.attn.b_o"] = linear_backward(da_pre, o_cache)
+        if last:
+            dhq, dh, dw_qkv, db_qkv = query_attention_backward(dheads, att)  # dh (B, T, D)
+            dh[:, 0] += dhq
+        else:
+            dh, dw_qkv, db_qkv = self_attention_backward(dheads, att)
+        grads[f"{pre}.attn.w_qkv"], grads[f"{pre}.attn.b_qkv"] = dw_qkv, db_qkv
+        if c.pre_ln:
+            dh, grads[f"{pre}.ln1.gamma"], grads[f"{pre}.ln1.beta"] = layernorm_backward(dh, ln1)
+        if c.residual:
+            if last:
+                dh[:, 0] += dr
+            else:
+                dh += dr
+        return dh
+
+    def _forward(self, batch, record=None):
+        c, p = self.config, self.params
+        feats, keys_all, mask = self._inputs(batch)  # refuses set sizes beyond the memory budget
+        b, n = mask.shape
+        t = n + 1
+        x, embed_cache = self._embed_forward(feats, keys_all)  # (B, T, D)
+        # the query token (row 0) sees the real items only
+        row_mask = np.empty((b, t), dtype=bool)  # (B, T)
+        row_mask[:, 0] = False
+        row_mask[:, 1:] = mask
+        block_caches = []
+        if c.n_blocks > 1:
+            # full blocks: items see the real items and the query token; the query row as above
+            full_mask = np.broadcast_to(row_mask[:, None, :], (b, t, t)).copy()  # (B, T, T)
+            full_mask[:, 1:, 0] = True
+            for i in range(c.n_blocks - 1):
+                x, cache = self._block_forward(i, x, full_mask, last=False, record=record)
+                block_caches.append(cache)
+        q, cache = self._block_forward(c.n_blocks - 1, x, row_mask, last=True, record=record)  # (B, D)
+        block_caches.append(cache)
+        z, fln = q, None
+        if c.pre_ln:
+            z, fln = layernorm_forward(q, p["final_ln.gamma"], p["final_ln.beta"])
+        logits, head_cache = mlp_forward(z, self._layers("head", c.predictor_depth), c.activation)  # (B, C)
+        return logits, (embed_cache, block_caches, fln, head_cache, x.shape)
+
+    def forward(self, batch):
+        """-> ``(logits (B, n_outputs), cache)``; refuses set sizes whose attention would exceed the memory budget."""
+        return self._forward(batch)
+
+    def backward(self, dlogits, cache) -> dict[str, np.ndarray]:
+        """Gradients of sum(logits * dlogits) with respect to every parameter: same names, order, shapes, dtype."""
+        c = self.config
+        embed_cache, block_caches, fln, head_cache, x_shape = cache
+        dlogits = np.asarray(dlogits)
+        if dlogits.shape != (x_shape[0], c.n_outputs):
+            raise ValueError(f"dlogits must have shape {(x_shape[0], c.n_outputs)}, got {dlogits.shape}")
+        dlogits = dlogits.astype(self.dtype, copy=False)
+        grads: dict[str, np.ndarray] = {}
+        dz, head_grads = mlp_backward(dlogits, head_cache)
+        for j, (dw, db) in enumerate(head_grads):
+            grads[f"head.{j}.w"], grads[f"head.{j}.b"] = dw, db
+        if c.pre_ln:
+            dz, grads["final_ln.gamma"], grads["final_ln.beta"] = layernorm_backward(dz, fln)
+        dx = self._block_backward(c.n_blocks - 1, dz, block_caches[-1], grads)  # (B, T, D)
+        for i in range(c.n_blocks - 2, -1, -1):
+            dx = self._block_backward(i, dx, block_caches[i], grads)
+        self._embed_backward(dx, embed_cache, grads)
+        return {k: grads[k] for k in self.params}
+
+    def loss_and_grads(self, batch) -> tuple[float, float, dict[str, np.ndarray]]:
+        """-> (mean cross-entropy, accuracy, gradients of the mean cross-entropy)."""
+        target = self._target(batch)
+        logits, cache = self._forward(batch)
+        loss, ce_cache = softmax_cross_entropy_forward(logits, target)
+        accuracy = float(np.mean(np.argmax(logits, axis=1) == target))
+        grads = self.backward(softmax_cross_entropy_backward(1.0, ce_cache), cache)
+        return loss, accuracy, grads
+
+    def _target(self, batch) -> np.ndarray:
+        if not isinstance(batch, dict) or "target" not in batch:
+            raise ValueError("batch must be a dict with a 'target' entry")
+        target = np.asarray(batch["target"])
+        c = self.config
+        if target.ndim != 1 or not np.issubdtype(target.dtype, np.integer):
+            raise ValueError(f"batch['target'] must be an integer (B,) array, got {target.dtype}{target.shape}")
+        if target.size and (target.min() < 0 or target.max() >= c.n_outputs):
+            raise ValueError(f"batch['target'] has classes outside [0, {c.n_outputs})")
+        return target
+
+    # ------------------------------------------------------------------------------------------------------------
+    # Evaluation paths (chunked, no cache kept)
+
+    def _chunks(self, batch):
+        """Split a batch into consecutive example ranges of at most EVAL_CHUNK_TOKENS tokens (and within budget)."""
+        mask = np.asarray(batch.get("mask")) if isinstance(batch, dict) else None
+        if mask is None or mask.ndim != 2:
+            self._inputs(batch)  # raises the precise error
+        b, n = mask.shape
+        per = max(1, EVAL_CHUNK_TOKENS // (n + 1))
+        if self.config.n_blocks > 1:
+            self._check_memory(1, n)
+            per = max(1, min(per, self.memory_budget // max(self._attention_bytes(1, n), 1)))
+        for start in range(0, b, per):
+            stop = min(b, start + per)
+            yield {k: (np.asarray(v)[start:stop] if np.ndim(v) >= 1 else v) for k, v in batch.items()}
+
+    def predict(self, batch) -> np.ndarray:
+        """Predicted class (B,) int64; memory bounded by the chunk size, not by the batch size."""
+        out = [np.argmax(self._forward(chunk)[0], axis=1) for chunk in self._chunks(batch)]
+        return np.concatenate(out).astype(np.int64, copy=False)
+
+    def analysis(self, batch) -> dict[str, np.ndarray]:
+        """What the query token sees, per block b (arrays over the whole batch):
+
+        - ``block{b}.attn_pre_norm`` (B, D): the vector the attention-output normalization acts on (the attention output
+          after W_o for norm none/layernorm/standardize; the concatenated head outputs, before W_o, for the per-head
+          norms);
+        - ``block{b}.attn_post_norm`` (B, D): the same after the normalization (equal to pre_norm for norm="none");
+        - ``block{b}.attn_weights`` (B, H, N): the query row's attention weights over the items (0 at padding);
+        - ``block{b}.next_input`` (B, D): the query token's state after the block;
+        plus ``logits`` (B, n_outputs).
+        """
+        parts: dict[str, list] = {}
+        for chunk in self._chunks(batch):
+            record: dict[str, np.ndarray] = {}
+            logits, _ = self._forward(chunk, record=record)
+            record["logits"] = logits
+            for k, v in record.items():
+                parts.setdefault(k, []).append(v)
+        return {k: np.concatenate(v, axis=0) for k, v in parts.items()}

@@ -1,0 +1,128 @@
+"""Normalization layers as forward/backward pairs: LayerNorm, standardization, and their per-head versions.
+
+Notation: B batch, T tokens, D width, H heads, Dh = D / H. Inputs are (..., D); every statistic is per token.
+
+- ``layernorm``: (x - mean) / sqrt(var + eps) over the D features, then a learned gain and bias (D,).
+- ``standardize``: the same without gain and bias (the paper's "standardization", as varsim reads it).
+- ``*_per_head``: the features are split into H groups of Dh (one per attention head, in the head-concatenated
+  layout that the attention layer returns) and each group is normalized on its own; the gain and bias stay (D,),
+  i.e. one value per feature of each head.
+
+The variance is the biased one (divide by the number of features), as in torch.nn.LayerNorm.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from varsim._common.validate import check_positive_int
+
+__all__ = [
+    "NORMS",
+    "standardize_forward",
+    "standardize_backward",
+    "layernorm_forward",
+    "layernorm_backward",
+    "standardize_per_head_forward",
+    "standardize_per_head_backward",
+    "layernorm_per_head_forward",
+    "layernorm_per_head_backward",
+]
+
+NORMS = ("none", "layernorm", "standardize", "layernorm_per_head", "standardize_per_head")
+DEFAULT_EPS = 1e-5
+
+
+def _check_affine(x, gamma, beta) -> None:
+    for name, a in (("gamma", gamma), ("beta", beta)):
+        if a.shape != x.shape[-1:]:
+            raise ValueError(f"{name} must have shape {x.shape[-1:]} (the width of x), got {a.shape}")
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# Core: standardize over the last axis
+
+
+def standardize_forward(x: np.ndarray, eps: float = DEFAULT_EPS):
+    """``x`` (..., D) -> ``xhat`` (..., D) with zero mean and unit (biased) variance over the last axis."""
+    mean = x.mean(axis=-1, keepdims=True)  # (..., 1)
+    xc = x - mean  # (..., D)
+    var = np.mean(xc * xc, axis=-1, keepdims=True)  # (..., 1)
+    rstd = 1.0 / np.sqrt(var + eps)  # (..., 1)
+    xhat = xc * rstd  # (..., D)
+    return xhat, (xhat, rstd)
+
+
+def standardize_backward(dout: np.ndarray, cache):
+    """-> ``dx`` = rstd * (dout - mean(dout) - xhat * mean(dout * xhat)), means over the last axis."""
+    xhat, rstd = cache
+    m1 = dout.mean(axis=-1, keepdims=True)  # (..., 1)
+    m2 = np.mean(dout * xhat, axis=-1, keepdims=True)  # (..., 1)
+    return (dout - m1 - xhat * m2) * rstd
+
+
+def layernorm_forward(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float = DEFAULT_EPS):
+    """``x`` (..., D), ``gamma`` (D,), ``beta`` (D,) -> ``xhat * gamma + beta`` (..., D)."""
+    _check_affine(x, gamma, beta)
+    xhat, std_cache = standardize_forward(x, eps)
+    out = xhat * gamma
+    out += beta
+    return out, (std_cache, gamma)
+
+
+def layernorm_backward(dout: np.ndarray, cache):
+    """-> ``(dx, dgamma, dbeta)``."""
+    std_cache, gamma = cache
+    xhat = std_cache[0]
+    d = dout.shape[-1]
+    d2 = dout.reshape(-1, d)  # (B*, D)
+    dgamma = np.einsum("ij,ij->j", d2, xhat.reshape(-1, d))  # (D,)
+    dbeta = d2.sum(axis=0)  # (D,)
+    dx = standardize_backward(dout * gamma, std_cache)
+    return dx, dgamma, dbeta
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# Per-head versions: (..., D) viewed as (..., H, Dh)
+
+
+def _split_heads(x: np.ndarray, n_heads: int) -> np.ndarray:
+    d = x.shape[-1]
+    if d % n_heads:
+        raise ValueError(f"n_heads={n_heads} must divide the width {d}")
+    return x.reshape(*x.shape[:-1], n_heads, d // n_heads)  # (..., H, Dh), a view for contiguous x
+
+
+def standardize_per_head_forward(x: np.ndarray, n_heads: int, eps: float = DEFAULT_EPS):
+    """``x`` (..., D) -> each head's Dh features standardized separately, (..., D)."""
+    n_heads = check_positive_int("n_heads", n_heads)
+    xhat, cache = standardize_forward(_split_heads(x, n_heads), eps)  # (..., H, Dh)
+    return xhat.reshape(x.shape), cache
+
+
+def standardize_per_head_backward(dout: np.ndarray, cache):
+    xhat = cache[0]
+    dx = standardize_backward(dout.reshape(xhat.shape), cache)  # (..., H, Dh)
+    return dx.reshape(dout.shape)
+
+
+def layernorm_per_head_forward(
+    x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, n_heads: int, eps: float = DEFAULT_EPS
+):
+    """``x`` (..., D), ``gamma``/``beta`` (D,) -> per-head standardization, then gain and bias per feature."""
+    _check_affine(x, gamma, beta)
+    xhat, std_cache = standardize_per_head_forward(x, n_heads, eps)  # (..., D)
+    out = xhat * gamma
+    out += beta
+    return out, (std_cache, xhat, gamma)
+
+
+def layernorm_per_head_backward(dout: np.ndarray, cache):
+    """-> ``(dx, dgamma, dbeta)``."""
+    std_cache, xhat, gamma = cache
+    d = dout.shape[-1]
+    d2 = dout.reshape(-1, d)
+    dgamma = np.einsum("ij,ij->j", d2, xhat.reshape(-1, d))  # (D,)
+    dbeta = d2.sum(axis=0)  # (D,)
+    dx = standardize_per_head_backward(dout * gamma, std_cache)
+    return dx, dgamma, dbeta

@@ -1,0 +1,191 @@
+"""Training configuration: one validated, JSON-serializable record per run.
+
+A run is a pure function of its :class:`TrainConfig` (and the library versions): the initialization comes from
+``seed``, the batch of step k from ``child_generator(data_seed, k)``, so two runs that differ only in model options
+(say ``norm``) but share ``data_seed`` see identical batches, which is what paired comparisons need.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from varsim._common.validate import check_choice, check_int, check_real
+from varsim.nn.model import ModelConfig
+from varsim.nn.optim import OPTIMIZERS
+from varsim.tasks import DEFAULT_TRAIN_RANGE, TASKS, check_set_size
+
+__all__ = ["TrainConfig", "SCHEDULES"]
+
+SCHEDULES = ("cosine", "constant")
+
+# Fields that may change between an interrupted run and its resumption: they do not affect the numbers.
+RESUME_FREE_FIELDS = ("checkpoint_every", "keep_checkpoints")
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainConfig:
+    """Everything that determines a training run.
+
+    ``model`` takes a :class:`~varsim.nn.model.ModelConfig` or a dict of its fields (its ``task`` defaults to this
+    config's ``task`` and must agree with it). ``lr`` is the peak learning rate: ``warmup`` updates of linear
+    warmup (``None``: 5% of ``steps``), then cosine decay to ``min_lr_ratio * lr`` at ``steps`` (or constant with
+    ``schedule="constant"``). ``clip_norm=None`` disables gradient clipping. Training set sizes are uniform on
+    ``train_min..train_max`` (``train_min=None``: the task's default, see ``varsim.tasks.DEFAULT_TRAIN_RANGE``).
+    ``data_seed=None`` uses ``seed``.
+    """
+
+    task: str
+    model: Any = None
+    optimizer: str = "adamw"
+    lr: float = 1e-3
+    weight_decay: float = 0.01
+    clip_norm: float | None = 1.0
+    warmup: int | None = None
+    schedule: str = "cosine"
+    min_lr_ratio: float = 0.0
+    steps: int = 2000
+    batch_size: int = 64
+    train_min: int | None = None
+    train_max: int = 16
+    seed: int = 0
+    data_seed: int | None = None
+    checkpoint_every: int = 500
+    log_every: int = 50
+    keep_checkpoints: int = 2
+
+    def __post_init__(self):
+        set_ = lambda k, v: object.__setattr__(self, k, v)  # noqa: E731  (frozen dataclass)
+        check_choice("task", self.task, TASKS)
+        set_("model", _coerce_model(self.model, self.task))
+        check_choice("optimizer", self.optimizer, OPTIMIZERS)
+        set_("lr", check_real("lr", self.lr, minimum=0.0, strict_min=True))
+        set_("weight_decay", check_real("weight_decay", self.weight_decay, minimum=0.0))
+        if self.clip_norm is not None:
+            set_("clip_norm", check_real("clip_norm", self.clip_norm, minimum=0.0, strict_min=True))
+        check_choice("schedule", self.schedule, SCHEDULES)
+        set_("min_lr_ratio", check_real("min_lr_ratio", self.min_lr_ratio, minimum=0.0, maximum=1.0))
+        set_("steps", check_int("steps", self.steps, minimum=1))
+        if self.warmup is not None:
+            set_("warmup", check_int("warmup", self.warmup, minimum=0, maximum=self.steps))
+        set_("batch_size", check_int("batch_size", self.batch_size, minimum=1))
+        set_("train_max", check_int("train_max", self.train_max, minimum=1))
+        if self.train_min is not None:
+            set_("train_min", check_int("train_min", self.train_min, minimum=1, maximum=self.train_max))
+        lo, hi = self.train_range
+        if lo > hi:
+            raise ValueError(f"train_max ({hi}) must be >= the task's minimum training size {lo} (train_min)")
+        check_set_size(self.task, (lo, hi), key_vocab=self.model.key_vocab, name="train_max")
+        set_("seed", check_int("seed", self.seed, minimum=0))
+        if self.data_seed is not None:
+            set_("data_seed", check_int("data_seed", self.data_seed, minimum=0))
+        set_("checkpoint_every", check_int("checkpoint_every", self.checkpoint_every, minimum=1))
+        set_("log_every", check_int("log_every", self.log_every, minimum=1))
+        set_("keep_checkpoints", check_int("keep_checkpoints", self.keep_checkpoints, minimum=1))
+
+    # Derived values -------------------------------------------------------------------------------------------
+    @property
+    def train_range(self) -> tuple[int, int]:
+        lo = DEFAULT_TRAIN_RANGE[self.task][0] if self.train_min is None else self.train_min
+        return lo, self.train_max
+
+    @property
+    def effective_data_seed(self) -> int:
+        return self.seed if self.data_seed is None else self.data_seed
+
+    @property
+    def effective_warmup(self) -> int:
+        return int(math.ceil(0.05 * self.steps)) if self.warmup is None else self.warmup
+
+    def optimizer_kwargs(self) -> dict:
+        """Keyword arguments for :func:`varsim.nn.optim.make_optimizer`."""
+        return {
+            "lr": self.lr,
+            "weight_decay": self.weight_decay,
+            "clip_norm": self.clip_norm,
+            "warmup": self.effective_warmup,
+            "total_steps": self.steps if self.schedule == "cosine" else None,
+            "min_lr_ratio": self.min_lr_ratio,
+        }
+
+    def task_kwargs(self) -> dict:
+        """Keyword arguments for :func:`varsim.tasks.make_batch` taken from the model's vocabulary sizes."""
+        m = self.model
+        return {"n_classes": m.n_classes, "key_vocab": m.key_vocab, "value_vocab": m.value_vocab}
+
+    # Serialization --------------------------------------------------------------------------------------------
+    def to_dict(self) -> dict:
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        out["model"] = self.model.to_dict()
+        return out
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "TrainConfig":
+        if not isinstance(d, dict):
+            raise ValueError(f"config must be a dict, got {type(d).__name__}")
+        names = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(d) - names)
+        if unknown:
+            raise ValueError(f"unknown config field(s) {unknown}; expected some of {sorted(names)}")
+        if "task" not in d:
+            raise ValueError("config needs a 'task' field")
+        return cls(**d)
+
+    @classmethod
+    def from_file(cls, path) -> "TrainConfig":
+        p = Path(path)
+        try:
+            d = json.loads(p.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise ValueError(f"config file {str(p)!r} does not exist") from None
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise ValueError(f"config file {str(p)!r} is not readable JSON: {exc}") from None
+        return cls.from_dict(d)
+
+    @classmethod
+    def coerce(cls, config) -> "TrainConfig":
+        """A TrainConfig from a TrainConfig, a dict or a JSON file path."""
+        if isinstance(config, cls):
+            return config
+        if isinstance(config, dict):
+            return cls.from_dict(config)
+        if isinstance(config, (str, Path)):
+            return cls.from_file(config)
+        raise ValueError(f"config must be a TrainConfig, a dict or a JSON file path, got {type(config).__name__}")
+
+    def replace(self, **changes) -> "TrainConfig":
+        return dataclasses.replace(self, **changes)
+
+    def differences(self, other: "TrainConfig", *, ignore=RESUME_FREE_FIELDS) -> dict:
+        """``{field: (self value, other value)}`` for the fields (model fields as ``model.x``) that differ."""
+        a, b = _flatten(self.to_dict()), _flatten(other.to_dict())
+        skip = set(ignore)
+        return {k: (a.get(k), b.get(k)) for k in sorted(set(a) | set(b)) if k not in skip and a.get(k) != b.get(k)}
+
+
+def _flatten(d: dict, prefix: str = "") -> dict:
+    out = {}
+    for k, v in d.items():
+        if isinstance(v, dict):
+            out.update(_flatten(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
+
+
+def _coerce_model(model, task: str) -> ModelConfig:
+    if model is None:
+        model = {}
+    if isinstance(model, ModelConfig):
+        if model.task != task:
+            raise ValueError(f"model.task {model.task!r} differs from task {task!r}")
+        return model
+    if not isinstance(model, dict):
+        raise ValueError(f"model must be a ModelConfig or a dict of its fields, got {type(model).__name__}")
+    d = dict(model)
+    if d.setdefault("task", task) != task:
+        raise ValueError(f"model.task {d['task']!r} differs from task {task!r}")
+    return ModelConfig.from_dict(d)

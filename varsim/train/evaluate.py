@@ -1,0 +1,119 @@
+"""Accuracy of a trained model at many set sizes, with Wilson 95% intervals."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from pathlib import Path
+
+import numpy as np
+
+from varsim._common.progress import Progress
+from varsim._common.provenance import provenance
+from varsim._common.seeding import child_generator, root_sequence
+from varsim._common.validate import check_int, check_int_grid
+from varsim.tasks import check_set_size, make_batch
+from varsim.train import _blas
+from varsim.train.metrics import wilson_interval
+
+__all__ = ["evaluate", "DEFAULT_LENGTHS", "evaluation_batch"]
+
+DEFAULT_LENGTHS = tuple(2**k for k in range(4, 15))  # 16, 32, ..., 16384
+
+
+def evaluation_batch(model_config, length: int, chunk: int, size: int, seed) -> dict:
+    """Chunk ``chunk`` (``size`` examples) of the test set at set size ``length``: keyed by (seed, length, chunk),
+    so every model evaluated with the same seed sees the same examples (paired comparisons), whatever the other
+    lengths or the batch size of the other chunks."""
+    return make_batch(
+        model_config.task,
+        size,
+        int(length),
+        child_generator(seed, int(length), int(chunk)),
+        n_classes=model_config.n_classes,
+        key_vocab=model_config.key_vocab,
+        value_vocab=model_config.value_vocab,
+    )
+
+
+def evaluate(
+    checkpoint_or_model,
+    lengths=DEFAULT_LENGTHS,
+    n_examples: int = 1024,
+    batch_size: int = 64,
+    seed=0,
+    *,
+    progress: bool | None = None,
+    blas_threads: int | None = None,
+) -> dict:
+    """Accuracy at each set size in ``lengths`` on ``n_examples`` fresh examples each.
+
+    ``checkpoint_or_model`` is a checkpoint file, a run directory (its latest checkpoint) or a
+    :class:`varsim.nn.model.Transformer`. Examples at length L come in chunks of ``batch_size``; chunk j is drawn
+    from ``child_generator(seed, L, j)``, so the test set depends only on (task settings, seed, L, n_examples,
+    batch_size) and two models evaluated with the same arguments are compared on identical examples.
+
+    Returns ``{"task", "lengths", "accuracy", "correct", "ci_low", "ci_high" (Wilson 95%), "n_examples",
+    "batch_size", "seed", "time_s" (per length), "config", "checkpoint", "step", "provenance"}``.
+    ``blas_threads``: pin NumPy's BLAS to that many threads while evaluating (``None``: leave it alone); use 1
+    when several evaluations run as parallel processes.
+    """
+    model, config_dict, ckpt, step = _resolve_model(checkpoint_or_model)
+    mcfg = model.config
+    lengths = check_int_grid("lengths", lengths, minimum=1)
+    for i, length in enumerate(lengths):
+        check_set_size(mcfg.task, int(length), key_vocab=mcfg.key_vocab, name=f"lengths[{i}]")
+    n_examples = check_int("n_examples", n_examples, minimum=1)
+    batch_size = check_int("batch_size", batch_size, minimum=1)
+    seed_seq = root_sequence(seed)
+    n_chunks = -(-n_examples // batch_size)
+    if blas_threads is not None:
+        blas_threads = check_int("blas_threads", blas_threads, minimum=1)
+    threads = _blas.blas_threads(blas_threads) if blas_threads is not None else contextlib.nullcontext()
+
+    acc, correct, lows, highs, times = [], [], [], [], []
+    with threads, Progress(len(lengths) * n_chunks, f"evaluate {mcfg.task}", enabled=progress) as bar:
+        for length in lengths:
+            t0 = time.perf_counter()
+            hits = 0
+            for j in range(n_chunks):
+                size = min(batch_size, n_examples - j * batch_size)
+                batch = evaluation_batch(mcfg, int(length), j, size, seed_seq)
+                hits += int(np.count_nonzero(model.predict(batch) == batch["target"]))
+                bar.update(1, f"N={int(length)}")
+            lo, hi = wilson_interval(hits, n_examples)
+            acc.append(hits / n_examples)
+            correct.append(hits)
+            lows.append(lo)
+            highs.append(hi)
+            times.append(time.perf_counter() - t0)
+    return {
+        "task": mcfg.task,
+        "lengths": [int(x) for x in lengths],
+        "accuracy": acc,
+        "correct": correct,
+        "ci_low": lows,
+        "ci_high": highs,
+        "n_examples": n_examples,
+        "batch_size": batch_size,
+        "seed": seed if isinstance(seed, int) else seed_seq.entropy,
+        "time_s": times,
+        "config": config_dict,
+        "checkpoint": ckpt,
+        "step": step,
+        "provenance": provenance(),
+    }
+
+
+def _resolve_model(obj):
+    """(model, config dict, checkpoint path or None, step or None) from a checkpoint path or a model."""
+    if isinstance(obj, (str, Path)):
+        from varsim.train.checkpoint import load_checkpoint
+
+        model, config, state = load_checkpoint(obj)
+        return model, config.to_dict(), str(state["path"]), state["step"]
+    if hasattr(obj, "predict") and hasattr(obj, "config"):
+        return obj, {"model": obj.config.to_dict()}, None, None
+    raise ValueError(
+        f"checkpoint_or_model must be a checkpoint path, a run directory or a Transformer, got {type(obj).__name__}"
+    )

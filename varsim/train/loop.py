@@ -1,0 +1,252 @@
+"""The training loop: deterministic, checkpointed, resumable bit for bit.
+
+Run directory layout (``outdir``)::
+
+    config.json        the TrainConfig and provenance of the run
+    ckpt-XXXXXXXX.npz  the last ``keep_checkpoints`` checkpoints (see varsim.train.checkpoint)
+    metrics.jsonl      one JSON record per ``log_every`` updates: step, loss, accuracy, lr, grad_norm, steps_per_s
+    summary.json       written when the run ends (completed, or stopped on a non-finite loss)
+
+Determinism: the batch of update k (0-based) is ``make_batch(..., rng=child_generator(data_seed, k))``, the model
+and the optimizer are deterministic, and a checkpoint holds every other piece of state (parameters, moments, update
+count, the metrics window in progress). So a run killed at any moment and resumed from its latest checkpoint
+replays exactly the updates it lost and ends with bitwise the same parameters as a run never interrupted.
+BLAS runs single-threaded during training (``varsim.train._blas``): faster for these small matrices, and it keeps
+the rounding of matrix products independent of the machine's core count. Run several trainings as processes to
+use several cores.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from pathlib import Path
+
+import numpy as np
+
+from varsim._common.atomic import atomic_write_json
+from varsim._common.progress import Progress
+from varsim._common.provenance import provenance
+from varsim._common.seeding import child_generator
+from varsim.nn.optim import make_optimizer
+from varsim.tasks import make_batch
+from varsim.train._blas import blas_threads
+from varsim.train.checkpoint import (
+    checkpoint_path,
+    latest_checkpoint,
+    list_checkpoints,
+    load_checkpoint,
+    save_checkpoint,
+)
+from varsim.train.config import TrainConfig
+from varsim.train.metrics import MetricsLog
+
+__all__ = ["train", "training_batch"]
+
+
+def training_batch(config: TrainConfig, step: int) -> dict:
+    """The batch of update ``step`` (0-based) of a run: a pure function of ``(config, step)``."""
+    return make_batch(
+        config.task,
+        config.batch_size,
+        config.train_range,
+        child_generator(config.effective_data_seed, step),
+        **config.task_kwargs(),
+    )
+
+
+class _Window:
+    """Running sums over the current logging window; saved in checkpoints so resumed logs match exactly."""
+
+    def __init__(self, d: dict | None = None):
+        d = d or {}
+        self.n = int(d.get("n", 0))
+        self.loss = float(d.get("loss", 0.0))
+        self.acc = float(d.get("acc", 0.0))
+        self.grad_norm = float(d.get("grad_norm", 0.0))
+
+    def add(self, loss: float, acc: float, grad_norm: float) -> None:
+        self.n += 1
+        self.loss += loss
+        self.acc += acc
+        self.grad_norm += grad_norm
+
+    def to_dict(self) -> dict:
+        return {"n": self.n, "loss": self.loss, "acc": self.acc, "grad_norm": self.grad_norm}
+
+
+def _prepare_outdir(outdir) -> Path:
+    out = Path(outdir)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"outdir {str(out)!r} exists and is not a directory")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ValueError(f"outdir {str(out)!r} cannot be created: {exc}") from None
+    for stale in out.glob(".ckpt-*.tmp"):  # left by a run killed while writing a checkpoint
+        stale.unlink(missing_ok=True)
+    return out
+
+
+def _check_same_config(config: TrainConfig, other: TrainConfig, where: str) -> None:
+    diffs = config.differences(other)
+    if diffs:
+        listed = "; ".join(f"{k}: {b!r} there, {a!r} now" for k, (a, b) in diffs.items())
+        raise ValueError(f"cannot resume: the config differs from the one in {where} ({listed})")
+
+
+def train(config, outdir, *, resume: bool = False, progress: bool | None = None) -> dict:
+    """Train a model as ``config`` says, writing checkpoints and metrics into ``outdir``; return a summary.
+
+    ``config`` is a :class:`TrainConfig`, a dict of its fields, or a JSON file path. With ``resume=False`` the
+    directory must not already hold a run; with ``resume=True`` the run continues from its latest checkpoint
+    (or starts, if there is none yet) after checking that the config is the same, and a finished run returns its
+    summary at once. ``progress``: show loss, accuracy and steps/s on stderr (default: when it is a terminal).
+
+    The summary has ``status`` (``"completed"`` or ``"non_finite"``), ``message``, ``steps_done``, ``steps``,
+    ``final_loss`` and ``train_accuracy`` (means over the last logging window), ``wall_time_s`` (summed over
+    resumptions), ``checkpoint`` (the latest good checkpoint) and ``outdir``. A non-finite loss or gradient stops
+    the run before the bad update is applied; no checkpoint is written after it, so the last good one remains.
+    """
+    from varsim.nn.model import Transformer
+
+    config = TrainConfig.coerce(config)
+    out = _prepare_outdir(outdir)
+    metrics = MetricsLog(out / "metrics.jsonl")
+    config_file = out / "config.json"
+    latest = latest_checkpoint(out)
+    if not resume and (latest is not None or config_file.exists()):
+        raise ValueError(
+            f"outdir {str(out)!r} already holds a run; pass resume=True (--resume) to continue it "
+            "or choose another outdir"
+        )
+
+    if latest is not None:
+        model, saved, state = load_checkpoint(latest)
+        _check_same_config(config, saved, str(latest))
+        step = state["step"]
+        header = state["header"]
+        optimizer = make_optimizer(config.optimizer, model.params, **config.optimizer_kwargs())
+        optimizer.load_state_dict(state["optimizer"])
+        window = _Window(header.get("window"))
+        elapsed = float(header.get("elapsed_s", 0.0))
+        last_log = header.get("last_log")
+    else:
+        if config_file.exists():
+            try:
+                saved = TrainConfig.from_dict(json.loads(config_file.read_text(encoding="utf-8"))["config"])
+            except (OSError, KeyError, TypeError, json.JSONDecodeError) as exc:
+                raise ValueError(f"{str(config_file)!r} is unreadable: {exc}") from None
+            _check_same_config(config, saved, str(config_file))
+        model = Transformer(config.model, seed=config.seed)
+        optimizer = make_optimizer(config.optimizer, model.params, **config.optimizer_kwargs())
+        step, window, elapsed, last_log = 0, _Window(), 0.0, None
+    prov = provenance()  # once per call: it runs git; every checkpoint of this call reuses it
+    atomic_write_json(config_file, {"config": config.to_dict(), "provenance": prov})
+    metrics.truncate_after(step)
+
+    def summary(status: str, message: str) -> dict:
+        ckpt = latest_checkpoint(out)
+        rec = {
+            "status": status,
+            "message": message,
+            "steps_done": step,
+            "steps": config.steps,
+            "final_loss": None if last_log is None else last_log["loss"],
+            "train_accuracy": None if last_log is None else last_log["accuracy"],
+            "wall_time_s": elapsed,
+            "checkpoint": None if ckpt is None else str(ckpt),
+            "outdir": str(out),
+        }
+        atomic_write_json(out / "summary.json", {**rec, "provenance": prov})
+        return rec
+
+    if step >= config.steps:
+        return summary("completed", f"run already complete at step {step}")
+
+    status, message = "completed", f"completed {config.steps} steps"
+    t_start = t_window = time.perf_counter()
+    timed = 0  # updates since t_window (a restored window may hold updates from before the resumption)
+    elapsed_at_start = elapsed
+    label = f"train {config.task}" + (f" (resumed at {step})" if step else "")
+    with blas_threads(1), Progress(config.steps - step, label, enabled=progress) as bar:
+        while step < config.steps:
+            batch = training_batch(config, step)
+            with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # detected and reported below
+                loss, acc, grads = model.loss_and_grads(batch)
+            loss, acc = float(loss), float(acc)
+            info = None
+            if math.isfinite(loss):
+                try:
+                    info = optimizer.step(grads)
+                except FloatingPointError:
+                    info = None
+            if info is None:
+                status = "non_finite"
+                what = "loss" if not math.isfinite(loss) else "gradient"
+                message = _stop_message(what, step + 1, out)
+                metrics.append({"step": step + 1, "event": f"non-finite {what}", "loss": loss})
+                break
+            step += 1
+            timed += 1
+            window.add(loss, acc, info["grad_norm"])
+            elapsed = elapsed_at_start + (time.perf_counter() - t_start)
+
+            if step % config.log_every == 0 or step == config.steps:
+                now = time.perf_counter()
+                last_log = {
+                    "step": step,
+                    "loss": window.loss / window.n,
+                    "accuracy": window.acc / window.n,
+                    "lr": info["lr"],
+                    "grad_norm": window.grad_norm / window.n,
+                    "steps_per_s": timed / max(now - t_window, 1e-12),
+                    "elapsed_s": elapsed,
+                }
+                metrics.append(last_log)
+                window, t_window, timed = _Window(), now, 0
+            bar.update(1, _progress_text(last_log))
+
+            if step % config.checkpoint_every == 0 or step == config.steps:
+                if not all(np.isfinite(p).all() for p in model.params.values()):
+                    status, message = "non_finite", _stop_message("parameter", step, out)
+                    metrics.append({"step": step, "event": "non-finite parameter"})
+                    break
+                _save(out, config, model, optimizer, step, window, elapsed, last_log, prov)
+    return summary(status, message)
+
+
+def _stop_message(what: str, step: int, out: Path) -> str:
+    ckpt = latest_checkpoint(out)
+    kept = f"last good checkpoint kept: {ckpt}" if ckpt is not None else "no checkpoint was written yet"
+    return f"stopped: non-finite {what} at update {step}; {kept}"
+
+
+def _progress_text(last: dict | None) -> str:
+    if last is None:
+        return ""
+    return f"loss {last['loss']:.4f} acc {last['accuracy']:.3f} {last['steps_per_s']:.1f} steps/s"
+
+
+def _save(out, config, model, optimizer, step, window, elapsed, last_log, prov) -> None:
+    header = {
+        "step": step,
+        "config": config.to_dict(),
+        "rng": {
+            "init_seed": config.seed,
+            "data_seed": config.effective_data_seed,
+            "stream": "batch of update k drawn from varsim._common.seeding.child_generator(data_seed, k)",
+            "next_step": step,
+        },
+        "window": window.to_dict(),
+        "last_log": last_log,
+        "elapsed_s": elapsed,
+        "blas_threads": 1,
+        "provenance": prov,
+    }
+    save_checkpoint(checkpoint_path(out, step), params=model.params, optimizer_state=optimizer.state_dict(),
+                    header=header)
+    for _, old in list_checkpoints(out)[: -config.keep_checkpoints]:
+        old.unlink(missing_ok=True)
+
