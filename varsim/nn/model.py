@@ -36,6 +36,7 @@ a few hundred MB whatever the batch size.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import math
 from dataclasses import dataclass
 
@@ -164,10 +165,15 @@ class ModelConfig:
         return cls(**d)
 
 
+def _name_key(name: str) -> int:
+    """A stable 63-bit integer key for a parameter name (SeedSequence spawn keys must be non-negative ints)."""
+    return int.from_bytes(hashlib.sha256(name.encode("utf-8")).digest()[:8], "little") >> 1
+
+
 class Transformer:
     """The model of the module docstring, with parameters in ``params`` (an ordered ``{name: array}`` dict).
 
-    ``seed`` (int or SeedSequence) draws the initial parameters, parameter i from its own child stream: weights
+    ``seed`` (int or SeedSequence) draws the initial parameters, each from a child stream keyed by its name: weights
     N(0, 1/fan_in), biases 0, LayerNorm gains 1, the argmax query vector N(0, 1). ``memory_budget`` (bytes) bounds
     the T x T attention matrices of the blocks before the last.
 
@@ -235,13 +241,15 @@ class Transformer:
         return out
 
     def _init_params(self, seq: np.random.SeedSequence) -> None:
-        for i, (name, shape, init) in enumerate(self._shapes()):
+        for name, shape, init in self._shapes():
             if init == "zeros":
                 value = np.zeros(shape, dtype=self.dtype)
             elif init == "ones":
                 value = np.ones(shape, dtype=self.dtype)
-            else:  # parameter i draws from its own stream: adding a parameter does not reshuffle the others
-                value = (child_generator(seq, i).standard_normal(shape) * init).astype(self.dtype)
+            else:
+                # keyed by the parameter's name, not its position: models that differ only in their normalization
+                # (which adds LayerNorm gains) start from identical shared weights, so comparisons are paired
+                value = (child_generator(seq, _name_key(name)).standard_normal(shape) * init).astype(self.dtype)
             self.params[name] = value
 
     @property

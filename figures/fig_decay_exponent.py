@@ -1,0 +1,124 @@
+"""Figure (b): the effective decay exponent d ln Var / d ln N against ln N / beta^2 for several beta.
+
+The exact local exponent of E[sum w^2] (THEORY.md 1.2), Monte Carlo local slopes (finite differences
+of ln Var between neighbouring grid points, plotted at the midpoint in ln N, with delta-method SE),
+the rule clamp(1/2 - ln N / beta^2, -1, 0) and the REM phase boundaries at ln N / beta^2 = 1/2
+(frozen below) and 3/2 (annealed 1/N law above).
+"""
+
+from __future__ import annotations
+
+if __name__ == "__main__" and not __package__:  # run as a file: make the `figures` package importable
+    import pathlib
+    import sys
+
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+    __package__ = "figures"
+
+import math
+import sys
+
+import numpy as np
+
+from . import _style
+
+NAME = "fig_decay_exponent"
+BETAS = (2.0, 3.0, 4.0)
+D_K = 64
+TAU = 1.0
+X_MAX = 2.5  # right end of the ln N / beta^2 axis
+
+# MC grid: N = 2^k, k = K_MIN, K_MIN + K_STEP, ... <= k_max(beta); sequences per N
+_MC = {False: dict(k_min=2, k_step=2, k_max=20, sequences=6_000),
+       True: dict(k_min=2, k_step=2, k_max=12, sequences=1_000)}
+
+
+def local_slopes(n, var, var_se):
+    """Finite-difference slopes of ln Var between neighbours, at the midpoint in ln N, with SE.
+
+    Neighbouring points are independent simulations, so the variances of the two log-ratios add:
+    SE = sqrt((se_a/var_a)^2 + (se_b/var_b)^2) / ln(N_b/N_a).
+    """
+    ln_n, ln_v = np.log(np.asarray(n, float)), np.log(np.asarray(var, float))
+    rel = np.asarray(var_se, float) / np.asarray(var, float)
+    dln = np.diff(ln_n)
+    return (ln_n[:-1] + ln_n[1:]) / 2, np.diff(ln_v) / dln, np.hypot(rel[:-1], rel[1:]) / dln
+
+
+def compute(quick: bool = False, seed: int = 0, *, progress: bool = False) -> dict:
+    """Exact exponent curves and MC local slopes for every beta; plain data for :func:`plot`."""
+    from varsim._common.seeding import child_sequence
+    from varsim.sim import simulate
+    from varsim.theory import decay_exponent, effective_exponent, rem_thresholds
+
+    cfg = _MC[bool(quick)]
+    x_dense = np.linspace(0.02, X_MAX, 50 if quick else 120)
+    curves = []
+    for k, beta in enumerate(BETAS):
+        # stop the MC grid where the axis ends (beta = 2 reaches ln N / beta^2 = 2.5 at N ~ 2^14)
+        k_top = min(cfg["k_max"], int(math.floor(X_MAX * beta**2 / math.log(2))))
+        n_grid = 2 ** np.arange(cfg["k_min"], k_top + 1, cfg["k_step"])
+        res = simulate(n_grid, d_k=D_K, tau=TAU, query_norm=beta * math.sqrt(D_K) / TAU, sampler="logits",
+                       estimator="rao_blackwell", n_sequences=cfg["sequences"], seed=child_sequence(seed, k),
+                       progress=progress)
+        ln_mid, slope, slope_se = local_slopes(res.n, res.var, res.var_se)
+        n_dense = np.exp(x_dense * beta**2)
+        curves.append({
+            "beta": beta,
+            "mc": {"n": res.n, "var": res.var, "var_se": res.var_se, "x_mid": ln_mid / beta**2,
+                   "slope": slope, "slope_se": slope_se,
+                   "exact_at_mid": decay_exponent(np.exp(ln_mid), beta)},
+            "exact": {"x": x_dense, "exponent": decay_exponent(n_dense, beta),
+                      "clamp": effective_exponent(n_dense, beta)},
+        })
+    # phase boundaries: b = beta / sqrt(ln N) = sqrt(2) (frozen) and sqrt(2/3) (annealed), i.e. x = 1/b^2
+    boundaries = sorted(1.0 / b**2 for b in rem_thresholds())
+    return {"name": NAME, "quick": bool(quick), "seed": int(seed), "d_k": D_K, "tau": TAU,
+            "sequences": cfg["sequences"], "boundaries": boundaries, "curves": curves}
+
+
+def plot(data: dict, outdir) -> list:
+    """Draw the figure from :func:`compute`'s data; returns the PNG and PDF paths."""
+    A = _style.array
+    with _style.style():
+        fig, (ax,) = _style.new_figure(width=6.0, height=4.2)
+        x_frozen, x_annealed = data["boundaries"]  # 1/2 and 3/2
+        for x0, x1, label in ((0, x_frozen, "frozen"), (x_frozen, x_annealed, "intermediate"),
+                              (x_annealed, X_MAX, "annealed")):
+            ax.axvspan(x0, x1, color="0.5", alpha=0.07 if label == "intermediate" else 0.0, lw=0)
+            ax.text((x0 + x1) / 2, 0.06, label, ha="center", va="bottom", fontsize=8.5, color="0.3")
+        for xb in (x_frozen, x_annealed):
+            ax.axvline(xb, color="0.35", lw=0.9, ls=":")
+        handles, labels = [], []
+        for i, c in enumerate(data["curves"]):
+            color, beta = _style.COLORS[i], c["beta"]
+            ex, mc = c["exact"], c["mc"]
+            (line,) = ax.plot(A(ex["x"]), A(ex["exponent"]), color=color, lw=1.5)
+            points = ax.errorbar(A(mc["x_mid"]), A(mc["slope"]), A(mc["slope_se"]), fmt=_style.MARKERS[i],
+                                 color=color, ms=4.5, mfc="white")
+            handles.append((line, points))
+            labels.append(rf"$\beta={beta:g}$: exact (line), MC local slope $\pm$ SE")
+        # the rule depends on ln N / beta^2 only: one curve serves every beta
+        ex = data["curves"][0]["exact"]
+        (rule,) = ax.plot(A(ex["x"]), A(ex["clamp"]), color="k", lw=1.2, ls="--")
+        handles.append(rule)
+        labels.append(r"rule $\mathrm{clamp}(1/2 - \ln N/\beta^2,\,-1,\,0)$")
+        ax.axhline(-1, color="0.6", lw=0.7)
+        ax.axhline(0, color="0.6", lw=0.7)
+        ax.set_xlim(0, X_MAX)
+        ax.set_ylim(-1.12, 0.15)
+        ax.set_xlabel(r"$\ln N / \beta^2$")
+        ax.set_ylabel(r"decay exponent $d\,\ln \mathrm{Var}(o_j) / d\,\ln N$")
+        ax.set_title(rf"Effective decay exponent (fixed query, $d_k={data['d_k']}$, logits sampler)")
+        ax.legend(handles, labels, loc="lower left", fontsize=7.5)
+        return _style.save(fig, outdir, NAME)
+
+
+def main(argv=None) -> int:
+    from . import make_all
+
+    return make_all.main(["--only", NAME, *(sys.argv[1:] if argv is None else argv)])
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

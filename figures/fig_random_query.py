@@ -1,0 +1,133 @@
+"""Figure (c): N Var(o_j) / sigma_v^2 against N for a random query versus a fixed query.
+
+A random query q ~ N(0, I_d) per sequence mixes logit spreads beta^2 = tau^2 |q|^2 / d, which raises
+the level: N Var -> (1 - 2 tau^2/d)^{-d/2} instead of e^{tau^2} for the fixed query with |q|^2 = d
+(THEORY.md 2.1). Shown for d_k = 16 and 64: Monte Carlo with SE bars (logits sampler + Rao-Blackwell
+over the whole range, the full sampler at small N), the exact finite-N chi-square mixture, the exact
+fixed-query curve, and the two leading constants as horizontal lines.
+"""
+
+from __future__ import annotations
+
+if __name__ == "__main__" and not __package__:  # run as a file: make the `figures` package importable
+    import pathlib
+    import sys
+
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+    __package__ = "figures"
+
+import math
+import sys
+from functools import partial
+
+import numpy as np
+from matplotlib.lines import Line2D
+
+from . import _style
+
+NAME = "fig_random_query"
+DIMS = (16, 64)
+TAU = 1.0
+D_V = 16
+
+_LOGITS = {False: (2 ** np.arange(4, 15), 40_000), True: (2 ** np.arange(4, 11, 2), 4_000)}
+_FULL = {False: (2 ** np.arange(4, 10), 8_000), True: (np.array([16, 64]), 1_000)}
+
+
+def _scaled(result, exact_ipr) -> dict:
+    """N Var and its SE (sigma_v = 1), with the exact N E[sum w^2] at the same N for comparison."""
+    n = np.asarray(result.n, float)
+    return {"n": result.n, "nvar": n * result.var, "nvar_se": n * result.var_se, "exact": n * exact_ipr(n)}
+
+
+def compute(quick: bool = False, seed: int = 0, *, progress: bool = False) -> dict:
+    """Simulate fixed and random queries and evaluate the exact curves; plain data for :func:`plot`."""
+    from varsim._common.seeding import child_sequence
+    from varsim.sim import simulate
+    from varsim.theory import expected_ipr, random_query_ipr, random_query_limit
+
+    n_logits, m_logits = _LOGITS[bool(quick)]
+    n_full, m_full = _FULL[bool(quick)]
+    n_dense = np.geomspace(n_logits[0], n_logits[-1], 25 if quick else 50)
+    common = dict(tau=TAU, d_v=D_V, progress=progress)
+    rb = dict(sampler="logits", estimator="rao_blackwell", n_sequences=m_logits)
+    full = dict(sampler="full", estimator="sample", n_sequences=m_full)
+
+    # fixed query with |q|^2 = d_k, so beta = tau whatever d_k is: one curve serves both dimensions
+    d0 = DIMS[-1]
+    fixed_exact = partial(expected_ipr, beta=TAU)
+    fixed = {
+        "beta": TAU,
+        "logits_rb": _scaled(simulate(n_logits, d_k=d0, query="fixed", query_norm=math.sqrt(d0),
+                                      seed=child_sequence(seed, 0, 0), **rb, **common), fixed_exact),
+        "full": _scaled(simulate(n_full, d_k=d0, query="fixed", query_norm=math.sqrt(d0),
+                                 seed=child_sequence(seed, 0, 1), **full, **common), fixed_exact),
+        "exact": {"n": n_dense, "nvar": n_dense * fixed_exact(n_dense)},
+        "limit": math.exp(TAU**2),
+    }
+    random = []
+    for k, d in enumerate(DIMS, 1):
+        mixture = partial(random_query_ipr, d=d, tau=TAU)
+        random.append({
+            "d_k": d,
+            "logits_rb": _scaled(simulate(n_logits, d_k=d, query="random", seed=child_sequence(seed, k, 0),
+                                          **rb, **common), mixture),
+            "full": _scaled(simulate(n_full, d_k=d, query="random", seed=child_sequence(seed, k, 1),
+                                     **full, **common), mixture),
+            "exact": {"n": n_dense, "nvar": n_dense * mixture(n_dense)},
+            "limit": random_query_limit(d, TAU),
+        })
+    return {"name": NAME, "quick": bool(quick), "seed": int(seed), "tau": TAU, "d_v": D_V,
+            "sequences": {"logits_rb": m_logits, "full": m_full}, "fixed": fixed, "random": random}
+
+
+def plot(data: dict, outdir) -> list:
+    """Draw the figure from :func:`compute`'s data; returns the PNG and PDF paths."""
+    A = _style.array
+    tau = data["tau"]
+    with _style.style():
+        fig, (ax,) = _style.new_figure(width=6.0, height=4.3)
+        families = [(rf"fixed query, $|q|^2 = d_k$ ($\beta = \tau$)", data["fixed"],
+                     rf"$e^{{\tau^2}} = {data['fixed']['limit']:.4f}$")]
+        families += [(rf"random query, $d_k = {r['d_k']}$", r,
+                      rf"$(1 - 2\tau^2/d)^{{-d/2}} = {r['limit']:.4f}$") for r in data["random"]]
+        n_all = []
+        for i, (label, fam, limit_label) in enumerate(families):
+            color = _style.COLORS[i]
+            ex = fam["exact"]
+            ax.plot(A(ex["n"]), A(ex["nvar"]), color=color, lw=1.5, label=label)
+            ax.axhline(fam["limit"], color=color, lw=1.0, ls="--", alpha=0.85)
+            below = i == 0  # e^{tau^2} sits just under the d = 64 constant: label it from below
+            ax.annotate(limit_label, (0.0, fam["limit"]), xycoords=("axes fraction", "data"),
+                        xytext=(4, -3 if below else 3), textcoords="offset points", ha="left",
+                        va="top" if below else "bottom", fontsize=7.5, color=color)
+            s = fam["logits_rb"]
+            ax.errorbar(A(s["n"]), A(s["nvar"]), A(s["nvar_se"]), fmt=_style.MARKERS[0], color=color, ms=4)
+            s = fam["full"]
+            ax.errorbar(A(s["n"]) * 1.1, A(s["nvar"]), A(s["nvar_se"]), fmt=_style.MARKERS[1], color=color,
+                        mfc="white", ms=4.5)
+            n_all += [*fam["logits_rb"]["n"], *fam["full"]["n"]]
+        ax.set_xscale("log", base=2)
+        _style.log2_ticks(ax, min(n_all), max(n_all))
+        ax.set_xlabel("sequence length $N$")
+        ax.set_ylabel(r"$N\,\mathrm{Var}(o_j)\,/\,\sigma_v^2$")
+        ax.set_title(rf"Random vs fixed query ($\tau = {tau:g}$, $d_v = {data['d_v']}$)")
+        handles, _ = ax.get_legend_handles_labels()
+        handles += [
+            Line2D([], [], color="k", marker=_style.MARKERS[0], ls="none", label="MC, logits sampler + Rao-Blackwell"),
+            Line2D([], [], color="k", marker=_style.MARKERS[1], mfc="white", ls="none", label="MC, full sampler"),
+            Line2D([], [], color="k", lw=1.5, label="exact (chi-square mixture for random q)"),
+            Line2D([], [], color="k", lw=1.0, ls="--", label=r"limit $N \to \infty$"),
+        ]
+        ax.legend(handles=handles, loc="lower right", fontsize=7.5)
+        return _style.save(fig, outdir, NAME)
+
+
+def main(argv=None) -> int:
+    from . import make_all
+
+    return make_all.main(["--only", NAME, *(sys.argv[1:] if argv is None else argv)])
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

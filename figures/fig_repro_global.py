@@ -1,0 +1,102 @@
+"""Reproduction figure, Figure-3 analogue: global (across-feature) mean and variance of the attention output vs N.
+
+Per evaluation set, the mean and the variance across the D features of the query token's attention output, averaged
+over sets and then over seeds, for the baseline (no norm) and the LayerNorm model: the attention output before the
+norm (solid), after it (dashed; LayerNorm fixes both to 0 and ~1 per vector), and the input to the next layer
+(dotted; the block output, where the residual stream and the MLP enter). One row per task and architecture.
+"""
+
+from __future__ import annotations
+
+if __name__ == "__main__" and not __package__:  # run as a file: make the `figures` package importable
+    import pathlib
+    import sys
+
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+    __package__ = "figures"
+
+import sys
+
+import numpy as np
+
+from . import _style
+from .fig_repro_accuracy import DEFAULT_RESULTS, norm_style
+
+NAME = "fig_repro_global"
+NORMS = ("none", "layernorm")
+# (probe key, legend text, line style); "post" is drawn only where there is a norm
+STAGES = (("pre", "attention output", "-"), ("post", "after the norm", "--"), ("next", "next-layer input", ":"))
+
+
+def compute(quick: bool = False, seed: int = 0, *, progress: bool = False) -> dict:
+    """Seed-averaged global mean and variance vs N for each stage, task, architecture and norm."""
+    from varsim.experiments.reproduce import figure_results
+
+    res = figure_results(quick, seed, default_dir=DEFAULT_RESULTS, progress=progress)
+    st = res["summary"]["settings"]
+    rows = []
+    for task in st["tasks"]:
+        for arch in st["architectures"]:
+            lines = []
+            for norm in NORMS:
+                recs = [r for r in res["runs"].values()
+                        if (r["spec"]["task"], r["spec"]["architecture"], r["spec"]["norm"]) == (task, arch, norm)]
+                if not recs:
+                    continue
+                for stage, _, _ in STAGES:
+                    if stage == "post" and norm == "none":
+                        continue
+                    entry = {"norm": norm, "stage": stage}
+                    for stat in ("mean", "var"):
+                        per_seed = np.array([r["probes"]["global"][stage][stat] for r in recs], dtype=float)
+                        entry[stat] = per_seed.mean(axis=0).tolist()
+                        entry[f"{stat}_min"] = per_seed.min(axis=0).tolist()
+                        entry[f"{stat}_max"] = per_seed.max(axis=0).tolist()
+                    lines.append(entry)
+            rows.append({"task": task, "architecture": arch, "lines": lines})
+    return {"name": NAME, "quick": bool(quick), "source": res["outdir"], "seeds": st["seeds"],
+            "lengths": st["probe_lengths"], "rows": rows}
+
+
+def plot(data: dict, outdir) -> list:
+    """Draw the figure from :func:`compute`'s data; returns the PNG and PDF paths."""
+    A = _style.array
+    n = A(data["lengths"])
+    rows = data["rows"]
+    labels = {s: t for s, t, _ in STAGES}
+    styles = {s: ls for s, _, ls in STAGES}
+    with _style.style():
+        fig, axes = _style.plt.subplots(len(rows), 2, figsize=(9.6, 3.2 * len(rows)), squeeze=False, sharex=True,
+                                        layout="constrained")
+        for (ax_m, ax_v), row in zip(axes, rows):
+            for ln in row["lines"]:
+                sty = norm_style(ln["norm"])
+                kw = dict(color=sty["color"], marker=sty["marker"], ls=styles[ln["stage"]], ms=3.5,
+                          label=f"{ln['norm']}: {labels[ln['stage']]}")
+                ax_m.plot(n, A(ln["mean"]), **kw)
+                ax_m.fill_between(n, A(ln["mean_min"]), A(ln["mean_max"]), color=sty["color"], alpha=0.12, lw=0)
+                ax_v.plot(n, A(ln["var"]), **kw)
+                ax_v.fill_between(n, A(ln["var_min"]), A(ln["var_max"]), color=sty["color"], alpha=0.12, lw=0)
+            where = f"{row['task']}, {row['architecture'].replace('_', ' ')}"
+            ax_m.set_title(f"{where}: mean across features")
+            ax_v.set_title(f"{where}: variance across features")
+            ax_v.set_yscale("log")
+            for ax in (ax_m, ax_v):
+                ax.set_xscale("log", base=2)
+                _style.log2_ticks(ax, float(n.min()), float(n.max()))
+            ax_v.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0, fontsize=7)
+        for ax in axes[-1]:
+            ax.set_xlabel("set size $N$")
+        fig.suptitle(f"Query-token statistics across features: mean over sets and {data['seeds']} seeds "
+                     "(band: range over seeds)", fontsize=9)
+        return _style.save(fig, outdir, NAME)
+
+
+def main(argv=None) -> int:
+    from . import make_all
+
+    return make_all.main(["--only", NAME, *(sys.argv[1:] if argv is None else argv)])
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

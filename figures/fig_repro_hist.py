@@ -1,0 +1,92 @@
+"""Reproduction figure, Figure-2 analogue: histograms of one attention-output feature at several N.
+
+For the baseline (no normalization) and for LayerNorm after attention, one trained model each (seed index 0, first
+architecture of the reproduction): the values, over many evaluation sets, of the fixed coordinate of the query
+token's attention output at N = 16, 256, 4096 (those probed). Columns: baseline output; LayerNorm model before
+its norm; LayerNorm model after its norm. One row per task. The histograms narrow with N where the variance
+vanishes; after LayerNorm they keep their width only if the coordinate's mean over sets stays at the vector mean.
+"""
+
+from __future__ import annotations
+
+if __name__ == "__main__" and not __package__:  # run as a file: make the `figures` package importable
+    import pathlib
+    import sys
+
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+    __package__ = "figures"
+
+import sys
+
+import numpy as np
+
+from . import _style
+from .fig_repro_accuracy import DEFAULT_RESULTS
+
+NAME = "fig_repro_hist"
+# (norm, stage, column title)
+COLUMNS = (("none", "pre", "no norm: attention output"),
+           ("layernorm", "pre", "LayerNorm model: before the norm"),
+           ("layernorm", "post", "LayerNorm model: after the norm"))
+
+
+def compute(quick: bool = False, seed: int = 0, *, progress: bool = False) -> dict:
+    """The raw probe values of the fixed coordinate at the histogram lengths, for seed index 0."""
+    from varsim.experiments.reproduce import figure_results, run_id
+
+    res = figure_results(quick, seed, default_dir=DEFAULT_RESULTS, progress=progress)
+    st = res["summary"]["settings"]
+    arch = st["architectures"][0]
+    rows = []
+    for task in st["tasks"]:
+        cols = []
+        for norm, stage, title in COLUMNS:
+            rec = res["runs"].get(run_id(task, arch, norm, 0))
+            if rec is None:
+                cols.append({"title": title, "lengths": [], "values": []})
+                continue
+            h = rec["probes"]["hist"]
+            cols.append({"title": title, "coordinate": h["coordinate"], "lengths": h["lengths"], "values": h[stage]})
+        rows.append({"task": task, "columns": cols})
+    return {"name": NAME, "quick": bool(quick), "source": res["outdir"], "architecture": arch,
+            "probe_sets": st["probe_sets"], "rows": rows}
+
+
+def plot(data: dict, outdir) -> list:
+    """Draw the figure from :func:`compute`'s data; returns the PNG and PDF paths."""
+    rows = data["rows"]
+    with _style.style():
+        fig, axes = _style.plt.subplots(len(rows), len(COLUMNS), figsize=(4.0 * len(COLUMNS), 3.1 * len(rows)),
+                                        squeeze=False, layout="constrained")
+        for r, row in enumerate(rows):
+            for c, col in enumerate(row["columns"]):
+                ax = axes[r][c]
+                values = [_style.array(v) for v in col["values"]]
+                finite = np.concatenate([v[np.isfinite(v)] for v in values]) if values else np.array([])
+                if finite.size:
+                    lo, hi = np.quantile(finite, [0.002, 0.998])
+                    pad = 0.05 * max(hi - lo, 1e-12)
+                    bins = np.linspace(lo - pad, hi + pad, 41)
+                    for k, (n, v) in enumerate(zip(col["lengths"], values)):
+                        color = _style.COLORS[k % len(_style.COLORS)]
+                        ax.hist(v, bins=bins, density=True, histtype="stepfilled", alpha=0.35, color=color,
+                                label=f"$N = {n}$")
+                        ax.hist(v, bins=bins, density=True, histtype="step", color=color)
+                    ax.legend(loc="upper right")
+                else:
+                    ax.text(0.5, 0.5, "no run", ha="center", va="center", transform=ax.transAxes)
+                coord = col.get("coordinate")
+                ax.set_title(f"{row['task']}: {col['title']}", fontsize=8.5)
+                ax.set_xlabel("value of coordinate" + ("" if coord is None else f" {coord}"))
+            axes[r][0].set_ylabel(f"density over {data['probe_sets']} sets")
+        return _style.save(fig, outdir, NAME)
+
+
+def main(argv=None) -> int:
+    from . import make_all
+
+    return make_all.main(["--only", NAME, *(sys.argv[1:] if argv is None else argv)])
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

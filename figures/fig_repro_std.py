@@ -1,0 +1,110 @@
+"""Reproduction figure, Figure-1 analogue: spread of one attention-output coordinate vs N in the trained models.
+
+For every trained model, the standard deviation over many evaluation sets of fixed size N of one fixed coordinate
+of the query token's attention output (the coordinate with the largest spread at the shortest N), before the
+normalization (left of each pair) and after it (right), on log-log axes; lines are geometric means over seeds and
+the legend gives the fitted log-log slope (mean and 95% t interval over seeds). A slope of -1/2 is the 1/sqrt(N)
+decay of an average of N independent values. "Before" is the vector the normalization acts on: the attention output
+after the output projection for none / layernorm / standardize, the concatenated head outputs for the per-head norms.
+"""
+
+from __future__ import annotations
+
+if __name__ == "__main__" and not __package__:  # run as a file: make the `figures` package importable
+    import pathlib
+    import sys
+
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+    __package__ = "figures"
+
+import sys
+
+import numpy as np
+
+from . import _style
+from .fig_repro_accuracy import DEFAULT_RESULTS, norm_style
+
+NAME = "fig_repro_std"
+STAGES = ("pre", "post")
+
+
+def compute(quick: bool = False, seed: int = 0, *, progress: bool = False) -> dict:
+    """Per task, architecture and norm: geometric-mean std of the fixed coordinate vs N and the fitted slopes."""
+    from varsim.experiments.reproduce import figure_results
+
+    res = figure_results(quick, seed, default_dir=DEFAULT_RESULTS, progress=progress)
+    st = res["summary"]["settings"]
+    slopes = {(g["task"], g["architecture"], g["norm"]): g.get("probe_slopes") or {}
+              for g in res["summary"]["groups"]}
+    panels = []
+    for task in st["tasks"]:
+        for arch in st["architectures"]:
+            for stage in STAGES:
+                lines = []
+                for norm in st["norms"]:
+                    recs = [r for r in res["runs"].values()
+                            if (r["spec"]["task"], r["spec"]["architecture"], r["spec"]["norm"]) == (task, arch, norm)]
+                    if not recs:
+                        continue
+                    curves = np.array([[row[r["probes"]["coordinate"]] for row in r["probes"][f"std_{stage}"]]
+                                       for r in recs])  # (seeds, L)
+                    with np.errstate(divide="ignore"):
+                        geo = np.exp(np.mean(np.log(curves), axis=0))
+                    fit = slopes[(task, arch, norm)].get(f"{stage}_coordinate")
+                    lines.append({"norm": norm, "std": geo.tolist(), "per_seed": curves.tolist(), "slope": fit})
+                panels.append({"task": task, "architecture": arch, "stage": stage, "lines": lines})
+    return {"name": NAME, "quick": bool(quick), "source": res["outdir"], "seeds": st["seeds"],
+            "probe_sets": st["probe_sets"], "lengths": st["probe_lengths"], "panels": panels}
+
+
+def _slope_text(fit) -> str:
+    if not fit:
+        return "slope n/a"
+    lo, hi = fit.get("ci_low"), fit.get("ci_high")
+    if lo is None or hi is None:
+        return f"slope {fit['mean']:+.2f}"
+    return f"slope {fit['mean']:+.2f} [{lo:+.2f}, {hi:+.2f}]"
+
+
+def plot(data: dict, outdir) -> list:
+    """Draw the figure from :func:`compute`'s data; returns the PNG and PDF paths."""
+    A = _style.array
+    n = A(data["lengths"])
+    panels = data["panels"]
+    ncols = 2 * len({p["architecture"] for p in panels})
+    nrows = max(1, len(panels) // ncols)
+    with _style.style():
+        fig, axes = _style.plt.subplots(nrows, ncols, figsize=(3.9 * ncols, 3.4 * nrows), squeeze=False,
+                                        sharex=True, layout="constrained")
+        for ax, p in zip(axes.ravel(), panels):
+            for ln in p["lines"]:
+                sty = norm_style(ln["norm"])
+                y = A(ln["std"])
+                ax.plot(n, y, label=f"{ln['norm']}: {_slope_text(ln['slope'])}", **sty)
+                for curve in ln["per_seed"]:
+                    ax.plot(n, A(curve), color=sty["color"], lw=0.5, alpha=0.35)
+            if p["lines"]:  # guide: 1/sqrt(N) through the first point of the first line
+                y0 = A(p["lines"][0]["std"])[0]
+                if np.isfinite(y0) and y0 > 0:
+                    ax.plot(n, y0 * np.sqrt(n[0] / n), color="k", ls=":", lw=1.0, label=r"$\propto N^{-1/2}$")
+            ax.set_xscale("log", base=2)
+            ax.set_yscale("log")
+            _style.log2_ticks(ax, float(n.min()), float(n.max()))
+            where = "before the norm" if p["stage"] == "pre" else "after the norm"
+            ax.set_title(f"{p['task']}, {p['architecture'].replace('_', ' ')}: {where}")
+            ax.legend(loc="lower left", fontsize=7)
+        for ax in axes[-1]:
+            ax.set_xlabel("set size $N$")
+        for row in axes:
+            row[0].set_ylabel(f"std over {data['probe_sets']} sets of one coordinate")
+        return _style.save(fig, outdir, NAME)
+
+
+def main(argv=None) -> int:
+    from . import make_all
+
+    return make_all.main(["--only", NAME, *(sys.argv[1:] if argv is None else argv)])
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

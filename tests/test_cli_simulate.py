@@ -1,0 +1,171 @@
+"""``varsim simulate``: table and JSON output, atomic ``-o``, and one-line errors for bad input."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+
+import pytest
+
+from varsim.cli import main
+from varsim.cli.simulate import parse_grid
+
+# A cheap, well-conditioned setting (annealed phase, beta = 1): Var(o_j) = E[sum w^2] exactly.
+CHEAP = ["--n", "16", "64", "--d-k", "16", "--d-v", "8", "--sequences", "3000", "--no-progress"]
+
+
+def _run(capsys, *argv):
+    rc = main(["simulate", *argv])
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def test_parse_grid_lists_and_ranges():
+    assert parse_grid(["64", "16", "16"]) == [16, 64]
+    assert parse_grid(["16:256:x4"]) == [16, 64, 256]
+    assert parse_grid(["16:100:x4"]) == [16, 64]
+    assert parse_grid(["10:30:10", "1e2"]) == [10, 20, 30, 100]
+    for bad in (["0"], ["2.5"], ["abc"], ["64:16:x2"], ["16:64:x1"], ["16:64:0"]):
+        with pytest.raises(ValueError, match="n"):
+            parse_grid(bad)
+
+
+def test_table_lists_every_n_with_exact_column_and_slope(capsys):
+    rc, out, err = _run(capsys, *CHEAP, "--beta", "1", "--seed", "3")
+    assert rc == 0, err
+    lines = out.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.split()[:1] == ["N"])
+    assert "exact" in lines[header]
+    assert [line.split()[0] for line in lines[header + 1 : header + 3]] == ["16", "64"]
+    assert any(line.startswith("log-log slope") for line in lines)
+
+
+def test_json_rows_match_theory_and_carry_config(capsys):
+    """Var(o_j) from the CLI equals sigma_v^2 E[sum w^2](beta) within 5 SE + 1%.
+
+    ``--beta 1 --tau 2 --d-k 16`` must become |q| = beta sqrt(d_k) / tau = 2. Catches a CLI that
+    converts beta with 1/d_k instead of 1/sqrt(d_k) (beta 0.5: Var 16% lower at N = 64) or ignores tau
+    (beta 2: 4x higher), and a scale flag that is not passed through (sigma_v = 1.5 gives 2.25x).
+    """
+    from varsim.theory import expected_ipr
+
+    rc, out, err = _run(capsys, *CHEAP, "--beta", "1", "--tau", "2", "--value-scale", "1.5", "--seed", "11",
+                        "--json")
+    assert rc == 0, err
+    rec = json.loads(out)
+    for key in ("rows", "slope", "slope_se", "config", "seed", "versions"):
+        assert key in rec
+    assert rec["config"]["tau"] == 2.0 and rec["config"]["d_k"] == 16 and rec["config"]["d_v"] == 8
+    assert math.isclose(rec["config"]["query_norm"], 2.0)
+    assert rec["seed"] is not None and "numpy" in rec["versions"]
+    assert [r["n"] for r in rec["rows"]] == [16, 64]
+    for row in rec["rows"]:
+        for key in ("n", "var", "var_se", "ipr", "mean", "global_mean", "global_var"):
+            assert row[key] is not None and math.isfinite(row[key]), key
+        exact = 1.5**2 * expected_ipr(row["n"], 1.0)
+        assert math.isclose(row["exact_var"], exact, rel_tol=1e-9)
+        assert abs(row["var"] - exact) <= 5 * row["var_se"] + 0.01 * exact
+        assert abs(row["ipr"] - exact / 1.5**2) <= 5 * row["ipr_se"] + 0.01 * exact / 1.5**2
+        assert abs(row["mean"]) <= 5 * row["mean_se"] + 1e-12
+        # the across-feature variance misses the (1/d_v) share of its mean: about (1 - 1/d_v) Var
+        assert 0 < row["global_var"] < row["var"]
+    assert -1.2 < rec["slope"] < -0.7 and rec["slope_se"] > 0
+
+
+def test_output_file_equals_stdout_json(tmp_path, capsys):
+    path = tmp_path / "run.json"
+    rc, out, err = _run(capsys, *CHEAP, "--sampler", "logits", "--estimator", "rao_blackwell", "--json",
+                        "-o", str(path))
+    assert rc == 0, err
+    assert json.loads(path.read_text()) == json.loads(out)
+    row = json.loads(out)["rows"][0]
+    assert row["var"] > 0 and row["mean"] is None  # logits + Rao-Blackwell never forms o
+
+
+def test_vector_and_matrix_flags_reach_the_simulator(capsys, tmp_path):
+    """--query-vector, a per-coordinate --value-mean and --coupling (inline, scalar, @FILE) are parsed."""
+    small = ["--n", "8", "--d-k", "3", "--d-v", "2", "--sequences", "64", "--json", "--no-progress"]
+    rc, out, err = _run(capsys, *small, "--query-vector", "1,2,2", "--value-mean", "1,-1",
+                        "--coupling", "1 0 0; 0 1 0")
+    assert rc == 0, err
+    rec = json.loads(out)
+    cfg = rec["config"]
+    assert cfg["query_vector"] == [1.0, 2.0, 2.0] and cfg["value_mean"] == [1.0, -1.0]
+    assert cfg["coupling"] == [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]
+    assert rec["rows"][0]["beta"] == pytest.approx(3 / math.sqrt(3))  # tau |q| / sqrt(d_k)
+    assert rec["rows"][0]["exact_var"] is None  # values depend on keys: no exact theory value
+    matrix = tmp_path / "a.txt"
+    matrix.write_text("0.5 0 0\n0 0.5 0\n")
+    for spec, expected in (("0.5", 0.5), (f"@{matrix}", [[0.5, 0.0, 0.0], [0.0, 0.5, 0.0]])):
+        rc, out, err = _run(capsys, *small, "--coupling", spec)
+        assert rc == 0, err
+        assert json.loads(out)["config"]["coupling"] == expected
+    for spec in ("1 0; 0 1", "a,b", "@/nonexistent-varsim.txt"):
+        rc, _, err = _run(capsys, *small, "--coupling", spec)
+        assert rc == 2 and "coupling" in err and len(err.strip().splitlines()) == 1
+
+
+def test_failed_run_does_not_truncate_existing_output(tmp_path, capsys):
+    path = tmp_path / "keep.json"
+    path.write_text('{"previous": true}\n')
+    rc, out, err = _run(capsys, *CHEAP, "--tau", "nan", "-o", str(path))
+    assert rc == 2 and out == ""
+    assert path.read_text() == '{"previous": true}\n'
+
+
+@pytest.mark.parametrize(
+    "argv, name",
+    [
+        (["--n", "0"], "n"),
+        (["--n", "16", "-5"], "n"),
+        (["--n", "2.5"], "n"),
+        (["--d-k", "0"], "d_k"),
+        (["--d-v", "-1"], "d_v"),
+        (["--tau", "nan"], "tau"),
+        (["--tau", "inf"], "tau"),
+        (["--value-scale", "inf"], "value_scale"),
+        (["--key-dist", "cauchy"], "key_dist"),
+        (["--value-dist", "normal"], "value_dist"),
+        (["--sampler", "fast"], "sampler"),
+        (["--estimator", "median"], "estimator"),
+        (["--sampler", "logits", "--key-dist", "uniform"], "logits"),
+        (["--sequences", "1"], "sequences"),
+        (["--query", "learned"], "query"),
+        (["-o", "/nonexistent-varsim-dir/out.json"], "output"),
+    ],
+)
+def test_bad_input_is_one_line_exit_2_naming_the_parameter(argv, name, capsys):
+    rc, out, err = _run(capsys, *CHEAP, *argv)
+    assert rc == 2
+    assert out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("varsim simulate: error:"), err
+    assert name in lines[0]
+    assert "Traceback" not in err
+
+
+def test_output_path_is_checked_before_simulating(tmp_path, capsys, monkeypatch):
+    import varsim.sim
+
+    def fail(*args, **kwargs):
+        raise AssertionError("simulate() ran before the output path was checked")
+
+    monkeypatch.setattr(varsim.sim, "simulate", fail)
+    rc, _, err = _run(capsys, *CHEAP, "-o", str(tmp_path))  # a directory, not a file
+    assert rc == 2 and "output" in err
+
+
+def test_python_dash_m_varsim_simulate(tmp_path):
+    res = subprocess.run(
+        [sys.executable, "-m", "varsim", "simulate", "--n", "8", "32", "--d-k", "8", "--d-v", "4",
+         "--sequences", "256", "--json"],
+        capture_output=True, text=True, timeout=300, cwd=tmp_path,
+    )
+    assert res.returncode == 0, res.stderr
+    rec = json.loads(res.stdout)
+    assert [r["n"] for r in rec["rows"]] == [8, 32]
+    bad = subprocess.run([sys.executable, "-m", "varsim", "simulate", "--n", "0"], capture_output=True,
+                         text=True, timeout=300, cwd=tmp_path)
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr and len(bad.stderr.strip().splitlines()) == 1

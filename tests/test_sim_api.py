@@ -1,0 +1,149 @@
+"""simulate / measure_variance: argument validation (ValueError naming the parameter), result record, JSON I/O."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from varsim.sim import SimulationResult, measure_variance, simulate
+
+SMALL = dict(d_k=8, d_v=4, n_sequences=64, seed=0)
+
+
+@pytest.mark.parametrize(
+    "kwargs, name",
+    [
+        ({"n_grid": [0]}, "n_grid"),
+        ({"n_grid": [-5, 8]}, "n_grid"),
+        ({"n_grid": [8.5]}, "n_grid"),
+        ({"n_grid": []}, "n_grid"),
+        ({"n_grid": [8, 8]}, "n_grid"),
+        ({"d_k": 0}, "d_k"),
+        ({"d_v": -1}, "d_v"),
+        ({"d_k": 2.5}, "d_k"),
+        ({"tau": math.nan}, "tau"),
+        ({"tau": math.inf}, "tau"),
+        ({"tau": -1.0}, "tau"),
+        ({"value_scale": math.inf}, "value_scale"),
+        ({"value_scale": 0.0}, "value_scale"),
+        ({"value_mean": [0.0, 1.0]}, "value_mean"),
+        ({"value_mean": math.nan}, "value_mean"),
+        ({"query": "learned"}, "query"),
+        ({"key_dist": "cauchy"}, "key_dist"),
+        ({"value_dist": "normal"}, "value_dist"),
+        ({"sampler": "fast"}, "sampler"),
+        ({"estimator": "rb"}, "estimator"),
+        ({"sampler": "logits", "key_dist": "uniform"}, "logits"),
+        ({"sampler": "logits", "coupling": 1.0}, "logits"),
+        ({"estimator": "rao_blackwell", "coupling": 0.5}, "rao_blackwell"),
+        ({"coupling": np.ones((3, 8))}, "coupling"),
+        ({"d_v": 16, "coupling": 1.0}, "coupling"),
+        ({"coupling_noise": -1.0}, "coupling_noise"),
+        ({"query_norm": -1.0}, "query_norm"),
+        ({"query_vector": np.ones(3)}, "query_vector"),
+        ({"query_vector": np.ones(8), "query_norm": 2.0}, "query_norm"),
+        ({"query": "random", "query_norm": 2.0}, "query_norm"),
+        ({"coordinate": 4}, "coordinate"),
+        ({"n_sequences": 31}, "n_sequences"),
+        ({"n_sequences": 64, "chunk_size": 5}, "chunk_size"),
+        ({"n_sequences": 33, "chunk_size": 2}, "chunk_size"),  # a chunk of 1 sequence
+        ({"threads": 0}, "threads"),
+        ({"seed": -1}, "seed"),
+        ({"seed": 1.5}, "seed"),
+        ({"progress": "yes"}, "progress"),
+        ({"keep_samples": 1}, "keep_samples"),
+    ],
+)
+def test_bad_input_names_the_parameter(kwargs, name):
+    """Every invalid argument raises ValueError whose message names it (never a traceback deep in a kernel or a
+    silent NaN); invalid sampler/estimator combinations name the option that cannot be honoured."""
+    args = {**SMALL, **kwargs}
+    grid = args.pop("n_grid", [8])
+    with pytest.raises(ValueError, match=name):
+        simulate(grid, **args)
+
+
+def test_chunking_rules():
+    """Default chunking gives >= 16 chunks; 32 sequences is the smallest valid run (16 chunks of 2)."""
+    res = simulate([8], d_k=4, d_v=2, n_sequences=32, seed=0)
+    assert res.config["chunk_size"] == 2
+    assert simulate([8], d_k=4, d_v=2, n_sequences=1000, seed=0).config["chunk_size"] == 32
+
+
+def test_result_fields_and_rerun_from_config():
+    """Per-N arrays have the grid's length (grid sorted), beta is tau for the default query, the config reruns to
+    identical numbers with the recorded seed, and the logits + Rao-Blackwell path reports None for o-statistics."""
+    res = simulate([64, 16], tau=1.3, **SMALL)
+    assert list(res.n) == [16, 64]
+    for name in ("var", "var_se", "var_coord", "var_coord_se", "ipr", "ipr_se", "mean", "mean_se",
+                 "global_mean", "global_var", "beta"):
+        assert getattr(res, name).shape == (2,), name
+    assert np.allclose(res.beta, 1.3)
+    again = simulate(**res.config, seed=res.seed)
+    assert np.array_equal(again.var, res.var) and np.array_equal(again.ipr, res.ipr)
+    fast = simulate([16, 64], sampler="logits", estimator="rao_blackwell", value_scale=2.0, **SMALL)
+    assert fast.mean is None and fast.global_var is None
+    assert np.allclose(fast.var, 4.0 * fast.ipr) and np.allclose(fast.var_coord, fast.var)
+    assert "N*Var" in res.table() and "slope" in res.table()
+
+
+def test_json_round_trip(tmp_path):
+    """to_json / from_json preserve every array, scalar and the config; the file is plain JSON with the
+    fields the CLI documents (n, var, var_se, ipr, mean, global_mean, global_var, slope, slope_se, config, seed)."""
+    res = simulate([16, 32, 64], query="random", **SMALL)
+    path = res.to_json(tmp_path / "r.json")
+    raw = json.loads(path.read_text())
+    for key in ("n", "var", "var_se", "ipr", "mean", "global_mean", "global_var", "slope", "slope_se", "config",
+                "seed", "provenance"):
+        assert key in raw
+    back = SimulationResult.from_json(path)
+    for name in ("n", "var", "var_se", "ipr", "mean", "global_mean", "global_var"):
+        np.testing.assert_array_equal(getattr(back, name), getattr(res, name))
+    assert back.beta is None and back.slope == res.slope and back.config == res.config and back.seed == res.seed
+
+
+def test_corrupt_or_missing_json_names_the_file(tmp_path):
+    """A truncated file, a missing field, a wrong type and a missing file each raise ValueError naming the file."""
+    res = simulate([16, 32], **SMALL)
+    good = res.to_dict()
+    cases = {
+        "truncated.json": json.dumps(good)[:-20],
+        "nofield.json": json.dumps({k: v for k, v in good.items() if k != "var"}),
+        "badtype.json": json.dumps({**good, "var": "x"}),
+        "shortlen.json": json.dumps({**good, "var": [1.0]}),
+    }
+    for name, text in cases.items():
+        p = tmp_path / name
+        p.write_text(text)
+        with pytest.raises(ValueError, match=name):
+            SimulationResult.from_json(p)
+    with pytest.raises(ValueError, match="absent.json"):
+        SimulationResult.from_json(tmp_path / "absent.json")
+
+
+def test_unwritable_path_fails_without_touching_existing_file(tmp_path):
+    """to_json into a missing directory raises ValueError naming the output; an existing file is replaced
+    atomically, never truncated by a failed write."""
+    res = simulate([16, 32], **SMALL)
+    with pytest.raises(ValueError, match="output"):
+        res.to_json(tmp_path / "missing" / "r.json")
+    target = tmp_path / "r.json"
+    target.write_text("previous")
+    with pytest.raises(ValueError, match="output"):
+        res.to_json(tmp_path)  # a directory
+    assert target.read_text() == "previous"
+
+
+def test_measure_variance_validates_the_function():
+    """measure_variance refuses a non-callable and outputs of the wrong shape or with NaN, naming attention_fn /
+    the expected shape; a plain mean over keys (no softmax) gives Var = 1/N exactly in law."""
+    with pytest.raises(ValueError, match="attention_fn"):
+        measure_variance(42, [8], d_k=4, d_v=2, n_sequences=32)
+    with pytest.raises(ValueError, match="shape"):
+        measure_variance(lambda q, K, V: V[:, 0, :1], [8], d_k=4, d_v=2, n_sequences=32)
+    with pytest.raises(ValueError, match="finite"):
+        measure_variance(lambda q, K, V: V.mean(axis=1) * np.nan, [8], d_k=4, d_v=2, n_sequences=32)
+    res = measure_variance(lambda q, K, V: V.mean(axis=1), [16], d_k=4, d_v=8, n_sequences=2000, seed=1)
+    assert abs(res.var[0] - 1 / 16) <= 5 * res.var_se[0] + 0.01 / 16
+    assert res.config["attention_fn"] == "test_measure_variance_validates_the_function.<locals>.<lambda>"

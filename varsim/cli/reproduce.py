@@ -1,0 +1,84 @@
+"""``varsim reproduce``: the paper's length-generalization experiment, resumable, locally or on a Dask cluster.
+
+Examples::
+
+    varsim reproduce results/reproduce                      # full grid, one worker process per core
+    varsim reproduce results/quick --quick                  # tiny end-to-end run (under a minute)
+    varsim reproduce results/reproduce --scheduler tcp://10.0.0.5:8786
+    varsim reproduce results/reproduce --aggregate-only     # rebuild summary.json and table.md
+
+Re-running the same command resumes: finished runs are kept, unreadable ones are reported and redone.
+Exit status: 0 when every run finished, 1 when some runs failed (re-run to retry them), 2 on bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+
+def register(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("outdir", help="results directory (settings.json, runs/, summary.json, table.md)")
+    parser.add_argument("--quick", action="store_true",
+                        help="tiny models, 2 seeds, few steps, N up to 256, residual architecture only")
+    parser.add_argument("--seeds", type=int, default=None, help="seeds per variant (default 5; 2 with --quick)")
+    parser.add_argument("--root-seed", type=int, default=0, help="root of every seed of the grid (default 0)")
+    parser.add_argument("--tasks", nargs="+", metavar="TASK", help="subset of: argmax dictionary")
+    parser.add_argument("--architectures", nargs="+", metavar="ARCH", help="subset of: residual no_residual")
+    parser.add_argument("--norms", nargs="+", metavar="NORM",
+                        help="normalizations after attention (default: none layernorm standardize "
+                             "layernorm_per_head; standardize_per_head is also available)")
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--scheduler", metavar="ADDRESS",
+                       help="run on a Dask cluster at ADDRESS (needs dask[distributed]; workers must import varsim)")
+    where.add_argument("--workers", type=int, default=None, help="local worker processes (default: one per core)")
+    parser.add_argument("--checkpoints", action=argparse.BooleanOptionalAction, default=None,
+                        help="keep training checkpoints in OUTDIR/checkpoints so interrupted runs resume "
+                             "mid-training (default: on locally, off with --scheduler)")
+    parser.add_argument("--aggregate-only", action="store_true",
+                        help="only rebuild summary.json and table.md from the finished runs")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                        help="one line per finished run on stderr (default: when it is a terminal)")
+
+
+def _names(values):
+    # accept layernorm-per-head as well as layernorm_per_head, and no-residual as well as no_residual
+    return None if values is None else [v.replace("-", "_") for v in values]
+
+
+def run(args) -> int:
+    from varsim.experiments.reproduce import aggregate, run_reproduction
+
+    if args.aggregate_only:
+        summary = aggregate(args.outdir)
+        found, expected = summary["runs"]["found"], summary["runs"]["expected"]
+        print(f"aggregated {found} of {expected} runs into {args.outdir}/summary.json and table.md")
+        return 0
+    report = run_reproduction(
+        args.outdir,
+        quick=args.quick,
+        seeds=args.seeds,
+        root_seed=args.root_seed,
+        tasks=args.tasks,
+        architectures=_names(args.architectures),
+        norms=_names(args.norms),
+        scheduler=args.scheduler,
+        workers=args.workers,
+        checkpoints=args.checkpoints,
+        progress=args.progress,
+    )
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        not_learned = [x for x in report["learned"] if x["learned"] < x["seeds"]]
+        print(f"{report['runs']} runs: {len(report['skipped'])} already finished, {len(report['completed'])} run now, "
+              f"{len(report['corrupt'])} redone (corrupt), {len(report['failed'])} failed; "
+              f"{report['elapsed_s']:.1f} s")
+        for x in not_learned:
+            print(f"did not learn: {x['task']} {x['architecture']} {x['norm']} "
+                  f"({x['seeds'] - x['learned']} of {x['seeds']} seeds below the in-distribution threshold)")
+        print(f"table: {report['table']}")
+    for f in report["failed"]:
+        print(f"varsim reproduce: {f['run_id']} failed: {f['error']}")
+    return 1 if report["failed"] else 0

@@ -1,0 +1,157 @@
+"""``varsim theory``: exact and asymptotic ``E[sum w^2]`` (= ``Var(o_c)/sigma_v^2``) for given N.
+
+Examples::
+
+    varsim theory --n 16 64 1024 --beta 1
+    varsim theory --n 64 512 --d 16 --tau 1 --query random --json
+
+A fixed query with ``|q| = sqrt(d)`` has logit scale ``beta = tau``; a random query ``q ~ N(0, I_d)``
+averages the fixed-query law over ``|q|`` (THEORY.md 2.1).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+
+from varsim._common.provenance import versions
+from varsim._common.validate import check_choice, check_positive_int, check_real
+
+DEFAULT_N = (16, 64, 256, 1024, 4096)
+
+
+def register(parser) -> None:
+    parser.add_argument("--n", type=float, nargs="+", default=list(DEFAULT_N), metavar="N",
+                        help="sequence lengths (real, 1 <= N <= 1e300; default: %(default)s)")
+    parser.add_argument("--beta", type=float, default=None, help="logit standard deviation (fixed query)")
+    parser.add_argument("--d", type=int, default=None, help="key dimension d_k (use with --tau, --query)")
+    parser.add_argument("--tau", type=float, default=None, help="temperature (with --d; default 1)")
+    parser.add_argument("--query", default="fixed", help="with --d: 'fixed' (|q| = sqrt(d), beta = tau) or "
+                                                         "'random' (q ~ N(0, I_d)); default fixed")
+    parser.add_argument("--json", action="store_true", help="print machine-readable JSON instead of a table")
+
+
+def _model(args) -> dict:
+    """Resolve the flags into ``{'query': ..., 'beta': ...}`` or ``{'query': 'random', 'd': ..., 'tau': ...}``."""
+    query = check_choice("query", args.query, ("fixed", "random"))
+    if args.beta is not None:
+        if args.d is not None or args.tau is not None:
+            raise ValueError("beta: give either --beta or --d/--tau, not both")
+        if query == "random":
+            raise ValueError("query: --query random needs --d (and --tau), not --beta")
+        return {"query": "fixed", "beta": abs(check_real("beta", args.beta))}
+    if args.d is None:
+        raise ValueError("beta: give --beta B, or --d D [--tau T] [--query fixed|random]")
+    d = check_positive_int("d", args.d)
+    tau = abs(check_real("tau", 1.0 if args.tau is None else args.tau))
+    if query == "fixed":
+        return {"query": "fixed", "d": d, "tau": tau, "beta": tau}
+    return {"query": "random", "d": d, "tau": tau}
+
+
+def _optional(fn, *a):
+    """``fn(*a)`` or ``None`` where the quantity is undefined (e.g. a divergent series coefficient)."""
+    try:
+        value = fn(*a)
+    except ValueError:
+        return None
+    return None if value is None or (isinstance(value, float) and not math.isfinite(value)) else value
+
+
+def _frozen(T, n: float, beta: float):
+    if n <= 1.0 or beta == 0.0:
+        return None
+    value = float(T.frozen_ipr(n, beta))
+    return value if 0.0 < value < 1.0 else None
+
+
+def compute(model: dict, ns) -> list[dict]:
+    """One row of exact and asymptotic values per N (``None`` where a quantity does not apply)."""
+    import numpy as np
+
+    from varsim import theory as T
+    from varsim.theory._args import real_array
+
+    n_arr = real_array("n", ns, minimum=1.0, maximum=T.N_MAX).ravel()
+    rows = []
+    if model["query"] == "fixed":
+        beta = model["beta"]
+        ipr, exponent = T.ipr_and_exponent(n_arr, beta)
+        for n, e, g in zip(n_arr, ipr, exponent):
+            n = float(n)
+            rows.append({
+                "n": n, "ipr": float(e), "n_ipr": n * float(e), "exponent": float(g),
+                "series": _optional(lambda: float(T.ipr_series(n, beta))),
+                "asymptote": _optional(lambda: math.exp(beta * beta - math.log(n))),
+                "phase": T.phase(n, beta),
+                "rem_exponent": float(T.effective_exponent(n, beta)),
+                # 1 - a_N/beta only means something where it lies in (0, 1), i.e. beta > a_N.
+                "frozen_ipr": _frozen(T, n, beta),
+            })
+        return rows
+    d, tau = model["d"], model["tau"]
+    ipr = np.asarray(T.random_query_ipr(n_arr, d, tau))
+    exponent = np.asarray(T.random_query_decay_exponent(n_arr, d, tau))
+    coefs = T.random_query_series_coefficients(d, tau)
+    limit = _optional(T.random_query_limit, d, tau)
+    for n, e, g in zip(n_arr, ipr, exponent):
+        n = float(n)
+        rows.append({
+            "n": n, "ipr": float(e), "n_ipr": n * float(e), "exponent": float(g),
+            "series": sum(c / n ** (k + 1) for k, c in enumerate(coefs)) if coefs else None,
+            "series_order": len(coefs),
+            "asymptote": None if limit is None else limit / n,
+            "phase": None, "rem_exponent": None, "frozen_ipr": None,
+        })
+    return rows
+
+
+_COLUMNS = (
+    ("n", "N", "{:>10.6g}"),
+    ("ipr", "E[sum w^2]", "{:>13.6g}"),
+    ("n_ipr", "N*E", "{:>10.6g}"),
+    ("exponent", "dlnE/dlnN", "{:>10.4f}"),
+    ("series", "series c1..c4", "{:>14.6g}"),
+    ("asymptote", "limit/N", "{:>11.6g}"),
+    ("phase", "phase", "{:>13}"),
+    ("rem_exponent", "REM rule", "{:>9.3f}"),
+    ("frozen_ipr", "1-a_N/beta", "{:>11.4f}"),
+)
+
+
+def _table(model: dict, rows: list[dict]) -> str:
+    if model["query"] == "fixed":
+        head = f"fixed query, beta = {model['beta']:g}" + (
+            f" (d = {model['d']}, tau = {model['tau']:g}, |q| = sqrt(d))" if "d" in model else "")
+        asym = "e^{beta^2}/N"
+    else:
+        head = f"random query q ~ N(0, I_{model['d']}), tau = {model['tau']:g}"
+        asym = "(1-2tau^2/d)^(-d/2)/N"
+    cols = [c for c in _COLUMNS if any(r.get(c[0]) is not None for r in rows)]
+    widths = [len(fmt.format(0.0 if key not in ("phase",) else "annealed")) for key, _, fmt in cols]
+    lines = [head, "  ".join(f"{name:>{w}}" for (_, name, _), w in zip(cols, widths))]
+    for r in rows:
+        cells = []
+        for (key, _, fmt), w in zip(cols, widths):
+            v = r.get(key)
+            cells.append(f"{'-':>{w}}" if v is None else fmt.format(v))
+        lines.append("  ".join(cells))
+    notes = [f"limit/N = {asym}; series = sum_k c_k/N^k (asymptotic: trust it only for N >> e^(2 beta^2))"]
+    if model["query"] == "fixed":
+        notes.append("phase/REM rule: THEORY.md 3.2-3.4; 1-a_N/beta: frozen-phase predictor, shown where beta > a_N")
+    else:
+        order = rows[0].get("series_order", 0)
+        notes.append(f"series uses E_q[c_k] for k <= {order} (finite only for d > k(k+1) tau^2)")
+    return "\n".join(lines + notes)
+
+
+def run(args) -> int:
+    model = _model(args)
+    rows = compute(model, args.n)
+    if args.json:
+        json.dump({"model": model, "rows": rows, "versions": versions()}, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        print(_table(model, rows))
+    return 0

@@ -1,0 +1,229 @@
+"""Interval estimates and paired tests for comparing trained variants over seeds.
+
+The reproduction trains every normalization with the same seeds and the same data stream, so the
+natural unit of replication is the seed and comparisons are *paired* by seed:
+
+- :func:`wilson_interval` -- score interval for one accuracy measured on ``n`` test examples
+  (Bernoulli counts; well behaved near 0 and 1, where the Wald interval collapses).
+- :func:`t_interval` -- mean over seeds with a Student-t interval (seed-to-seed variation
+  includes the evaluation noise of each seed, so no separate binomial term is needed).
+- :func:`paired_difference` -- mean paired difference over seeds with its t interval, the paired
+  t-test p-value and the exact sign-flip (randomization) p-value. The t-test assumes roughly normal
+  differences; the sign-flip test assumes only that each difference is symmetric about 0 under the
+  null, but with ``n`` seeds its smallest two-sided p-value is ``2 / 2**n`` (0.0625 for 5 seeds).
+- :func:`pooled_bernoulli` -- all seeds' test examples pooled into one Wilson interval; this
+  treats seeds as exchangeable and ignores seed-to-seed variation, so it is a description of the
+  pooled data, not the interval to compare variants with.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+from scipy import stats as _st
+
+from varsim._common.seeding import child_generator
+from varsim._common.validate import check_real
+
+__all__ = [
+    "wilson_interval",
+    "t_interval",
+    "sign_flip_pvalue",
+    "paired_t_pvalue",
+    "paired_difference",
+    "pooled_bernoulli",
+    "loglog_slope",
+]
+
+#: Largest number of paired differences for which the sign-flip test enumerates all 2**n flips.
+EXACT_SIGN_FLIP_MAX = 20
+
+
+def _check_confidence(confidence) -> float:
+    c = check_real("confidence", confidence, minimum=0.0, strict_min=True)
+    if c >= 1.0:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
+    return c
+
+
+def _sample(name: str, values, *, minimum: int = 1) -> np.ndarray:
+    try:
+        arr = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{name} must be a 1-D array of numbers: {exc}") from None
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be 1-D, got shape {arr.shape}")
+    if arr.size < minimum:
+        raise ValueError(f"{name} must have at least {minimum} value(s), got {arr.size}")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} must contain only finite values")
+    return arr
+
+
+def wilson_interval(successes, trials, *, confidence: float = 0.95):
+    """Wilson score interval for a binomial proportion ``successes / trials``.
+
+    Works elementwise on arrays (returns ``(low, high)`` arrays) or on scalars (returns floats).
+    The interval always lies in [0, 1] and contains ``successes / trials``.
+    """
+    confidence = _check_confidence(confidence)
+    k = np.asarray(successes)
+    n = np.asarray(trials)
+    if not (np.issubdtype(k.dtype, np.integer) or np.all(np.mod(k, 1) == 0)):
+        raise ValueError("successes must be integer counts")
+    if not (np.issubdtype(n.dtype, np.integer) or np.all(np.mod(n, 1) == 0)):
+        raise ValueError("trials must be integer counts")
+    if np.any(n < 1):
+        raise ValueError("trials must be >= 1")
+    if np.any(k < 0) or np.any(k > n):
+        raise ValueError("successes must lie in [0, trials]")
+    z = _st.norm.ppf(0.5 + confidence / 2)
+    k = k.astype(np.float64)
+    n = n.astype(np.float64)
+    p = k / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    # Clip rounding: the exact interval is [0, 1]-bounded and touches 0 (1) when k = 0 (k = n).
+    low = np.where(k == 0, 0.0, np.clip(centre - half, 0.0, 1.0))
+    high = np.where(k == n, 1.0, np.clip(centre + half, 0.0, 1.0))
+    if low.ndim == 0:
+        return float(low), float(high)
+    return low, high
+
+
+def t_interval(values, *, confidence: float = 0.95) -> dict:
+    """Mean of ``values`` (one per seed) with a two-sided Student-t interval.
+
+    Returns ``{"n", "mean", "sd", "ci_low", "ci_high"}``; with a single value the spread is
+    unknown and ``sd``, ``ci_low`` and ``ci_high`` are NaN.
+    """
+    confidence = _check_confidence(confidence)
+    x = _sample("values", values)
+    n = x.size
+    mean = float(x.mean())
+    if n < 2:
+        return {"n": n, "mean": mean, "sd": math.nan, "ci_low": math.nan, "ci_high": math.nan}
+    sd = float(x.std(ddof=1))
+    half = float(_st.t.ppf(0.5 + confidence / 2, n - 1)) * sd / math.sqrt(n)
+    return {"n": n, "mean": mean, "sd": sd, "ci_low": mean - half, "ci_high": mean + half}
+
+
+def paired_t_pvalue(differences) -> float:
+    """Two-sided p-value of the paired t-test (one-sample t-test of the differences against 0).
+
+    Differences that are all 0 give p = 1; identical non-zero differences (zero spread, the t statistic
+    undefined) and fewer than two differences give NaN: the t-test has nothing to say there, and the sign-flip
+    p-value still applies.
+    """
+    d = _sample("differences", differences)
+    n = d.size
+    if n < 2:
+        return math.nan
+    sd = float(d.std(ddof=1))
+    mean = float(d.mean())
+    if sd == 0.0 or sd <= 1e-14 * abs(mean):
+        return 1.0 if mean == 0.0 else math.nan
+    t = mean / (sd / math.sqrt(n))
+    return float(2 * _st.t.sf(abs(t), n - 1))
+
+
+def sign_flip_pvalue(differences, *, n_random: int = 1 << 16, seed=0) -> float:
+    """Two-sided sign-flip (paired randomization) p-value for "the differences are symmetric about 0".
+
+    The statistic is ``|sum d_i|``; the p-value is the fraction of sign assignments ``s`` with
+    ``|sum s_i d_i| >= |sum d_i|``. Up to :data:`EXACT_SIGN_FLIP_MAX` differences all ``2**n``
+    assignments are enumerated (exact, no randomness); beyond, ``n_random`` random assignments
+    drawn from ``seed`` plus the observed one are used (the standard Monte Carlo p-value).
+    """
+    d = _sample("differences", differences)
+    n = d.size
+    observed = abs(float(d.sum()))
+    # Relative tolerance so that ties (e.g. identical |d_i|) are not lost to rounding.
+    tol = 1e-9 * max(float(np.abs(d).sum()), 1e-300)
+    if n <= EXACT_SIGN_FLIP_MAX:
+        count = 0
+        total = 0
+        # Enumerate in blocks of sign patterns to bound memory at large n.
+        block = 12 if n > 12 else n
+        rest = n - block
+        head = np.array(list(itertools.product((1.0, -1.0), repeat=block))) @ d[:block]
+        for tail_signs in itertools.product((1.0, -1.0), repeat=rest):
+            tail = float(np.dot(tail_signs, d[block:])) if rest else 0.0
+            count += int(np.count_nonzero(np.abs(head + tail) >= observed - tol))
+            total += head.size
+        return count / total
+    n_random = int(n_random)
+    if n_random < 1:
+        raise ValueError(f"n_random must be >= 1, got {n_random}")
+    rng = child_generator(seed, n)
+    signs = rng.choice((-1.0, 1.0), size=(n_random, n))
+    count = int(np.count_nonzero(np.abs(signs @ d) >= observed - tol))
+    return (count + 1) / (n_random + 1)
+
+
+def paired_difference(treatment, control, *, confidence: float = 0.95) -> dict:
+    """Paired comparison over seeds: ``treatment[i] - control[i]`` for each seed ``i``.
+
+    Returns ``{"n", "mean_diff", "sd", "ci_low", "ci_high", "p_ttest", "p_signflip"}``: the mean
+    difference with its Student-t interval, the two-sided paired t-test p-value and the exact
+    two-sided sign-flip p-value (see the module docstring for what each assumes).
+    """
+    t = _sample("treatment", treatment)
+    c = _sample("control", control)
+    if t.shape != c.shape:
+        raise ValueError(f"treatment and control must have the same length, got {t.size} and {c.size}")
+    d = t - c
+    ci = t_interval(d, confidence=confidence)
+    return {
+        "n": ci["n"],
+        "mean_diff": ci["mean"],
+        "sd": ci["sd"],
+        "ci_low": ci["ci_low"],
+        "ci_high": ci["ci_high"],
+        "p_ttest": paired_t_pvalue(d),
+        "p_signflip": sign_flip_pvalue(d),
+    }
+
+
+def pooled_bernoulli(successes, trials, *, confidence: float = 0.95) -> dict:
+    """Pool Bernoulli counts (e.g. correct answers of every seed at one N) into one Wilson interval.
+
+    Seeds are treated as exchangeable replicates of one experiment: the interval describes the
+    pooled test examples and ignores seed-to-seed variation of the trained models.
+    """
+    k = np.asarray(successes).ravel()
+    n = np.asarray(trials).ravel()
+    if k.shape != n.shape or k.size == 0:
+        raise ValueError("successes and trials must be non-empty and of the same length")
+    wilson_interval(k, n, confidence=confidence)  # validates every (successes, trials) pair
+    ks, ns = int(k.sum()), int(n.sum())
+    lo, hi = wilson_interval(ks, ns, confidence=confidence)
+    return {"successes": ks, "trials": ns, "accuracy": ks / ns, "ci_low": lo, "ci_high": hi}
+
+
+def loglog_slope(x, y) -> dict:
+    """Least-squares slope of ``log y`` against ``log x`` with its standard error.
+
+    Used for the decay exponent of a standard deviation vs N (``-1/2`` for ``1/sqrt(N)``
+    decay). Returns ``{"slope", "intercept", "se", "n"}``; ``se`` is NaN with two points.
+    """
+    xs = _sample("x", x, minimum=2)
+    ys = _sample("y", y, minimum=2)
+    if xs.shape != ys.shape:
+        raise ValueError(f"x and y must have the same length, got {xs.size} and {ys.size}")
+    if np.any(xs <= 0) or np.any(ys <= 0):
+        raise ValueError("x and y must be positive for a log-log fit")
+    lx, ly = np.log(xs), np.log(ys)
+    if np.ptp(lx) == 0:
+        raise ValueError("x must take at least two distinct values")
+    slope, intercept = np.polyfit(lx, ly, 1)
+    n = xs.size
+    if n > 2:
+        resid = ly - (slope * lx + intercept)
+        se = math.sqrt(float(resid @ resid) / (n - 2) / float(((lx - lx.mean()) ** 2).sum()))
+    else:
+        se = math.nan
+    return {"slope": float(slope), "intercept": float(intercept), "se": se, "n": n}

@@ -1,0 +1,194 @@
+"""Validated simulation settings: every public argument of ``simulate`` checked once, with errors naming it."""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass
+
+import numpy as np
+
+from varsim._common.validate import check_choice, check_finite_array, check_int, check_int_grid, check_real
+
+__all__ = [
+    "DISTRIBUTIONS", "SAMPLERS", "ESTIMATORS", "QUERIES", "MIN_CHUNKS", "SimConfig", "make_config", "chunk_sizes",
+]
+
+DISTRIBUTIONS = ("gaussian", "uniform", "rademacher")  # kernel codes 0, 1, 2 (``_kernels_rng``)
+SAMPLERS = ("full", "logits")
+ESTIMATORS = ("sample", "rao_blackwell")
+QUERIES = ("fixed", "random")
+MIN_CHUNKS = 16  # batch-means standard errors need enough batches to estimate their own spread
+_DEFAULT_CHUNKS = 32
+
+
+@dataclass(frozen=True)
+class SimConfig:
+    """Everything that determines a simulation's numbers (``threads`` and ``progress`` do not)."""
+
+    n_grid: np.ndarray  # int64, strictly increasing
+    d_k: int
+    d_v: int
+    tau: float
+    query: str
+    q_fixed: np.ndarray | None  # the fixed query (float64, length d_k); None for a random query
+    query_norm: float | None  # as given (None: default norm sqrt(d_k), or a vector was given)
+    query_vector_arg: list | None  # as given
+    key_dist: str
+    value_dist: str
+    value_mean: np.ndarray  # float64, length d_v
+    value_mean_arg: float | list  # as given (scalar or list), for the record
+    value_scale: float
+    coupling: np.ndarray | None  # (d_v, d_k) matrix A, or None
+    coupling_arg: float | list | None
+    coupling_noise: float
+    n_sequences: int
+    sampler: str
+    estimator: str
+    coordinate: int
+    chunk_size: int
+    n_chunks: int
+
+    @property
+    def beta(self) -> float | None:
+        """``tau |q| / sqrt(d_k)`` for a fixed query (the logit standard deviation for Gaussian keys)."""
+        if self.q_fixed is None:
+            return None
+        return self.tau * float(np.linalg.norm(self.q_fixed)) / math.sqrt(self.d_k)
+
+    @property
+    def draws_values(self) -> bool:
+        """False only on the fastest path (logits sampler with the Rao-Blackwell estimator): no o is formed."""
+        return not (self.sampler == "logits" and self.estimator == "rao_blackwell")
+
+    def as_kwargs(self) -> dict:
+        """The ``simulate`` keyword arguments that reproduce this configuration (JSON-friendly)."""
+        return {
+            "n_grid": [int(n) for n in self.n_grid],
+            "d_k": self.d_k,
+            "d_v": self.d_v,
+            "tau": self.tau,
+            "query": self.query,
+            "query_norm": self.query_norm,
+            "query_vector": self.query_vector_arg,
+            "key_dist": self.key_dist,
+            "value_dist": self.value_dist,
+            "value_mean": self.value_mean_arg,
+            "value_scale": self.value_scale,
+            "coupling": self.coupling_arg,
+            "coupling_noise": self.coupling_noise,
+            "n_sequences": self.n_sequences,
+            "sampler": self.sampler,
+            "estimator": self.estimator,
+            "coordinate": self.coordinate,
+            "chunk_size": self.chunk_size,
+        }
+
+
+def chunk_sizes(n_sequences: int, n_chunks: int) -> np.ndarray:
+    """Sizes of the ``n_chunks`` chunks: as equal as possible, larger ones first."""
+    base, extra = divmod(n_sequences, n_chunks)
+    return np.array([base + (1 if i < extra else 0) for i in range(n_chunks)], dtype=np.int64)
+
+
+def _vector_or_scalar(name, value, length):
+    """A finite scalar (broadcast) or a finite vector of ``length``; returns (array, JSON form)."""
+    if isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_)):
+        v = check_real(name, value)
+        return np.full(length, v), v
+    arr = check_finite_array(name, value, ndim=1)
+    if arr.size != length:
+        raise ValueError(f"{name} must be a scalar or have length d_v={length}, got length {arr.size}")
+    return arr.astype(np.float64).copy(), [float(x) for x in arr]
+
+
+def make_config(
+    n_grid, *, d_k, d_v, tau, query, query_norm, query_vector, key_dist, value_dist, value_mean, value_scale,
+    coupling, coupling_noise, n_sequences, sampler, estimator, coordinate, chunk_size,
+) -> SimConfig:
+    """Validate the arguments of ``simulate`` (each error names its parameter)."""
+    grid = check_int_grid("n_grid", n_grid, minimum=1)
+    if len(np.unique(grid)) != len(grid):
+        raise ValueError(f"n_grid must not contain duplicates, got {grid.tolist()}")
+    grid = np.sort(grid)
+    d_k = check_int("d_k", d_k, minimum=1)
+    d_v = check_int("d_v", d_v, minimum=1)
+    tau = check_real("tau", tau, minimum=0.0)
+    query = check_choice("query", query, QUERIES)
+    key_dist = check_choice("key_dist", key_dist, DISTRIBUTIONS)
+    value_dist = check_choice("value_dist", value_dist, DISTRIBUTIONS)
+    sampler = check_choice("sampler", sampler, SAMPLERS)
+    estimator = check_choice("estimator", estimator, ESTIMATORS)
+    value_scale = check_real("value_scale", value_scale, minimum=0.0, strict_min=True)
+    mu, mu_arg = _vector_or_scalar("value_mean", value_mean, d_v)
+    coupling_noise = check_real("coupling_noise", coupling_noise, minimum=0.0)
+    coordinate = check_int("coordinate", coordinate, minimum=0, maximum=d_v - 1)
+    n_sequences = check_int("n_sequences", n_sequences, minimum=1)
+
+    q_arg = None
+    if query == "fixed":
+        if query_vector is not None and query_norm is not None:
+            raise ValueError("give query_norm or query_vector, not both")
+        if query_vector is not None:
+            q = check_finite_array("query_vector", query_vector, ndim=1).astype(np.float64).copy()
+            if q.size != d_k:
+                raise ValueError(f"query_vector must have length d_k={d_k}, got {q.size}")
+            q_arg = [float(x) for x in q]
+        else:
+            norm = math.sqrt(d_k) if query_norm is None else check_real("query_norm", query_norm, minimum=0.0)
+            if query_norm is not None:
+                query_norm = norm
+            q = np.full(d_k, norm / math.sqrt(d_k))  # the all-ones direction, scaled to the norm
+    else:
+        for name, val in (("query_norm", query_norm), ("query_vector", query_vector)):
+            if val is not None:
+                raise ValueError(f"{name} applies to query='fixed' only (query='random' draws q ~ N(0, I))")
+        q = None
+
+    if coupling is None:
+        a_mat, a_arg = None, None
+    elif isinstance(coupling, numbers.Real) and not isinstance(coupling, (bool, np.bool_)):
+        a = check_real("coupling", coupling)
+        if d_v > d_k:
+            raise ValueError(f"a scalar coupling (v = a k[:d_v] + noise) needs d_v <= d_k, got d_v={d_v}, d_k={d_k}")
+        a_mat = np.zeros((d_v, d_k))
+        a_mat[np.arange(d_v), np.arange(d_v)] = a
+        a_arg = a
+    else:
+        a_mat = check_finite_array("coupling", coupling, ndim=2).astype(np.float64).copy()
+        if a_mat.shape != (d_v, d_k):
+            raise ValueError(f"coupling matrix must have shape (d_v, d_k)=({d_v}, {d_k}), got {a_mat.shape}")
+        a_arg = a_mat.tolist()
+
+    if sampler == "logits":
+        if key_dist != "gaussian":
+            raise ValueError(
+                f"sampler 'logits' is exact only for Gaussian keys; key_dist={key_dist!r} needs sampler='full'"
+            )
+        if a_mat is not None:
+            raise ValueError("sampler 'logits' cannot represent key-value coupling; use sampler='full'")
+    if estimator == "rao_blackwell" and a_mat is not None:
+        raise ValueError(
+            "estimator 'rao_blackwell' is exact only when values are independent of keys; with coupling use "
+            "estimator='sample'"
+        )
+
+    if chunk_size is None:
+        n_chunks = _DEFAULT_CHUNKS if n_sequences >= 2 * _DEFAULT_CHUNKS else MIN_CHUNKS
+        chunk_size = -(-n_sequences // n_chunks)
+    else:
+        chunk_size = check_int("chunk_size", chunk_size, minimum=1)
+    n_chunks = -(-n_sequences // chunk_size)
+    if n_chunks < MIN_CHUNKS or n_sequences // n_chunks < 2:
+        raise ValueError(
+            f"n_sequences={n_sequences} with chunk_size={chunk_size} gives {n_chunks} chunk(s) of >= "
+            f"{n_sequences // n_chunks} sequence(s); standard errors need >= {MIN_CHUNKS} chunks of >= 2 sequences "
+            f"(n_sequences >= {2 * MIN_CHUNKS}, chunk_size <= n_sequences/{MIN_CHUNKS})"
+        )
+    return SimConfig(
+        n_grid=grid, d_k=d_k, d_v=d_v, tau=tau, query=query, q_fixed=q, query_norm=query_norm,
+        query_vector_arg=q_arg,
+        key_dist=key_dist, value_dist=value_dist, value_mean=mu, value_mean_arg=mu_arg, value_scale=value_scale,
+        coupling=a_mat, coupling_arg=a_arg, coupling_noise=coupling_noise, n_sequences=n_sequences,
+        sampler=sampler, estimator=estimator, coordinate=coordinate, chunk_size=chunk_size, n_chunks=n_chunks,
+    )

@@ -1,0 +1,302 @@
+"""``simulate`` and ``measure_variance``: run chunks of sequences for each N and assemble a ``SimulationResult``."""
+
+from __future__ import annotations
+
+import math
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
+
+import numpy as np
+
+from varsim._common.progress import Progress
+from varsim._common.provenance import provenance
+from varsim._common.seeding import child_generator, root_sequence
+from varsim._common.validate import check_positive_int
+
+from ._config import DISTRIBUTIONS, SimConfig, chunk_sizes, make_config
+from ._result import SimulationResult
+from ._rngstate import new_state
+from ._stats import combine_chunks, loglog_slope, summarise_chunk
+
+__all__ = ["simulate", "measure_variance"]
+
+_SQRT3 = math.sqrt(3.0)
+# measure_variance streams are keyed (N, chunk, _MEASURE_STREAM): independent of simulate's (N, chunk) streams
+# under the same seed (both derive from one SeedSequence; PCG64 and the kernel state would share its first words).
+_MEASURE_STREAM = 1
+
+
+def simulate(
+    n_grid,
+    *,
+    d_k: int = 64,
+    d_v: int = 64,
+    tau: float = 1.0,
+    query: str = "fixed",
+    query_norm: float | None = None,
+    query_vector=None,
+    key_dist: str = "gaussian",
+    value_dist: str = "gaussian",
+    value_mean=0.0,
+    value_scale: float = 1.0,
+    coupling=None,
+    coupling_noise: float = 1.0,
+    n_sequences: int = 10_000,
+    sampler: str = "full",
+    estimator: str = "sample",
+    coordinate: int = 0,
+    chunk_size: int | None = None,
+    seed=0,
+    threads: int | None = None,
+    progress: bool = False,
+    keep_samples: bool = False,
+) -> SimulationResult:
+    """Monte Carlo statistics of ``o = softmax(tau q.K^T / sqrt(d_k)) V`` over ``n_sequences`` sequences per N.
+
+    Parameters
+    ----------
+    n_grid : int or sequence of int
+        Sequence lengths N >= 1 (distinct; sorted in the result).
+    d_k, d_v : key/query and value dimensions.
+    tau : temperature (>= 0) multiplying the logits ``q.k_i / sqrt(d_k)``.
+    query : ``"fixed"`` (``query_vector``, else the all-ones direction scaled to ``query_norm``, default
+        ``sqrt(d_k)`` so that ``beta = tau |q| / sqrt(d_k) = tau``) or ``"random"`` (``q ~ N(0, I)`` per sequence).
+    key_dist, value_dist : ``"gaussian"``, ``"uniform"`` or ``"rademacher"``, each standardised to mean 0,
+        variance 1, i.i.d. across keys and coordinates.
+    value_mean, value_scale : values are ``value_mean + value_scale * eps`` (``value_mean`` scalar or length d_v).
+    coupling, coupling_noise : key-value coupling (THEORY.md 2.4): a scalar ``a`` gives
+        ``eps = a k[:d_v] + coupling_noise * eta`` (needs ``d_v <= d_k``), a ``(d_v, d_k)`` matrix ``A`` gives
+        ``eps = A k + coupling_noise * eta``, with ``eta`` drawn from ``value_dist``; values stay
+        ``value_mean + value_scale * eps``.
+    n_sequences : sequences per N, split into ``chunk_size`` chunks (default: 32 chunks, or 16 below 64
+        sequences); at least 16 chunks of at least 2 sequences are required for the batch-means SEs.
+    sampler : ``"full"`` draws q, K and V for every sequence and supports every option; ``"logits"`` draws the
+        logits ``beta g_i`` directly (exact for i.i.d. Gaussian keys only; random query: ``|q|^2 ~ chi^2_{d_k}``).
+    estimator : ``"sample"`` (sample variance of ``o``) or ``"rao_blackwell"`` (``value_scale^2 E[sum w^2]``,
+        exact when values are independent of keys; refused with coupling). With ``sampler="logits"`` it draws no
+        values at all, and ``mean``/``global_*`` are None.
+    coordinate : the output coordinate reported in ``var_coord`` and ``mean``.
+    seed : int or ``numpy.random.SeedSequence``; chunk ``c`` at length ``N`` uses the stream keyed ``(N, c)``, so
+        results do not depend on ``threads`` and a grid point's numbers do not depend on the rest of the grid.
+    threads : worker threads (default ``numba.get_num_threads()``); never changes the numbers.
+    progress : print progress to stderr. keep_samples : keep per-sequence ``sum w^2`` and ``o_coordinate``.
+    """
+    cfg = make_config(
+        n_grid, d_k=d_k, d_v=d_v, tau=tau, query=query, query_norm=query_norm, query_vector=query_vector,
+        key_dist=key_dist, value_dist=value_dist, value_mean=value_mean, value_scale=value_scale, coupling=coupling,
+        coupling_noise=coupling_noise, n_sequences=n_sequences, sampler=sampler, estimator=estimator,
+        coordinate=coordinate, chunk_size=chunk_size,
+    )
+    root = root_sequence(seed)
+    threads = _check_threads(threads)
+    progress = _check_flag("progress", progress)
+    keep_samples = _check_flag("keep_samples", keep_samples)
+    runner = _ChunkRunner(cfg, keep_samples)
+    start = time.perf_counter()
+    per_point = _run_items(cfg, lambda g, c, size: runner(new_state(root, int(cfg.n_grid[g]), c), g, size),
+                           threads, progress, "simulate")
+    rb = cfg.value_scale**2 if cfg.estimator == "rao_blackwell" else None
+    return _assemble(cfg, per_point, rb, root, time.perf_counter() - start, keep_samples,
+                     cfg.as_kwargs(), has_ipr=True)
+
+
+class _ChunkRunner:
+    """Calls the right kernel for one chunk and reduces its per-sequence output (thread-safe, no shared state)."""
+
+    def __init__(self, cfg: SimConfig, keep_samples: bool):
+        from ._ziggurat import kernel_tables  # tables are computed once, outside the kernels
+
+        self.cfg = cfg
+        self.keep_samples = keep_samples
+        self.tables = kernel_tables()
+        self.scale = cfg.tau / math.sqrt(cfg.d_k)
+        self.random_query = cfg.query == "random"
+        self.key_code = DISTRIBUTIONS.index(cfg.key_dist)
+        self.value_code = DISTRIBUTIONS.index(cfg.value_dist)
+        self.q = cfg.q_fixed if cfg.q_fixed is not None else np.zeros(cfg.d_k)
+        self.coupled = cfg.coupling is not None
+        self.a_mat = cfg.coupling if self.coupled else np.zeros((cfg.d_v, cfg.d_k))
+        self.d_out = cfg.d_v if cfg.draws_values else 0
+
+    def __call__(self, state, g, size):
+        from . import _kernels_attn as KA  # compiles (or loads from cache) on first use only
+
+        cfg = self.cfg
+        n_keys = int(cfg.n_grid[g])
+        o = np.empty((size, self.d_out))
+        y2 = np.empty(size)
+        zw, zk, zf = self.tables
+        if cfg.sampler == "full":
+            KA.full_chunk(state, n_keys, self.q, self.random_query, self.scale, self.key_code, self.value_code,
+                          self.coupled, self.a_mat, cfg.coupling_noise, cfg.value_mean, cfg.value_scale,
+                          zw, zk, zf, o, y2)
+        else:
+            KA.logits_chunk(state, n_keys, float(cfg.beta or 0.0), self.random_query, cfg.d_k, self.scale,
+                            self.value_code, cfg.value_mean[: self.d_out], cfg.value_scale, zw, zk, zf, o, y2)
+        return _reduce_chunk(cfg, o if self.d_out else None, y2, self.keep_samples)
+
+
+def _reduce_chunk(cfg: SimConfig, o, y2, keep_samples: bool) -> dict:
+    """A chunk's summary sums, plus its per-sequence ``sum w^2`` and ``o_coordinate`` when samples are kept (the
+    full ``o`` array is dropped here, so memory does not grow with ``n_sequences``)."""
+    return {
+        "summary": summarise_chunk(o, y2, cfg.value_mean),
+        "ipr": y2 if keep_samples else None,
+        "o": o[:, cfg.coordinate].copy() if keep_samples and o is not None else None,
+    }
+
+
+def _check_flag(name: str, value) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
+
+
+def _check_threads(threads) -> int:
+    if threads is None:
+        import numba
+
+        return int(numba.get_num_threads())
+    return check_positive_int("threads", threads)
+
+
+def _run_items(cfg: SimConfig, run_chunk, threads: int, progress, label: str):
+    """Run every (grid point, chunk) item; returns, per grid point, the chunk records in chunk order."""
+    sizes = chunk_sizes(cfg.n_sequences, cfg.n_chunks)
+    # largest N first so the last items to finish are short (better load balance); results are stored by index
+    items = [(g, c) for g in reversed(range(len(cfg.n_grid))) for c in range(cfg.n_chunks)]
+    out = [[None] * cfg.n_chunks for _ in cfg.n_grid]
+    with Progress(len(items), label, enabled=bool(progress)) as bar:
+        if threads == 1:
+            for g, c in items:
+                out[g][c] = run_chunk(g, c, int(sizes[c]))
+                bar.update()
+        else:
+            with ThreadPoolExecutor(max_workers=threads) as pool:
+                futures = {pool.submit(run_chunk, g, c, int(sizes[c])): (g, c) for g, c in items}
+                for fut in as_completed(futures):
+                    g, c = futures[fut]
+                    out[g][c] = fut.result()
+                    bar.update()
+    return out
+
+
+def _assemble(cfg, per_point, rb, root, elapsed, keep_samples, config_record, has_ipr) -> SimulationResult:
+    rows = [combine_chunks([c["summary"] for c in chunks], cfg.value_mean, cfg.coordinate, rb) for chunks in per_point]
+    fields = {}
+    for key in rows[0]:
+        vals = [r[key] for r in rows]
+        fields[key] = None if vals[0] is None else np.array(vals, dtype=np.float64)
+    if not has_ipr:
+        fields["ipr"] = fields["ipr_se"] = None
+    slope, slope_se = loglog_slope(cfg.n_grid, fields["var"], fields["var_se"])
+    samples = None
+    if keep_samples:
+        samples = {
+            key: [None if chunks[0][key] is None or (key == "ipr" and not has_ipr)
+                  else np.concatenate([c[key] for c in chunks]) for chunks in per_point]
+            for key in ("ipr", "o")
+        }
+    beta = cfg.beta
+    return SimulationResult(
+        n=cfg.n_grid.copy(),
+        beta=None if beta is None else np.full(len(cfg.n_grid), beta),
+        slope=slope,
+        slope_se=slope_se,
+        config=config_record,
+        seed=root.entropy,
+        seed_spawn_key=[int(k) for k in root.spawn_key],
+        provenance=provenance(),
+        elapsed_s=round(elapsed, 3),
+        samples=samples,
+        **fields,
+    )
+
+
+def measure_variance(
+    attention_fn,
+    n_grid,
+    *,
+    d_k: int = 64,
+    d_v: int = 64,
+    query: str = "fixed",
+    query_norm: float | None = None,
+    query_vector=None,
+    key_dist: str = "gaussian",
+    value_dist: str = "gaussian",
+    value_mean=0.0,
+    value_scale: float = 1.0,
+    n_sequences: int = 2_000,
+    coordinate: int = 0,
+    chunk_size: int | None = None,
+    seed=0,
+    progress: bool = False,
+    keep_samples: bool = False,
+) -> SimulationResult:
+    """Measure the output variance of a user-supplied NumPy attention function on sampled inputs.
+
+    ``attention_fn(q, K, V)`` receives a batch ``q (S, d_k)``, ``K (S, N, d_k)``, ``V (S, N, d_v)`` (float64,
+    drawn as in ``simulate``: q fixed or ``N(0, I)``, standardised keys, values ``value_mean + value_scale * eps``)
+    and returns ``o (S, d_v)``, or ``(o, w)`` with attention weights ``w (S, N)`` to also report ``ipr``. The
+    function owns its scaling (temperature, 1/sqrt(d_k), normalisation), so this property-tests attention variants
+    (LayerNorm after attention, scalable softmax, ...) with the same statistics as ``simulate`` (sample-variance
+    estimator, batch-means SEs over >= 16 chunks). Chunk ``c`` at length N draws from NumPy's PCG64 keyed
+    ``(N, c, 1)`` under ``seed``; chunks run sequentially (the function need not be thread-safe).
+    """
+    if not callable(attention_fn):
+        raise ValueError(f"attention_fn must be callable, got {type(attention_fn).__name__}")
+    cfg = make_config(
+        n_grid, d_k=d_k, d_v=d_v, tau=1.0, query=query, query_norm=query_norm, query_vector=query_vector,
+        key_dist=key_dist, value_dist=value_dist, value_mean=value_mean, value_scale=value_scale, coupling=None,
+        coupling_noise=1.0, n_sequences=n_sequences, sampler="full", estimator="sample", coordinate=coordinate,
+        chunk_size=chunk_size,
+    )
+    root = root_sequence(seed)
+    progress = _check_flag("progress", progress)
+    keep_samples = _check_flag("keep_samples", keep_samples)
+    record = cfg.as_kwargs()
+    for key in ("tau", "coupling", "coupling_noise", "sampler", "estimator"):
+        record.pop(key)
+    record["attention_fn"] = getattr(attention_fn, "__qualname__", repr(attention_fn))
+    seen_w = []
+
+    def run_chunk(g, c, size):
+        n_keys = int(cfg.n_grid[g])
+        rng = child_generator(root, n_keys, c, _MEASURE_STREAM)
+        if cfg.q_fixed is None:
+            q = rng.standard_normal((size, cfg.d_k))
+        else:
+            q = np.broadcast_to(cfg.q_fixed, (size, cfg.d_k)).copy()
+        K = _standardised(rng, cfg.key_dist, (size, n_keys, cfg.d_k))
+        V = cfg.value_mean + cfg.value_scale * _standardised(rng, cfg.value_dist, (size, n_keys, cfg.d_v))
+        out = attention_fn(q, K, V)
+        w = None
+        if isinstance(out, tuple):
+            if len(out) != 2:
+                raise ValueError("attention_fn must return o or a pair (o, w)")
+            out, w = out
+            w = np.asarray(w, dtype=np.float64)
+            if w.shape != (size, n_keys) or not np.all(np.isfinite(w)):
+                raise ValueError(
+                    f"attention_fn returned weights of shape {w.shape}; expected finite ({size}, {n_keys})"
+                )
+        o = np.asarray(out, dtype=np.float64)
+        if o.shape != (size, cfg.d_v) or not np.all(np.isfinite(o)):
+            raise ValueError(f"attention_fn returned an output of shape {o.shape}; expected finite ({size}, {cfg.d_v})")
+        seen_w.append(w is not None)
+        y2 = np.sum(w * w, axis=1) if w is not None else np.zeros(size)
+        return _reduce_chunk(cfg, o, y2, keep_samples)
+
+    start = time.perf_counter()
+    per_point = _run_items(cfg, run_chunk, 1, progress, "measure_variance")
+    return _assemble(cfg, per_point, None, root, time.perf_counter() - start, keep_samples, record,
+                     has_ipr=all(seen_w))
+
+
+def _standardised(rng: np.random.Generator, dist: str, shape) -> np.ndarray:
+    """Mean-0, variance-1 draws of ``dist`` with NumPy's generator."""
+    if dist == "gaussian":
+        return rng.standard_normal(shape)
+    if dist == "uniform":
+        return rng.uniform(-_SQRT3, _SQRT3, shape)
+    return rng.integers(0, 2, shape).astype(np.float64) * 2.0 - 1.0

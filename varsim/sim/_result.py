@@ -1,0 +1,181 @@
+"""``SimulationResult``: per-N statistics over a grid, the log-log slope, and the record needed to rerun."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from varsim._common.atomic import atomic_write_json, check_writable
+
+__all__ = ["SimulationResult", "ARRAY_FIELDS", "OPTIONAL_ARRAY_FIELDS"]
+
+# Always present: one value per grid point.
+ARRAY_FIELDS = ("n", "var", "var_se", "var_coord", "var_coord_se")
+# None when the run did not produce them: no attention outputs (logits sampler + Rao-Blackwell estimator) for
+# the mean/global fields, no weights (measure_variance) for ipr, a random query for beta.
+OPTIONAL_ARRAY_FIELDS = (
+    "ipr", "ipr_se", "mean", "mean_se", "global_mean", "global_mean_se", "global_var", "global_var_se", "beta",
+)
+_SCALAR_FIELDS = ("slope", "slope_se")
+
+
+@dataclass(eq=False)  # arrays have no single truth value; compare fields explicitly
+class SimulationResult:
+    """Monte Carlo statistics of ``o = softmax(tau q.K^T / sqrt(d_k)) V`` for each sequence length ``N``.
+
+    Per grid point (1-D arrays over ``n``, in increasing ``N``):
+
+    - ``var``, ``var_se``: ``Var(o_j)`` pooled over the ``d_v`` coordinates (each coordinate about its own mean,
+      then averaged) and its batch-means SE; with ``estimator='rao_blackwell'`` it is
+      ``value_scale^2 * ipr`` instead.
+    - ``var_coord``, ``var_coord_se``: the same for the chosen ``coordinate`` alone.
+    - ``ipr``, ``ipr_se``: mean inverse participation ratio ``E[sum_i w_i^2]``.
+    - ``mean``, ``mean_se``: mean of ``o_coordinate``.
+    - ``global_mean``, ``global_var`` (+ ``_se``): per sequence, the mean and the (population, ddof=0) variance of
+      ``o`` across its ``d_v`` features, averaged over sequences (the paper's Figure 3 quantities).
+    - ``beta``: ``tau |q| / sqrt(d_k)`` for a fixed query (None for a random query).
+
+    Across the grid: ``slope``, ``slope_se`` of ``log var`` against ``log N`` (weighted least squares, delta-method
+    SEs; None for a single grid point). ``config`` holds the ``simulate`` keyword arguments that reproduce the run
+    with ``seed`` (the root entropy) and ``seed_spawn_key``; ``provenance`` records versions, platform and time.
+    ``samples`` (only with ``keep_samples=True``, never written to JSON) maps ``"ipr"`` and ``"o"`` to lists of
+    per-sequence arrays, one per grid point (``sum w^2`` and ``o_coordinate``; None where not computed).
+    """
+
+    n: np.ndarray
+    var: np.ndarray
+    var_se: np.ndarray
+    var_coord: np.ndarray
+    var_coord_se: np.ndarray
+    ipr: np.ndarray | None
+    ipr_se: np.ndarray | None
+    mean: np.ndarray | None
+    mean_se: np.ndarray | None
+    global_mean: np.ndarray | None
+    global_mean_se: np.ndarray | None
+    global_var: np.ndarray | None
+    global_var_se: np.ndarray | None
+    beta: np.ndarray | None
+    slope: float | None
+    slope_se: float | None
+    config: dict
+    seed: int | list
+    seed_spawn_key: list = field(default_factory=list)
+    provenance: dict = field(default_factory=dict)
+    elapsed_s: float | None = None
+    samples: dict | None = field(default=None, repr=False, compare=False)
+
+    def to_dict(self) -> dict:
+        """JSON-ready dictionary (lists for arrays; ``samples`` omitted)."""
+        out = {}
+        for name in ARRAY_FIELDS + OPTIONAL_ARRAY_FIELDS:
+            arr = getattr(self, name)
+            if arr is None:
+                out[name] = None
+            elif name == "n":
+                out[name] = [int(v) for v in arr]
+            else:
+                out[name] = [_finite_or_none(v) for v in arr]
+        for name in _SCALAR_FIELDS:
+            out[name] = _finite_or_none(getattr(self, name))
+        out["config"] = self.config
+        out["seed"] = self.seed
+        out["seed_spawn_key"] = list(self.seed_spawn_key)
+        out["provenance"] = self.provenance
+        out["elapsed_s"] = self.elapsed_s
+        return out
+
+    def to_json(self, path) -> Path:
+        """Write ``to_dict()`` atomically (a failed write leaves any existing file untouched)."""
+        check_writable(path, "output")
+        return atomic_write_json(path, self.to_dict())
+
+    @classmethod
+    def from_dict(cls, data: dict, *, source: str = "data") -> "SimulationResult":
+        """Rebuild from ``to_dict()`` output; malformed input raises ValueError naming ``source``."""
+        if not isinstance(data, dict):
+            raise ValueError(f"{source}: expected a JSON object, got {type(data).__name__}")
+        required = ARRAY_FIELDS + OPTIONAL_ARRAY_FIELDS + _SCALAR_FIELDS + ("config", "seed")
+        missing = [k for k in required if k not in data]
+        if missing:
+            raise ValueError(f"{source}: missing field(s) {', '.join(missing)}")
+        kwargs = {}
+        n_len = None
+        for name in ARRAY_FIELDS + OPTIONAL_ARRAY_FIELDS:
+            value = data[name]
+            if value is None:
+                if name in ARRAY_FIELDS:
+                    raise ValueError(f"{source}: field {name!r} must not be null")
+                kwargs[name] = None
+                continue
+            if not isinstance(value, list) or not all(
+                v is None or (isinstance(v, (int, float)) and not isinstance(v, bool)) for v in value
+            ):
+                raise ValueError(f"{source}: field {name!r} must be a list of numbers")
+            arr = np.array([np.nan if v is None else v for v in value], dtype=np.int64 if name == "n" else np.float64)
+            n_len = arr.size if n_len is None else n_len
+            if arr.size != n_len:
+                raise ValueError(f"{source}: field {name!r} has length {arr.size}, expected {n_len}")
+            kwargs[name] = arr
+        for name in _SCALAR_FIELDS:
+            value = data[name]
+            if value is not None and (not isinstance(value, (int, float)) or isinstance(value, bool)):
+                raise ValueError(f"{source}: field {name!r} must be a number or null")
+            kwargs[name] = None if value is None else float(value)
+        if not isinstance(data["config"], dict):
+            raise ValueError(f"{source}: field 'config' must be an object")
+        kwargs["config"] = data["config"]
+        kwargs["seed"] = data["seed"]
+        kwargs["seed_spawn_key"] = list(data.get("seed_spawn_key") or [])
+        kwargs["provenance"] = data.get("provenance") or {}
+        kwargs["elapsed_s"] = data.get("elapsed_s")
+        return cls(**kwargs)
+
+    @classmethod
+    def from_json(cls, path) -> "SimulationResult":
+        """Read a file written by ``to_json``; a missing, unreadable or corrupt file raises ValueError naming it."""
+        p = Path(path)
+        try:
+            text = p.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ValueError(f"{p}: cannot read simulation result ({exc.strerror or exc})") from None
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{p}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+        return cls.from_dict(data, source=str(p))
+
+    def table(self) -> str:
+        """A fixed-width text table: one row per N, then the fitted slope."""
+        cols = [("N", "{:>8d}"), ("Var(o_j)", "{:>12.5g}"), ("SE", "{:>10.2g}"), ("N*Var", "{:>9.4f}")]
+        head = [f"{'N':>8}", f"{'Var(o_j)':>12}", f"{'SE':>10}", f"{'N*Var':>9}"]
+        extras = [("ipr", "E[sum w^2]"), ("mean", "mean(o_j)"), ("global_mean", "glob.mean"),
+                  ("global_var", "glob.var")]
+        extras = [(k, lab) for k, lab in extras if getattr(self, k) is not None]
+        head += [f"{lab:>12}" for _, lab in extras]
+        lines = ["  ".join(head)]
+        for i, n in enumerate(self.n):
+            row = [cols[0][1].format(int(n)), cols[1][1].format(self.var[i]), cols[2][1].format(self.var_se[i]),
+                   cols[3][1].format(n * self.var[i])]
+            row += [f"{getattr(self, k)[i]:>12.5g}" for k, _ in extras]
+            lines.append("  ".join(row))
+        if self.slope is not None:
+            lines.append(f"slope d log Var / d log N = {self.slope:.4f} +- {self.slope_se:.4f}")
+        cfg = self.config
+        keys = ("d_k", "d_v", "tau", "query", "sampler", "estimator", "n_sequences")
+        desc = ", ".join(f"{k}={cfg[k]}" for k in keys if k in cfg)
+        if self.beta is not None:
+            desc += f", beta={self.beta[0]:.4g}"
+        lines.append(f"({desc}, seed={self.seed})")
+        return "\n".join(lines)
+
+
+def _finite_or_none(v):
+    if v is None:
+        return None
+    v = float(v)
+    return v if math.isfinite(v) else None
