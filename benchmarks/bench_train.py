@@ -52,27 +52,7 @@ import numpy as np  # noqa: E402
 from varsim.nn.model import ModelConfig, Transformer  # noqa: E402
 from varsim.tasks import make_batch  # noqa: E402
 
-try:  # noqa: E402
-    from varsim.nn.optim import Adam
-except ImportError:  # a minimal Adam with the same update, so the benchmark runs before varsim.nn.optim exists
-
-    class Adam:  # type: ignore[no-redef]
-        def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8):
-            self.params, self.lr, (self.b1, self.b2), self.eps, self.t = params, lr, betas, eps, 0
-            self.m = {k: np.zeros_like(p) for k, p in params.items()}
-            self.v = {k: np.zeros_like(p) for k, p in params.items()}
-
-        def step(self, grads):
-            self.t += 1
-            step = self.lr / (1 - self.b1**self.t)
-            bc2 = np.sqrt(1 - self.b2**self.t)
-            for k, p in self.params.items():
-                g, m, v = grads[k], self.m[k], self.v[k]
-                m *= self.b1
-                m += (1 - self.b1) * g
-                v *= self.b2
-                v += (1 - self.b2) * g * g
-                p -= step * m / (np.sqrt(v) / bc2 + self.eps)
+from varsim.nn.optim import Adam  # noqa: E402
 
 
 CONFIGS = {

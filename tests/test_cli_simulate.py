@@ -133,6 +133,8 @@ def test_failed_run_does_not_truncate_existing_output(tmp_path, capsys):
         (["--sampler", "logits", "--key-dist", "uniform"], "logits"),
         (["--sequences", "1"], "sequences"),
         (["--query", "learned"], "query"),
+        (["--query", "random", "--beta", "1"], "beta"),
+        (["--sequences", "50", "--chunk-size", "4"], "chunk_size"),
         (["-o", "/nonexistent-varsim-dir/out.json"], "output"),
     ],
 )
@@ -169,3 +171,16 @@ def test_python_dash_m_varsim_simulate(tmp_path):
     bad = subprocess.run([sys.executable, "-m", "varsim", "simulate", "--n", "0"], capture_output=True,
                          text=True, timeout=300, cwd=tmp_path)
     assert bad.returncode == 2 and "Traceback" not in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
+
+
+def test_exact_column_is_dropped_beyond_the_quadratures_range(capsys):
+    """A logit scale the simulator accepts but the quadrature refuses (beta > varsim.theory.BETA_MAX) still prints
+    the simulation, with no exact value. Catches exact_variance letting the theory's ValueError end the command
+    after the (possibly long) simulation, so its results are lost."""
+    from varsim.theory import BETA_MAX
+
+    rc, out, err = _run(capsys, "--n", "16", "--d-k", "4", "--d-v", "2", "--sequences", "64", "--no-progress",
+                        "--tau", str(2 * BETA_MAX), "--json")
+    assert rc == 0, err
+    row = json.loads(out)["rows"][0]
+    assert row["exact_var"] is None and row["ipr"] > 0.99  # frozen: nearly one-hot weights

@@ -104,6 +104,7 @@ def test_train_bad_input_is_one_line_exit_2(tmp_path, capsys, argv, name):
     [
         (["{missing}"], "does not exist"),
         (["{empty}"], "no checkpoint"),
+        (["{truncated}"], "unreadable (truncated or corrupt)"),
         (["{run}", "--lengths", "0"], "lengths"),
         (["{run}", "--lengths", "99999"], "key_vocab"),
         (["{run}", "--examples", "0"], "n_examples"),
@@ -116,7 +117,10 @@ def test_evaluate_bad_input_is_one_line_exit_2(tmp_path, capsys, argv, name):
     assert main(["train", "--task", "dictionary", "--outdir", str(run), *TINY]) == 0
     (tmp_path / "empty").mkdir()
     capsys.readouterr()
-    paths = {"missing": tmp_path / "nope.npz", "empty": tmp_path / "empty", "run": run}
+    truncated = tmp_path / "truncated.npz"  # a checkpoint cut short, as a copy interrupted mid-way leaves it
+    raw = latest_checkpoint(run).read_bytes()
+    truncated.write_bytes(raw[: len(raw) // 2])
+    paths = {"missing": tmp_path / "nope.npz", "empty": tmp_path / "empty", "run": run, "truncated": truncated}
     argv = [a.format(**paths) for a in argv]
     code, _, err = _run(capsys, ["evaluate", *argv])
     assert code == 2 and name in err and err.count("\n") == 1, err

@@ -375,3 +375,20 @@ def test_layers_refuse_mismatched_shapes():
         att.query_attention_forward(z((1, 2)), z((1, 2, 4)), z((4, 12)), z(12), 2)
     with pytest.raises(ValueError, match="n_heads"):
         att.self_attention_forward(z((1, 2, 4)), z((4, 12)), z(12), 3)
+
+
+def test_bad_activation_and_eps_are_named_errors():
+    """An unknown activation name or a negative or non-finite eps is a ValueError naming it, not a KeyError or a silent NaN."""
+    import pytest
+
+    from varsim.nn.layers import activation_forward
+    from varsim.nn.norms import layernorm_forward, standardize_forward
+
+    x = np.ones((2, 4))
+    with pytest.raises(ValueError, match="activation"):
+        activation_forward(x, "tanh")
+    for eps in (-1e-5, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="eps"):
+            standardize_forward(x, eps)
+    with pytest.raises(ValueError, match="eps"):
+        layernorm_forward(x, np.ones(4), np.zeros(4), -1.0)

@@ -218,3 +218,29 @@ def test_aggregate_with_missing_runs(quick_dir, tmp_path):
     p = next(p for p in summary["paired"] if (p["task"], p["norm"]) == ("argmax", "layernorm"))
     assert p["seeds"] == [0] and p["p_signflip"][0] == 1.0
     assert "missing: argmax-residual-layernorm-s1" in (part / "table.md").read_text()
+
+
+def test_a_run_that_diverges_before_its_first_checkpoint_is_recorded_as_not_learned(tmp_path):
+    """A learning rate that makes the loss non-finite at once: the run is a variant that did not learn (evaluated
+    at its initial parameters), not a failure that a re-run would repeat forever."""
+    settings = ReproductionSettings.quick(seeds=1, tasks=("argmax",), norms=("none",))
+    spec = reproduce.job_specs(settings)[0]
+    spec["train_config"]["lr"] = 1e30
+    spec["train_config"]["clip_norm"] = 1e30
+    rec = reproduce.run_job((spec, str(tmp_path / "work")))
+    assert rec["train"]["status"] != "completed"
+    assert rec["train"]["evaluated_step"] == 0
+    assert rec["in_distribution"]["learned"] is False
+    assert all(0.0 <= a <= 1.0 for a in rec["eval"]["accuracy"])
+
+
+def test_unreachable_scheduler_leaves_no_pinned_directory(tmp_path):
+    """The cluster is contacted before settings.json is written, so a typo in --scheduler does not pin outdir."""
+    pytest.importorskip("distributed")
+    import dask
+
+    out = tmp_path / "repro"
+    with dask.config.set({"distributed.comm.timeouts.connect": "1s"}):
+        with pytest.raises(ValueError, match="scheduler"):
+            run_reproduction(out, quick=True, scheduler="tcp://127.0.0.1:9", progress=False)
+    assert not (out / "settings.json").exists()

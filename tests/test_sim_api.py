@@ -25,6 +25,10 @@ SMALL = dict(d_k=8, d_v=4, n_sequences=64, seed=0)
         ({"tau": math.nan}, "tau"),
         ({"tau": math.inf}, "tau"),
         ({"tau": -1.0}, "tau"),
+        ({"tau": 1e308}, "tau"),  # finite, but the logits would overflow to inf - inf = NaN
+        ({"query_norm": 1e31}, "query_norm"),
+        ({"value_scale": 1e300}, "value_scale"),  # Var would overflow to inf
+        ({"value_mean": 1e308}, "value_mean"),
         ({"value_scale": math.inf}, "value_scale"),
         ({"value_scale": 0.0}, "value_scale"),
         ({"value_mean": [0.0, 1.0]}, "value_mean"),
@@ -65,10 +69,19 @@ def test_bad_input_names_the_parameter(kwargs, name):
 
 
 def test_chunking_rules():
-    """Default chunking gives >= 16 chunks; 32 sequences is the smallest valid run (16 chunks of 2)."""
+    """Default chunking gives >= 16 chunks; 32 sequences is the smallest valid run (16 chunks of 2). Between 32 and
+    64 the default must still find a valid split (catches ceil(M/16) alone: 50 sequences in chunks of 4 is only
+    13 chunks), and an impossible count is refused naming n_sequences, not a chunk_size the caller never gave."""
     res = simulate([8], d_k=4, d_v=2, n_sequences=32, seed=0)
     assert res.config["chunk_size"] == 2
     assert simulate([8], d_k=4, d_v=2, n_sequences=1000, seed=0).config["chunk_size"] == 32
+    for m in (34, 46, 50, 60):
+        size = simulate([8], d_k=4, d_v=2, n_sequences=m, seed=0).config["chunk_size"]
+        n_chunks = -(-m // size)
+        assert n_chunks >= 16 and m // n_chunks >= 2, (m, size)
+    with pytest.raises(ValueError, match="n_sequences=33") as err:
+        simulate([8], d_k=4, d_v=2, n_sequences=33, seed=0)
+    assert "chunk_size" not in str(err.value)
 
 
 def test_result_fields_and_rerun_from_config():

@@ -204,6 +204,22 @@ def test_mpmath_cross_check_more_points(n, beta):
     assert T.expected_ipr(n, beta) == pytest.approx(_mp_reference(n, beta), rel=1e-12)
 
 
+def test_large_beta_memory_is_bounded():
+    """beta = 1000 (a logit scale the simulator accepts, e.g. P6's tau = 1000): the u range grows like beta, and the
+    quadrature must evaluate it in blocks. Catches evaluating the whole range at once (~1.5 GB of temporaries,
+    a MemoryError at beta ~ 1e4); the value is the frozen-side 1 - O(a_N/beta)."""
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        value = T.expected_ipr(64, 1000.0)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 400e6, peak
+    assert 0.99 < value < 1.0 and abs(value - T.frozen_ipr(64, 1000.0)) < 1e-3
+
+
 def test_vectorised_shapes_and_scalars():
     """Scalar in, float out; array in, array of the same shape out; sign of beta irrelevant."""
     assert isinstance(T.expected_ipr(64, 1.0), float)
@@ -348,6 +364,9 @@ def test_remedies():
     (lambda: T.expected_ipr([], 1.0), "n"),
     (lambda: T.expected_ipr(64, float("inf")), "beta"),
     (lambda: T.expected_ipr(64, None), "beta"),
+    (lambda: T.expected_ipr(64, 2 * T.BETA_MAX), "beta"),  # finite, but the quadrature's u range grows like beta
+    (lambda: T.ipr_second_moment(64, -2 * T.BETA_MAX), "beta"),
+    (lambda: T.random_query_ipr(64, 16, tau=T.BETA_MAX), "tau"),
     (lambda: T.decay_exponent(0.5, 1.0), "n"),
     (lambda: T.ipr_second_moment(1.5, 1.0), "n"),
     (lambda: T.ipr_series(64, 1.0, order=5), "order"),

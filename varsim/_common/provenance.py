@@ -23,25 +23,37 @@ def versions() -> dict[str, str]:
     return out
 
 
-def _git_commit() -> str | None:
+def _git(*args: str) -> str | None:
     here = Path(__file__).resolve().parents[2]
     if not (here / ".git").exists():
         return None
     try:
         res = subprocess.run(
-            ["git", "-C", str(here), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5, check=False
+            ["git", "-C", str(here), *args], capture_output=True, text=True, timeout=5, check=False
         )
     except (OSError, subprocess.SubprocessError):
         return None
-    return res.stdout.strip() or None if res.returncode == 0 else None
+    return res.stdout if res.returncode == 0 else None
+
+
+def _git_commit() -> str | None:
+    out = _git("rev-parse", "HEAD")
+    return (out or "").strip() or None
+
+
+def _git_dirty() -> bool | None:
+    """True when tracked files differ from the commit (the result may not be reproducible from it alone)."""
+    out = _git("status", "--porcelain", "--untracked-files=no")
+    return None if out is None else bool(out.strip())
 
 
 def provenance() -> dict:
-    """Versions, platform, git commit (when run from a checkout) and UTC time."""
+    """Versions, platform, git commit and whether the tree was modified (when run from a checkout), UTC time."""
     return {
         "versions": versions(),
         "platform": platform.platform(),
         "machine": platform.machine(),
         "git_commit": _git_commit(),
+        "git_dirty": _git_dirty(),
         "created_utc": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
     }

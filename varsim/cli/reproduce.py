@@ -21,7 +21,7 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("outdir", help="results directory (settings.json, runs/, summary.json, table.md)")
     parser.add_argument("--quick", action="store_true",
                         help="tiny models, 2 seeds, few steps, N up to 256, residual architecture only")
-    parser.add_argument("--seeds", type=int, default=None, help="seeds per variant (default 5; 2 with --quick)")
+    parser.add_argument("--seeds", type=int, default=None, help="seeds per variant (default 6; 2 with --quick)")
     parser.add_argument("--root-seed", type=int, default=0, help="root of every seed of the grid (default 0)")
     parser.add_argument("--tasks", nargs="+", metavar="TASK", help="subset of: argmax dictionary")
     parser.add_argument("--architectures", nargs="+", metavar="ARCH", help="subset of: residual no_residual")

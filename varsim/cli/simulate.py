@@ -167,7 +167,9 @@ def build_kwargs(args: argparse.Namespace) -> dict:
     """Keyword arguments for :func:`varsim.sim.simulate` from parsed flags (syntax checks only)."""
     query_norm = args.query_norm
     if args.beta is not None:
-        beta = check_real("beta", args.beta, minimum=0.0)
+        if args.query == "random":  # name the flag the user gave, not the query_norm it would become
+            raise ValueError("beta applies to --query fixed only (--query random draws q ~ N(0, I) per sequence)")
+        beta = check_real("beta", args.beta, minimum=0.0, maximum=1e30)
         tau = check_real("tau", args.tau)
         if tau <= 0:
             raise ValueError(f"beta: needs tau > 0 (beta = tau |q| / sqrt(d_k)), got tau={tau}")
@@ -204,7 +206,7 @@ def exact_variance(result) -> np.ndarray | None:
     """sigma_v^2 E[sum w^2] per N where theory is exact (Gaussian keys, values independent of keys).
 
     Fixed query: the logits are i.i.d. N(0, beta^2); random query q ~ N(0, I): the chi-square mixture.
-    Returns None for other configurations (non-Gaussian keys, coupling).
+    Returns None for other configurations (non-Gaussian keys, coupling) and where the quadrature refuses beta.
     """
     cfg = result.config
     if cfg.get("key_dist") != "gaussian" or cfg.get("coupling") is not None:
@@ -213,10 +215,15 @@ def exact_variance(result) -> np.ndarray | None:
 
     n = np.asarray(result.n, dtype=np.float64)
     scale2 = float(cfg.get("value_scale", 1.0)) ** 2
-    if cfg.get("query") == "random":
-        return scale2 * np.asarray(theory.random_query_ipr(n, int(cfg["d_k"]), float(cfg["tau"])), dtype=np.float64)
-    beta = float(np.asarray(result.beta, dtype=np.float64)[0])  # one fixed query: the same beta at every N
-    return scale2 * np.asarray(theory.expected_ipr(n, beta), dtype=np.float64)
+    try:
+        if cfg.get("query") == "random":
+            ipr = theory.random_query_ipr(n, int(cfg["d_k"]), float(cfg["tau"]))
+        else:
+            beta = float(np.asarray(result.beta, dtype=np.float64)[0])  # one fixed query: the same beta at every N
+            ipr = theory.expected_ipr(n, beta)
+    except ValueError:  # outside the quadrature's range (e.g. beta > theory.BETA_MAX): keep the simulation's output
+        return None
+    return scale2 * np.asarray(ipr, dtype=np.float64)
 
 
 def _plain(x):

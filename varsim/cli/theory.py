@@ -137,12 +137,17 @@ def _table(model: dict, rows: list[dict]) -> str:
             v = r.get(key)
             cells.append(f"{'-':>{w}}" if v is None else fmt.format(v))
         lines.append("  ".join(cells))
-    notes = [f"limit/N = {asym}; series = sum_k c_k/N^k (asymptotic: trust it only for N >> e^(2 beta^2))"]
     if model["query"] == "fixed":
-        notes.append("phase/REM rule: THEORY.md 3.2-3.4; 1-a_N/beta: frozen-phase predictor, shown where beta > a_N")
+        notes = [f"limit/N = {asym}; series = sum_k c_k/N^k (asymptotic: trust it only for N >> e^(2 beta^2))",
+                 "phase/REM rule: THEORY.md 3.2-3.4; 1-a_N/beta: frozen-phase predictor, shown where beta > a_N"]
     else:
+        # E_q[c_k] grows like (1 - k(k+1) tau^2/d)^(-d/2): the series needs far larger N than for a fixed query
         order = rows[0].get("series_order", 0)
-        notes.append(f"series uses E_q[c_k] for k <= {order} (finite only for d > k(k+1) tau^2)")
+        notes = [f"limit/N = {asym}" if order
+                 else "no finite limit or series: E_q[e^(beta^2)] diverges for d <= 2 tau^2"]
+        if order:
+            notes.append(f"series = sum_(k <= {order}) E_q[c_k]/N^k (asymptotic; E_q[c_k] is finite only for "
+                         "d > k(k+1) tau^2)")
     return "\n".join(lines + notes)
 
 

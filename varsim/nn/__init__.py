@@ -45,10 +45,7 @@ from .norms import (
     standardize_per_head_forward,
 )
 
-try:  # written alongside; keep the layers importable while it is absent
-    from .optim import Adam, AdamW
-except ImportError:  # pragma: no cover
-    pass
+from .optim import Adam, AdamW
 
 __all__ = [
     "ModelConfig",

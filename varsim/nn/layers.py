@@ -136,10 +136,14 @@ _ACT_BACKWARD = {"relu": relu_backward, "gelu": gelu_backward}
 
 def activation_forward(x: np.ndarray, name: str):
     """Dispatch to ``relu_forward`` or ``gelu_forward`` by name."""
+    if name not in _ACT_FORWARD:
+        raise ValueError(f"unknown activation {name!r}; expected one of {', '.join(map(repr, _ACT_FORWARD))}")
     return _ACT_FORWARD[name](x)
 
 
 def activation_backward(dout: np.ndarray, cache, name: str):
+    if name not in _ACT_BACKWARD:
+        raise ValueError(f"unknown activation {name!r}; expected one of {', '.join(map(repr, _ACT_BACKWARD))}")
     return _ACT_BACKWARD[name](dout, cache)
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from varsim._common.validate import check_positive_int
+from varsim._common.validate import check_positive_int, check_real
 
 __all__ = [
     "NORMS",
@@ -45,6 +45,7 @@ def _check_affine(x, gamma, beta) -> None:
 
 def standardize_forward(x: np.ndarray, eps: float = DEFAULT_EPS):
     """``x`` (..., D) -> ``xhat`` (..., D) with zero mean and unit (biased) variance over the last axis."""
+    check_real("eps", eps, minimum=0.0)  # eps < 0 gives NaN; eps = 0 is exact standardization (THEORY.md 4a)
     mean = x.mean(axis=-1, keepdims=True)  # (..., 1)
     xc = x - mean  # (..., D)
     var = np.mean(xc * xc, axis=-1, keepdims=True)  # (..., 1)

@@ -20,6 +20,9 @@ ESTIMATORS = ("sample", "rao_blackwell")
 QUERIES = ("fixed", "random")
 MIN_CHUNKS = 16  # batch-means standard errors need enough batches to estimate their own spread
 _DEFAULT_CHUNKS = 32
+# Bound on |tau|, |q|, the value scale/mean and the coupling: logits are products of up to three such factors and
+# the variance squares products of up to three, so 1e30 keeps every intermediate far inside float64.
+_MAX_ABS = 1e30
 
 
 @dataclass(frozen=True)
@@ -91,6 +94,24 @@ def chunk_sizes(n_sequences: int, n_chunks: int) -> np.ndarray:
     return np.array([base + (1 if i < extra else 0) for i in range(n_chunks)], dtype=np.int64)
 
 
+def _valid_chunking(n_sequences: int, chunk_size: int) -> bool:
+    """``ceil(n_sequences / chunk_size)`` chunks (sizes as in :func:`chunk_sizes`): >= MIN_CHUNKS, each >= 2."""
+    n_chunks = -(-n_sequences // chunk_size)
+    return n_chunks >= MIN_CHUNKS and n_sequences // n_chunks >= 2
+
+
+def _auto_chunk_size(n_sequences: int) -> int | None:
+    """Default chunk size: ``ceil(n_sequences / 32)`` (``/ 16`` below 64 sequences). Below 64 that rounding can
+    leave fewer than 16 chunks (e.g. 50 sequences in chunks of 4 -> 13), so then take the largest chunk size that
+    still gives >= 16 chunks of >= 2; None when none does (fewer than 32 sequences, or an odd number below 46)."""
+    target = _DEFAULT_CHUNKS if n_sequences >= 2 * _DEFAULT_CHUNKS else MIN_CHUNKS
+    first = -(-n_sequences // target)
+    for size in (first, *range(n_sequences // MIN_CHUNKS, 1, -1)):
+        if _valid_chunking(n_sequences, size):
+            return size
+    return None
+
+
 def _vector_or_scalar(name, value, length):
     """A finite scalar (broadcast) or a finite vector of ``length``; returns (array, JSON form)."""
     if isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_)):
@@ -160,6 +181,13 @@ def make_config(
             raise ValueError(f"coupling matrix must have shape (d_v, d_k)=({d_v}, {d_k}), got {a_mat.shape}")
         a_arg = a_mat.tolist()
 
+    magnitudes = {"tau": tau, "value_scale": value_scale, "value_mean": mu, "coupling_noise": coupling_noise,
+                  "coupling": a_mat, "query_norm": query_norm, "query_vector": q if q_arg is not None else None}
+    for name, value in magnitudes.items():
+        if value is not None and np.max(np.abs(value), initial=0.0) > _MAX_ABS:
+            raise ValueError(f"{name} must have magnitude <= {_MAX_ABS:g} (larger overflows the logits or the "
+                             f"variance in float64), got {np.max(np.abs(value)):g}")
+
     if sampler == "logits":
         if key_dist != "gaussian":
             raise ValueError(
@@ -174,12 +202,17 @@ def make_config(
         )
 
     if chunk_size is None:
-        n_chunks = _DEFAULT_CHUNKS if n_sequences >= 2 * _DEFAULT_CHUNKS else MIN_CHUNKS
-        chunk_size = -(-n_sequences // n_chunks)
+        chunk_size = _auto_chunk_size(n_sequences)
+        if chunk_size is None:
+            raise ValueError(
+                f"n_sequences={n_sequences} cannot be split into >= {MIN_CHUNKS} chunks of >= 2 sequences, which the "
+                f"batch-means standard errors need; use n_sequences >= {2 * MIN_CHUNKS} (an odd number needs "
+                f">= {3 * MIN_CHUNKS - 2})"
+            )
     else:
         chunk_size = check_int("chunk_size", chunk_size, minimum=1)
     n_chunks = -(-n_sequences // chunk_size)
-    if n_chunks < MIN_CHUNKS or n_sequences // n_chunks < 2:
+    if not _valid_chunking(n_sequences, chunk_size):
         raise ValueError(
             f"n_sequences={n_sequences} with chunk_size={chunk_size} gives {n_chunks} chunk(s) of >= "
             f"{n_sequences // n_chunks} sequence(s); standard errors need >= {MIN_CHUNKS} chunks of >= 2 sequences "

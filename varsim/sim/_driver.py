@@ -68,8 +68,9 @@ def simulate(
         ``eps = a k[:d_v] + coupling_noise * eta`` (needs ``d_v <= d_k``), a ``(d_v, d_k)`` matrix ``A`` gives
         ``eps = A k + coupling_noise * eta``, with ``eta`` drawn from ``value_dist``; values stay
         ``value_mean + value_scale * eps``.
-    n_sequences : sequences per N, split into ``chunk_size`` chunks (default: 32 chunks, or 16 below 64
-        sequences); at least 16 chunks of at least 2 sequences are required for the batch-means SEs.
+    n_sequences : sequences per N, split into ceil(n_sequences / chunk_size) chunks (default: about 32 chunks, 16 below
+        64 sequences); at least 16 chunks of at least 2 sequences are required for the batch-means SEs, so
+        ``n_sequences >= 32`` (an odd count needs >= 46).
     sampler : ``"full"`` draws q, K and V for every sequence and supports every option; ``"logits"`` draws the
         logits ``beta g_i`` directly (exact for i.i.d. Gaussian keys only; random query: ``|q|^2 ~ chi^2_{d_k}``).
     estimator : ``"sample"`` (sample variance of ``o``) or ``"rao_blackwell"`` (``value_scale^2 E[sum w^2]``,

@@ -14,7 +14,7 @@ For i.i.d. Gaussian keys and a fixed query the logits are i.i.d. ``N(0, beta^2)`
 Every function validates its arguments and raises ``ValueError`` naming the parameter.
 """
 
-from varsim.theory.ipr import N_MAX, decay_exponent, expected_ipr, ipr_and_exponent, ipr_second_moment
+from varsim.theory.ipr import BETA_MAX, N_MAX, decay_exponent, expected_ipr, ipr_and_exponent, ipr_second_moment
 from varsim.theory.layernorm import (
     Estimate,
     layernorm_beta_parameters,
@@ -37,6 +37,7 @@ from varsim.theory.series import generic_series_coefficients, ipr_series, series
 
 __all__ = [
     "N_MAX",
+    "BETA_MAX",
     "expected_ipr",
     "decay_exponent",
     "ipr_second_moment",

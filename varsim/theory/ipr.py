@@ -43,10 +43,13 @@ from scipy.special import log_ndtr
 from varsim._common.validate import check_real
 from varsim.theory._args import real_array, scalar_or_array
 
-__all__ = ["expected_ipr", "decay_exponent", "ipr_and_exponent", "ipr_second_moment", "N_MAX"]
+__all__ = ["expected_ipr", "decay_exponent", "ipr_and_exponent", "ipr_second_moment", "N_MAX", "BETA_MAX"]
 
 #: Largest sequence length accepted (the quadrature is validated up to here).
 N_MAX = 1e300
+#: Largest ``|beta|`` accepted. The u range of the quadrature grows like ``beta`` (about 1 s per 1000); beyond this
+#: every ``N <= N_MAX`` is deep in the frozen phase, where :func:`varsim.theory.frozen_ipr` is the tool.
+BETA_MAX = 1e4
 
 _Y_LO = -4.0  # below: series in e^y; 10 terms leave a relative error < e^{10 Y_LO}/10! ~ 1e-24
 _Y_HI = 6.7  # above: exp(-e^y) < 1e-350, exactly zero in double precision
@@ -134,16 +137,24 @@ class _Grid:
         k_hi = -((-k_hi) // _BLOCK) * _BLOCK
         if self.parts is None:
             self.k0 = k_lo
-            self.parts = list(_inner_logs(np.arange(k_lo, k_hi) * _H_U, self.beta, self.fourth))
+            self.parts = self._compute(k_lo, k_hi)
             return
         k1 = self.k0 + self.parts[0].size
         if k_lo < self.k0:
-            new = _inner_logs(np.arange(k_lo, self.k0) * _H_U, self.beta, self.fourth)
+            new = self._compute(k_lo, self.k0)
             self.parts = [np.concatenate([a, b]) for a, b in zip(new, self.parts)]
             self.k0 = k_lo
         if k_hi > k1:
-            new = _inner_logs(np.arange(k1, k_hi) * _H_U, self.beta, self.fourth)
+            new = self._compute(k1, k_hi)
             self.parts = [np.concatenate([b, a]) for a, b in zip(new, self.parts)]
+
+    def _compute(self, k_lo: int, k_hi: int) -> list[np.ndarray]:
+        """Inner integrals at grid indices ``[k_lo, k_hi)``, a few blocks at a time: the u range grows like
+        ``beta``, and evaluating it at once would hold ``(range) x (nodes)`` temporaries (gigabytes at beta ~ 1e3)."""
+        step = 16 * _BLOCK
+        pieces = [_inner_logs(np.arange(a, min(a + step, k_hi)) * _H_U, self.beta, self.fourth)
+                  for a in range(k_lo, k_hi, step)]
+        return [np.concatenate(arrays) for arrays in zip(*pieces)]
 
     def slice(self, k_lo: int, k_hi: int) -> list[np.ndarray]:
         return [a[k_lo - self.k0 : k_hi - self.k0] for a in self.parts]
@@ -237,10 +248,17 @@ def _second_moment(n: float, beta: float) -> float:
     return math.exp(top + math.log(total * _H_U / 6.0))
 
 
+def _check_beta(beta) -> float:
+    beta = abs(check_real("beta", beta))
+    if beta > BETA_MAX:
+        raise ValueError(f"beta must satisfy |beta| <= {BETA_MAX:g} (the quadrature's cost grows like beta; this "
+                         f"deep in the frozen phase use frozen_ipr), got {beta:g}")
+    return beta
+
+
 def _validate(n, beta):
     n_arr = real_array("n", n, minimum=1.0, maximum=N_MAX)
-    beta = abs(check_real("beta", beta))
-    return n_arr, beta
+    return n_arr, _check_beta(beta)
 
 
 def _small_beta(n_arr: np.ndarray, beta: float):
@@ -271,7 +289,8 @@ def expected_ipr(n, beta):
     """Exact ``E[sum_i w_i^2]`` for ``w = softmax(s)``, ``s_1..s_N`` i.i.d. ``N(0, beta^2)``.
 
     ``n``: real ``1 <= n <= 1e300``, scalar or array (vectorised; one inner-integral grid per beta).
-    ``beta``: finite logit standard deviation (its sign is irrelevant); ``beta = 0`` gives ``1/n``.
+    ``beta``: logit standard deviation, ``|beta| <= BETA_MAX = 1e4`` (its sign is irrelevant); ``beta = 0`` gives
+    ``1/n``.
     Returns a float for scalar ``n``, else an array of ``n``'s shape. Relative accuracy ~1e-13.
     By THEORY.md 1.1 this is ``Var(o_c) / sigma_v^2`` for values independent of the keys.
     """
@@ -300,7 +319,7 @@ def ipr_second_moment(n, beta):
     LayerNorm-with-eps approximation of :mod:`varsim.theory.layernorm`.
     """
     n_arr = real_array("n", n, minimum=2.0, maximum=N_MAX)
-    beta = abs(check_real("beta", beta))
+    beta = _check_beta(beta)
     if beta < _BETA_TINY:
         # Y2 = 1/N + O(beta^2) almost surely, so E[Y2^2] = 1/N^2 + 2 beta^2 (N-1)/N^3 + O(beta^4).
         out = (1.0 + 2.0 * beta * beta * (n_arr - 1.0) / n_arr) / n_arr**2

@@ -14,7 +14,7 @@ from scipy.special import gammaln
 
 from varsim._common.validate import check_positive_int, check_real
 from varsim.theory._args import real_array, scalar_or_array
-from varsim.theory.ipr import N_MAX, expected_ipr, ipr_and_exponent
+from varsim.theory.ipr import BETA_MAX, N_MAX, expected_ipr, ipr_and_exponent
 from varsim.theory.series import _LOGNORMAL
 
 __all__ = ["random_query_ipr", "random_query_decay_exponent", "random_query_series_coefficients",
@@ -39,6 +39,16 @@ def chi_nodes(d: int, nodes: int = _CHI_NODES) -> tuple[np.ndarray, np.ndarray]:
     return r, 0.5 * (hi - lo) * w * np.exp(log_pdf)
 
 
+def _mixture_nodes(d: int, tau: float) -> tuple[np.ndarray, np.ndarray]:
+    """``chi_nodes(d)``, refusing a ``tau`` that puts the largest node's beta beyond ``BETA_MAX`` (naming tau)."""
+    r, w = chi_nodes(d)
+    top = tau * float(r.max()) / math.sqrt(d)
+    if top > BETA_MAX:
+        raise ValueError(f"tau={tau:g} gives beta up to {top:g} over |q| ~ chi_{d}; the quadrature accepts "
+                         f"|beta| <= {BETA_MAX:g}")
+    return r, w
+
+
 def random_query_ipr(n, d, tau=1.0):
     """Exact ``E[sum w^2]`` averaged over a random query ``q ~ N(0, I_d)``, i.i.d. ``N(0, I_d)`` keys.
 
@@ -49,7 +59,7 @@ def random_query_ipr(n, d, tau=1.0):
     n_arr = real_array("n", n, minimum=1.0, maximum=N_MAX)
     d = check_positive_int("d", d)
     tau = abs(check_real("tau", tau))
-    r, w = chi_nodes(d)
+    r, w = _mixture_nodes(d, tau)
     flat = n_arr.ravel()
     total = np.zeros_like(flat)
     for rj, wj in zip(r, w):
@@ -65,7 +75,7 @@ def random_query_decay_exponent(n, d, tau=1.0):
     n_arr = real_array("n", n, minimum=1.0, maximum=N_MAX)
     d = check_positive_int("d", d)
     tau = abs(check_real("tau", tau))
-    r, w = chi_nodes(d)
+    r, w = _mixture_nodes(d, tau)
     flat = n_arr.ravel()
     num, den = np.zeros_like(flat), np.zeros_like(flat)
     for rj, wj in zip(r, w):
