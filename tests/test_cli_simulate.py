@@ -184,3 +184,19 @@ def test_exact_column_is_dropped_beyond_the_quadratures_range(capsys):
     assert rc == 0, err
     row = json.loads(out)["rows"][0]
     assert row["exact_var"] is None and row["ipr"] > 0.99  # frozen: nearly one-hot weights
+
+
+def test_cli_json_output_loads_as_a_simulation_result(tmp_path):
+    """``varsim simulate -o FILE`` writes a file that ``SimulationResult.from_json`` reads back with the same
+    numbers (one JSON format for the command line and the API)."""
+    from varsim.cli import main
+    from varsim.sim import SimulationResult
+
+    path = tmp_path / "r.json"
+    assert main(["simulate", "--n", "16", "64", "--sequences", "64", "--seed", "3", "--d-k", "8", "--d-v", "4",
+                 "-o", str(path)]) == 0
+    res = SimulationResult.from_json(path)
+    record = json.loads(path.read_text())
+    assert list(res.n) == [16, 64]
+    assert [r["var"] for r in record["rows"]] == list(res.var)
+    assert res.slope == record["slope"]

@@ -68,3 +68,35 @@ def test_atomic_write_uses_normal_file_mode(tmp_path):
     mask = os.umask(0o022)
     os.umask(mask)
     assert path.stat().st_mode & 0o777 == 0o666 & ~mask
+
+
+def test_limit_blas_threads_is_process_wide_and_survives_blas_threads_blocks():
+    """The process-wide limit of the reproduction's jobs and the ref-counted blocks of training share one
+    mechanism: a limit set while a block runs leaves the block's count alone and is what the block restores."""
+    from varsim._common import blas
+
+    controls = blas._blas_controls()
+    if not controls:
+        pytest.skip("no controllable BLAS in this process")
+    get = lambda: [g() for g, _, _ in controls]  # noqa: E731
+    before = get()
+    try:
+        assert blas.limit_blas_threads(1) == [label for _, _, label in controls]
+        assert get() == [1] * len(controls)
+        with blas.blas_threads(2) as n:
+            assert n == 2 and get() == [2] * len(controls)
+            blas.limit_blas_threads(1)
+            assert get() == [2] * len(controls)
+        assert get() == [1] * len(controls)
+    finally:
+        for (_, set_, _), k in zip(controls, before):
+            set_(k)
+
+
+def test_single_threaded_worker_sets_thread_variables(monkeypatch):
+    from varsim._common import blas
+
+    for var in blas.THREAD_VARS:
+        monkeypatch.delenv(var, raising=False)
+    blas.single_threaded_worker()
+    assert all(os.environ[var] == "1" for var in blas.THREAD_VARS)

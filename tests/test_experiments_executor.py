@@ -89,6 +89,6 @@ def test_package_and_worker_hook_import_light():
     """The worker start-up hook must run before NumPy loads (BLAS pools are sized at load time)."""
     import subprocess
 
-    code = ("import sys, varsim.experiments, varsim.experiments._worker as w; w.single_threaded_worker(); "
+    code = ("import sys, varsim.experiments, varsim._common.blas as w; w.single_threaded_worker(); "
             "assert 'numpy' not in sys.modules and 'distributed' not in sys.modules, sorted(sys.modules)")
     subprocess.run([sys.executable, "-c", code], check=True)

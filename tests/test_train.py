@@ -244,12 +244,12 @@ def test_progress_line_shows_loss_accuracy_and_speed(tmp_path, capsys):
 def test_blas_threads_pins_nests_and_restores(monkeypatch):
     """Training pins BLAS to one thread; overlapping uses share the first setting and the previous count returns
     only when the last one leaves (a restore in the middle would change a concurrent run's rounding)."""
-    from varsim.train import _blas
+    from varsim._common import blas as _blas
 
-    controls = _blas._openblas_controls()
+    controls = _blas._blas_controls()
     if not controls:
         pytest.skip("no controllable OpenBLAS in this process")
-    get = lambda: [g() for g, _ in controls]  # noqa: E731
+    get = lambda: [g() for g, _, _ in controls]  # noqa: E731
     before = get()
     with _blas.blas_threads(1) as outer:
         with _blas.blas_threads(3) as inner:

@@ -15,7 +15,7 @@ Both back ends are ``concurrent.futures.Executor`` objects:
 A job is a picklable top-level function applied to one picklable argument. Jobs must derive all
 their randomness from their argument (see ``varsim._common.seeding``): then the results do not
 depend on the executor, the number of workers or the completion order. (Floating-point rounding
-may still depend on the BLAS thread count; the reproduction's jobs pin it, see ``_blas.py``.)
+may still depend on the BLAS thread count; the reproduction's jobs pin it, see ``varsim._common.blas``.)
 
 As with any ``spawn``-based pool, a script that starts local workers must guard its entry point
 with ``if __name__ == "__main__":``: each worker re-imports the main module.
@@ -30,8 +30,8 @@ import os
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Callable, Iterator, Sequence
 
+from varsim._common.blas import single_threaded_worker
 from varsim._common.validate import check_int, check_positive_int
-from varsim.experiments._worker import single_threaded_worker
 
 __all__ = ["default_workers", "check_executor_args", "open_executor", "run_jobs", "JobFailure"]
 

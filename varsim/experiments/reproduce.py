@@ -277,14 +277,13 @@ def run_job(job) -> dict:
 
 
 def _run(spec: dict, workdir: Path) -> dict:
+    from varsim._common.blas import limit_blas_threads
     from varsim._common.provenance import provenance
     from varsim.experiments.probes import probe_model
     from varsim.experiments.stats import wilson_interval
     from varsim.train import TrainConfig, evaluate, load_checkpoint, train
 
-    from varsim.experiments._blas import limit_blas_threads
-
-    blas = limit_blas_threads(1)  # the same rounding in every executor (see varsim.experiments._blas)
+    blas = limit_blas_threads(1)  # the same rounding in every executor (see varsim._common.blas)
     t_start = time.perf_counter()
     cpu_start = time.process_time()
     config = TrainConfig.from_dict(spec["train_config"])

@@ -99,6 +99,8 @@ class SimulationResult:
         """Rebuild from ``to_dict()`` output; malformed input raises ValueError naming ``source``."""
         if not isinstance(data, dict):
             raise ValueError(f"{source}: expected a JSON object, got {type(data).__name__}")
+        if "rows" in data and "n" not in data:
+            data = _columns_from_rows(data, source)
         required = ARRAY_FIELDS + OPTIONAL_ARRAY_FIELDS + _SCALAR_FIELDS + ("config", "seed")
         missing = [k for k in required if k not in data]
         if missing:
@@ -179,3 +181,15 @@ def _finite_or_none(v):
         return None
     v = float(v)
     return v if math.isfinite(v) else None
+
+
+def _columns_from_rows(data: dict, source: str) -> dict:
+    """A ``varsim simulate --json`` record (one row per N) in the column form of ``to_dict()``."""
+    rows = data["rows"]
+    if not isinstance(rows, list) or not rows or not all(isinstance(r, dict) for r in rows):
+        raise ValueError(f"{source}: field 'rows' must be a non-empty list of objects")
+    out = {k: v for k, v in data.items() if k != "rows"}
+    for name in ARRAY_FIELDS + OPTIONAL_ARRAY_FIELDS:
+        column = [r.get(name) for r in rows]
+        out[name] = None if name in OPTIONAL_ARRAY_FIELDS and all(v is None for v in column) else column
+    return out

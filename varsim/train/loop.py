@@ -11,7 +11,7 @@ Determinism: the batch of update k (0-based) is ``make_batch(..., rng=child_gene
 and the optimizer are deterministic, and a checkpoint holds every other piece of state (parameters, moments, update
 count, the metrics window in progress). So a run killed at any moment and resumed from its latest checkpoint
 replays exactly the updates it lost and ends with bitwise the same parameters as a run never interrupted.
-BLAS runs single-threaded during training (``varsim.train._blas``): faster for these small matrices, and it keeps
+BLAS runs single-threaded during training (``varsim._common.blas``): faster for these small matrices, and it keeps
 the rounding of matrix products independent of the machine's core count. Run several trainings as processes to
 use several cores.
 """
@@ -26,12 +26,12 @@ from pathlib import Path
 import numpy as np
 
 from varsim._common.atomic import atomic_write_json
+from varsim._common.blas import blas_threads
 from varsim._common.progress import Progress
 from varsim._common.provenance import provenance
 from varsim._common.seeding import child_generator
 from varsim.nn.optim import make_optimizer
 from varsim.tasks import make_batch
-from varsim.train._blas import blas_threads
 from varsim.train.checkpoint import (
     checkpoint_path,
     latest_checkpoint,
