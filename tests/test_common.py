@@ -97,6 +97,8 @@ def test_single_threaded_worker_sets_thread_variables(monkeypatch):
     from varsim._common import blas
 
     for var in blas.THREAD_VARS:
-        monkeypatch.delenv(var, raising=False)
+        # setenv (not delenv) so that monkeypatch restores the variables the hook writes: a leaked
+        # NUMBA_NUM_THREADS=1 would pin every later Numba kernel in this test session to one thread
+        monkeypatch.setenv(var, "7")
     blas.single_threaded_worker()
     assert all(os.environ[var] == "1" for var in blas.THREAD_VARS)
