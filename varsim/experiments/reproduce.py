@@ -280,7 +280,6 @@ def _run(spec: dict, workdir: Path) -> dict:
     from varsim._common.blas import limit_blas_threads
     from varsim._common.provenance import provenance
     from varsim.experiments.probes import probe_model
-    from varsim.experiments.stats import wilson_interval
     from varsim.train import TrainConfig, evaluate, load_checkpoint, train
 
     blas = limit_blas_threads(1)  # the same rounding in every executor (see varsim._common.blas)
@@ -303,13 +302,12 @@ def _run(spec: dict, workdir: Path) -> dict:
     ev_spec = spec["eval"]
     ev = evaluate(model, ev_spec["lengths"], ev_spec["examples"], ev_spec["batch_size"], ev_spec["seed"],
                   progress=False)
-    lows, highs = wilson_interval(ev["correct"], [ev_spec["examples"]] * len(ev["correct"]))
     id_spec = spec["in_distribution"]
     idv = evaluate(model, [id_spec["length"]], id_spec["examples"], ev_spec["batch_size"], id_spec["seed"],
                    progress=False)
     id_correct = int(idv["correct"][0])
     id_acc = id_correct / id_spec["examples"]
-    id_lo, id_hi = wilson_interval(id_correct, id_spec["examples"])
+    id_lo, id_hi = idv["ci_low"][0], idv["ci_high"][0]  # evaluate() gives the Wilson interval of each count
     t_eval = time.perf_counter()
 
     pr = spec["probe"]
@@ -334,7 +332,7 @@ def _run(spec: dict, workdir: Path) -> dict:
         },
         "eval": {
             "lengths": ev["lengths"], "examples": ev_spec["examples"], "correct": ev["correct"],
-            "accuracy": ev["accuracy"], "ci_low": lows, "ci_high": highs,
+            "accuracy": ev["accuracy"], "ci_low": ev["ci_low"], "ci_high": ev["ci_high"],
         },
         "probes": probe,
         "timing": {

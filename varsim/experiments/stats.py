@@ -26,6 +26,7 @@ from scipy import stats as _st
 
 from varsim._common.seeding import child_generator
 from varsim._common.validate import check_real
+from varsim.train.metrics import wilson_bounds
 
 __all__ = [
     "wilson_interval",
@@ -79,16 +80,7 @@ def wilson_interval(successes, trials, *, confidence: float = 0.95):
         raise ValueError("trials must be >= 1")
     if np.any(k < 0) or np.any(k > n):
         raise ValueError("successes must lie in [0, trials]")
-    z = _st.norm.ppf(0.5 + confidence / 2)
-    k = k.astype(np.float64)
-    n = n.astype(np.float64)
-    p = k / n
-    denom = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / denom
-    half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    # Clip rounding: the exact interval is [0, 1]-bounded and touches 0 (1) when k = 0 (k = n).
-    low = np.where(k == 0, 0.0, np.clip(centre - half, 0.0, 1.0))
-    high = np.where(k == n, 1.0, np.clip(centre + half, 0.0, 1.0))
+    low, high = wilson_bounds(k, n, _st.norm.ppf(0.5 + confidence / 2))
     if low.ndim == 0:
         return float(low), float(high)
     return low, high
