@@ -102,3 +102,20 @@ def test_single_threaded_worker_sets_thread_variables(monkeypatch):
         monkeypatch.setenv(var, "7")
     blas.single_threaded_worker()
     assert all(os.environ[var] == "1" for var in blas.THREAD_VARS)
+
+
+def test_check_fields_names_unknown_and_missing_keys():
+    import dataclasses
+
+    @dataclasses.dataclass
+    class Cfg:
+        task: str
+        size: int = 1
+
+    assert validate.check_fields("cfg", {"task": "x"}, Cfg, required=("task",)) == {"task": "x"}
+    with pytest.raises(ValueError, match=r"unknown cfg field\(s\) \['sise'\]"):
+        validate.check_fields("cfg", {"task": "x", "sise": 2}, Cfg)
+    with pytest.raises(ValueError, match="cfg needs a 'task' field"):
+        validate.check_fields("cfg", {"size": 2}, Cfg, required=("task",))
+    with pytest.raises(ValueError, match="cfg must be a dict"):
+        validate.check_fields("cfg", [1], Cfg)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import numbers
 from typing import Iterable, Sequence
@@ -15,6 +16,7 @@ __all__ = [
     "check_finite_array",
     "check_choice",
     "check_int_grid",
+    "check_fields",
 ]
 
 
@@ -95,3 +97,18 @@ def check_int_grid(name: str, values: Sequence | int, *, minimum: int = 1) -> np
         raise ValueError(f"{name} must not be empty")
     out = np.array([check_int(f"{name}[{i}]", v, minimum=minimum) for i, v in enumerate(items)], dtype=np.int64)
     return out
+
+
+def check_fields(label: str, data, cls, *, required: Sequence[str] = ()) -> dict:
+    """``data`` must be a dict whose keys are fields of the dataclass ``cls`` and include ``required``; the
+    ``from_dict`` check of every config class, with messages naming ``label`` and the offending keys."""
+    if not isinstance(data, dict):
+        raise ValueError(f"{label} must be a dict, got {type(data).__name__}")
+    names = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(data) - names)
+    if unknown:
+        raise ValueError(f"unknown {label} field(s) {unknown}; expected some of {sorted(names)}")
+    for key in required:
+        if key not in data:
+            raise ValueError(f"{label} needs a {key!r} field")
+    return data

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from varsim._common.atomic import atomic_write_json, atomic_write_text
-from varsim._common.validate import check_choice, check_int, check_int_grid, check_real
+from varsim._common.validate import check_choice, check_fields, check_int, check_int_grid, check_real
 from varsim.tasks import TASKS
 
 __all__ = [
@@ -188,13 +188,7 @@ class ReproductionSettings:
 
     @classmethod
     def from_dict(cls, d: dict) -> "ReproductionSettings":
-        if not isinstance(d, dict):
-            raise ValueError(f"settings must be a dict, got {type(d).__name__}")
-        names = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(d) - names)
-        if unknown:
-            raise ValueError(f"unknown settings field(s) {unknown}")
-        return cls(**d)
+        return cls(**check_fields("settings", d, cls))
 
     # ---------------------------------------------------------------------------------------------------------
     def seed_for(self, seed_index: int, purpose: str) -> int:

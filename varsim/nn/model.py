@@ -43,7 +43,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from varsim._common.seeding import child_generator, root_sequence
-from varsim._common.validate import check_choice, check_int, check_positive_int
+from varsim._common.validate import check_choice, check_fields, check_int, check_positive_int
 
 from .attention import (
     attention_weights,
@@ -154,15 +154,7 @@ class ModelConfig:
 
     @classmethod
     def from_dict(cls, d) -> "ModelConfig":
-        if not isinstance(d, dict):
-            raise ValueError(f"model config must be a dict, got {type(d).__name__}")
-        names = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(d) - names)
-        if unknown:
-            raise ValueError(f"unknown model config key(s): {', '.join(unknown)}")
-        if "task" not in d:
-            raise ValueError("model config needs a 'task'")
-        return cls(**d)
+        return cls(**check_fields("model config", d, cls, required=("task",)))
 
 
 def _name_key(name: str) -> int:

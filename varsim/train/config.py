@@ -13,7 +13,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from varsim._common.validate import check_choice, check_int, check_real
+from varsim._common.validate import check_choice, check_fields, check_int, check_real
 from varsim.nn.model import ModelConfig
 from varsim.nn.optim import OPTIMIZERS
 from varsim.tasks import DEFAULT_TRAIN_RANGE, TASKS, check_set_size
@@ -124,15 +124,7 @@ class TrainConfig:
 
     @classmethod
     def from_dict(cls, d: dict) -> "TrainConfig":
-        if not isinstance(d, dict):
-            raise ValueError(f"config must be a dict, got {type(d).__name__}")
-        names = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(d) - names)
-        if unknown:
-            raise ValueError(f"unknown config field(s) {unknown}; expected some of {sorted(names)}")
-        if "task" not in d:
-            raise ValueError("config needs a 'task' field")
-        return cls(**d)
+        return cls(**check_fields("config", d, cls, required=("task",)))
 
     @classmethod
     def from_file(cls, path) -> "TrainConfig":
