@@ -39,8 +39,7 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False) -> di
         for arch in st["architectures"]:
             lines = []
             for norm in NORMS:
-                recs = [r for r in res["runs"].values()
-                        if (r["spec"]["task"], r["spec"]["architecture"], r["spec"]["norm"]) == (task, arch, norm)]
+                recs = res["cells"].get((task, arch, norm), [])
                 if not recs:
                     continue
                 for stage, _, _ in STAGES:

@@ -42,8 +42,7 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False) -> di
             for stage in STAGES:
                 lines = []
                 for norm in st["norms"]:
-                    recs = [r for r in res["runs"].values()
-                            if (r["spec"]["task"], r["spec"]["architecture"], r["spec"]["norm"]) == (task, arch, norm)]
+                    recs = res["cells"].get((task, arch, norm), [])
                     if not recs:
                         continue
                     curves = np.array([[row[r["probes"]["coordinate"]] for row in r["probes"][f"std_{stage}"]]

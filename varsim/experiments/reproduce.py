@@ -816,7 +816,8 @@ _QUICK_DIRS: dict[int, Path] = {}
 
 
 def figure_results(quick: bool, seed: int = 0, *, default_dir=None, progress: bool = False) -> dict:
-    """The reproduction the figures are drawn from, as :func:`load_results` returns it, plus its ``summary``.
+    """The reproduction the figures are drawn from, as :func:`load_results` returns it, plus its ``summary`` and
+    ``cells`` (``{(task, architecture, norm): [run records in seed order]}``).
 
     Looked up in this order: the directory in ``$VARSIM_REPRODUCE_DIR``; in quick mode, a quick reproduction with
     root seed ``seed`` run once per process into a temporary directory (every figure of one ``make_all`` call
@@ -862,4 +863,6 @@ def figure_results(quick: bool, seed: int = 0, *, default_dir=None, progress: bo
         summary = aggregate(outdir)
     res["summary"] = summary
     res["outdir"] = str(outdir)
+    # the records of each (task, architecture, norm) in seed order, so figures need not scan every run per cell
+    res["cells"] = {cell: list(by_seed.values()) for cell, by_seed in _by_cell(res["settings"], res["runs"]).items()}
     return res
