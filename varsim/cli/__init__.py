@@ -35,17 +35,9 @@ def build_parser(which: str | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"varsim {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name, (module, help_) in COMMANDS.items():
-        if which is not None and name != which:
-            sub.add_parser(name, help=help_)
-            continue
-        try:
-            mod = importlib.import_module(module)
-        except ModuleNotFoundError as exc:
-            if exc.name != module:
-                raise
-            sub.add_parser(name, help=help_ + " (not available in this build)")
-            continue
-        mod.register(sub.add_parser(name, help=help_, description=help_))
+        cmd = sub.add_parser(name, help=help_, description=help_)
+        if name == which:  # only the command that runs is imported and gets its options
+            importlib.import_module(module).register(cmd)
     return parser
 
 
@@ -58,7 +50,7 @@ def main(argv=None) -> int:
     if args.command is None:
         parser.print_help()
         return 2
-    module = importlib.import_module(COMMANDS[args.command][0])
+    module = sys.modules[COMMANDS[args.command][0]]
     try:
         return int(module.run(args) or 0)
     except ValueError as exc:
