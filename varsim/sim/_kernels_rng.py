@@ -70,6 +70,21 @@ _INLINE = dict(nogil=True, cache=True, inline="always")
 
 
 @nb.njit(**_INLINE)
+def _xoshiro_step(a0, a1, a2, a3):
+    """One xoshiro256++ step on a state held in four uint64 registers: ``(output word, new state)``."""
+    x = a0 + a3
+    out = ((x << _U23) | (x >> _U41)) + a0
+    t17 = a1 << _U17
+    a2 ^= a0
+    a3 ^= a1
+    a1 ^= a2
+    a0 ^= a3
+    a2 ^= t17
+    a3 = (a3 << _U45) | (a3 >> _U19)
+    return out, a0, a1, a2, a3
+
+
+@nb.njit(**_INLINE)
 def _fill_words(state, raw, n_words):
     """Advance the bulk lanes ``n_words / LANES`` steps, writing words lane-interleaved into ``raw``."""
     s0 = state[0]
@@ -83,15 +98,7 @@ def _fill_words(state, raw, n_words):
             a1 = s1[lane]
             a2 = s2[lane]
             a3 = s3[lane]
-            x = a0 + a3
-            raw[base + lane] = ((x << _U23) | (x >> _U41)) + a0
-            t17 = a1 << _U17
-            a2 ^= a0
-            a3 ^= a1
-            a1 ^= a2
-            a0 ^= a3
-            a2 ^= t17
-            a3 = (a3 << _U45) | (a3 >> _U19)
+            raw[base + lane], a0, a1, a2, a3 = _xoshiro_step(a0, a1, a2, a3)
             s0[lane] = a0
             s1[lane] = a1
             s2[lane] = a2
@@ -105,15 +112,7 @@ def _next_fix(state):
     a1 = state[1, FIX]
     a2 = state[2, FIX]
     a3 = state[3, FIX]
-    x = a0 + a3
-    out = ((x << _U23) | (x >> _U41)) + a0
-    t17 = a1 << _U17
-    a2 ^= a0
-    a3 ^= a1
-    a1 ^= a2
-    a0 ^= a3
-    a2 ^= t17
-    a3 = (a3 << _U45) | (a3 >> _U19)
+    out, a0, a1, a2, a3 = _xoshiro_step(a0, a1, a2, a3)
     state[0, FIX] = a0
     state[1, FIX] = a1
     state[2, FIX] = a2
