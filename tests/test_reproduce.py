@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from varsim.experiments import reproduce
+from varsim.experiments import figure_source, reproduce
 from varsim.experiments.reproduce import ReproductionSettings, run_reproduction
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -184,7 +184,7 @@ def test_figures_quick_mode_reuses_one_reproduction(quick_dir, monkeypatch, figu
     """In quick mode the figures share one quick reproduction per process (here: the fixture's)."""
     out, _ = quick_dir
     monkeypatch.delenv(reproduce.RESULTS_ENV, raising=False)
-    monkeypatch.setitem(reproduce._QUICK_DIRS, 0, out)
+    monkeypatch.setitem(figure_source._QUICK_DIRS, 0, out)
     data = figures_module("fig_repro_accuracy").compute(True, 0)
     assert data["source"] == str(out)
     assert {p["task"] for p in data["panels"]} == {"argmax", "dictionary"}
@@ -196,10 +196,10 @@ def test_figures_quick_mode_reuses_one_reproduction(quick_dir, monkeypatch, figu
         calls.append((Path(outdir), kw))
         return {"failed": [{"run_id": "r0", "error": "boom"}]}
 
-    monkeypatch.setattr(reproduce, "run_reproduction", fake_run)
+    monkeypatch.setattr(figure_source, "run_reproduction", fake_run)
     target = out.parent / "no-such-dir"
     with pytest.raises(ValueError, match="varsim reproduce"):
-        reproduce.figure_results(False, 0, default_dir=target)
+        figure_source.figure_results(False, 0, default_dir=target)
     assert calls and calls[0][0] == target and calls[0][1].get("quick", False) is False
 
 

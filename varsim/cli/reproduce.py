@@ -48,7 +48,7 @@ def _names(values):
 
 
 def run(args) -> int:
-    from varsim.experiments.reproduce import aggregate, run_reproduction
+    from varsim.experiments import aggregate, run_reproduction
 
     if args.aggregate_only:
         summary = aggregate(args.outdir)

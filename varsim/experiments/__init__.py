@@ -1,30 +1,52 @@
 """The paper's length-generalization experiment, run as independent jobs, with paired statistics.
 
-- ``varsim.experiments.reproduce``  the experiment grid, per-run jobs and results, resume, aggregation
-  (:func:`run_reproduction`, :func:`aggregate`).
-- ``varsim.experiments.probes``     distribution-shift measurements on a trained model (Figures 1-3 analogues).
-- ``varsim.experiments.stats``      Wilson and t intervals, paired differences and tests.
-- ``varsim.experiments.executor``   local process pool or Dask cluster behind one ``run_jobs`` call.
+- ``settings``       the grid (task x architecture x normalization x seed) and the spec of every run
+- ``worker``         one run: train, evaluate, probe, return its record
+- ``records``        the results directory: run records, settings file, loading and checking them
+- ``runner``         run or resume the whole grid (:func:`run_reproduction`)
+- ``aggregation``    seeds -> intervals and paired tests in ``summary.json`` (:func:`aggregate`)
+- ``report``         the Markdown table of a summary
+- ``figure_source``  the results the reproduction figures are drawn from (used by the figure scripts only)
+- ``probes``         distribution-shift measurements on a trained model (Figures 1-3 analogues)
+- ``stats``          Wilson and t intervals, paired differences and tests
+- ``executor``       local process pool or Dask cluster behind one ``run_jobs`` call
+- ``reproduce``      all the public names of the reproduction in one place
 
-Submodules are imported on first use, so importing this package loads neither NumPy nor Dask (the local
-executor's workers size their BLAS thread pools before NumPy loads).
+The names below are importable from this package; submodules are imported on first use, so importing this package
+loads neither NumPy nor Dask (the local executor's workers size their BLAS thread pools before NumPy loads).
 """
 
 from __future__ import annotations
 
 import importlib
 
-__all__ = ["run_reproduction", "aggregate", "ReproductionSettings"]
-
 _LAZY = {
-    "run_reproduction": "varsim.experiments.reproduce",
-    "aggregate": "varsim.experiments.reproduce",
-    "ReproductionSettings": "varsim.experiments.reproduce",
+    "ReproductionSettings": "settings",
+    "ARCHITECTURES": "settings",
+    "DEFAULT_NORMS": "settings",
+    "BASELINE_NORM": "settings",
+    "run_id": "settings",
+    "job_specs": "settings",
+    "run_job": "worker",
+    "RUN_FORMAT": "records",
+    "SETTINGS_FORMAT": "records",
+    "CorruptRun": "records",
+    "load_run": "records",
+    "load_results": "records",
+    "run_path": "records",
+    "run_reproduction": "runner",
+    "SUMMARY_FORMAT": "aggregation",
+    "aggregate": "aggregation",
+    "render_table": "report",
+    "RESULTS_ENV": "figure_source",
+    "figure_results": "figure_source",
 }
+
+__all__ = list(_LAZY)
 
 
 def __getattr__(name):
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)

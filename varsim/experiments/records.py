@@ -1,0 +1,146 @@
+"""Run records and settings on disk: reading, checking, and the layout of a results directory.
+
+Layout of a results directory::
+
+    settings.json           the ReproductionSettings (a resumed run must use the same ones)
+    runs/<run_id>.json      one record per finished run, written atomically by the coordinating process
+    checkpoints/<run_id>/   training checkpoints (local runs; lets an interrupted run resume mid-training)
+    summary.json, table.md  the aggregation (:func:`varsim.experiments.aggregate`)
+
+A record is trusted when it parses and matches its run's spec (same spec, every field present, accuracies in
+[0, 1] inside their intervals); anything else is a :class:`CorruptRun`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+from varsim._common.atomic import atomic_write_json
+from varsim.experiments.settings import ReproductionSettings, job_specs, run_id
+
+__all__ = ["RUN_FORMAT", "SETTINGS_FORMAT", "CorruptRun", "jsonable", "runs_dir", "run_path", "load_run",
+           "read_settings", "write_settings", "load_results", "runs_by_cell"]
+
+RUN_FORMAT = "varsim.reproduce.run/1"
+SETTINGS_FORMAT = "varsim.reproduce.settings/1"
+
+
+def jsonable(obj):
+    """Plain JSON data; NaN and infinities become None (JSON has no NaN)."""
+    if isinstance(obj, dict):
+        return {str(k): jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [jsonable(v) for v in obj]
+    if hasattr(obj, "tolist") and not isinstance(obj, (str, bytes)):
+        return jsonable(obj.tolist())
+    if isinstance(obj, bool) or obj is None or isinstance(obj, (str, int)):
+        return obj
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    return obj
+
+
+class CorruptRun(ValueError):
+    """A run record that cannot be trusted (unreadable, truncated, or not the run it claims to be)."""
+
+
+def runs_dir(outdir) -> Path:
+    return Path(outdir) / "runs"
+
+
+def run_path(outdir, rid: str) -> Path:
+    return runs_dir(outdir) / f"{rid}.json"
+
+
+def load_run(path, spec: dict | None = None) -> dict:
+    """Read and check one run record; raise :class:`CorruptRun` saying what is wrong.
+
+    With ``spec`` the record must be the result of exactly that spec.
+    """
+    p = Path(path)
+    try:
+        rec = json.loads(p.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise CorruptRun(f"{p.name}: unreadable ({exc})") from None
+    if not isinstance(rec, dict) or rec.get("format") != RUN_FORMAT:
+        raise CorruptRun(f"{p.name}: not a {RUN_FORMAT} record")
+    missing = [k for k in ("run_id", "spec", "train", "in_distribution", "eval", "probes") if k not in rec]
+    if missing:
+        raise CorruptRun(f"{p.name}: missing {missing}")
+    if spec is not None:
+        if rec["run_id"] != spec["run_id"]:
+            raise CorruptRun(f"{p.name}: holds run {rec['run_id']!r}, expected {spec['run_id']!r}")
+        if rec["spec"] != spec:
+            raise CorruptRun(f"{p.name}: was produced by a different spec (settings or code changed)")
+    try:
+        ev = rec["eval"]
+        n_len = len(rec["spec"]["eval"]["lengths"])
+        ok = ev["lengths"] == rec["spec"]["eval"]["lengths"] and all(
+            len(ev[k]) == n_len for k in ("correct", "accuracy", "ci_low", "ci_high"))
+        ok = ok and all(0.0 <= a <= 1.0 for a in ev["accuracy"] + [rec["in_distribution"]["accuracy"]])
+        ok = ok and all(lo <= a <= hi for a, lo, hi in zip(ev["accuracy"], ev["ci_low"], ev["ci_high"]))
+    except (KeyError, TypeError):
+        ok = False
+    if not ok:
+        raise CorruptRun(f"{p.name}: inconsistent accuracies or intervals")
+    return rec
+
+
+def read_settings(outdir) -> ReproductionSettings:
+    p = Path(outdir) / "settings.json"
+    try:
+        d = json.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ValueError(f"outdir {str(outdir)!r} holds no reproduction (no settings.json)") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{str(p)!r} is unreadable: {exc}") from None
+    if not isinstance(d, dict) or d.get("format") != SETTINGS_FORMAT:
+        raise ValueError(f"{str(p)!r} is not a {SETTINGS_FORMAT} file")
+    return ReproductionSettings.from_dict(d["settings"])
+
+
+def write_settings(outdir: Path, settings: ReproductionSettings) -> None:
+    p = outdir / "settings.json"
+    if p.exists():
+        old = read_settings(outdir).to_dict()
+        new = settings.to_dict()
+        if old != new:
+            diff = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
+            raise ValueError(
+                f"outdir {str(outdir)!r} holds a reproduction with other settings (differing: {', '.join(diff)}); "
+                "use another outdir, or the same settings to resume"
+            )
+        return
+    from varsim._common.provenance import provenance
+
+    atomic_write_json(p, {"format": SETTINGS_FORMAT, "settings": settings.to_dict(), "provenance": provenance()})
+
+
+def load_results(outdir) -> dict:
+    """``{"settings", "runs": {run_id: record}, "missing": [run_id], "corrupt": [{"run_id", "reason"}]}``."""
+    out = Path(outdir)
+    settings = read_settings(out)
+    runs, missing, corrupt = {}, [], []
+    for spec in job_specs(settings):
+        path = run_path(out, spec["run_id"])
+        if not path.exists():
+            missing.append(spec["run_id"])
+            continue
+        try:
+            runs[spec["run_id"]] = load_run(path, spec)
+        except CorruptRun as exc:
+            corrupt.append({"run_id": spec["run_id"], "reason": str(exc)})
+    return {"settings": settings, "runs": runs, "missing": missing, "corrupt": corrupt}
+
+
+def runs_by_cell(settings: ReproductionSettings, runs: dict) -> dict:
+    cells = {}
+    for task in settings.tasks:
+        for arch in settings.architectures:
+            for norm in settings.norms:
+                cells[(task, arch, norm)] = {
+                    s: runs[rid] for s in range(settings.seeds) if (rid := run_id(task, arch, norm, s)) in runs
+                }
+    return cells

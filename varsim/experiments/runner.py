@@ -1,0 +1,168 @@
+"""Run (or resume) the whole reproduction into a results directory, then aggregate it.
+
+Resume: a run whose record exists and validates is not redone; a record that does not parse or does not match its
+run (a different spec, missing fields, accuracies outside [0, 1]) is reported, moved aside to
+``runs/<run_id>.json.corrupt`` and redone.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from varsim._common.atomic import atomic_write_json
+from varsim.experiments.aggregation import aggregate
+from varsim.experiments.records import CorruptRun, load_run, run_path, runs_dir, write_settings
+from varsim.experiments.settings import ReproductionSettings, job_specs
+from varsim.experiments.worker import run_job
+
+__all__ = ["run_reproduction"]
+
+
+def _log(enabled: bool, message: str) -> None:
+    if enabled:
+        print(message, file=sys.stderr, flush=True)
+
+
+def _check_scheduler(scheduler: str) -> None:
+    """Connect to the Dask scheduler once (ValueError naming ``scheduler`` when it cannot be reached)."""
+    from varsim.experiments.executor import open_executor
+
+    with open_executor(scheduler):
+        pass
+
+
+def run_reproduction(
+    outdir,
+    *,
+    quick: bool = False,
+    seeds: int | None = None,
+    root_seed: int = 0,
+    settings: ReproductionSettings | None = None,
+    tasks=None,
+    architectures=None,
+    norms=None,
+    scheduler: str | None = None,
+    workers: int | None = None,
+    checkpoints: bool | None = None,
+    progress: bool | None = None,
+    on_run: Callable[[dict], None] | None = None,
+) -> dict:
+    """Run (or resume) the reproduction into ``outdir``, then aggregate it; return a report.
+
+    ``settings`` defaults to :meth:`ReproductionSettings.quick` (``quick=True``) or :meth:`~.full`, with
+    ``seeds`` (default 2 quick, 6 full), ``root_seed``, and ``tasks`` / ``architectures`` / ``norms`` restricting
+    the grid. ``scheduler`` (a Dask address) or ``workers`` (local processes, default one per core) choose where
+    the runs execute. ``checkpoints`` (default: on for local runs, off on Dask, whose workers may not share this
+    filesystem) keeps training checkpoints in ``outdir/checkpoints`` so an interrupted run resumes mid-training.
+    ``progress`` (default: stderr is a terminal) logs one line per finished run; ``on_run(record)`` is called in
+    this process for each.
+
+    Returns ``{"outdir", "runs", "skipped", "completed", "corrupt", "failed", "other_commit", "learned",
+    "summary", "table", "elapsed_s"}``: ``skipped`` lists the runs already finished, ``corrupt`` the records that
+    were moved aside and redone, ``failed`` the runs that raised (``{"run_id", "error"}``; re-running resumes
+    them), ``other_commit`` the finished runs made at another git commit (kept: a record is trusted when its spec
+    matches, so after changing the code, start a fresh ``outdir``), ``learned`` the per-variant learned counts.
+
+    Scripts must call this under ``if __name__ == "__main__":`` (the local workers are spawned processes).
+    """
+    from varsim.experiments.executor import JobFailure, check_executor_args, run_jobs
+
+    t0 = time.perf_counter()
+    if settings is None:
+        changes: dict[str, Any] = {}
+        for name, value in (("tasks", tasks), ("architectures", architectures), ("norms", norms)):
+            if value is not None:
+                changes[name] = tuple(value)
+        factory = ReproductionSettings.quick if quick else ReproductionSettings.full
+        kw = {"root_seed": root_seed, **({} if seeds is None else {"seeds": seeds})}
+        settings = factory(**kw, **changes)
+    elif not isinstance(settings, ReproductionSettings):
+        raise ValueError(f"settings must be a ReproductionSettings, got {type(settings).__name__}")
+    elif any(v is not None for v in (seeds, tasks, architectures, norms)) or quick:
+        raise ValueError("settings: pass either a ReproductionSettings or quick/seeds/tasks/..., not both")
+    check_executor_args(scheduler, workers)
+    if checkpoints is None:
+        checkpoints = scheduler is None
+    show = sys.stderr.isatty() if progress is None else bool(progress)
+    if on_run is not None and not callable(on_run):
+        raise ValueError("on_run must be callable or None")
+
+    out = Path(outdir)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"outdir {str(out)!r} is not a directory")
+    try:
+        runs_dir(out).mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ValueError(f"outdir {str(out)!r} cannot be created: {exc}") from None
+    if not os.access(runs_dir(out), os.W_OK):
+        raise ValueError(f"outdir {str(out)!r} is not writable")
+    if scheduler is not None:  # fail on an unreachable cluster before the directory is pinned to these settings
+        _check_scheduler(scheduler)
+    write_settings(out, settings)
+
+    from varsim._common.provenance import provenance
+
+    commit = provenance()["git_commit"]
+    specs = job_specs(settings)
+    skipped, corrupt, todo, other_code = [], [], [], []
+    for spec in specs:
+        path = run_path(out, spec["run_id"])
+        if not path.exists():
+            todo.append(spec)
+            continue
+        try:
+            rec = load_run(path, spec)
+            skipped.append(spec["run_id"])
+            if (rec.get("provenance") or {}).get("git_commit") != commit:
+                other_code.append(spec["run_id"])
+        except CorruptRun as exc:
+            os.replace(path, path.with_name(path.name + ".corrupt"))
+            corrupt.append({"run_id": spec["run_id"], "reason": str(exc)})
+            _log(True, f"varsim reproduce: redoing {spec['run_id']}: {exc} (moved to {path.name}.corrupt)")
+            todo.append(spec)
+    _log(show, f"reproduce: {len(specs)} runs, {len(skipped)} already finished, {len(todo)} to run")
+    if other_code:  # kept (same spec), but the numbers may predate a code change: say so
+        _log(True, f"varsim reproduce: note: {len(other_code)} finished run(s) were made at another git commit "
+                   f"than the current {commit!r} (e.g. {other_code[0]}); use a fresh outdir to recompute them")
+
+    def workdir(spec):
+        return str(out / "checkpoints" / spec["run_id"]) if checkpoints else None
+
+    done = []
+    failed = []
+
+    def finished(i: int, rec) -> None:
+        spec = todo[i]
+        if isinstance(rec, JobFailure):
+            failed.append({"run_id": spec["run_id"], "error": f"{type(rec.error).__name__}: {rec.error}"})
+            _log(True, f"varsim reproduce: run {spec['run_id']} failed: {rec.error}")
+            return
+        atomic_write_json(run_path(out, spec["run_id"]), rec)
+        done.append(spec["run_id"])
+        if on_run is not None:
+            on_run(rec)
+        acc = rec["eval"]["accuracy"]
+        _log(show, f"[{len(skipped) + len(done)}/{len(specs)}] {spec['run_id']}: "
+                   f"in-dist {rec['in_distribution']['accuracy']:.3f}, N={rec['eval']['lengths'][-1]} {acc[-1]:.3f}, "
+                   f"{rec['timing']['total_s']:.1f} s")
+
+    run_jobs(run_job, [(spec, workdir(spec)) for spec in todo], scheduler=scheduler, workers=workers,
+             on_result=finished, return_exceptions=True)
+    agg = aggregate(out)
+    return {
+        "outdir": str(out),
+        "runs": len(specs),
+        "skipped": skipped,
+        "completed": done,
+        "corrupt": corrupt,
+        "failed": failed,
+        "other_commit": other_code,
+        "summary": str(out / "summary.json"),
+        "table": str(out / "table.md"),
+        "learned": agg["learned"],
+        "elapsed_s": time.perf_counter() - t0,
+    }
