@@ -1,4 +1,5 @@
 import json
+import math
 import os
 
 import numpy as np
@@ -119,3 +120,87 @@ def test_check_fields_names_unknown_and_missing_keys():
         validate.check_fields("cfg", {"size": 2}, Cfg, required=("task",))
     with pytest.raises(ValueError, match="cfg must be a dict"):
         validate.check_fields("cfg", [1], Cfg)
+
+
+def test_read_json_names_the_file_for_every_failure(tmp_path):
+    """Every bad file is one ValueError naming the file and what is wrong; catches a bare JSONDecodeError,
+    UnicodeDecodeError or FileNotFoundError escaping, or a message without the path."""
+    from varsim._common.jsonio import JSONFileError, read_json
+
+    good = tmp_path / "good.json"
+    good.write_text('{"a": [1, 2]}')
+    assert read_json(good) == {"a": [1, 2]}
+    cases = {
+        "missing.json": (None, "does not exist"),
+        "empty.json": (b"", "empty"),
+        "torn.json": (b'{"a": [1, ', "not valid JSON"),
+        "latin1.json": ('{"a": "\xe9"}'.encode("latin-1"), "not UTF-8"),
+        "list.json": (b"[1, 2]", "does not hold an object"),
+    }
+    for name, (content, words) in cases.items():
+        path = tmp_path / name
+        if content is not None:
+            path.write_bytes(content)
+        with pytest.raises(JSONFileError, match=words) as info:
+            read_json(path, what="record")
+        assert str(path) in str(info.value) and str(info.value).startswith("record ")
+        assert "\n" not in str(info.value) and info.value.missing == (content is None)
+    assert read_json(tmp_path / "list.json", expect=None) == [1, 2]
+    with pytest.raises(JSONFileError, match="directory"):
+        read_json(tmp_path)
+
+
+def test_jsonable_gives_plain_json():
+    """NumPy values become plain numbers and lists, NaN/inf become null; catches NaN written into JSON."""
+    from varsim._common.jsonio import jsonable
+
+    data = jsonable({"a": np.arange(3), 1: (np.float32(0.5), math.nan, np.inf), "b": np.bool_(True)})
+    assert data == {"a": [0, 1, 2], "1": [0.5, None, None], "b": True}
+    json.dumps(data, allow_nan=False)
+
+
+def test_loglog_fit_ordinary_matches_linregress_and_recovers_power_laws():
+    """Catches a fit in linear rather than log space, log10 intercepts mixed with natural logs, or an SE that is
+    not the residual one."""
+    from scipy import stats
+
+    from varsim._common.fits import loglog_fit
+
+    n = 2.0 ** np.arange(4, 13)
+    fit = loglog_fit(n, 3.0 * n**-0.5)
+    assert fit["slope"] == pytest.approx(-0.5, abs=1e-12)
+    assert fit["intercept"] == pytest.approx(math.log(3.0), abs=1e-12)
+    assert fit["se"] == pytest.approx(0.0, abs=1e-10) and fit["n"] == n.size
+    y = n**-0.7 * np.exp(np.random.default_rng(0).normal(0, 0.1, n.size))
+    ref = stats.linregress(np.log(n), np.log(y))
+    fit = loglog_fit(n, y)
+    assert fit["slope"] == pytest.approx(ref.slope, rel=1e-12) and fit["se"] == pytest.approx(ref.stderr, rel=1e-12)
+    assert math.isnan(loglog_fit([1, 2], [1, 3])["se"])  # two points: no residual to estimate the SE from
+    for x, y_ in (([1, 2], [1, -1]), ([1, 2], [1, math.nan]), ([2, 2], [1, 3]), ([1], [1])):
+        with pytest.raises(ValueError):
+            loglog_fit(x, y_)
+
+
+def test_loglog_fit_weighted_matches_numpy_polyfit():
+    """With standard errors: the weighted least-squares slope and its known-variance SE equal
+    ``numpy.polyfit(w=1/sigma, cov="unscaled")``; catches weights 1/sigma instead of 1/sigma^2 in the normal
+    equations, or sigma of y used where the delta-method sigma of log y (y_se / y) belongs."""
+    from varsim._common.fits import loglog_fit
+
+    rng = np.random.default_rng(2)
+    n = 2.0 ** np.arange(3, 12)
+    y = n**-0.9 * np.exp(rng.normal(0, 0.05, n.size))
+    y_se = y * rng.uniform(0.01, 0.2, n.size)
+    coef, cov = np.polyfit(np.log(n), np.log(y), 1, w=y / y_se, cov="unscaled")
+    fit = loglog_fit(n, y, y_se)
+    assert fit["slope"] == pytest.approx(coef[0], rel=1e-10)
+    assert fit["intercept"] == pytest.approx(coef[1], rel=1e-10)
+    assert fit["se"] == pytest.approx(math.sqrt(cov[0, 0]), rel=1e-10)
+    # an exact point (SE 0): ordinary least squares, with the other points' errors propagated
+    y_se[0] = 0.0
+    ols = loglog_fit(n, y)
+    mixed = loglog_fit(n, y, y_se)
+    assert mixed["slope"] == pytest.approx(ols["slope"], rel=1e-12)
+    lx = np.log(n)
+    a = (lx - lx.mean()) / np.sum((lx - lx.mean()) ** 2)
+    assert mixed["se"] == pytest.approx(math.sqrt(np.sum((a * y_se / y) ** 2)), rel=1e-12)

@@ -26,6 +26,18 @@ def test_wilson_matches_published_values():
     assert hi1 == 1.0 and lo1 == pytest.approx(1 - 3.8415 / (20 + 3.8415), rel=1e-4)
 
 
+@given(n=st.integers(1, 5000), frac=st.floats(0, 1), conf=st.sampled_from([0.5, 0.8, 0.95, 0.999]))
+@settings(max_examples=40)
+def test_wilson_matches_scipy_binomtest(n, frac, conf):
+    """The vectorised formula equals scipy's Wilson interval (no continuity correction) at every count and level;
+    catches a continuity-corrected or Wald interval, a one-sided quantile, or clipping that moves the bounds."""
+    k = int(round(frac * n))
+    ref = sps.binomtest(k, n).proportion_ci(confidence_level=conf, method="wilson")
+    lo, hi = stats.wilson_interval(k, n, confidence=conf)
+    assert lo == pytest.approx(ref.low, rel=1e-9, abs=1e-12)
+    assert hi == pytest.approx(ref.high, rel=1e-9, abs=1e-12)
+
+
 @given(n=st.integers(1, 5000), frac=st.floats(0, 1), conf=st.sampled_from([0.5, 0.9, 0.95, 0.99]))
 @settings(max_examples=40)
 def test_wilson_contains_estimate_and_vectorizes(n, frac, conf):
@@ -106,11 +118,25 @@ def test_sign_flip_known_values():
     # Block enumeration path (n > 12) against the brute force on a fixed vector.
     d = list(np.round(np.random.default_rng(1).normal(size=15), 3))
     assert stats.sign_flip_pvalue(d) == pytest.approx(_brute_sign_flip(d), abs=1e-12)
+    # A rounding residue of an exact 0 is a tie with every assignment: p = 1, not a small p-value.
+    assert stats.sign_flip_pvalue([0.1, 0.2, -0.3, 0.0]) == 1.0
+    assert stats.sign_flip_pvalue([1.5]) == 1.0
     # Monte Carlo path beyond EXACT_SIGN_FLIP_MAX: reproducible and close to the large-n normal limit.
-    big = np.full(24, 0.1)
+    big = np.full(stats.EXACT_SIGN_FLIP_MAX + 4, 0.1)
     p1 = stats.sign_flip_pvalue(big, seed=5)
     assert p1 == stats.sign_flip_pvalue(big, seed=5)
     assert p1 < 1e-3
+
+
+def test_sign_flip_monte_carlo_agrees_with_enumeration():
+    """Beyond the exact range the Monte Carlo p-value is within 5 SE of the enumerated one; catches a one-sided
+    count, a statistic without the absolute value, or resamples that never flip signs."""
+    d = np.random.default_rng(4).normal(0.3, 1.0, size=stats.EXACT_SIGN_FLIP_MAX + 2)
+    signs = 1 - 2 * ((np.arange(2 ** d.size)[:, None] >> np.arange(d.size)) & 1)  # every assignment, (2**n, n)
+    exact = np.mean(np.abs(signs @ d) >= abs(d.sum()) - 1e-9)
+    p = stats.sign_flip_pvalue(d, n_random=1 << 14, seed=1)
+    se = math.sqrt(exact * (1 - exact) / (1 << 14))
+    assert abs(p - exact) <= 5 * se + 1e-4
 
 
 def test_pooled_bernoulli():
@@ -119,12 +145,3 @@ def test_pooled_bernoulli():
     assert (res["ci_low"], res["ci_high"]) == stats.wilson_interval(27, 30)
     with pytest.raises(ValueError):
         stats.pooled_bernoulli([11], [10])
-
-
-def test_loglog_slope_recovers_power_law():
-    n = 2.0 ** np.arange(4, 13)
-    fit = stats.loglog_slope(n, 3.0 * n**-0.5)
-    assert fit["slope"] == pytest.approx(-0.5, abs=1e-12)
-    assert fit["se"] == pytest.approx(0.0, abs=1e-10)
-    with pytest.raises(ValueError):
-        stats.loglog_slope([1, 2], [1, -1])

@@ -6,7 +6,8 @@ import math
 from pathlib import Path
 
 from varsim._common.atomic import atomic_write_json, atomic_write_text
-from varsim.experiments.records import jsonable, load_results, runs_by_cell
+from varsim._common.jsonio import jsonable
+from varsim.experiments.records import load_results, runs_by_cell
 from varsim.experiments.report import render_table
 from varsim.experiments.settings import BASELINE_NORM
 

@@ -6,12 +6,12 @@ Used by the figure scripts only (the experiment itself never needs it).
 from __future__ import annotations
 
 import atexit
-import json
 import os
 import shutil
 import tempfile
 from pathlib import Path
 
+from varsim._common.jsonio import JSONFileError, read_json
 from varsim._common.validate import check_int
 from varsim.experiments.aggregation import aggregate
 from varsim.experiments.records import load_results, runs_by_cell
@@ -62,11 +62,10 @@ def figure_results(quick: bool, seed: int = 0, *, default_dir=None, progress: bo
             raise ValueError(f"the reproduction in {str(outdir)!r} had {len(report['failed'])} failed run(s), "
                              f"e.g. {first['run_id']}: {first['error']}; run `varsim reproduce {outdir}` to retry")
     res = load_results(outdir)
-    summary_path = outdir / "summary.json"
     try:
-        summary = json.loads(summary_path.read_text(encoding="utf-8"))
-        stale = summary.get("runs", {}).get("found") != len(res["runs"])
-    except (OSError, json.JSONDecodeError):
+        summary = read_json(outdir / "summary.json", what="summary")
+        stale = (summary.get("runs") or {}).get("found") != len(res["runs"])
+    except JSONFileError:
         stale = True
     if stale:  # runs finished (or were added) after the last aggregation
         summary = aggregate(outdir)

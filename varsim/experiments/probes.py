@@ -28,7 +28,7 @@ import numpy as np
 
 from varsim._common.seeding import child_generator
 from varsim._common.validate import check_int, check_int_grid, check_positive_int
-from varsim.experiments.stats import loglog_slope
+from varsim._common.fits import loglog_fit
 
 __all__ = ["probe_model", "correct_item", "PROBE_KEYS"]
 
@@ -168,7 +168,7 @@ def _slopes(out: dict, coord: int) -> dict:
         std = np.asarray(out[f"std_{stage}"])  # (L, D)
         for label, y in (("coordinate", std[:, coord]), ("median", np.median(std, axis=1))):
             if n.size >= 2 and np.all(y > 0):
-                fit = loglog_slope(n, y)
+                fit = loglog_fit(n, y)
                 res[f"{stage}_{label}"] = {"slope": fit["slope"], "se": fit["se"], "intercept": fit["intercept"]}
             else:  # a constant coordinate (std 0) or a single length: no power law to fit
                 res[f"{stage}_{label}"] = None

@@ -13,33 +13,17 @@ A record is trusted when it parses and matches its run's spec (same spec, every 
 
 from __future__ import annotations
 
-import json
-import math
 from pathlib import Path
 
 from varsim._common.atomic import atomic_write_json
+from varsim._common.jsonio import JSONFileError, read_json
 from varsim.experiments.settings import ReproductionSettings, job_specs, run_id
 
-__all__ = ["RUN_FORMAT", "SETTINGS_FORMAT", "CorruptRun", "jsonable", "runs_dir", "run_path", "load_run",
+__all__ = ["RUN_FORMAT", "SETTINGS_FORMAT", "CorruptRun", "runs_dir", "run_path", "load_run",
            "read_settings", "write_settings", "load_results", "runs_by_cell"]
 
 RUN_FORMAT = "varsim.reproduce.run/1"
 SETTINGS_FORMAT = "varsim.reproduce.settings/1"
-
-
-def jsonable(obj):
-    """Plain JSON data; NaN and infinities become None (JSON has no NaN)."""
-    if isinstance(obj, dict):
-        return {str(k): jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [jsonable(v) for v in obj]
-    if hasattr(obj, "tolist") and not isinstance(obj, (str, bytes)):
-        return jsonable(obj.tolist())
-    if isinstance(obj, bool) or obj is None or isinstance(obj, (str, int)):
-        return obj
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    return obj
 
 
 class CorruptRun(ValueError):
@@ -61,9 +45,9 @@ def load_run(path, spec: dict | None = None) -> dict:
     """
     p = Path(path)
     try:
-        rec = json.loads(p.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise CorruptRun(f"{p.name}: unreadable ({exc})") from None
+        rec = read_json(p, what="run record", expect=None)
+    except JSONFileError as exc:
+        raise CorruptRun(f"{p.name}: {exc}") from None
     if not isinstance(rec, dict) or rec.get("format") != RUN_FORMAT:
         raise CorruptRun(f"{p.name}: not a {RUN_FORMAT} record")
     missing = [k for k in ("run_id", "spec", "train", "in_distribution", "eval", "probes") if k not in rec]
@@ -89,16 +73,20 @@ def load_run(path, spec: dict | None = None) -> dict:
 
 
 def read_settings(outdir) -> ReproductionSettings:
+    """The settings of the reproduction in ``outdir``; ValueError naming the file when it is missing or bad."""
     p = Path(outdir) / "settings.json"
     try:
-        d = json.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ValueError(f"outdir {str(outdir)!r} holds no reproduction (no settings.json)") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ValueError(f"{str(p)!r} is unreadable: {exc}") from None
-    if not isinstance(d, dict) or d.get("format") != SETTINGS_FORMAT:
-        raise ValueError(f"{str(p)!r} is not a {SETTINGS_FORMAT} file")
-    return ReproductionSettings.from_dict(d["settings"])
+        d = read_json(p, what="settings file")
+    except JSONFileError as exc:
+        if exc.missing:
+            raise ValueError(f"outdir {str(outdir)!r} holds no reproduction (no settings.json)") from None
+        raise
+    if d.get("format") != SETTINGS_FORMAT:
+        raise ValueError(f"settings file {str(p)!r} is not a {SETTINGS_FORMAT} file")
+    try:
+        return ReproductionSettings.from_dict(d.get("settings"))
+    except ValueError as exc:
+        raise ValueError(f"settings file {str(p)!r}: {exc}") from None
 
 
 def write_settings(outdir: Path, settings: ReproductionSettings) -> None:

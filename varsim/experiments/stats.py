@@ -14,11 +14,15 @@ natural unit of replication is the seed and comparisons are *paired* by seed:
 - :func:`pooled_bernoulli` -- all seeds' test examples pooled into one Wilson interval; this
   treats seeds as exchangeable and ignores seed-to-seed variation, so it is a description of the
   pooled data, not the interval to compare variants with.
+
+The Student-t quantiles, the t-test and the sign-flip enumeration are SciPy's (``scipy.stats``); the Wilson
+interval is varsim's one vectorised formula (``varsim.train.metrics.wilson_bounds``), checked against
+``scipy.stats.binomtest(...).proportion_ci(method="wilson")`` in the tests and many times faster on arrays of counts
+(``benchmarks/bench_wilson.py``). Log-log slope fits live in ``varsim._common.fits``.
 """
 
 from __future__ import annotations
 
-import itertools
 import math
 
 import numpy as np
@@ -35,11 +39,11 @@ __all__ = [
     "paired_t_pvalue",
     "paired_difference",
     "pooled_bernoulli",
-    "loglog_slope",
 ]
 
-#: Largest number of paired differences for which the sign-flip test enumerates all 2**n flips.
-EXACT_SIGN_FLIP_MAX = 20
+#: Largest number of paired differences for which the sign-flip test enumerates all 2**n flips (2**16 takes about
+#: 2 s with scipy; the reproduction has 6).
+EXACT_SIGN_FLIP_MAX = 16
 
 
 def _check_confidence(confidence) -> float:
@@ -99,8 +103,10 @@ def t_interval(values, *, confidence: float = 0.95) -> dict:
     if n < 2:
         return {"n": n, "mean": mean, "sd": math.nan, "ci_low": math.nan, "ci_high": math.nan}
     sd = float(x.std(ddof=1))
-    half = float(_st.t.ppf(0.5 + confidence / 2, n - 1)) * sd / math.sqrt(n)
-    return {"n": n, "mean": mean, "sd": sd, "ci_low": mean - half, "ci_high": mean + half}
+    if sd == 0.0:  # every value equal: scipy refuses a zero scale, the interval is the point
+        return {"n": n, "mean": mean, "sd": sd, "ci_low": mean, "ci_high": mean}
+    low, high = _st.t.interval(confidence, n - 1, loc=mean, scale=sd / math.sqrt(n))
+    return {"n": n, "mean": mean, "sd": sd, "ci_low": float(low), "ci_high": float(high)}
 
 
 def paired_t_pvalue(differences) -> float:
@@ -118,42 +124,42 @@ def paired_t_pvalue(differences) -> float:
     mean = float(d.mean())
     if sd == 0.0 or sd <= 1e-14 * abs(mean):
         return 1.0 if mean == 0.0 else math.nan
-    t = mean / (sd / math.sqrt(n))
-    return float(2 * _st.t.sf(abs(t), n - 1))
+    return float(_st.ttest_1samp(d, 0.0).pvalue)
 
 
 def sign_flip_pvalue(differences, *, n_random: int = 1 << 16, seed=0) -> float:
     """Two-sided sign-flip (paired randomization) p-value for "the differences are symmetric about 0".
 
     The statistic is ``|sum d_i|``; the p-value is the fraction of sign assignments ``s`` with
-    ``|sum s_i d_i| >= |sum d_i|``. Up to :data:`EXACT_SIGN_FLIP_MAX` differences all ``2**n``
-    assignments are enumerated (exact, no randomness); beyond, ``n_random`` random assignments
-    drawn from ``seed`` plus the observed one are used (the standard Monte Carlo p-value).
+    ``|sum s_i d_i| >= |sum d_i|``, counted with a tolerance of ``1e-9 sum |d_i|`` so that ties (e.g. identical
+    ``|d_i|``) are not lost to rounding. ``scipy.stats.permutation_test`` (``permutation_type="samples"`` on the one
+    sample of differences flips their signs) enumerates all ``2**n`` assignments up to
+    :data:`EXACT_SIGN_FLIP_MAX` differences (exact, no randomness); beyond, ``n_random`` random assignments drawn
+    from ``seed`` plus the observed one are used (the standard Monte Carlo p-value).
     """
     d = _sample("differences", differences)
     n = d.size
-    observed = abs(float(d.sum()))
-    # Relative tolerance so that ties (e.g. identical |d_i|) are not lost to rounding.
+    if n == 1:  # both signs give the same |d|
+        return 1.0
+    exact = n <= EXACT_SIGN_FLIP_MAX
+    if not exact:
+        n_random = int(n_random)
+        if n_random < 1:
+            raise ValueError(f"n_random must be >= 1, got {n_random}")
+
+    def abs_sum(x, axis):
+        return np.abs(np.sum(x, axis=axis))
+
+    res = _st.permutation_test((d,), abs_sum, permutation_type="samples", vectorized=True,
+                               n_resamples=np.inf if exact else n_random, alternative="greater", batch=1 << 14,
+                               rng=None if exact else child_generator(seed, n))
+    # Count the extreme assignments ourselves: scipy's tie tolerance is relative to the observed statistic, which
+    # misses ties when that statistic is a rounding residue of an exact 0.
     tol = 1e-9 * max(float(np.abs(d).sum()), 1e-300)
-    if n <= EXACT_SIGN_FLIP_MAX:
-        count = 0
-        total = 0
-        # Enumerate in blocks of sign patterns to bound memory at large n.
-        block = 12 if n > 12 else n
-        rest = n - block
-        head = np.array(list(itertools.product((1.0, -1.0), repeat=block))) @ d[:block]
-        for tail_signs in itertools.product((1.0, -1.0), repeat=rest):
-            tail = float(np.dot(tail_signs, d[block:])) if rest else 0.0
-            count += int(np.count_nonzero(np.abs(head + tail) >= observed - tol))
-            total += head.size
-        return count / total
-    n_random = int(n_random)
-    if n_random < 1:
-        raise ValueError(f"n_random must be >= 1, got {n_random}")
-    rng = child_generator(seed, n)
-    signs = rng.choice((-1.0, 1.0), size=(n_random, n))
-    count = int(np.count_nonzero(np.abs(signs @ d) >= observed - tol))
-    return (count + 1) / (n_random + 1)
+    count = int(np.count_nonzero(res.null_distribution >= abs(float(d.sum())) - tol))
+    if exact:
+        return count / res.null_distribution.size
+    return (count + 1) / (res.null_distribution.size + 1)
 
 
 def paired_difference(treatment, control, *, confidence: float = 0.95) -> dict:
@@ -194,28 +200,3 @@ def pooled_bernoulli(successes, trials, *, confidence: float = 0.95) -> dict:
     ks, ns = int(k.sum()), int(n.sum())
     lo, hi = wilson_interval(ks, ns, confidence=confidence)
     return {"successes": ks, "trials": ns, "accuracy": ks / ns, "ci_low": lo, "ci_high": hi}
-
-
-def loglog_slope(x, y) -> dict:
-    """Least-squares slope of ``log y`` against ``log x`` with its standard error.
-
-    Used for the decay exponent of a standard deviation vs N (``-1/2`` for ``1/sqrt(N)``
-    decay). Returns ``{"slope", "intercept", "se", "n"}``; ``se`` is NaN with two points.
-    """
-    xs = _sample("x", x, minimum=2)
-    ys = _sample("y", y, minimum=2)
-    if xs.shape != ys.shape:
-        raise ValueError(f"x and y must have the same length, got {xs.size} and {ys.size}")
-    if np.any(xs <= 0) or np.any(ys <= 0):
-        raise ValueError("x and y must be positive for a log-log fit")
-    lx, ly = np.log(xs), np.log(ys)
-    if np.ptp(lx) == 0:
-        raise ValueError("x must take at least two distinct values")
-    slope, intercept = np.polyfit(lx, ly, 1)
-    n = xs.size
-    if n > 2:
-        resid = ly - (slope * lx + intercept)
-        se = math.sqrt(float(resid @ resid) / (n - 2) / float(((lx - lx.mean()) ** 2).sum()))
-    else:
-        se = math.nan
-    return {"slope": float(slope), "intercept": float(intercept), "se": se, "n": n}

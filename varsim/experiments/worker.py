@@ -11,7 +11,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from varsim.experiments.records import RUN_FORMAT, jsonable
+from varsim._common.jsonio import jsonable
+from varsim.experiments.records import RUN_FORMAT
 
 __all__ = ["run_job"]
 

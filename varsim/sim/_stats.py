@@ -72,25 +72,14 @@ def combine_chunks(chunks: list[dict], shift: np.ndarray, coordinate: int, rb_sc
 
 
 def loglog_slope(n, var, var_se) -> tuple[float | None, float | None]:
-    """Slope of ``log var`` against ``log N`` and its standard error.
+    """Slope of ``log var`` against ``log N`` and its standard error (``varsim._common.fits.loglog_fit`` with the
+    standard errors); ``(None, None)`` with fewer than two points, a zero variance or a non-finite value."""
+    from varsim._common.fits import loglog_fit
 
-    Weighted least squares with weights ``1/se_log^2``, ``se_log = var_se/var`` (delta method), whose slope SE is
-    ``1/sqrt(sum w (x - xbar_w)^2)``. If some ``var_se`` is zero (an exact point), ordinary least squares with the
-    propagated SE ``sqrt(sum a_i^2 se_log_i^2)``. ``(None, None)`` with fewer than two points or a zero variance.
-    """
     n = np.asarray(n, dtype=np.float64)
     var = np.asarray(var, dtype=np.float64)
     se = np.asarray(var_se, dtype=np.float64)
     if n.size < 2 or not np.all(var > 0) or not np.all(np.isfinite(var)) or not np.all(np.isfinite(se)):
         return None, None
-    x = np.log(n)
-    y = np.log(var)
-    sy = se / var
-    if np.all(sy > 0):
-        w = 1.0 / sy**2
-        xbar = np.sum(w * x) / np.sum(w)
-        sxx = np.sum(w * (x - xbar) ** 2)
-        return float(np.sum(w * (x - xbar) * y) / sxx), float(1.0 / math.sqrt(sxx))
-    xbar = x.mean()
-    a = (x - xbar) / np.sum((x - xbar) ** 2)
-    return float(np.sum(a * y)), float(math.sqrt(np.sum(a**2 * sy**2)))
+    fit = loglog_fit(n, var, se)
+    return fit["slope"], fit["se"]
