@@ -399,3 +399,61 @@ def test_init_is_paired_across_normalizations():
             np.testing.assert_array_equal(base.params[name], other.params[name], err_msg=name)
     differs = Transformer(ModelConfig(task="argmax", d_model=16, n_heads=2), seed=4)
     assert not np.array_equal(base.params["block0.attn.w_o"], differs.params["block0.attn.w_o"])
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# The normalization registry
+
+
+def _shift_norm(name, per_head):
+    """out = x * scale + 1 with a learned (D,) ``scale``: distinguishable from every built-in normalization."""
+    from varsim.nn.norms import Normalization
+
+    def forward(x, params, n_heads):
+        return x * params["scale"] + 1.0, (x, params["scale"])
+
+    def backward(dout, cache):
+        x, scale = cache
+        d = x.shape[-1]
+        return dout * scale, {"scale": np.einsum("ij,ij->j", dout.reshape(-1, d), x.reshape(-1, d))}
+
+    return Normalization(name, forward, backward, params=(("scale", "ones"),), per_head=per_head)
+
+
+@pytest.mark.parametrize("per_head", [False, True])
+def test_model_runs_a_newly_registered_normalization(per_head, monkeypatch):
+    """A normalization registered in NORMS is the one the model runs, forward and backward, with its own parameter
+    at its place (before or after W_o); catches a model that dispatches on names itself and silently runs another
+    normalization (or none) for a name it does not know."""
+    from varsim.nn import norms
+
+    monkeypatch.setitem(norms.NORMS, "shift", _shift_norm("shift", per_head))
+    cfg = tiny("argmax", norm="shift", n_blocks=2)
+    m = Transformer(cfg, seed=0)
+    assert "block0.attn_norm.scale" in m.params and "block0.attn_norm.gamma" not in m.params
+    m.params["block1.attn_norm.scale"][:] = np.linspace(0.5, 2.0, cfg.d_model)
+    a = m.analysis(batch_for(cfg, 4, 5, seed=1))
+    for blk in range(2):
+        scale = m.params[f"block{blk}.attn_norm.scale"]
+        np.testing.assert_allclose(a[f"block{blk}.attn_post_norm"], a[f"block{blk}.attn_pre_norm"] * scale + 1.0,
+                                   rtol=1e-12, atol=1e-12)
+    if per_head:  # acts on the concatenated head outputs before W_o: the recorded pre-norm vector is not W_o's output
+        with_none = Transformer(tiny("argmax", norm="none", n_blocks=2), seed=0).analysis(batch_for(cfg, 4, 5, 1))
+        assert not np.allclose(with_none["block0.attn_pre_norm"], a["block0.attn_pre_norm"])
+    check_model_grads(tiny("argmax", norm="shift"))
+    check_model_grads(tiny("dictionary", norm="shift", n_blocks=2))
+
+
+def test_norm_registry_refuses_unknown_and_duplicate_names(monkeypatch):
+    """Catches a silent fallback for an unknown name, or a registration that replaces a built-in normalization."""
+    from varsim.nn import norms
+
+    with pytest.raises(ValueError, match="unknown norm 'batchnorm'; expected one of 'none', 'layernorm'"):
+        tiny("argmax", norm="batchnorm")
+    with pytest.raises(ValueError, match="already registered"):
+        norms.register_norm(_shift_norm("layernorm", False))
+    monkeypatch.setattr(norms, "NORMS", dict(norms.NORMS))  # register into a copy, left behind by the test
+    norms.register_norm(_shift_norm("shift2", False))
+    assert norms.get_norm("shift2").name == "shift2"
+    with pytest.raises(ValueError, match="'shift2'"):
+        norms.get_norm("nope")

@@ -35,6 +35,9 @@ from .layers import (
 from .model import ModelConfig, Transformer
 from .norms import (
     NORMS,
+    Normalization,
+    get_norm,
+    register_norm,
     layernorm_backward,
     layernorm_forward,
     layernorm_per_head_backward,
@@ -51,6 +54,9 @@ __all__ = [
     "ModelConfig",
     "Transformer",
     "NORMS",
+    "Normalization",
+    "register_norm",
+    "get_norm",
     "Adam",
     "AdamW",
     "linear_forward",

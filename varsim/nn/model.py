@@ -65,17 +65,7 @@ from .layers import (
     softmax_cross_entropy_backward,
     softmax_cross_entropy_forward,
 )
-from .norms import (
-    NORMS,
-    layernorm_backward,
-    layernorm_forward,
-    layernorm_per_head_backward,
-    layernorm_per_head_forward,
-    standardize_backward,
-    standardize_forward,
-    standardize_per_head_backward,
-    standardize_per_head_forward,
-)
+from .norms import get_norm, layernorm_backward, layernorm_forward
 
 __all__ = ["ModelConfig", "Transformer", "TASKS", "KEY_ENCODINGS", "DTYPES", "DEFAULT_MEMORY_BUDGET"]
 
@@ -109,7 +99,7 @@ class ModelConfig:
 
     def __post_init__(self):
         check_choice("task", self.task, TASKS)
-        check_choice("norm", self.norm, NORMS)
+        get_norm(self.norm)  # unknown names: ValueError listing the registered normalizations
         check_choice("key_encoding", self.key_encoding, KEY_ENCODINGS)
         check_choice("dtype", self.dtype, DTYPES)
         check_choice("activation", self.activation, ACTIVATIONS)
@@ -220,8 +210,8 @@ class Transformer:
                 ln(f"{p}.ln1")
             out.append((f"{p}.attn.w_qkv", (d, 3 * d), 1.0 / math.sqrt(d)))
             out.append((f"{p}.attn.b_qkv", (3 * d,), "zeros"))
-            if c.norm in ("layernorm", "layernorm_per_head"):
-                ln(f"{p}.attn_norm")
+            for name, init in get_norm(c.norm).params:
+                out.append((f"{p}.attn_norm.{name}", (d,), init))
             out.append((f"{p}.attn.w_o", (d, d), 1.0 / math.sqrt(d)))
             out.append((f"{p}.attn.b_o", (d,), "zeros"))
             if c.pre_ln:
@@ -394,25 +384,8 @@ class Transformer:
         grads["embed.0.w"] = feats.reshape(-1, w.shape[0]).T @ d2
         grads["embed.0.b"] = d2.sum(axis=0)
 
-    def _norm_forward(self, x, prefix):
-        c, p = self.config, self.params
-        if c.norm == "layernorm":
-            return layernorm_forward(x, p[f"{prefix}.gamma"], p[f"{prefix}.beta"])
-        if c.norm == "standardize":
-            return standardize_forward(x)
-        if c.norm == "layernorm_per_head":
-            return layernorm_per_head_forward(x, p[f"{prefix}.gamma"], p[f"{prefix}.beta"], c.n_heads)
-        return standardize_per_head_forward(x, c.n_heads)
-
-    def _norm_backward(self, dout, cache, prefix, grads):
-        norm = self.config.norm
-        if norm in ("layernorm", "layernorm_per_head"):
-            back = layernorm_backward if norm == "layernorm" else layernorm_per_head_backward
-            dx, grads[f"{prefix}.gamma"], grads[f"{prefix}.beta"] = back(dout, cache)
-            return dx
-        if norm == "standardize":
-            return standardize_backward(dout, cache)
-        return standardize_per_head_backward(dout, cache)
+    def _norm_params(self, prefix: str) -> dict:
+        return {name: self.params[f"{prefix}.{name}"] for name, _ in get_norm(self.config.norm).params}
 
     def _block_forward(self, i, x, key_mask, last, record=None):
         """``x`` (B, T, D) -> (B, T, D); the last block returns only the query token's row, (B, D)."""
@@ -430,17 +403,15 @@ class Transformer:
             heads, att = self_attention_forward(h, w_qkv, b_qkv, c.n_heads, key_mask)
             x_res = x
         w_o, b_o = p[f"{pre}.attn.w_o"], p[f"{pre}.attn.b_o"]
-        norm_cache = None
-        if c.norm == "none":
-            a, o_cache = linear_forward(heads, w_o, b_o)
-            a_pre = a_post = a
-        elif c.norm.endswith("_per_head"):  # normalize each head's output, then project
+        norm = get_norm(c.norm)
+        norm_params = self._norm_params(f"{pre}.attn_norm")
+        if norm.per_head:  # normalize each head's output, then project
             a_pre = heads
-            a_post, norm_cache = self._norm_forward(heads, f"{pre}.attn_norm")
+            a_post, norm_cache = norm.forward(heads, norm_params, c.n_heads)
             a, o_cache = linear_forward(a_post, w_o, b_o)
         else:  # project, then normalize the attention output
             a_pre, o_cache = linear_forward(heads, w_o, b_o)
-            a_post, norm_cache = self._norm_forward(a_pre, f"{pre}.attn_norm")
+            a_post, norm_cache = norm.forward(a_pre, norm_params, c.n_heads)
             a = a_post
         r = x_res + a if c.residual else a
         h2, ln2 = r, None
@@ -468,15 +439,15 @@ class Transformer:
         if c.pre_ln:
             dh2, grads[f"{pre}.ln2.gamma"], grads[f"{pre}.ln2.beta"] = layernorm_backward(dh2, ln2)
         dr = dout + dh2  # (B, T, D) or (B, D)
-        da = dr
-        if c.norm == "none":
-            dheads, grads[f"{pre}.attn.w_o"], grads[f"{pre}.attn.b_o"] = linear_backward(da, o_cache)
-        elif c.norm.endswith("_per_head"):
-            dnormed, grads[f"{pre}.attn.w_o"], grads[f"{pre}.attn.b_o"] = linear_backward(da, o_cache)
-            dheads = self._norm_backward(dnormed, norm_cache, f"{pre}.attn_norm", grads)
+        norm = get_norm(c.norm)
+        if norm.per_head:
+            dnormed, grads[f"{pre}.attn.w_o"], grads[f"{pre}.attn.b_o"] = linear_backward(dr, o_cache)
+            dheads, norm_grads = norm.backward(dnormed, norm_cache)
         else:
-            da_pre = self._norm_backward(da, norm_cache, f"{pre}.attn_norm", grads)
+            da_pre, norm_grads = norm.backward(dr, norm_cache)
             dheads, grads[f"{pre}.attn.w_o"], grads[f"{pre}.attn.b_o"] = linear_backward(da_pre, o_cache)
+        for name, g in norm_grads.items():
+            grads[f"{pre}.attn_norm.{name}"] = g
         if last:
             dhq, dh, dw_qkv, db_qkv = query_attention_backward(dheads, att)  # dh (B, T, D)
             dh[:, 0] += dhq

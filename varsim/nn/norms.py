@@ -9,9 +9,17 @@ Notation: B batch, T tokens, D width, H heads, Dh = D / H. Inputs are (..., D); 
   i.e. one value per feature of each head.
 
 The variance is the biased one (divide by the number of features), as in torch.nn.LayerNorm.
+
+:data:`NORMS` is the registry of the normalizations after attention that the model can use: name ->
+:class:`Normalization` (a forward/backward pair with the model's calling convention, the parameters it owns and
+where it acts). The model looks its ``norm`` up there and nowhere else, so a normalization added with
+:func:`register_norm` is the one that runs; an unknown name is a ValueError listing the registered ones.
 """
 
 from __future__ import annotations
+
+import dataclasses
+from typing import Callable
 
 import numpy as np
 
@@ -19,6 +27,9 @@ from varsim._common.validate import check_positive_int, check_real
 
 __all__ = [
     "NORMS",
+    "Normalization",
+    "register_norm",
+    "get_norm",
     "standardize_forward",
     "standardize_backward",
     "layernorm_forward",
@@ -29,7 +40,6 @@ __all__ = [
     "layernorm_per_head_backward",
 ]
 
-NORMS = ("none", "layernorm", "standardize", "layernorm_per_head", "standardize_per_head")
 DEFAULT_EPS = 1e-5
 
 
@@ -127,3 +137,92 @@ def layernorm_per_head_backward(dout: np.ndarray, cache):
     dbeta = d2.sum(axis=0)  # (D,)
     dx = standardize_per_head_backward(dout * gamma, std_cache)
     return dx, dgamma, dbeta
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# The registry the model dispatches through
+
+
+@dataclasses.dataclass(frozen=True)
+class Normalization:
+    """A normalization after attention, as the model calls it.
+
+    ``forward(x, params, n_heads) -> (out, cache)``: ``x`` (..., D); ``params`` maps each name of ``params`` to
+    the model's (D,) array. ``backward(dout, cache) -> (dx, param_grads)``: ``param_grads`` maps the same names to
+    their (D,) gradients. ``params`` lists ``(name, init)`` pairs, ``init`` "ones" or "zeros"; the model stores
+    them as ``block{b}.attn_norm.<name>``. ``per_head``: the normalization acts on the concatenated head outputs
+    before the output projection W_o (otherwise on the attention output after it).
+    """
+
+    name: str
+    forward: Callable
+    backward: Callable
+    params: tuple = ()
+    per_head: bool = False
+
+
+#: name -> Normalization, in registration order; the model's only way to find a normalization.
+NORMS: dict[str, Normalization] = {}
+
+
+def register_norm(norm: Normalization) -> Normalization:
+    """Add ``norm`` to :data:`NORMS` under ``norm.name``; a name already registered is refused."""
+    if not isinstance(norm, Normalization):
+        raise ValueError(f"norm must be a Normalization, got {type(norm).__name__}")
+    if norm.name in NORMS:
+        raise ValueError(f"a normalization named {norm.name!r} is already registered")
+    for pname, init in norm.params:
+        if init not in ("ones", "zeros"):
+            raise ValueError(f"norm {norm.name!r}: parameter {pname!r} has init {init!r}; expected 'ones' or 'zeros'")
+    NORMS[norm.name] = norm
+    return norm
+
+
+def get_norm(name: str) -> Normalization:
+    """The registered normalization ``name``; ValueError listing the registered names otherwise."""
+    norm = NORMS.get(name) if isinstance(name, str) else None
+    if norm is None:
+        raise ValueError(f"unknown norm {name!r}; expected one of {', '.join(map(repr, NORMS))}")
+    return norm
+
+
+_AFFINE = (("gamma", "ones"), ("beta", "zeros"))
+
+
+def _affine_backward(back):
+    def backward(dout, cache):
+        dx, dgamma, dbeta = back(dout, cache)
+        return dx, {"gamma": dgamma, "beta": dbeta}
+
+    return backward
+
+
+register_norm(Normalization(
+    "none",
+    forward=lambda x, params, n_heads: (x, None),
+    backward=lambda dout, cache: (dout, {}),
+))
+register_norm(Normalization(
+    "layernorm",
+    forward=lambda x, params, n_heads: layernorm_forward(x, params["gamma"], params["beta"]),
+    backward=_affine_backward(layernorm_backward),
+    params=_AFFINE,
+))
+register_norm(Normalization(
+    "standardize",
+    forward=lambda x, params, n_heads: standardize_forward(x),
+    backward=lambda dout, cache: (standardize_backward(dout, cache), {}),
+))
+register_norm(Normalization(
+    "layernorm_per_head",
+    forward=lambda x, params, n_heads: layernorm_per_head_forward(x, params["gamma"], params["beta"], n_heads),
+    backward=_affine_backward(layernorm_per_head_backward),
+    params=_AFFINE,
+    per_head=True,
+))
+register_norm(Normalization(
+    "standardize_per_head",
+    forward=lambda x, params, n_heads: standardize_per_head_forward(x, n_heads),
+    backward=lambda dout, cache: (standardize_per_head_backward(dout, cache), {}),
+    per_head=True,
+))
