@@ -94,6 +94,22 @@ def test_limit_blas_threads_is_process_wide_and_survives_blas_threads_blocks():
             set_(k)
 
 
+def test_blas_threads_seen_by_threadpoolctl():
+    """threadpoolctl's own report of the BLAS libraries shows the count inside the block and the old one after;
+    catches controls bound to a library NumPy does not use, or a block that sets nothing."""
+    from threadpoolctl import threadpool_info
+
+    from varsim._common import blas
+
+    if not blas._blas_controls():
+        pytest.skip("no controllable BLAS in this process")
+    counts = lambda: [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]  # noqa: E731
+    before = counts()
+    with blas.blas_threads(3):
+        assert counts() == [3] * len(before)
+    assert counts() == before
+
+
 def test_single_threaded_worker_sets_thread_variables(monkeypatch):
     from varsim._common import blas
 

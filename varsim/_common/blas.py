@@ -22,35 +22,21 @@ Three tools, one mechanism:
 - :func:`single_threaded_worker` (initializer of the local worker processes): sets the thread-pool environment
   variables before NumPy loads, since BLAS and OpenMP size their pools when the library loads.
 
-The first two call the thread-count functions of the OpenBLAS builds that NumPy wheels ship (symbols
-``scipy_openblas_set_num_threads64_`` and friends) or of MKL, found once among the shared libraries mapped into
-this process (Linux ``/proc/self/maps``) and called through ctypes: the same job as ``threadpoolctl``, without the
-dependency. Elsewhere (another BLAS, another OS) :func:`blas_threads` does nothing and yields ``None``, and
-:func:`limit_blas_threads` falls back on ``threadpoolctl`` when it is installed.
+The first two act on every BLAS library loaded into this process (OpenBLAS, MKL, BLIS, ... on any OS) through
+``threadpoolctl``, found once after NumPy has loaded. When none can be controlled, :func:`blas_threads` does nothing
+and yields ``None`` and :func:`limit_blas_threads` returns an empty list.
 
-This module imports only the standard library at load time (NumPy is imported on first use of the BLAS
-controls): a spawned worker imports it to unpickle :func:`single_threaded_worker`, before NumPy may load.
+This module imports only the standard library at load time (NumPy and threadpoolctl are imported on first use of
+the BLAS controls): a spawned worker imports it to unpickle :func:`single_threaded_worker`, before NumPy may load.
 """
 
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import os
 import threading
 
 __all__ = ["blas_threads", "limit_blas_threads", "single_threaded_worker", "THREAD_VARS"]
-
-# (getter, setter) symbol names, tried in order in each library: OpenBLAS (the scipy-openblas builds bundled with
-# NumPy/SciPy, 64-bit interface and plain) and MKL.
-_SYMBOLS = (
-    ("scipy_openblas_get_num_threads64_", "scipy_openblas_set_num_threads64_"),
-    ("scipy_openblas_get_num_threads", "scipy_openblas_set_num_threads"),
-    ("openblas_get_num_threads64_", "openblas_set_num_threads64_"),
-    ("openblas_get_num_threads", "openblas_set_num_threads"),
-    ("MKL_Get_Max_Threads", "MKL_Set_Num_Threads"),
-)
-_LIBRARY_TAGS = ("openblas", "libmkl_rt")
 
 # Thread-pool variables honoured by OpenBLAS, MKL, BLIS, Accelerate, OpenMP, numexpr and Numba.
 THREAD_VARS = (
@@ -63,49 +49,26 @@ THREAD_VARS = (
     "NUMBA_NUM_THREADS",
 )
 
-_libs: list | None = None  # (get, set, "path:setter") of every controllable BLAS, found once
+_libs: list | None = None  # (get, set, "path:api") of every controllable BLAS, found once
 _lock = threading.Lock()  # guards the discovery and every change of the thread count
 _depth = 0  # blocks currently inside blas_threads (nested or in other Python threads)
 _active = 0  # the thread count they share
 _saved: list = []  # the counts to restore when the last one leaves
 
 
-def _mapped_blas_libraries() -> list[str]:
-    """Paths of the OpenBLAS / MKL shared libraries mapped into this process (empty when not on Linux)."""
-    try:
-        with open("/proc/self/maps", encoding="utf-8", errors="replace") as fh:
-            paths = {line.split()[-1] for line in fh if "/" in line}
-    except OSError:
-        return []
-    return sorted(p for p in paths if p.startswith("/") and any(tag in p.lower() for tag in _LIBRARY_TAGS))
-
-
 def _blas_controls() -> list:
-    """``(get, set, label)`` for every BLAS mapped into this process whose thread count can be read and set
-    (computed once; loads NumPy first, so that its BLAS is among them)."""
+    """``(get, set, label)`` for every BLAS loaded into this process whose thread count can be read and set
+    (computed once, after loading NumPy so that its BLAS is among them; ``label`` is ``"path:api"``)."""
     global _libs
     if _libs is None:
-        import numpy  # noqa: F401  (maps NumPy's BLAS into the process)
+        import numpy  # noqa: F401  (loads NumPy's BLAS into the process)
+        from threadpoolctl import ThreadpoolController
 
         with _lock:
             if _libs is None:
-                found = []
-                for path in _mapped_blas_libraries():
-                    try:
-                        lib = ctypes.CDLL(path)
-                    except OSError:
-                        continue
-                    for get_name, set_name in _SYMBOLS:
-                        get = getattr(lib, get_name, None)
-                        set_ = getattr(lib, set_name, None)
-                        if get is not None and set_ is not None:
-                            get.argtypes = []
-                            get.restype = ctypes.c_int
-                            set_.argtypes = [ctypes.c_int]
-                            set_.restype = None
-                            found.append((get, set_, f"{path}:{set_name}"))
-                            break
-                _libs = found
+                libs = ThreadpoolController().select(user_api="blas").lib_controllers
+                _libs = [(lib.get_num_threads, lib.set_num_threads, f"{lib.filepath}:{lib.internal_api}")
+                         for lib in libs]
     return _libs
 
 
@@ -139,21 +102,14 @@ def blas_threads(n: int):
 
 
 def limit_blas_threads(n: int = 1) -> list[str]:
-    """Set every loaded BLAS to ``n`` threads for the rest of the process; return what was limited (``"path:symbol"``
-    entries, ``["threadpoolctl"]``, or empty if nothing could be).
+    """Set every loaded BLAS to ``n`` threads for the rest of the process; return what was limited (``"path:api"``
+    entries; empty if nothing could be).
 
     Never undone (see the module docstring). If :func:`blas_threads` blocks are running, their count stays in force
     until the last one leaves, and then ``n`` (not the count from before the blocks) is what comes back.
     """
     global _saved
     controls = _blas_controls()
-    if not controls:
-        try:
-            from threadpoolctl import threadpool_limits
-        except ImportError:
-            return []
-        threadpool_limits(limits=int(n), user_api="blas")  # applied now; kept (see the module docstring)
-        return ["threadpoolctl"]
     with _lock:
         if _depth == 0:
             for _, set_, _ in controls:
