@@ -244,3 +244,27 @@ def test_unreachable_scheduler_leaves_no_pinned_directory(tmp_path):
         with pytest.raises(ValueError, match="scheduler"):
             run_reproduction(out, quick=True, scheduler="tcp://127.0.0.1:9", progress=False)
     assert not (out / "settings.json").exists()
+
+
+def test_aggregate_only_names_corrupt_runs_and_fails_when_incomplete(quick_dir, tmp_path, capsys):
+    """``--aggregate-only`` on a torn record: one line naming the run and saying it will be redone, exit status 1
+    (0 with --allow-incomplete), and the record stays where it is for the next run to move aside. Catches a
+    corrupt run silently dropped from the summary with exit status 0."""
+    import shutil
+
+    from varsim.cli import main
+
+    out, _ = quick_dir
+    part = tmp_path / "torn"
+    shutil.copytree(out, part, ignore=shutil.ignore_patterns("checkpoints"))
+    victim = part / "runs" / "dictionary-residual-standardize-s1.json"
+    victim.write_text(victim.read_text()[:100])
+    assert main(["reproduce", str(part), "--aggregate-only"]) == 1
+    err = capsys.readouterr().err
+    assert "run dictionary-residual-standardize-s1 has a corrupt record" in err and "will be redone" in err
+    assert "incomplete" in err and victim.exists()
+    assert main(["reproduce", str(part), "--aggregate-only", "--allow-incomplete"]) == 0
+    (part / "runs" / "argmax-residual-none-s0.json").unlink()
+    assert main(["reproduce", str(part), "--aggregate-only"]) == 1
+    assert "1 run(s) not finished (argmax-residual-none-s0)" in capsys.readouterr().err
+    assert main(["reproduce", str(out), "--aggregate-only"]) == 0  # complete results

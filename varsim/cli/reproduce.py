@@ -7,14 +7,17 @@ Examples::
     varsim reproduce results/reproduce --scheduler tcp://10.0.0.5:8786
     varsim reproduce results/reproduce --aggregate-only     # rebuild summary.json and table.md
 
-Re-running the same command resumes: finished runs are kept, unreadable ones are reported and redone.
-Exit status: 0 when every run finished, 1 when some runs failed (re-run to retry them), 2 on bad input.
+Re-running the same command resumes: finished runs are kept, unreadable ones are reported and redone. One process
+at a time per results directory: a second one is refused while the first runs.
+Exit status: 0 when every run finished, 1 when some runs failed (re-run to retry them) or, with --aggregate-only,
+when runs are missing or corrupt (unless --allow-incomplete), 2 on bad input.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 
 
 def register(parser: argparse.ArgumentParser) -> None:
@@ -37,6 +40,8 @@ def register(parser: argparse.ArgumentParser) -> None:
                              "mid-training (default: on locally, off with --scheduler)")
     parser.add_argument("--aggregate-only", action="store_true",
                         help="only rebuild summary.json and table.md from the finished runs")
+    parser.add_argument("--allow-incomplete", action="store_true",
+                        help="with --aggregate-only: exit 0 even when runs are missing or corrupt")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                         help="one line per finished run on stderr (default: when it is a terminal)")
@@ -47,14 +52,32 @@ def _names(values):
     return None if values is None else [v.replace("-", "_") for v in values]
 
 
+def _aggregate_only(outdir: str, *, allow_incomplete: bool) -> int:
+    from varsim.experiments import aggregate
+
+    summary = aggregate(outdir)
+    runs = summary["runs"]
+    print(f"aggregated {runs['found']} of {runs['expected']} runs into {outdir}/summary.json and table.md")
+    for c in runs["corrupt"]:
+        print(f"varsim reproduce: run {c['run_id']} has a corrupt record ({c['reason']}); it is left out here and "
+              f"will be redone by `varsim reproduce {outdir}`", file=sys.stderr)
+    if runs["missing"]:
+        shown = ", ".join(runs["missing"][:5]) + (", ..." if len(runs["missing"]) > 5 else "")
+        print(f"varsim reproduce: {len(runs['missing'])} run(s) not finished ({shown}); `varsim reproduce {outdir}` "
+              f"runs them", file=sys.stderr)
+    incomplete = bool(runs["corrupt"] or runs["missing"])
+    if incomplete and not allow_incomplete:
+        print("varsim reproduce: the results are incomplete (exit status 1; --allow-incomplete accepts them)",
+              file=sys.stderr)
+        return 1
+    return 0
+
+
 def run(args) -> int:
-    from varsim.experiments import aggregate, run_reproduction
+    from varsim.experiments import run_reproduction
 
     if args.aggregate_only:
-        summary = aggregate(args.outdir)
-        found, expected = summary["runs"]["found"], summary["runs"]["expected"]
-        print(f"aggregated {found} of {expected} runs into {args.outdir}/summary.json and table.md")
-        return 0
+        return _aggregate_only(args.outdir, allow_incomplete=args.allow_incomplete)
     report = run_reproduction(
         args.outdir,
         quick=args.quick,

@@ -5,8 +5,10 @@ Both back ends are ``concurrent.futures.Executor`` objects:
 - local (default): a ``ProcessPoolExecutor`` with one worker per available core, started with
   the ``spawn`` method (no fork of a process that may hold threads or locks) and with the BLAS
   / OpenMP thread pools of each worker limited to one thread, so ``workers`` processes use
-  ``workers`` cores instead of oversubscribing them; ``workers=1`` runs the jobs in this
-  process, one after the other (no start-up cost, easiest to debug);
+  ``workers`` cores instead of oversubscribing them, and each worker exits at once when this
+  process dies, even by SIGKILL (``varsim._common.lifeline``), instead of finishing its job;
+  ``workers=1`` runs the jobs in this process, one after the other (no start-up cost, easiest
+  to debug);
 - Dask: ``scheduler="tcp://host:port"`` (any address ``dask.distributed.Client`` accepts)
   submits the jobs to that cluster through ``Client.get_executor``. ``dask[distributed]`` is an
   optional dependency (``pip install "varsim[dask]"``), imported only here and only then; the
@@ -30,7 +32,7 @@ import os
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Callable, Iterator, Sequence
 
-from varsim._common.blas import single_threaded_worker
+from varsim._common.lifeline import worker_initializer
 from varsim._common.validate import check_int, check_positive_int
 
 __all__ = ["default_workers", "check_executor_args", "open_executor", "run_jobs", "JobFailure"]
@@ -104,7 +106,7 @@ def open_executor(scheduler: str | None = None, workers: int | None = None) -> I
         yield _InlineExecutor()
         return
     pool = cf.ProcessPoolExecutor(
-        max_workers=n, mp_context=multiprocessing.get_context("spawn"), initializer=single_threaded_worker
+        max_workers=n, mp_context=multiprocessing.get_context("spawn"), initializer=worker_initializer
     )
     try:
         yield pool

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from varsim._common.atomic import atomic_write_json
+from varsim._common.runlock import run_lock
 from varsim.experiments.aggregation import aggregate
 from varsim.experiments.records import CorruptRun, load_run, run_path, runs_dir, write_settings
 from varsim.experiments.settings import ReproductionSettings, job_specs
@@ -67,9 +68,13 @@ def run_reproduction(
     them), ``other_commit`` the finished runs made at another git commit (kept: a record is trusted when its spec
     matches, so after changing the code, start a fresh ``outdir``), ``learned`` the per-variant learned counts.
 
+    One process at a time per ``outdir``: while one runs, another is refused with
+    :class:`varsim._common.runlock.RunLocked` (a ValueError naming the holder). Local worker processes exit when
+    this process dies, even by SIGKILL (``varsim._common.lifeline``).
+
     Scripts must call this under ``if __name__ == "__main__":`` (the local workers are spawned processes).
     """
-    from varsim.experiments.executor import JobFailure, check_executor_args, run_jobs
+    from varsim.experiments.executor import check_executor_args
 
     t0 = time.perf_counter()
     if settings is None:
@@ -100,6 +105,17 @@ def run_reproduction(
         raise ValueError(f"outdir {str(out)!r} cannot be created: {exc}") from None
     if not os.access(runs_dir(out), os.W_OK):
         raise ValueError(f"outdir {str(out)!r} is not writable")
+    with run_lock(out, "varsim reproduce"):  # a second process on this outdir is refused while this one runs
+        return _run_grid(out, settings, scheduler=scheduler, workers=workers, checkpoints=checkpoints, show=show,
+                         on_run=on_run, t0=t0)
+
+
+def _run_grid(out: Path, settings: ReproductionSettings, *, scheduler, workers, checkpoints, show, on_run,
+              t0: float) -> dict:
+    """The body of :func:`run_reproduction` once ``out`` is locked: pin the settings, sort the runs into finished,
+    corrupt and to do, run the rest, aggregate."""
+    from varsim.experiments.executor import JobFailure, run_jobs
+
     if scheduler is not None:  # fail on an unreachable cluster before the directory is pinned to these settings
         _check_scheduler(scheduler)
     write_settings(out, settings)
