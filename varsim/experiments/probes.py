@@ -97,7 +97,6 @@ def probe_model(
     keys = {k: f"block{block}.{k}" for k in PROBE_KEYS}
 
     per_length = []
-    hist_raw: dict[int, dict] = {}
     for i, n in enumerate(int(v) for v in lengths):
         pre, post, nxt, w_heads = [], [], [], []
         done, chunk = 0, 0
