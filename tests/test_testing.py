@@ -241,7 +241,6 @@ def test_drawn_configurations_are_valid_and_cheap(cfg):
         assert cfg.d_k >= 4 * cfg.tau**2 - 1e-9
     kw = cfg.check_kwargs()
     assert kw["rng"] == cfg.seed and kw["n"] == list(cfg.n_grid)
-
     from varsim.sim._config import make_config  # validation only: no sampling
 
     make_config(cfg.n_grid, tau=1.0, coupling=None, coupling_noise=1.0, n_sequences=32, sampler="full",
