@@ -1,0 +1,22 @@
+"""Property-test a user-written attention variant with varsim.testing (run it with pytest)."""
+import numpy as np
+from hypothesis import given
+from scipy.special import logsumexp
+
+from varsim.testing import assert_ipr_matches, assert_variance_matches, attention_configs, mc_settings
+
+
+def my_attention(q, K, V, tau=1.0):
+    """Softmax attention written with logsumexp: q (S, d_k), K (S, N, d_k), V (S, N, d_v) -> o (S, d_v), w (S, N)."""
+    logits = tau * np.einsum("sd,snd->sn", q, K) / np.sqrt(q.shape[1])
+    w = np.exp(logits - logsumexp(logits, axis=1, keepdims=True))
+    return np.einsum("sn,snd->sd", w, V), w
+
+
+@mc_settings(max_examples=3, derandomize=True)  # no deadline, few examples: each one runs a simulation
+@given(attention_configs())  # lengths, dimensions, beta = tau |q| / sqrt(d_k), value laws, a seed
+def test_my_attention_matches_the_theory(cfg):
+    attn = lambda q, K, V: my_attention(q, K, V, tau=cfg.tau)  # noqa: E731
+    # Var(o_j) = value_scale^2 E[sum w^2] and E[sum w^2] itself, within 5 SE + 1% of the exact values
+    assert_variance_matches(attn, cfg.expected_variance, **cfg.check_kwargs())
+    assert_ipr_matches(attn, cfg.expected_ipr, **cfg.check_kwargs())

@@ -1,0 +1,70 @@
+"""Property-test your own attention: strategies, Monte Carlo checks with the 5 SE rule, a reference attention.
+
+::
+
+    from hypothesis import given
+    from varsim.testing import assert_variance_matches, attention_configs, mc_settings
+
+    @mc_settings(max_examples=5)
+    @given(attention_configs())
+    def test_my_attention(cfg):
+        assert_variance_matches(MyAttention(tau=cfg.tau), cfg.expected_variance, **cfg.check_kwargs())
+
+* Checks (:mod:`varsim.testing.checks`): :func:`assert_variance_matches`, :func:`assert_ipr_matches`,
+  :func:`assert_mean_matches` run :func:`varsim.sim.measure_variance` with a budget chosen for a target relative SE
+  and assert ``|estimate - expected| <= 5 SE + 1%``; :func:`check_statistic` returns the numbers without asserting.
+* References: :func:`softmax_attention` (NumPy, max-subtracted), the registry :data:`ATTENTION_FNS` /
+  :func:`attention_fn`, and the exact values :func:`softmax_variance`, :func:`softmax_ipr`.
+* Hypothesis (needs ``hypothesis``): :func:`attention_configs` and friends (:mod:`varsim.testing.strategies`), the
+  settings profiles ``varsim-mc`` and ``varsim-mc-derandomized`` registered on import, and :func:`mc_settings`.
+
+Every function that draws random numbers takes ``rng=`` (an int, a ``SeedSequence`` or a ``Generator``; SPEC 7).
+"""
+
+from .attention import ATTENTION_FNS, SoftmaxAttention, attention_fn, softmax_attention
+from .checks import (
+    STATISTICS,
+    CheckResult,
+    assert_ipr_matches,
+    assert_mean_matches,
+    assert_statistic_matches,
+    assert_variance_matches,
+    check_statistic,
+)
+from .config import AttentionConfig
+from .reference import softmax_beta, softmax_ipr, softmax_variance
+
+__all__ = [
+    "assert_variance_matches",
+    "assert_ipr_matches",
+    "assert_mean_matches",
+    "assert_statistic_matches",
+    "check_statistic",
+    "CheckResult",
+    "STATISTICS",
+    "softmax_attention",
+    "SoftmaxAttention",
+    "ATTENTION_FNS",
+    "attention_fn",
+    "softmax_beta",
+    "softmax_ipr",
+    "softmax_variance",
+    "AttentionConfig",
+]
+
+_HYPOTHESIS_NAMES = {
+    "attention_configs": "strategies", "n_grids": "strategies", "value_laws": "strategies", "seeds": "strategies",
+    "annealed_beta_max": "strategies", "mc_settings": "profiles", "register_profiles": "profiles",
+    "MC_PROFILE": "profiles", "MC_PROFILE_DERANDOMIZED": "profiles", "MC_MAX_EXAMPLES": "profiles",
+}
+
+try:  # register the Hypothesis profiles and export the strategies when Hypothesis is installed
+    from .profiles import MC_MAX_EXAMPLES, MC_PROFILE, MC_PROFILE_DERANDOMIZED, mc_settings, register_profiles
+    from .strategies import annealed_beta_max, attention_configs, n_grids, seeds, value_laws
+
+    __all__ += list(_HYPOTHESIS_NAMES)
+except ImportError:  # pragma: no cover - exercised only without hypothesis
+    def __getattr__(name):
+        if name in _HYPOTHESIS_NAMES:
+            raise ImportError(f"varsim.testing.{name} needs Hypothesis: pip install hypothesis (or varsim[test])")
+        raise AttributeError(f"module 'varsim.testing' has no attribute {name!r}")

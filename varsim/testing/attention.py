@@ -1,0 +1,86 @@
+"""Ready-made ``attention_fn``s for :func:`varsim.sim.measure_variance` and the checks of :mod:`varsim.testing`.
+
+An ``attention_fn`` maps a batch ``q (S, d_k)``, ``K (S, N, d_k)``, ``V (S, N, d_v)`` to ``o (S, d_v)`` or to
+``(o, w)`` with the weights ``w (S, N)``. :func:`softmax_attention` is the plain NumPy reference; the registry
+:data:`ATTENTION_FNS` maps a name to a factory ``(**params) -> attention_fn`` and :func:`attention_fn` looks one up,
+so registering another variant is one line in that dict.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from varsim._common.validate import check_choice, check_real
+
+__all__ = ["softmax_attention", "SoftmaxAttention", "ATTENTION_FNS", "attention_fn"]
+
+
+def softmax_attention(q, K, V, *, tau: float = 1.0, return_weights: bool = True):
+    """Reference softmax attention ``o = softmax(tau q.K^T / sqrt(d_k)) V``, batched over sequences.
+
+    Parameters
+    ----------
+    q : array (S, d_k)
+        One query per sequence.
+    K : array (S, N, d_k)
+        Keys.
+    V : array (S, N, d_v)
+        Values.
+    tau : float
+        Temperature multiplying the logits (>= 0; 0 gives uniform weights).
+    return_weights : bool
+        Also return the weights.
+
+    Returns
+    -------
+    o : array (S, d_v), and ``w`` : array (S, N) when ``return_weights``.
+
+    The logits are max-subtracted per sequence before ``exp``, so logits of any finite size give finite weights
+    (the largest becomes ``exp(0) = 1``).
+    """
+    q = np.asarray(q, dtype=np.float64)
+    K = np.asarray(K, dtype=np.float64)
+    V = np.asarray(V, dtype=np.float64)
+    d_k = q.shape[-1]
+    # phase 1: scaled logits (S, N)
+    logits = np.matmul(K, q[:, :, None])[:, :, 0] * (tau / math.sqrt(d_k))
+    # phase 2: max-subtracted softmax over the keys
+    logits -= logits.max(axis=1, keepdims=True)
+    e = np.exp(logits)
+    w = e / e.sum(axis=1, keepdims=True)
+    # phase 3: weighted sum of the values (S, d_v)
+    o = np.matmul(w[:, None, :], V)[:, 0, :]
+    return (o, w) if return_weights else o
+
+
+class SoftmaxAttention:
+    """:func:`softmax_attention` with its temperature bound: a picklable ``attention_fn`` with a readable name."""
+
+    def __init__(self, tau: float = 1.0, return_weights: bool = True):
+        self.tau = check_real("tau", tau, minimum=0.0)
+        self.return_weights = bool(return_weights)
+        self.__qualname__ = f"softmax_attention(tau={self.tau:g})"
+
+    def __call__(self, q, K, V):
+        return softmax_attention(q, K, V, tau=self.tau, return_weights=self.return_weights)
+
+    def __repr__(self) -> str:
+        return self.__qualname__
+
+
+# name -> factory(**params) -> attention_fn. Register a variant with one line, e.g.
+# ATTENTION_FNS["ssmax"] = lambda s=1.0: SSMaxAttention(s)   (or one line merging varsim.variants' registry).
+ATTENTION_FNS = {
+    "softmax": SoftmaxAttention,
+}
+
+
+def attention_fn(name: str, **params):
+    """The ready-made ``attention_fn`` registered as ``name``, built with ``params`` (e.g. ``tau=2.0``).
+
+    Unknown names raise ``ValueError`` listing the registered ones.
+    """
+    check_choice("name", name, sorted(ATTENTION_FNS))
+    return ATTENTION_FNS[name](**params)

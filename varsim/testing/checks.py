@@ -1,0 +1,295 @@
+"""Monte Carlo checks of an attention function against a reference value, with the 5 SE rule.
+
+Each check runs :func:`varsim.sim.measure_variance` at every length ``N`` with a sample budget chosen for a target
+relative standard error (a 64-sequence pilot run on its own stream estimates the spread), then compares the
+estimate with the reference::
+
+    |estimate - expected| <= n_sigma * SE + rel_tol * |expected|          (default: 5 SE + 1%)
+
+where SE is the batch-means standard error that ``measure_variance`` reports. A failure message gives, per N, the
+estimate, its SE, the reference and the z-score, the configuration, and the ``rng`` value that reproduces the run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import numbers
+
+import numpy as np
+
+from varsim._common.seeding import child_sequence
+from varsim._common.validate import check_choice, check_int, check_int_grid, check_real
+
+from ._rng import as_seed_sequence, describe_seed
+
+__all__ = [
+    "CheckResult",
+    "STATISTICS",
+    "check_statistic",
+    "assert_statistic_matches",
+    "assert_variance_matches",
+    "assert_ipr_matches",
+    "assert_mean_matches",
+]
+
+# statistic -> (SimulationResult field, its SE field, label in messages)
+STATISTICS = {
+    "var": ("var", "var_se", "Var(o_j)"),
+    "ipr": ("ipr", "ipr_se", "E[sum w^2]"),
+    "mean": ("mean", "mean_se", "E[o_j]"),
+}
+_PILOT_SEQUENCES = 64
+_PILOT_KEY = 0x70696C6F  # the pilot's stream: child of the root, never equal to a (N, chunk, 1) stream of the run
+_ROUND = 32  # budgets are multiples of 32: whole chunks for the batch-means SEs
+
+
+@dataclasses.dataclass(frozen=True)
+class CheckResult:
+    """One length of one check.
+
+    ``estimate`` and ``se`` come from ``measure_variance`` (nan when the attention returned non-finite values, see
+    ``note``); ``z = (estimate - expected) / se``; ``tolerance = n_sigma * se + rel_tol * |expected|``;
+    ``n_sequences`` is the budget used (``capped`` when ``max_sequences``/``max_work`` limited it below the target);
+    ``rng`` recreates the run (pass it back as ``rng=``).
+    """
+
+    statistic: str
+    n: int
+    estimate: float
+    se: float
+    expected: float
+    z: float
+    tolerance: float
+    passed: bool
+    n_sequences: int
+    capped: bool
+    rng: str
+    note: str = ""
+
+    def describe(self) -> str:
+        """One line: estimate +- SE, reference, z-score, verdict."""
+        label = STATISTICS[self.statistic][2]
+        if self.note:
+            return f"N={self.n}: {self.note}  FAIL"
+        verdict = "ok" if self.passed else f"|diff| {abs(self.estimate - self.expected):.4g} > tolerance " \
+                                           f"{self.tolerance:.4g}  FAIL"
+        capped = ", budget capped" if self.capped else ""
+        return (f"N={self.n}: {label} = {self.estimate:.6g} +- {self.se:.3g} (SE, {self.n_sequences} sequences"
+                f"{capped}), expected {self.expected:.6g}, z = {self.z:+.1f}; {verdict}")
+
+
+class _NonFinite(Exception):
+    pass
+
+
+class _Guarded:
+    """Wraps the attention under test: non-finite outputs stop the run with a reportable reason."""
+
+    def __init__(self, fn):
+        self.fn = fn
+        self.__qualname__ = _name(fn)
+
+    def __call__(self, q, K, V):
+        out = self.fn(q, K, V)
+        parts = out if isinstance(out, tuple) else (out,)
+        for label, arr in zip(("o", "w"), parts):
+            arr = np.asarray(arr)
+            if arr.dtype.kind in "fc" and not np.all(np.isfinite(arr)):
+                bad = int(np.size(arr) - np.count_nonzero(np.isfinite(arr)))
+                raise _NonFinite(
+                    f"attention_fn returned {bad} non-finite value(s) in {label} out of {arr.size} (an overflow? a "
+                    f"softmax without max-subtraction overflows at large logits)"
+                )
+        return out
+
+
+def _name(fn) -> str:
+    return getattr(fn, "__qualname__", None) or repr(fn)
+
+
+def _expected_at(expected, n: int) -> float:
+    value = expected(n) if callable(expected) else expected
+    if isinstance(value, np.ndarray) and value.size == 1:
+        value = value.item()
+    if not isinstance(value, numbers.Real) or isinstance(value, (bool, np.bool_)) or not math.isfinite(value):
+        raise ValueError(f"expected must be a finite real number or a callable n -> number, got {value!r} at N={n}")
+    return float(value)
+
+
+def _budget(statistic, pilot, expected, rel_se, cap) -> tuple[int, bool]:
+    """Sequences for a target SE of ``rel_se`` times the statistic's scale, from the pilot's SE (SE ~ 1/sqrt(M))."""
+    field, se_field, _ = STATISTICS[statistic]
+    est, se = float(getattr(pilot, field)[0]), float(getattr(pilot, se_field)[0])
+    if statistic == "mean":  # a mean near 0 has no relative scale: compare with the output's own spread
+        scale = max(abs(expected), math.sqrt(max(float(pilot.var_coord[0]), 0.0)))
+    else:
+        scale = abs(expected) if expected != 0 else abs(est)
+    if not (se > 0 and scale > 0 and math.isfinite(se)):
+        return _PILOT_SEQUENCES, False
+    want = _PILOT_SEQUENCES * (se / (rel_se * scale)) ** 2
+    want = int(math.ceil(max(want, _PILOT_SEQUENCES) / _ROUND) * _ROUND)
+    return (cap, True) if want > cap else (want, False)
+
+
+def check_statistic(
+    attention_fn,
+    statistic: str,
+    expected,
+    n,
+    *,
+    d_k: int = 16,
+    d_v: int = 8,
+    query: str = "fixed",
+    query_norm: float | None = None,
+    key_dist: str = "gaussian",
+    value_dist: str = "gaussian",
+    value_mean: float = 0.0,
+    value_scale: float = 1.0,
+    coordinate: int = 0,
+    rel_se: float = 0.03,
+    n_sigma: float = 5.0,
+    rel_tol: float = 0.01,
+    n_sequences: int | None = None,
+    max_sequences: int = 20_000,
+    max_work: float = 5e7,
+    rng=0,
+) -> list[CheckResult]:
+    """Measure ``statistic`` of ``attention_fn`` at each length in ``n`` and compare it with ``expected``.
+
+    Parameters
+    ----------
+    attention_fn : callable
+        ``attention_fn(q (S, d_k), K (S, N, d_k), V (S, N, d_v)) -> o (S, d_v)`` or ``(o, w (S, N))``.
+    statistic : ``"var"``, ``"ipr"`` or ``"mean"``
+        Pooled ``Var(o_j)``, ``E[sum w^2]`` (needs the weights) or the mean of ``o_coordinate``.
+    expected : float or callable
+        The reference: a number, or ``expected(N) -> number`` (e.g. ``lambda n: expected_ipr(n, 1.0)``).
+    n : int or sequence of int
+        Sequence lengths.
+    d_k, d_v, query, query_norm, key_dist, value_dist, value_mean, value_scale, coordinate
+        Sampling options of :func:`varsim.sim.measure_variance`.
+    rel_se : float
+        Target standard error relative to ``|expected|`` (for ``"mean"``: to ``max(|expected|, sd(o_j))``).
+    n_sigma, rel_tol : float
+        Tolerance ``n_sigma * SE + rel_tol * |expected|``.
+    n_sequences : int, optional
+        A fixed budget (>= 32) instead of the pilot-based one.
+    max_sequences, max_work : caps on the budget: sequences, and ``sequences * N * (d_k + d_v)`` numbers drawn.
+    rng : int, SeedSequence or Generator
+        Seed of the run (SPEC 7). Each length's numbers depend only on ``rng`` and that length.
+
+    Returns
+    -------
+    list of :class:`CheckResult`, one per length (increasing N). Nothing is asserted.
+    """
+    from varsim.sim import measure_variance
+
+    if not callable(attention_fn):
+        raise ValueError(f"attention_fn must be callable, got {type(attention_fn).__name__}")
+    statistic = check_choice("statistic", statistic, tuple(STATISTICS))
+    if not callable(expected):
+        _expected_at(expected, 1)  # validate a plain number up front
+    grid = sorted(set(int(v) for v in check_int_grid("n", n, minimum=1)))
+    rel_se = check_real("rel_se", rel_se, minimum=0.0, maximum=1.0, strict_min=True)
+    n_sigma = check_real("n_sigma", n_sigma, minimum=0.0, strict_min=True)
+    rel_tol = check_real("rel_tol", rel_tol, minimum=0.0)
+    if n_sequences is not None:
+        n_sequences = check_int("n_sequences", n_sequences, minimum=_ROUND)
+    max_sequences = check_int("max_sequences", max_sequences, minimum=_ROUND)
+    max_work = check_real("max_work", max_work, minimum=0.0, strict_min=True)
+    root = as_seed_sequence(rng)
+    seed_text = describe_seed(root)
+    sampling = dict(d_k=d_k, d_v=d_v, query=query, query_norm=query_norm, key_dist=key_dist, value_dist=value_dist,
+                    value_mean=value_mean, value_scale=value_scale, coordinate=coordinate)
+    fn = _Guarded(attention_fn)
+    field, se_field, _ = STATISTICS[statistic]
+    out = []
+    for n_keys in grid:
+        ref = _expected_at(expected, n_keys)
+        budget, capped = _PILOT_SEQUENCES, False  # what had run when a non-finite output stops the check
+        try:
+            # phase 1: the budget (a pilot run on its own stream unless n_sequences is given)
+            if n_sequences is None:
+                cap = max(_ROUND, min(max_sequences, int(max_work // (n_keys * (int(d_k) + int(d_v))))))
+                pilot = measure_variance(fn, [n_keys], n_sequences=_PILOT_SEQUENCES,
+                                         seed=child_sequence(root, _PILOT_KEY), **sampling)
+                _need_field(pilot, statistic)
+                budget, capped = _budget(statistic, pilot, ref, rel_se, cap)
+            else:
+                budget, capped = n_sequences, False
+            # phase 2: the measurement, on the root stream (reproducible with measure_variance(..., seed=root))
+            res = measure_variance(fn, [n_keys], n_sequences=budget, seed=root, **sampling)
+            _need_field(res, statistic)
+        except _NonFinite as exc:
+            out.append(CheckResult(statistic, n_keys, math.nan, math.nan, ref, math.nan, math.nan, False, budget,
+                                   capped, seed_text, note=str(exc)))
+            continue
+        est, se = float(getattr(res, field)[0]), float(getattr(res, se_field)[0])
+        tol = n_sigma * se + rel_tol * abs(ref)
+        diff = est - ref
+        z = diff / se if se > 0 else (0.0 if diff == 0 else math.copysign(math.inf, diff))
+        out.append(CheckResult(statistic, n_keys, est, se, ref, z, tol, bool(abs(diff) <= tol), budget, capped,
+                               seed_text))
+    return out
+
+
+def _need_field(res, statistic):
+    if getattr(res, STATISTICS[statistic][0]) is None:
+        raise ValueError(f"statistic {statistic!r} needs attention_fn to return (o, w) with the weights w (S, N)")
+
+
+def assert_statistic_matches(attention_fn, statistic: str, expected, n, **options) -> list[CheckResult]:
+    """:func:`check_statistic`, raising ``AssertionError`` with an actionable message if any length fails.
+
+    Returns the results when every length passes.
+    """
+    results = check_statistic(attention_fn, statistic, expected, n, **options)
+    failed = [r for r in results if not r.passed]
+    if failed:
+        raise AssertionError(_failure_message(attention_fn, statistic, results, failed, options))
+    return results
+
+
+def _failure_message(attention_fn, statistic, results, failed, options) -> str:
+    label = STATISTICS[statistic][2]
+    n_sigma = options.get("n_sigma", 5.0)
+    rel_tol = options.get("rel_tol", 0.01)
+    sampling = {k: options.get(k, v) for k, v in (
+        ("d_k", 16), ("d_v", 8), ("query", "fixed"), ("query_norm", None), ("key_dist", "gaussian"),
+        ("value_dist", "gaussian"), ("value_mean", 0.0), ("value_scale", 1.0), ("coordinate", 0))}
+    config = ", ".join(f"{k}={v!r}" for k, v in sampling.items())
+    first = failed[0]
+    lines = [
+        f"{label} of attention_fn {_name(attention_fn)} does not match the reference at {len(failed)} of "
+        f"{len(results)} length(s) (tolerance {n_sigma:g} SE + {100 * rel_tol:g}% of the reference):",
+        *("  " + r.describe() for r in results),
+        f"configuration: {config}",
+        f"reproduce: rerun with rng={first.rng}, or varsim.sim.measure_variance(attention_fn, [{first.n}], {config}, "
+        f"n_sequences={first.n_sequences}, seed={first.rng})",
+    ]
+    return "\n".join(lines)
+
+
+def assert_variance_matches(attention_fn, expected, n, **options) -> list[CheckResult]:
+    """Assert that the pooled output variance ``Var(o_j)`` of ``attention_fn`` matches ``expected`` at every length
+    in ``n`` (5 SE + 1% by default). ``options`` are those of :func:`check_statistic`.
+
+    Example::
+
+        from varsim.testing import assert_variance_matches, attention_fn, softmax_variance
+        assert_variance_matches(attention_fn("softmax", tau=1.0), lambda n: softmax_variance(n, d_k=16),
+                                [64, 256], d_k=16, d_v=8, rng=0)
+    """
+    return assert_statistic_matches(attention_fn, "var", expected, n, **options)
+
+
+def assert_ipr_matches(attention_fn, expected, n, **options) -> list[CheckResult]:
+    """Assert that ``E[sum_i w_i^2]`` of ``attention_fn`` (which must return ``(o, w)``) matches ``expected``."""
+    return assert_statistic_matches(attention_fn, "ipr", expected, n, **options)
+
+
+def assert_mean_matches(attention_fn, expected, n, **options) -> list[CheckResult]:
+    """Assert that the mean of ``o_coordinate`` matches ``expected`` (``value_mean`` for weights summing to 1);
+    the budget targets an SE of ``rel_se`` times ``max(|expected|, sd(o_j))``."""
+    return assert_statistic_matches(attention_fn, "mean", expected, n, **options)

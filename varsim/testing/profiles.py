@@ -1,0 +1,42 @@
+"""Hypothesis settings profiles for Monte Carlo property tests.
+
+Loading one (``settings.load_profile("varsim-mc")``) or decorating a test with :func:`mc_settings` gives: no
+deadline (one example runs a simulation, far beyond Hypothesis's default 200 ms), a small bounded number of
+examples, and no health-check failures for slow draws. ``varsim-mc-derandomized`` is the same with a fixed
+example sequence (what CI wants: a failure is reproducible from the test alone).
+"""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, settings
+
+__all__ = ["MC_PROFILE", "MC_PROFILE_DERANDOMIZED", "MC_MAX_EXAMPLES", "mc_settings", "register_profiles"]
+
+MC_PROFILE = "varsim-mc"
+MC_PROFILE_DERANDOMIZED = "varsim-mc-derandomized"
+MC_MAX_EXAMPLES = 10
+_SUPPRESS = [HealthCheck.too_slow, HealthCheck.data_too_large]
+
+
+def mc_settings(*, max_examples: int = MC_MAX_EXAMPLES, derandomize: bool = False, **overrides) -> settings:
+    """A ``hypothesis.settings`` object for Monte Carlo tests (usable as a decorator).
+
+    Parameters
+    ----------
+    max_examples : examples per test (each runs simulations: keep it small).
+    derandomize : draw the same examples on every run.
+    overrides : any other ``hypothesis.settings`` field.
+    """
+    options = dict(deadline=None, max_examples=max_examples, derandomize=derandomize, print_blob=True,
+                   suppress_health_check=_SUPPRESS)
+    options.update(overrides)
+    return settings(**options)
+
+
+def register_profiles() -> None:
+    """Register ``varsim-mc`` and ``varsim-mc-derandomized`` (done on ``import varsim.testing``)."""
+    settings.register_profile(MC_PROFILE, mc_settings())
+    settings.register_profile(MC_PROFILE_DERANDOMIZED, mc_settings(derandomize=True))
+
+
+register_profiles()

@@ -1,0 +1,162 @@
+"""Hypothesis strategies for valid attention test configurations, bounded so that each draw stays cheap.
+
+The central one is :func:`attention_configs`, which draws an :class:`~varsim.testing.AttentionConfig`: lengths,
+dimensions, a logit scale ``beta`` split into a temperature ``tau`` and a query norm, the value law, the query law,
+the parameters of your variant, and a seed. By default it stays in the annealed phase of the theory
+(``ln N >= 3 beta^2/2 + 2 beta`` at the shortest length), where Monte Carlo standard errors are reliable at small
+budgets; ``regime="any"`` lifts that.
+"""
+
+from __future__ import annotations
+
+import math
+
+from hypothesis import strategies as st
+
+from .config import AttentionConfig
+
+__all__ = [
+    "DISTRIBUTIONS",
+    "n_grids",
+    "value_laws",
+    "seeds",
+    "annealed_beta_max",
+    "attention_configs",
+]
+
+DISTRIBUTIONS = ("gaussian", "uniform", "rademacher")
+_REGIMES = ("annealed", "any")
+
+
+def _check_range(name, value, lo_min, integer=False):
+    if not (isinstance(value, tuple) and len(value) == 2):
+        raise ValueError(f"{name} must be a (min, max) pair, got {value!r}")
+    lo, hi = value
+    if (integer and not all(isinstance(v, int) for v in value)) or not lo_min <= lo <= hi:
+        raise ValueError(f"{name} must be a ({'integer ' if integer else ''}min, max) pair with "
+                         f"{lo_min} <= min <= max, got {value!r}")
+    return lo, hi
+
+
+def n_grids(min_n: int = 16, max_n: int = 512, max_points: int = 2) -> st.SearchStrategy:
+    """Increasing tuples of 1..``max_points`` distinct lengths in ``[min_n, max_n]``, log-uniform (so short and
+    long lengths are equally likely)."""
+    lo, hi = _check_range("(min_n, max_n)", (min_n, max_n), 1, integer=True)
+    if not (isinstance(max_points, int) and max_points >= 1):
+        raise ValueError(f"max_points must be an integer >= 1, got {max_points!r}")
+    log_n = st.floats(math.log(lo), math.log(hi)).map(lambda x: min(hi, max(lo, int(round(math.exp(x))))))
+    return st.lists(log_n, min_size=1, max_size=max_points, unique=True).map(lambda v: tuple(sorted(v)))
+
+
+def value_laws(dists=DISTRIBUTIONS, mean=(-3.0, 3.0), scale=(0.25, 4.0)) -> st.SearchStrategy:
+    """Dicts ``{"value_dist", "value_mean", "value_scale"}`` (a constant mean and any law leave
+    ``Var(o_j) = value_scale^2 E[sum w^2]`` unchanged)."""
+    bad = [d for d in dists if d not in DISTRIBUTIONS]
+    if bad or not dists:
+        raise ValueError(f"unknown value distribution(s) {bad}; expected some of {DISTRIBUTIONS}")
+    m_lo, m_hi = _check_range("mean", mean, -1e6)
+    s_lo, s_hi = _check_range("scale", scale, 1e-6)
+    return st.fixed_dictionaries({
+        "value_dist": st.sampled_from(tuple(dists)),
+        "value_mean": st.floats(m_lo, m_hi, allow_nan=False),
+        "value_scale": st.floats(s_lo, s_hi, allow_nan=False),
+    })
+
+
+def seeds() -> st.SearchStrategy:
+    """Seeds for the Monte Carlo runs (32-bit, shrinking towards 0)."""
+    return st.integers(0, 2**32 - 1)
+
+
+def annealed_beta_max(n: int) -> float:
+    """Largest ``beta`` with ``ln n >= 3 beta^2/2 + 2 beta``: the annealed side of the phase diagram with a margin
+    (THEORY.md 3), where ``E[sum w^2] ~ e^{beta^2}/N`` and short runs estimate it reliably."""
+    ln_n = math.log(n)
+    return (-2.0 + math.sqrt(4.0 + 6.0 * ln_n)) / 3.0
+
+
+@st.composite
+def _configs(draw, n, grid_points, d_k, d_v, beta, tau, queries, key_dists, values, regime, params, max_work, seed):
+    grid = draw(n_grids(n[0], n[1], grid_points))
+    dk = draw(st.integers(*d_k))
+    dv = draw(st.integers(*d_v))
+    # keep one sequence's draws (N (d_k + d_v) numbers at the longest N) within max_work
+    if grid[-1] * (dk + dv) > max_work:
+        grid = tuple(v for v in grid if v * (dk + dv) <= max_work) or (max(n[0], int(max_work // (dk + dv))),)
+    query = draw(st.sampled_from(queries))
+    b_hi = beta[1] if regime == "any" else min(beta[1], annealed_beta_max(grid[0]))
+    b_hi = max(b_hi, beta[0])
+    t = draw(st.floats(*tau))
+    if query == "fixed":
+        b = draw(st.floats(beta[0], b_hi))
+        norm = b * math.sqrt(dk) / t  # beta = tau |q| / sqrt(d_k)
+        query_norm = float(norm)
+    else:  # beta^2 = tau^2 chi2_d / d has mean tau^2: bound tau like beta, and keep d_k > 4 tau^2
+        t = min(t, b_hi, 0.5 * math.sqrt(dk))
+        query_norm = None
+    law = draw(values)
+    return AttentionConfig(
+        n_grid=grid, d_k=dk, d_v=dv, tau=float(t), query=query, query_norm=query_norm,
+        key_dist=draw(st.sampled_from(key_dists)), params=draw(params), seed=draw(seed), **law,
+    )
+
+
+def attention_configs(
+    *,
+    n=(16, 512),
+    grid_points: int = 2,
+    d_k=(8, 32),
+    d_v=(1, 8),
+    beta=(0.0, 1.2),
+    tau=(0.5, 2.0),
+    queries=("fixed",),
+    key_dists=("gaussian",),
+    value_dists=DISTRIBUTIONS,
+    value_mean=(-3.0, 3.0),
+    value_scale=(0.25, 4.0),
+    regime: str = "annealed",
+    params=None,
+    max_work: int = 20_000,
+    seed=None,
+) -> st.SearchStrategy:
+    """Valid attention test configurations (:class:`~varsim.testing.AttentionConfig`).
+
+    Parameters
+    ----------
+    n : (min, max) lengths; ``grid_points`` lengths at most per configuration.
+    d_k, d_v : (min, max) dimensions (``d_k >= 8`` keeps a 1/d scale distinguishable from 1/sqrt(d)).
+    beta : (min, max) logit scale ``tau |q| / sqrt(d_k)`` of a fixed query (capped by the regime).
+    tau : (min, max) temperature; the query norm is set so that ``tau |q| / sqrt(d_k) = beta``.
+    queries : query laws to draw from (``"random"``: the exact reference costs ~1 s per length).
+    key_dists : key laws (the exact references need ``"gaussian"``).
+    value_dists, value_mean, value_scale : value law, constant mean and scale.
+    regime : ``"annealed"`` (default: ``ln N_min >= 3 beta^2/2 + 2 beta``) or ``"any"``.
+    params : dict name -> strategy (or a strategy of dicts) for your variant's parameters.
+    max_work : bound on ``N (d_k + d_v)``, the numbers drawn per sequence at the longest length.
+    seed : strategy for the run's seed (default :func:`seeds`).
+    """
+    n = _check_range("n", n, 1, integer=True)
+    d_k = _check_range("d_k", d_k, 1, integer=True)
+    d_v = _check_range("d_v", d_v, 1, integer=True)
+    beta = _check_range("beta", beta, 0.0)
+    tau = _check_range("tau", tau, 0.0)
+    if tau[0] <= 0:
+        raise ValueError(f"tau must be a (min, max) pair with min > 0, got {tau!r}")
+    if regime not in _REGIMES:
+        raise ValueError(f"unknown regime {regime!r}; expected one of {_REGIMES}")
+    for name, items in (("queries", queries), ("key_dists", key_dists)):
+        allowed = ("fixed", "random") if name == "queries" else DISTRIBUTIONS
+        if not items or any(v not in allowed for v in items):
+            raise ValueError(f"{name} must be a non-empty subset of {allowed}, got {items!r}")
+    if not (isinstance(max_work, int) and max_work >= n[0] * (d_k[1] + d_v[1])):
+        raise ValueError(f"max_work must be an integer >= min n * (max d_k + max d_v) = {n[0] * (d_k[1] + d_v[1])}, "
+                         f"got {max_work!r}")
+    if params is None:
+        params = st.just({})
+    elif isinstance(params, dict):
+        params = st.fixed_dictionaries(params)
+    elif not isinstance(params, st.SearchStrategy):
+        raise ValueError(f"params must be a dict of strategies or a strategy of dicts, got {type(params).__name__}")
+    return _configs(n, grid_points, d_k, d_v, beta, tau, tuple(queries), tuple(key_dists),
+                    value_laws(value_dists, value_mean, value_scale), regime, params, max_work,
+                    seeds() if seed is None else seed)
