@@ -20,6 +20,7 @@ COMMANDS = {
     "train": ("varsim.cli.train", "train the small transformer on a synthetic task"),
     "evaluate": ("varsim.cli.evaluate", "evaluate a checkpoint at many set sizes"),
     "reproduce": ("varsim.cli.reproduce", "run the paper's length-generalization experiment"),
+    "probe-model": ("varsim.cli.probe_model", "vanishing variance per layer and head of a real pretrained model"),
 }
 
 
