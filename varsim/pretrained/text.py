@@ -5,7 +5,8 @@ Built-in source (:data:`SOURCES`):
 ``python-docs``
     The prose paragraphs of Python's own reference documentation as shipped in the standard library
     (``pydoc_data.topics``: the text ``help()`` shows for statements, operators and the data model). Only
-    unindented paragraphs of at least 8 words are kept (no grammar rules, code examples or headings), lines within
+    unindented paragraphs of at least 8 words are kept (no grammar rules, code examples, ``>>>`` sessions or
+    headings), lines within
     a paragraph are joined, paragraphs are separated by a blank line. About 32,000 words (Python 3.11); the exact
     text depends on the Python version, so results record its sha256 and size.
 
@@ -39,8 +40,8 @@ def _python_docs() -> str:
     for key in sorted(topics.topics):
         for block in re.split(r"\n\s*\n", topics.topics[key]):
             lines = block.split("\n")
-            if any(line.startswith((" ", "\t")) for line in lines):
-                continue  # grammar, code examples, indented lists
+            if any(line.startswith((" ", "\t", ">>>", "...")) for line in lines):
+                continue  # grammar, code examples (indented or interactive), indented lists
             if len(lines) >= 2 and set(lines[-1].strip()) <= set("*=-~^"):
                 continue  # a heading with its underline
             para = " ".join(line.strip() for line in lines)
