@@ -21,6 +21,7 @@ COMMANDS = {
     "evaluate": ("varsim.cli.evaluate", "evaluate a checkpoint at many set sizes"),
     "reproduce": ("varsim.cli.reproduce", "run the paper's length-generalization experiment"),
     "demo": ("varsim.cli.demo", "list the teaching notebooks and copy them to open in Jupyter"),
+    "probe-model": ("varsim.cli.probe_model", "vanishing variance per layer and head of a real pretrained model"),
 }
 
 
