@@ -1,25 +1,29 @@
-"""Figures: quick mode writes PNG + PDF for each simulation/theory figure, and the plotted data agree with theory."""
+"""Figures: the registry, quick-mode output, agreement of the plotted data with theory, the honest-figure panels and
+labels, and the reproduction records the ``fig_repro_*`` figures are drawn from (compaction, committed source)."""
 
 from __future__ import annotations
 
 import json
+import shutil
 
 import numpy as np
 import pytest
 
+import varsim.figures as figures
 from varsim.cli import main
-from varsim.cli.figures import figures_dir, load_make_all
+from varsim.figures import _style
+from varsim.figures import reproduction as rp
 
-make_all = load_make_all()
-# the simulation/theory figures tested here; the registry may hold more (reproduction figures, tested elsewhere)
+# the simulation/theory figures; the rest of the registry are the reproduction figures
 CORE = ["fig_variance_vs_n", "fig_decay_exponent", "fig_random_query"]
+REPRO = ["fig_repro_accuracy", "fig_repro_std", "fig_repro_hist", "fig_repro_global", "fig_repro_attention"]
 
 
 @pytest.fixture(scope="module")
 def quick_run(tmp_path_factory):
     """Each core figure once, in quick mode, into a temporary directory."""
     outdir = tmp_path_factory.mktemp("figures")
-    written = make_all.make(CORE, outdir=outdir, quick=True, seed=0, progress=False)
+    written = figures.make(CORE, outdir=outdir, quick=True, seed=0, progress=False)
     data = {name: json.loads((outdir / f"{name}.json").read_text()) for name in written}
     return outdir, written, data
 
@@ -28,12 +32,19 @@ def _arr(values):
     return np.array([np.nan if v is None else v for v in values], dtype=float)
 
 
+def _texts(fig) -> list[str]:
+    """Every piece of text drawn on a figure (figure texts, annotations, titles, labels, legends)."""
+    return [t.get_text() for t in fig.findobj(lambda a: hasattr(a, "get_text") and callable(a.get_text))]
+
+
 def test_registry_names_importable_figure_modules():
-    assert make_all.FIGURES[:3] == CORE
-    for name in make_all.FIGURES:
-        module = make_all.load(name)
-        assert callable(module.compute) and callable(module.plot) and callable(module.main)
-    assert (figures_dir() / "make_all.py").is_file()
+    assert list(figures.FIGURES) == CORE + REPRO
+    for name in figures.FIGURES:
+        module = figures.load(name)
+        assert module.NAME == name
+        assert all(callable(getattr(module, f)) for f in ("compute", "draw", "plot", "main"))
+    with pytest.raises(ValueError, match="fig_nope"):
+        figures.load("fig_nope")
 
 
 def test_quick_mode_writes_png_and_pdf_for_each_figure(quick_run):
@@ -49,7 +60,7 @@ def test_replot_from_stored_data_gives_identical_png(quick_run, tmp_path):
     outdir, _, _ = quick_run
     name = "fig_decay_exponent"
     (tmp_path / f"{name}.json").write_bytes((outdir / f"{name}.json").read_bytes())
-    make_all.make([name], outdir=tmp_path, replot=True, progress=False)
+    figures.make([name], outdir=tmp_path, replot=True, progress=False)
     assert (tmp_path / f"{name}.png").read_bytes() == (outdir / f"{name}.png").read_bytes()
 
 
@@ -68,7 +79,29 @@ def test_variance_figure_data_agree_with_theory(quick_run):
             assert np.all(np.isfinite(var)) and np.all(se > 0)
             assert np.all(np.abs(var - ref) <= 5 * se + 0.01 * ref), (c["beta"], key, var, ref, se)
         assert np.all(np.diff(_arr(c["exact"]["var"])) < 0)  # the exact curve falls with N
-        assert np.isfinite(c["logits_rb"]["slope"]) and c["logits_rb"]["slope_se"] > 0
+
+
+def test_variance_figure_shows_the_exact_local_exponent_not_one_fitted_slope(quick_run):
+    """The bottom panel is the exact d ln Var / d ln N, equal to the finite-difference slope of the exact curve
+    drawn above it; no legend entry claims one fitted slope.
+
+    Catches an exponent panel plotted with log2 N (0.69x the slope) or for the wrong beta, and the old single
+    "fitted slope" legend that hid a drift from -0.45 to -0.91 at beta = 2.
+    """
+    data = quick_run[2]["fig_variance_vs_n"]
+    for c in data["curves"]:
+        n, var, expo = _arr(c["exact"]["n"]), _arr(c["exact"]["var"]), _arr(c["exact"]["exponent"])
+        fd = np.diff(np.log(var)) / np.diff(np.log(n))
+        mid = 0.5 * (expo[1:] + expo[:-1])
+        assert np.max(np.abs(fd - mid)) < 5e-3, c["beta"]
+    fig = figures.load("fig_variance_vs_n").draw(data)
+    assert len(fig.axes) == 3
+    assert "local exponent" in fig.axes[2].get_ylabel()
+    texts = " ".join(_texts(fig))
+    assert "fitted slope" not in texts and "local exponent" in texts
+    beta2 = data["curves"][-1]["exact"]["exponent"]
+    assert beta2[0] > -0.5 and beta2[-1] < -0.8  # the drift the panel exists to show (quick range: 2^4..2^12)
+    _style.plt.close(fig)
 
 
 def test_decay_exponent_figure_slopes_agree_with_exact_exponent(quick_run):
@@ -107,6 +140,170 @@ def test_random_query_figure_data_agree_with_exact_mixture(quick_run):
     assert data["random"][1]["limit"] == pytest.approx((1 - 2 / 64) ** -32)
 
 
+def test_every_quick_figure_is_stamped_smoke_test_and_full_ones_are_not(quick_run):
+    """Quick-mode figures carry "smoke test, not results" (banner and watermark) and a provenance footer; the same
+    data marked full mode carries the footer only. Catches a quick figure that could pass for a result."""
+    for name in CORE:
+        data = quick_run[2][name]
+        fig = figures.load(name).draw(data)
+        texts = _texts(fig)
+        assert any(_style.SMOKE_TEST_LABEL in t.lower() for t in texts), name
+        assert any("seed 0, quick mode" in t for t in texts), name  # the footer
+        _style.plt.close(fig)
+        full = {**data, "quick": False}
+        fig = figures.load(name).draw(full)
+        assert not any(_style.SMOKE_TEST_LABEL in t.lower() for t in _texts(fig)), name
+        _style.plt.close(fig)
+
+
+def test_every_figure_text_is_readable(quick_run):
+    """No text smaller than the style's minimum (7.5 pt) in any core figure (tick labels, legends, footers)."""
+    for name in CORE:
+        fig = figures.load(name).draw(quick_run[2][name])
+        sizes = [t.get_fontsize() for t in fig.findobj(lambda a: hasattr(a, "get_fontsize") and
+                                                       getattr(a, "get_text", lambda: "")())]
+        assert min(sizes) >= _style.MIN_FONT_SIZE, (name, min(sizes))
+        _style.plt.close(fig)
+
+
+def test_holm_adjustment():
+    """Holm's step-down on a hand-computed family, NaN left out of the family.
+
+    Catches plain Bonferroni (0.04 -> 0.16), a missing running maximum (0.04 -> 0.04 < 0.06) and NaNs counted
+    in m."""
+    from varsim.figures.fig_repro_accuracy import holm
+
+    adj = holm([0.01, 0.04, 0.03, 0.005, np.nan])
+    np.testing.assert_allclose(adj[:4], [0.03, 0.06, 0.06, 0.02])
+    assert np.isnan(adj[4])
+    assert holm([[0.5, 0.9]]).shape == (1, 2) and np.all(holm([0.5, 0.9]) == [1.0, 1.0])
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Reproduction records and figures
+
+
+@pytest.fixture(scope="module")
+def tiny_repro(tmp_path_factory):
+    """A tiny reproduction (8 runs of 60 steps, 3 lengths): enough to exercise records and figures, in seconds."""
+    from varsim.experiments import ReproductionSettings, run_reproduction
+
+    settings = ReproductionSettings.quick(
+        seeds=2, norms=("none", "layernorm"),
+        train={"lr": 3e-3, "steps": 60, "batch_size": 16, "train_max": 16, "checkpoint_every": 60,
+               "keep_checkpoints": 1, "log_every": 30},
+        eval_lengths=(16, 32, 64), eval_examples=64, id_examples=64, probe_lengths=(16, 32, 64), probe_sets=16,
+        hist_lengths=(16, 64))
+    out = tmp_path_factory.mktemp("repro") / "tiny"
+    report = run_reproduction(out, settings=settings, workers=2, progress=False)
+    assert report["failed"] == []
+    return out
+
+
+def test_compact_records_keep_what_the_figures_use(tiny_repro):
+    """The compact record holds the fixed coordinate's std (not another coordinate or a transposed table), the median
+    std, accuracies and provenance, the histogram values for seed 0 only, and is a small fraction of the full record.
+
+    Catches a compaction that reads std rows as coordinates (a (D, L) vs (L, D) slip) or keeps the raw histogram
+    values of every seed."""
+    c = rp.compact_results(tiny_repro)
+    assert c["missing"] == [] and len(c["runs"]) == 8
+    for r in c["runs"]:
+        full = json.loads((tiny_repro / "runs" / f"{r['run_id']}.json").read_text())
+        k = full["probes"]["coordinate"]
+        for stage in ("pre", "post"):
+            table = np.array(full["probes"][f"std_{stage}"])  # (L, D)
+            np.testing.assert_allclose(r["probes"]["std_coordinate"][stage], table[:, k], rtol=1e-5)
+            np.testing.assert_allclose(r["probes"]["std_median"][stage], np.median(table, axis=1), rtol=1e-5)
+        assert r["eval"]["correct"] == full["eval"]["correct"]
+        assert r["provenance"]["git_commit"] == full["provenance"]["git_commit"]
+        assert ("hist" in r["probes"]) == (r["seed_index"] == 0)
+        if r["seed_index"] > 0:  # tiny models (D = 16, 3 lengths): the full records of the real run are ~25x larger
+            size = len(json.dumps(r, separators=(",", ":")))
+            assert size < 0.5 * len(json.dumps(full, separators=(",", ":"))), (r["run_id"], size)
+
+
+def test_compact_directory_round_trips_and_is_the_default_source(tiny_repro, tmp_path, monkeypatch):
+    """write_compact -> load_compact gives the same records; with it as the committed directory, the default source
+    draws every reproduction figure, and the footer names the committed records and the runs' commit."""
+    dest = tmp_path / "committed"
+    rp.write_compact(tiny_repro, dest)
+    assert sorted(p.name for p in dest.iterdir()) == ["runs.json", "settings.json", "summary.json", "table.md"]
+    loaded = rp.load_compact(dest)
+    assert loaded["runs"] == rp.compact_results(tiny_repro)["runs"]
+    monkeypatch.setattr(rp, "COMMITTED_DIR", dest)
+    out = tmp_path / "figs"
+    written = figures.make(REPRO, outdir=out, progress=False)
+    assert list(written) == REPRO
+    data = json.loads((out / "fig_repro_accuracy.json").read_text())
+    commit = loaded["runs"][0]["provenance"]["git_commit"]
+    assert data["footer"].startswith("committed records: 8 runs") and (commit or "unknown")[:10] in data["footer"]
+    assert data["smoke_test"] is False
+
+
+def test_accuracy_figure_has_the_paired_difference_panels(tiny_repro):
+    """Top row accuracy, bottom row paired differences variant - none with Holm-adjusted p-values over the whole
+    family drawn; the legend is outside the axes. Catches a figure without the panel the headline claim rests on,
+    or a Holm family that is smaller than the comparisons shown."""
+    mod = figures.load("fig_repro_accuracy")
+    data = mod.compute(source=rp.ReproductionSource(results=tiny_repro))
+    n_panels = len(data["panels"])
+    assert n_panels == 2  # argmax and dictionary, residual
+    diffs = [d for p in data["panels"] for d in p["diffs"]]
+    assert [d["norm"] for d in diffs] == ["layernorm", "layernorm"]
+    assert data["n_comparisons"] == 2 * 3  # 2 panels x 1 variant x 3 lengths
+    raw = np.array([d["p_ttest"] for d in diffs], dtype=float)
+    np.testing.assert_allclose(np.array([d["p_holm"] for d in diffs]), mod.holm(raw))
+    fig = mod.draw(data)
+    assert len(fig.axes) == 2 * n_panels
+    assert all("paired difference" in fig.axes[n_panels].get_ylabel() for _ in [0])
+    assert "Holm" in fig._suptitle.get_text()
+    assert not any(ax.get_legend() for ax in fig.axes) and len(fig.legends) == 1  # no legend over the curves
+    _style.plt.close(fig)
+
+
+def test_reproduction_figures_from_a_results_directory(tiny_repro, tmp_path):
+    """Every reproduction figure computes JSON-able data from a results directory and writes PNG + PDF; quick
+    reproductions would be stamped, a results directory is not a smoke test."""
+    source = rp.ReproductionSource(results=tiny_repro)
+    for name in REPRO:
+        mod = figures.load(name)
+        data = _style.jsonable(mod.compute(source=source))
+        json.dumps(data, allow_nan=False)
+        assert data["origin"] == "results directory" and str(tiny_repro) in data["footer"]
+        paths = mod.plot(json.loads(json.dumps(data)), tmp_path)
+        assert sorted(p.suffix for p in paths) == [".pdf", ".png"]
+        fig = mod.draw({**data, "smoke_test": True})
+        assert any(_style.SMOKE_TEST_LABEL in t.lower() for t in _texts(fig)), name
+        _style.plt.close(fig)
+
+
+def test_incomplete_or_corrupt_results_are_named(tiny_repro, tmp_path):
+    part = tmp_path / "part"
+    shutil.copytree(tiny_repro, part, ignore=shutil.ignore_patterns("checkpoints"))
+    (part / "runs" / "argmax-residual-layernorm-s1.json").unlink()
+    assert rp.compact_results(part)["missing"] == ["argmax-residual-layernorm-s1"]
+    with pytest.raises(ValueError, match="incomplete"):
+        rp.write_compact(part, tmp_path / "dest")
+    bad = part / "runs" / "argmax-residual-none-s0.json"
+    bad.write_text('{"format": "varsim.reproduce.run/1", "run_id": "x"}')
+    with pytest.raises(ValueError, match="argmax-residual-none-s0.json"):
+        rp.compact_results(part)
+
+
+def test_missing_committed_records_fail_before_any_work(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(rp, "COMMITTED_DIR", tmp_path / "nothing")
+    rc = main(["figures", "--outdir", str(tmp_path / "o"), "--only", "fig_decay_exponent", "fig_repro_std",
+               "--no-progress"])
+    err = capsys.readouterr().err
+    assert rc == 2 and len(err.strip().splitlines()) == 1 and "--results" in err
+    assert not (tmp_path / "o" / "fig_decay_exponent.json").exists()
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Command line
+
+
 def test_cli_figures_writes_one_figure(capsys, tmp_path):
     rc = main(["figures", "--quick", "--outdir", str(tmp_path), "--only", "fig_decay_exponent", "--no-progress"])
     out = capsys.readouterr().out.split()
@@ -114,15 +311,24 @@ def test_cli_figures_writes_one_figure(capsys, tmp_path):
     assert sorted(out) == sorted(str(tmp_path / f"fig_decay_exponent.{ext}") for ext in ("json", "png", "pdf"))
 
 
-def test_cli_figures_unknown_name_is_one_line_error(capsys, tmp_path):
-    rc = main(["figures", "--quick", "--outdir", str(tmp_path), "--only", "fig_nope", "--no-progress"])
+@pytest.mark.parametrize("args, needle", [
+    (["--only", "fig_nope"], "fig_nope"),
+    (["--only", "fig_decay_exponent", "--rerun", "--quick"], "rerun"),
+    (["--only", "fig_repro_std", "--results", "/no/such/dir"], "results"),
+    (["--only", "fig_decay_exponent", "--outdir", ""], "outdir"),
+])
+def test_cli_figures_bad_input_is_one_line_error(capsys, tmp_path, args, needle):
+    if "--outdir" not in args:
+        args = [*args, "--outdir", str(tmp_path)]
+    rc = main(["figures", "--quick", *args, "--no-progress"] if "--rerun" not in args else
+              ["figures", *args, "--no-progress"])
     err = capsys.readouterr().err
-    assert rc == 2 and len(err.strip().splitlines()) == 1 and "fig_nope" in err
+    assert rc == 2 and len(err.strip().splitlines()) == 1 and needle in err, err
 
 
-def test_cli_figures_without_checkout_explains(monkeypatch, tmp_path):
-    import varsim
-
-    monkeypatch.setattr(varsim, "__file__", str(tmp_path / "site-packages" / "varsim" / "__init__.py"))
-    with pytest.raises(ValueError, match="figures"):
-        figures_dir()
+@pytest.mark.parametrize("content", [b"", b'{"name": "fig_decay', b"\xff\xfe\x00", b'{"name": "other"}'])
+def test_cli_replot_of_bad_stored_data_is_one_line_error(capsys, tmp_path, content):
+    (tmp_path / "fig_decay_exponent.json").write_bytes(content)
+    rc = main(["figures", "--replot", "--outdir", str(tmp_path), "--only", "fig_decay_exponent", "--no-progress"])
+    err = capsys.readouterr().err
+    assert rc == 2 and len(err.strip().splitlines()) == 1 and "fig_decay_exponent.json" in err, err

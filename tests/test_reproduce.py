@@ -1,20 +1,17 @@
-"""End-to-end quick reproduction: files, sanity of every number, resume, corrupt records, CLI and figures.
+"""End-to-end quick reproduction: files, sanity of every number, resume, corrupt records, CLI (figures: test_figures).
 
 The quick grid (2 tasks x residual x 4 norms x 2 seeds, tiny models) runs once per module; the tests assert shapes
 and invariants, never particular accuracies.
 """
 
-import importlib
 import json
 from pathlib import Path
 
 import pytest
 
-from varsim.experiments import figure_source, reproduce
+from varsim.experiments import reproduce
 from varsim.experiments.reproduce import ReproductionSettings, run_reproduction
 
-ROOT = Path(__file__).resolve().parents[1]
-FIGURES = ("fig_repro_accuracy", "fig_repro_std", "fig_repro_hist", "fig_repro_global", "fig_repro_attention")
 
 
 def _numbers(rec):
@@ -158,49 +155,6 @@ def test_cli(quick_dir, capsys):
     assert main(["reproduce", str(out), "--aggregate-only"]) == 0
     assert main(["reproduce", str(out), "--quick", "--norms", "batchnorm"]) == 2
     assert "norms" in capsys.readouterr().err
-
-
-@pytest.fixture
-def figures_module(monkeypatch):
-    monkeypatch.syspath_prepend(str(ROOT))
-    return lambda name: importlib.import_module(f"figures.{name}")
-
-
-def test_figures_from_a_reproduction(quick_dir, tmp_path, monkeypatch, figures_module):
-    """Every reproduction figure computes JSON-able data from the results directory and writes PNG + PDF."""
-    out, _ = quick_dir
-    monkeypatch.setenv(reproduce.RESULTS_ENV, str(out))
-    jsonable = figures_module("_style").jsonable
-    for name in FIGURES:
-        mod = figures_module(name)
-        data = jsonable(mod.compute(True, 0))
-        json.dumps(data, allow_nan=False)
-        paths = mod.plot(json.loads(json.dumps(data)), tmp_path)
-        assert sorted(p.suffix for p in paths) == [".pdf", ".png"]
-        assert all(p.stat().st_size > 1000 for p in paths)
-
-
-def test_figures_quick_mode_reuses_one_reproduction(quick_dir, monkeypatch, figures_module):
-    """In quick mode the figures share one quick reproduction per process (here: the fixture's)."""
-    out, _ = quick_dir
-    monkeypatch.delenv(reproduce.RESULTS_ENV, raising=False)
-    monkeypatch.setitem(figure_source._QUICK_DIRS, 0, out)
-    data = figures_module("fig_repro_accuracy").compute(True, 0)
-    assert data["source"] == str(out)
-    assert {p["task"] for p in data["panels"]} == {"argmax", "dictionary"}
-    # Full mode runs (or resumes) the full grid in the default directory, so one command makes every figure;
-    # here the grid is replaced by a recorder and a failed run must surface as an error naming the command.
-    calls = []
-
-    def fake_run(outdir, **kw):
-        calls.append((Path(outdir), kw))
-        return {"failed": [{"run_id": "r0", "error": "boom"}]}
-
-    monkeypatch.setattr(figure_source, "run_reproduction", fake_run)
-    target = out.parent / "no-such-dir"
-    with pytest.raises(ValueError, match="varsim reproduce"):
-        figure_source.figure_results(False, 0, default_dir=target)
-    assert calls and calls[0][0] == target and calls[0][1].get("quick", False) is False
 
 
 def test_aggregate_with_missing_runs(quick_dir, tmp_path):

@@ -14,8 +14,13 @@ _PACKAGES = ("varsim", "numpy", "scipy", "numba", "llvmlite", "matplotlib")
 
 
 def versions() -> dict[str, str]:
+    from varsim import __version__
+
     out = {"python": platform.python_version()}
     for name in _PACKAGES:
+        if name == "varsim":  # the distribution is named varsim-attention ("varsim" on PyPI is another project)
+            out[name] = __version__
+            continue
         try:
             out[name] = metadata.version(name)
         except metadata.PackageNotFoundError:

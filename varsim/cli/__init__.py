@@ -16,7 +16,7 @@ import sys
 COMMANDS = {
     "simulate": ("varsim.cli.simulate", "Monte Carlo variance of the softmax attention output over a grid of N"),
     "theory": ("varsim.cli.theory", "exact and asymptotic E[sum w^2] and related theory values"),
-    "figures": ("varsim.cli.figures", "regenerate every figure into figures/"),
+    "figures": ("varsim.cli.figures", "draw every figure (theory, reproduction from committed records) into figures/out"),
     "train": ("varsim.cli.train", "train the small transformer on a synthetic task"),
     "evaluate": ("varsim.cli.evaluate", "evaluate a checkpoint at many set sizes"),
     "reproduce": ("varsim.cli.reproduce", "run the paper's length-generalization experiment"),

@@ -6,7 +6,6 @@
 - ``runner``         run or resume the whole grid (:func:`run_reproduction`)
 - ``aggregation``    seeds -> intervals and paired tests in ``summary.json`` (:func:`aggregate`)
 - ``report``         the Markdown table of a summary
-- ``figure_source``  the results the reproduction figures are drawn from (used by the figure scripts only)
 - ``probes``         distribution-shift measurements on a trained model (Figures 1-3 analogues)
 - ``stats``          Wilson and t intervals, paired differences and tests
 - ``executor``       local process pool or Dask cluster behind one ``run_jobs`` call
@@ -38,8 +37,6 @@ _LAZY = {
     "SUMMARY_FORMAT": "aggregation",
     "aggregate": "aggregation",
     "render_table": "report",
-    "RESULTS_ENV": "figure_source",
-    "figure_results": "figure_source",
 }
 
 __all__ = list(_LAZY)

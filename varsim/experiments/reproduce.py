@@ -8,13 +8,11 @@ This module gathers the public names of the reproduction, each defined in the mo
 - ``varsim.experiments.runner``         run or resume the grid (:func:`run_reproduction`)
 - ``varsim.experiments.aggregation``    statistics over seeds into ``summary.json`` (:func:`aggregate`)
 - ``varsim.experiments.report``         the Markdown table (:func:`render_table`)
-- ``varsim.experiments.figure_source``  the data source of the reproduction figures (:func:`figure_results`)
 """
 
 from __future__ import annotations
 
 from varsim.experiments.aggregation import SUMMARY_FORMAT, aggregate
-from varsim.experiments.figure_source import RESULTS_ENV, figure_results
 from varsim.experiments.records import RUN_FORMAT, SETTINGS_FORMAT, CorruptRun, load_results, load_run, run_path
 from varsim.experiments.report import render_table
 from varsim.experiments.runner import run_reproduction
@@ -33,7 +31,6 @@ __all__ = [
     "ARCHITECTURES",
     "DEFAULT_NORMS",
     "BASELINE_NORM",
-    "RESULTS_ENV",
     "RUN_FORMAT",
     "SETTINGS_FORMAT",
     "SUMMARY_FORMAT",
@@ -46,6 +43,5 @@ __all__ = [
     "load_results",
     "load_run",
     "run_path",
-    "figure_results",
     "CorruptRun",
 ]

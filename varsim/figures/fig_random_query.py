@@ -9,13 +9,6 @@ fixed-query curve, and the two leading constants as horizontal lines.
 
 from __future__ import annotations
 
-if __name__ == "__main__" and not __package__:  # run as a file: make the `figures` package importable
-    import pathlib
-    import sys
-
-    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
-    __package__ = "figures"
-
 import math
 import sys
 from functools import partial
@@ -40,7 +33,7 @@ def _scaled(result, exact_ipr) -> dict:
     return {"n": result.n, "nvar": n * result.var, "nvar_se": n * result.var_se, "exact": n * exact_ipr(n)}
 
 
-def compute(quick: bool = False, seed: int = 0, *, progress: bool = False) -> dict:
+def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, source=None) -> dict:
     """Simulate fixed and random queries and evaluate the exact curves; plain data for :func:`plot`."""
     from varsim._common.seeding import child_sequence
     from varsim.sim import simulate
@@ -78,11 +71,17 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False) -> di
             "limit": random_query_limit(d, TAU),
         })
     return {"name": NAME, "quick": bool(quick), "seed": int(seed), "tau": TAU, "d_v": D_V,
-            "sequences": {"logits_rb": m_logits, "full": m_full}, "fixed": fixed, "random": random}
+            "sequences": {"logits_rb": m_logits, "full": m_full}, "fixed": fixed, "random": random,
+            "footer": _style.computed_footer(seed, quick), "smoke_reason": "few sequences, short N range"}
 
 
 def plot(data: dict, outdir) -> list:
     """Draw the figure from :func:`compute`'s data; returns the PNG and PDF paths."""
+    return _style.draw_and_save(draw, data, outdir, NAME)
+
+
+def draw(data: dict):
+    """The Matplotlib figure of :func:`compute`'s data (provenance footer and, in quick mode, smoke-test stamp)."""
     A = _style.array
     tau = data["tau"]
     with _style.style():
@@ -120,13 +119,14 @@ def plot(data: dict, outdir) -> list:
             Line2D([], [], color="k", lw=1.0, ls="--", label=r"limit $N \to \infty$"),
         ]
         ax.legend(handles=handles, loc="lower right", fontsize=7.5)
-        return _style.save(fig, outdir, NAME)
+        return _style.finish(fig, data)
 
 
 def main(argv=None) -> int:
-    from . import make_all
+    """Make just this figure (``python -m varsim.figures.<name> [options]``)."""
+    from varsim.figures import main as make_main
 
-    return make_all.main(["--only", NAME, *(sys.argv[1:] if argv is None else argv)])
+    return make_main(["--only", NAME, *(sys.argv[1:] if argv is None else argv)])
 
 
 if __name__ == "__main__":

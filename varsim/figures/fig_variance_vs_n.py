@@ -2,18 +2,13 @@
 
 Monte Carlo points with standard-error bars (the exact ``logits`` sampler with the Rao-Blackwell
 estimator over the whole N range, and the brute-force ``full`` sampler where it is cheap, to show the
-two agree), the exact curve sigma_v^2 E[sum w^2](N, beta), the asymptote e^{beta^2}/N, and the fitted
-log-log slope +- SE in the legend. A lower panel shows MC / exact - 1, where the agreement is visible.
+two agree), the exact curve sigma_v^2 E[sum w^2](N, beta) and the asymptote e^{beta^2}/N. A middle panel
+shows MC / exact - 1, where the agreement is visible. No single log-log slope is fitted: for large beta the
+exact local exponent d ln Var / d ln N drifts over the plotted range (from about -0.45 to -0.91 at beta = 2),
+so the bottom panel draws that exact local exponent and the legend gives its range over the plotted N.
 """
 
 from __future__ import annotations
-
-if __name__ == "__main__" and not __package__:  # run as a file: make the `figures` package importable
-    import pathlib
-    import sys
-
-    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
-    __package__ = "figures"
 
 import math
 import sys
@@ -38,16 +33,16 @@ def _series(result) -> dict:
         "n": result.n,
         "var": result.var,
         "var_se": result.var_se,
-        "slope": result.slope,
-        "slope_se": result.slope_se,
     }
 
 
-def compute(quick: bool = False, seed: int = 0, *, progress: bool = False) -> dict:
+def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, source=None) -> dict:
     """Simulate and evaluate the theory for every beta; returns plain data for :func:`plot`."""
     from varsim._common.seeding import child_sequence
     from varsim.sim import simulate
-    from varsim.theory import expected_ipr
+    from varsim.theory import decay_exponent, expected_ipr
+
+    from ._style import computed_footer
 
     n_logits, m_logits = _LOGITS[bool(quick)]
     n_full, m_full = _FULL[bool(quick)]
@@ -64,20 +59,27 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False) -> di
             "beta": beta,
             "logits_rb": _series(rb),
             "full": _series(full),
-            "exact": {"n": n_dense, "var": expected_ipr(n_dense, beta)},  # sigma_v = 1
+            "exact": {"n": n_dense, "var": expected_ipr(n_dense, beta),  # sigma_v = 1
+                      "exponent": decay_exponent(n_dense, beta)},  # exact d ln E[sum w^2] / d ln N
             "exact_at_mc": {"logits_rb": expected_ipr(rb.n.astype(float), beta),
                             "full": expected_ipr(full.n.astype(float), beta)},
         })
     return {"name": NAME, "quick": bool(quick), "seed": int(seed), "d_k": D_K, "d_v": D_V, "tau": TAU,
-            "value_scale": 1.0, "sequences": {"logits_rb": m_logits, "full": m_full}, "curves": curves}
+            "value_scale": 1.0, "sequences": {"logits_rb": m_logits, "full": m_full}, "curves": curves,
+            "footer": computed_footer(seed, quick), "smoke_reason": "few sequences, short N range"}
 
 
 def plot(data: dict, outdir) -> list:
     """Draw the figure from :func:`compute`'s data; returns the PNG and PDF paths."""
+    return _style.draw_and_save(draw, data, outdir, NAME)
+
+
+def draw(data: dict):
+    """The Matplotlib figure of :func:`compute`'s data: Var vs N, MC / exact - 1, exact local exponent."""
     A = _style.array
     with _style.style():
-        fig, (ax, axr) = _style.plt.subplots(
-            2, 1, figsize=(7.6, 5.0), sharex=True, gridspec_kw={"height_ratios": [3.2, 1], "hspace": 0.06}
+        fig, (ax, axr, axe) = _style.plt.subplots(
+            3, 1, figsize=(7.6, 6.6), sharex=True, gridspec_kw={"height_ratios": [3.2, 1, 1.5], "hspace": 0.08}
         )
         n_all = []
         for i, c in enumerate(data["curves"]):
@@ -86,7 +88,11 @@ def plot(data: dict, outdir) -> list:
             n_ex = A(ex["n"])
             ax.plot(n_ex, A(ex["var"]), color=color, lw=1.4, zorder=2)
             ax.plot(n_ex, np.exp(beta**2) / n_ex, color=color, lw=1.0, ls="--", alpha=0.8, zorder=1)
-            label = rf"$\beta={beta:g}$: fitted slope ${_style.pm(rb['slope'], rb['slope_se'])}$"
+            expo = A(ex["exponent"])
+            axe.plot(n_ex, expo, color=color)
+            axe.annotate(rf"$\beta={beta:g}$", (n_ex[-1], expo[-1]), xytext=(3, 0), textcoords="offset points",
+                         va="center", ha="left", fontsize=8, color=color)
+            label = rf"$\beta={beta:g}$: local exponent ${expo[0]:+.2f}$ to ${expo[-1]:+.2f}$"
             ax.errorbar(A(rb["n"]), A(rb["var"]), A(rb["var_se"]), fmt=_style.MARKERS[0], color=color,
                         ms=4, label=label, zorder=3)
             ax.errorbar(A(full["n"]) * 1.12, A(full["var"]), A(full["var_se"]), fmt=_style.MARKERS[1],
@@ -112,17 +118,21 @@ def plot(data: dict, outdir) -> list:
         axr.axhline(0, color="k", lw=0.8)
         axr.set_xscale("log", base=2)
         axr.set_ylabel("MC / exact − 1")
-        axr.set_xlabel("sequence length $N$")
-        _style.log2_ticks(axr, min(n_all), max(n_all))
         lim = max(0.02, min(0.2, np.nanmax(np.abs(axr.get_ylim()))))
         axr.set_ylim(-lim, lim)
-        return _style.save(fig, outdir, NAME)
+        axe.axhline(-1, color="k", lw=0.8, ls=":")
+        axe.set_ylim(-1.05, 0.0)
+        axe.set_ylabel("exact local exponent\n" + r"$d\ln \mathrm{Var} / d\ln N$")
+        axe.set_xlabel("sequence length $N$")
+        _style.log2_ticks(axe, min(n_all), max(n_all))
+        return _style.finish(fig, data)
 
 
 def main(argv=None) -> int:
-    from . import make_all
+    """Make just this figure (``python -m varsim.figures.<name> [options]``)."""
+    from varsim.figures import main as make_main
 
-    return make_all.main(["--only", NAME, *(sys.argv[1:] if argv is None else argv)])
+    return make_main(["--only", NAME, *(sys.argv[1:] if argv is None else argv)])
 
 
 if __name__ == "__main__":

@@ -10,30 +10,21 @@ after the output projection for none / layernorm / standardize, the concatenated
 
 from __future__ import annotations
 
-if __name__ == "__main__" and not __package__:  # run as a file: make the `figures` package importable
-    import pathlib
-    import sys
-
-    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
-    __package__ = "figures"
-
 import sys
 
 import numpy as np
 
 from . import _style
-from .fig_repro_accuracy import DEFAULT_RESULTS, norm_style
+from .fig_repro_accuracy import header, norm_style, source_of
 
 NAME = "fig_repro_std"
 STAGES = ("pre", "post")
 
 
-def compute(quick: bool = False, seed: int = 0, *, progress: bool = False) -> dict:
+def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, source=None) -> dict:
     """Per task, architecture and norm: geometric-mean std of the fixed coordinate vs N and the fitted slopes."""
-    from varsim.experiments.reproduce import figure_results
-
-    res = figure_results(quick, seed, default_dir=DEFAULT_RESULTS, progress=progress)
-    st = res["summary"]["settings"]
+    res = source_of(quick, seed, source)
+    st = res["settings"]
     slopes = {(g["task"], g["architecture"], g["norm"]): g.get("probe_slopes") or {}
               for g in res["summary"]["groups"]}
     panels = []
@@ -45,14 +36,13 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False) -> di
                     recs = res["cells"].get((task, arch, norm), [])
                     if not recs:
                         continue
-                    curves = np.array([[row[r["probes"]["coordinate"]] for row in r["probes"][f"std_{stage}"]]
-                                       for r in recs])  # (seeds, L)
+                    curves = np.array([r["probes"]["std_coordinate"][stage] for r in recs], dtype=float)  # (S, L)
                     with np.errstate(divide="ignore"):
                         geo = np.exp(np.mean(np.log(curves), axis=0))
                     fit = slopes[(task, arch, norm)].get(f"{stage}_coordinate")
                     lines.append({"norm": norm, "std": geo.tolist(), "per_seed": curves.tolist(), "slope": fit})
                 panels.append({"task": task, "architecture": arch, "stage": stage, "lines": lines})
-    return {"name": NAME, "quick": bool(quick), "source": res["outdir"], "seeds": st["seeds"],
+    return {"name": NAME, **header(res, quick), "seeds": st["seeds"],
             "probe_sets": st["probe_sets"], "lengths": st["probe_lengths"], "panels": panels}
 
 
@@ -67,6 +57,11 @@ def _slope_text(fit) -> str:
 
 def plot(data: dict, outdir) -> list:
     """Draw the figure from :func:`compute`'s data; returns the PNG and PDF paths."""
+    return _style.draw_and_save(draw, data, outdir, NAME)
+
+
+def draw(data: dict):
+    """The Matplotlib figure of :func:`compute`'s data (provenance footer and, in quick mode, smoke-test stamp)."""
     A = _style.array
     n = A(data["lengths"])
     panels = data["panels"]
@@ -74,7 +69,7 @@ def plot(data: dict, outdir) -> list:
     nrows = max(1, len(panels) // ncols)
     with _style.style():
         fig, axes = _style.plt.subplots(nrows, ncols, figsize=(3.9 * ncols, 3.4 * nrows), squeeze=False,
-                                        sharex=True, layout="constrained")
+                                        layout="constrained")
         for ax, p in zip(axes.ravel(), panels):
             for ln in p["lines"]:
                 sty = norm_style(ln["norm"])
@@ -91,18 +86,19 @@ def plot(data: dict, outdir) -> list:
             _style.log2_ticks(ax, float(n.min()), float(n.max()))
             where = "before the norm" if p["stage"] == "pre" else "after the norm"
             ax.set_title(f"{p['task']}, {p['architecture'].replace('_', ' ')}: {where}")
-            ax.legend(loc="lower left", fontsize=7)
-        for ax in axes[-1]:
+            ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.14), fontsize=7.5, ncol=1)
+        for ax in axes.ravel():
             ax.set_xlabel("set size $N$")
         for row in axes:
             row[0].set_ylabel(f"std over {data['probe_sets']} sets of one coordinate")
-        return _style.save(fig, outdir, NAME)
+        return _style.finish(fig, data)
 
 
 def main(argv=None) -> int:
-    from . import make_all
+    """Make just this figure (``python -m varsim.figures.<name> [options]``)."""
+    from varsim.figures import main as make_main
 
-    return make_all.main(["--only", NAME, *(sys.argv[1:] if argv is None else argv)])
+    return make_main(["--only", NAME, *(sys.argv[1:] if argv is None else argv)])
 
 
 if __name__ == "__main__":

@@ -9,29 +9,20 @@ lost. One panel per task and architecture.
 
 from __future__ import annotations
 
-if __name__ == "__main__" and not __package__:  # run as a file: make the `figures` package importable
-    import pathlib
-    import sys
-
-    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
-    __package__ = "figures"
-
 import sys
 
 import numpy as np
 
 from . import _style
-from .fig_repro_accuracy import DEFAULT_RESULTS, norm_style
+from .fig_repro_accuracy import header, norm_style, source_of
 
 NAME = "fig_repro_attention"
 
 
-def compute(quick: bool = False, seed: int = 0, *, progress: bool = False) -> dict:
+def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, source=None) -> dict:
     """Seed-averaged weight on the correct item (best head) vs N per task, architecture and norm."""
-    from varsim.experiments.reproduce import figure_results
-
-    res = figure_results(quick, seed, default_dir=DEFAULT_RESULTS, progress=progress)
-    st = res["summary"]["settings"]
+    res = source_of(quick, seed, source)
+    st = res["settings"]
     panels = []
     for task in st["tasks"]:
         for arch in st["architectures"]:
@@ -44,17 +35,22 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False) -> di
                 lines.append({"norm": norm, "mean": w.mean(axis=0).tolist(), "min": w.min(axis=0).tolist(),
                               "max": w.max(axis=0).tolist()})
             panels.append({"task": task, "architecture": arch, "lines": lines})
-    return {"name": NAME, "quick": bool(quick), "source": res["outdir"], "seeds": st["seeds"],
+    return {"name": NAME, **header(res, quick), "seeds": st["seeds"],
             "lengths": st["probe_lengths"], "panels": panels}
 
 
 def plot(data: dict, outdir) -> list:
     """Draw the figure from :func:`compute`'s data; returns the PNG and PDF paths."""
+    return _style.draw_and_save(draw, data, outdir, NAME)
+
+
+def draw(data: dict):
+    """The Matplotlib figure of :func:`compute`'s data (provenance footer and, in quick mode, smoke-test stamp)."""
     A = _style.array
     n = A(data["lengths"])
     panels = data["panels"]
     with _style.style():
-        fig, axes = _style.new_figure(len(panels), width=4.2, height=3.5, sharey=True)
+        fig, axes = _style.new_figure(len(panels), width=3.9, height=3.6, sharey=True, layout="constrained")
         for ax, p in zip(axes, panels):
             for ln in p["lines"]:
                 sty = norm_style(ln["norm"])
@@ -67,15 +63,17 @@ def plot(data: dict, outdir) -> list:
             ax.set_ylim(top=1.3)
             ax.set_title(f"{p['task']}, {p['architecture'].replace('_', ' ')}")
             ax.set_xlabel("set size $N$")
-            ax.legend(loc="lower left")
         axes[0].set_ylabel("weight on the correct item (best head)")
-        return _style.save(fig, outdir, NAME)
+        handles, labels = axes[0].get_legend_handles_labels()
+        fig.legend(handles, labels, loc="outside lower center", ncol=len(labels), fontsize=8)
+        return _style.finish(fig, data)
 
 
 def main(argv=None) -> int:
-    from . import make_all
+    """Make just this figure (``python -m varsim.figures.<name> [options]``)."""
+    from varsim.figures import main as make_main
 
-    return make_all.main(["--only", NAME, *(sys.argv[1:] if argv is None else argv)])
+    return make_main(["--only", NAME, *(sys.argv[1:] if argv is None else argv)])
 
 
 if __name__ == "__main__":

@@ -9,19 +9,12 @@ vanishes; after LayerNorm they keep their width only if the coordinate's mean ov
 
 from __future__ import annotations
 
-if __name__ == "__main__" and not __package__:  # run as a file: make the `figures` package importable
-    import pathlib
-    import sys
-
-    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
-    __package__ = "figures"
-
 import sys
 
 import numpy as np
 
 from . import _style
-from .fig_repro_accuracy import DEFAULT_RESULTS
+from .fig_repro_accuracy import header, source_of
 
 NAME = "fig_repro_hist"
 # (norm, stage, column title)
@@ -30,30 +23,34 @@ COLUMNS = (("none", "pre", "no norm: attention output"),
            ("layernorm", "post", "LayerNorm model: after the norm"))
 
 
-def compute(quick: bool = False, seed: int = 0, *, progress: bool = False) -> dict:
+def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, source=None) -> dict:
     """The raw probe values of the fixed coordinate at the histogram lengths, for seed index 0."""
-    from varsim.experiments.reproduce import figure_results, run_id
-
-    res = figure_results(quick, seed, default_dir=DEFAULT_RESULTS, progress=progress)
-    st = res["summary"]["settings"]
+    res = source_of(quick, seed, source)
+    st = res["settings"]
     arch = st["architectures"][0]
     rows = []
     for task in st["tasks"]:
         cols = []
         for norm, stage, title in COLUMNS:
-            rec = res["runs"].get(run_id(task, arch, norm, 0))
-            if rec is None:
+            recs = res["cells"].get((task, arch, norm), [])
+            rec = recs[0] if recs and recs[0]["seed_index"] == 0 else None
+            if rec is None or "hist" not in rec["probes"]:
                 cols.append({"title": title, "lengths": [], "values": []})
                 continue
             h = rec["probes"]["hist"]
             cols.append({"title": title, "coordinate": h["coordinate"], "lengths": h["lengths"], "values": h[stage]})
         rows.append({"task": task, "columns": cols})
-    return {"name": NAME, "quick": bool(quick), "source": res["outdir"], "architecture": arch,
+    return {"name": NAME, **header(res, quick), "architecture": arch,
             "probe_sets": st["probe_sets"], "rows": rows}
 
 
 def plot(data: dict, outdir) -> list:
     """Draw the figure from :func:`compute`'s data; returns the PNG and PDF paths."""
+    return _style.draw_and_save(draw, data, outdir, NAME)
+
+
+def draw(data: dict):
+    """The Matplotlib figure of :func:`compute`'s data (provenance footer and, in quick mode, smoke-test stamp)."""
     rows = data["rows"]
     with _style.style():
         fig, axes = _style.plt.subplots(len(rows), len(COLUMNS), figsize=(4.0 * len(COLUMNS), 3.1 * len(rows)),
@@ -72,20 +69,21 @@ def plot(data: dict, outdir) -> list:
                         ax.hist(v, bins=bins, density=True, histtype="stepfilled", alpha=0.35, color=color,
                                 label=f"$N = {n}$")
                         ax.hist(v, bins=bins, density=True, histtype="step", color=color)
-                    ax.legend(loc="upper right")
+                    ax.legend(loc="upper left", fontsize=7.5)
                 else:
                     ax.text(0.5, 0.5, "no run", ha="center", va="center", transform=ax.transAxes)
                 coord = col.get("coordinate")
                 ax.set_title(f"{row['task']}: {col['title']}", fontsize=8.5)
                 ax.set_xlabel("value of coordinate" + ("" if coord is None else f" {coord}"))
             axes[r][0].set_ylabel(f"density over {data['probe_sets']} sets")
-        return _style.save(fig, outdir, NAME)
+        return _style.finish(fig, data)
 
 
 def main(argv=None) -> int:
-    from . import make_all
+    """Make just this figure (``python -m varsim.figures.<name> [options]``)."""
+    from varsim.figures import main as make_main
 
-    return make_all.main(["--only", NAME, *(sys.argv[1:] if argv is None else argv)])
+    return make_main(["--only", NAME, *(sys.argv[1:] if argv is None else argv)])
 
 
 if __name__ == "__main__":

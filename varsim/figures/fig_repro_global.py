@@ -8,19 +8,12 @@ norm (solid), after it (dashed; LayerNorm fixes both to 0 and ~1 per vector), an
 
 from __future__ import annotations
 
-if __name__ == "__main__" and not __package__:  # run as a file: make the `figures` package importable
-    import pathlib
-    import sys
-
-    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
-    __package__ = "figures"
-
 import sys
 
 import numpy as np
 
 from . import _style
-from .fig_repro_accuracy import DEFAULT_RESULTS, norm_style
+from .fig_repro_accuracy import header, norm_style, source_of
 
 NAME = "fig_repro_global"
 NORMS = ("none", "layernorm")
@@ -28,12 +21,10 @@ NORMS = ("none", "layernorm")
 STAGES = (("pre", "attention output", "-"), ("post", "after the norm", "--"), ("next", "next-layer input", ":"))
 
 
-def compute(quick: bool = False, seed: int = 0, *, progress: bool = False) -> dict:
+def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, source=None) -> dict:
     """Seed-averaged global mean and variance vs N for each stage, task, architecture and norm."""
-    from varsim.experiments.reproduce import figure_results
-
-    res = figure_results(quick, seed, default_dir=DEFAULT_RESULTS, progress=progress)
-    st = res["summary"]["settings"]
+    res = source_of(quick, seed, source)
+    st = res["settings"]
     rows = []
     for task in st["tasks"]:
         for arch in st["architectures"]:
@@ -53,12 +44,17 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False) -> di
                         entry[f"{stat}_max"] = per_seed.max(axis=0).tolist()
                     lines.append(entry)
             rows.append({"task": task, "architecture": arch, "lines": lines})
-    return {"name": NAME, "quick": bool(quick), "source": res["outdir"], "seeds": st["seeds"],
+    return {"name": NAME, **header(res, quick), "seeds": st["seeds"],
             "lengths": st["probe_lengths"], "rows": rows}
 
 
 def plot(data: dict, outdir) -> list:
     """Draw the figure from :func:`compute`'s data; returns the PNG and PDF paths."""
+    return _style.draw_and_save(draw, data, outdir, NAME)
+
+
+def draw(data: dict):
+    """The Matplotlib figure of :func:`compute`'s data (provenance footer and, in quick mode, smoke-test stamp)."""
     A = _style.array
     n = A(data["lengths"])
     rows = data["rows"]
@@ -88,13 +84,14 @@ def plot(data: dict, outdir) -> list:
             ax.set_xlabel("set size $N$")
         fig.suptitle(f"Query-token statistics across features: mean over sets and {data['seeds']} seeds "
                      "(band: range over seeds)", fontsize=9)
-        return _style.save(fig, outdir, NAME)
+        return _style.finish(fig, data)
 
 
 def main(argv=None) -> int:
-    from . import make_all
+    """Make just this figure (``python -m varsim.figures.<name> [options]``)."""
+    from varsim.figures import main as make_main
 
-    return make_all.main(["--only", NAME, *(sys.argv[1:] if argv is None else argv)])
+    return make_main(["--only", NAME, *(sys.argv[1:] if argv is None else argv)])
 
 
 if __name__ == "__main__":

@@ -8,13 +8,6 @@ the rule clamp(1/2 - ln N / beta^2, -1, 0) and the REM phase boundaries at ln N 
 
 from __future__ import annotations
 
-if __name__ == "__main__" and not __package__:  # run as a file: make the `figures` package importable
-    import pathlib
-    import sys
-
-    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
-    __package__ = "figures"
-
 import math
 import sys
 
@@ -45,7 +38,7 @@ def local_slopes(n, var, var_se):
     return (ln_n[:-1] + ln_n[1:]) / 2, np.diff(ln_v) / dln, np.hypot(rel[:-1], rel[1:]) / dln
 
 
-def compute(quick: bool = False, seed: int = 0, *, progress: bool = False) -> dict:
+def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, source=None) -> dict:
     """Exact exponent curves and MC local slopes for every beta; plain data for :func:`plot`."""
     from varsim._common.seeding import child_sequence
     from varsim.sim import simulate
@@ -74,11 +67,17 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False) -> di
     # phase boundaries: b = beta / sqrt(ln N) = sqrt(2) (frozen) and sqrt(2/3) (annealed), i.e. x = 1/b^2
     boundaries = sorted(1.0 / b**2 for b in rem_thresholds())
     return {"name": NAME, "quick": bool(quick), "seed": int(seed), "d_k": D_K, "tau": TAU,
-            "sequences": cfg["sequences"], "boundaries": boundaries, "curves": curves}
+            "sequences": cfg["sequences"], "boundaries": boundaries, "curves": curves,
+            "footer": _style.computed_footer(seed, quick), "smoke_reason": "few sequences, short N range"}
 
 
 def plot(data: dict, outdir) -> list:
     """Draw the figure from :func:`compute`'s data; returns the PNG and PDF paths."""
+    return _style.draw_and_save(draw, data, outdir, NAME)
+
+
+def draw(data: dict):
+    """The Matplotlib figure of :func:`compute`'s data (provenance footer and, in quick mode, smoke-test stamp)."""
     A = _style.array
     with _style.style():
         fig, (ax,) = _style.new_figure(width=6.0, height=4.2)
@@ -111,13 +110,14 @@ def plot(data: dict, outdir) -> list:
         ax.set_ylabel(r"decay exponent $d\,\ln \mathrm{Var}(o_j) / d\,\ln N$")
         ax.set_title(rf"Effective decay exponent (fixed query, $d_k={data['d_k']}$, logits sampler)")
         ax.legend(handles, labels, loc="lower left", fontsize=7.5)
-        return _style.save(fig, outdir, NAME)
+        return _style.finish(fig, data)
 
 
 def main(argv=None) -> int:
-    from . import make_all
+    """Make just this figure (``python -m varsim.figures.<name> [options]``)."""
+    from varsim.figures import main as make_main
 
-    return make_all.main(["--only", NAME, *(sys.argv[1:] if argv is None else argv)])
+    return make_main(["--only", NAME, *(sys.argv[1:] if argv is None else argv)])
 
 
 if __name__ == "__main__":

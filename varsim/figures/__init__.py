@@ -1,0 +1,193 @@
+"""The varsim figures: one module per figure, a registry, and :func:`make` behind ``varsim figures``.
+
+Each figure module in :data:`FIGURES` provides
+
+- ``compute(quick=False, seed=0, *, progress=False, source=None) -> dict``: runs the simulator and the theory (or
+  reads the reproduction ``source``, a :class:`varsim.figures.reproduction.ReproductionSource`) and returns plain
+  data, including a ``footer`` saying where the numbers come from;
+- ``draw(data) -> matplotlib Figure`` and ``plot(data, outdir) -> list[Path]`` (PNG + PDF).
+
+The reproduction figures (``fig_repro_*``) are drawn from the compact records of the last full reproduction that
+ship with the package (``varsim/figures/data/reproduction``, see :mod:`varsim.figures.reproduction`), so a fresh
+install draws every figure in minutes; ``--results DIR`` reads a ``varsim reproduce`` directory instead and
+``--rerun`` runs (or resumes) the full reproduction into it first. Quick mode runs a tiny reproduction whose models
+do not learn: every quick figure is stamped "smoke test, not results".
+
+Each figure's data is stored next to it as ``<name>.json``, so ``--replot`` redraws without recomputing. Importing
+this package loads neither Matplotlib nor NumPy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+import time
+from pathlib import Path
+
+__all__ = ["FIGURES", "DEFAULT_OUTDIR", "load", "make", "build_parser", "run_args", "main"]
+
+#: The registry: figure name -> module (inside this package), in the order they are made. Add new figures here.
+FIGURES: dict[str, str] = {
+    "fig_variance_vs_n": "varsim.figures.fig_variance_vs_n",
+    "fig_decay_exponent": "varsim.figures.fig_decay_exponent",
+    "fig_random_query": "varsim.figures.fig_random_query",
+    "fig_repro_accuracy": "varsim.figures.fig_repro_accuracy",
+    "fig_repro_std": "varsim.figures.fig_repro_std",
+    "fig_repro_hist": "varsim.figures.fig_repro_hist",
+    "fig_repro_global": "varsim.figures.fig_repro_global",
+    "fig_repro_attention": "varsim.figures.fig_repro_attention",
+}
+
+#: Where the figures go by default: ``figures/out`` under the current directory (the checkout's root, usually).
+DEFAULT_OUTDIR = Path("figures") / "out"
+
+
+def load(name: str):
+    """Import the figure module ``name`` (a key of :data:`FIGURES`); unknown names raise ValueError."""
+    module = FIGURES.get(name) if isinstance(name, str) else None
+    if module is None:
+        raise ValueError(f"unknown figure {name!r}; expected one of {', '.join(FIGURES)}")
+    return importlib.import_module(module)
+
+
+def _log(enabled: bool, message: str) -> None:
+    if enabled:
+        print(message, file=sys.stderr, flush=True)
+
+
+def _read_stored(path: Path) -> dict:
+    """The stored data of one figure (``--replot``), or a ValueError naming the file and what is wrong with it."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ValueError(f"replot: no stored data {str(path)!r}; run without --replot first") from None
+    except UnicodeDecodeError:
+        raise ValueError(f"replot: {str(path)!r} is not UTF-8 text") from None
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"replot: {str(path)!r} is not JSON ({exc.msg}, line {exc.lineno})") from None
+    except OSError as exc:
+        raise ValueError(f"replot: {str(path)!r} cannot be read ({exc.strerror})") from None
+    if not isinstance(data, dict) or data.get("name") != path.stem:
+        raise ValueError(f"replot: {str(path)!r} does not hold the data of figure {path.stem!r}")
+    return data
+
+
+def make(
+    names=None,
+    *,
+    outdir=DEFAULT_OUTDIR,
+    quick: bool = False,
+    seed: int = 0,
+    progress: bool | None = None,
+    replot: bool = False,
+    results=None,
+    rerun: bool = False,
+) -> dict[str, list[Path]]:
+    """Compute and plot the figures ``names`` (default: all) into ``outdir``; return the written files.
+
+    ``progress`` (default: stderr is a terminal) prints one status line per figure and lets the simulator show
+    its own progress. ``replot`` reuses ``<outdir>/<name>.json`` from an earlier run. The reproduction figures
+    read the committed records (default), the ``varsim reproduce`` directory ``results``, or, with ``rerun``, a
+    full reproduction run (or resumed) into ``results`` (default ``results/reproduce``) first; ``quick`` runs a
+    tiny one instead (smoke test).
+    """
+    from varsim._common.atomic import atomic_write_json, check_writable
+    from varsim._common.validate import check_int
+
+    from .reproduction import ReproductionSource
+
+    names = list(FIGURES) if names is None else list(names)
+    if not names:
+        raise ValueError("names must not be empty")
+    modules = [load(name) for name in names]  # validates every name before any work
+    seed = check_int("seed", seed, minimum=0)
+    source = ReproductionSource(quick=quick, seed=seed, results=results, rerun=rerun, progress=progress)
+    if not replot and any(name.startswith("fig_repro_") for name in names):
+        source.check()
+    if isinstance(outdir, str) and not outdir.strip():
+        raise ValueError("outdir must not be empty")
+    outdir = Path(outdir)
+    if outdir.exists() and not outdir.is_dir():
+        raise ValueError(f"outdir {str(outdir)!r} is not a directory")
+    stored = {name: _read_stored(outdir / f"{name}.json") for name in names} if replot else {}
+    try:
+        outdir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ValueError(f"outdir {str(outdir)!r} cannot be created ({exc.strerror})") from None
+    check_writable(outdir / f"{names[0]}.png", "outdir")  # fail now, not after minutes of simulation
+    show = sys.stderr.isatty() if progress is None else bool(progress)
+
+    from ._style import jsonable
+
+    written: dict[str, list[Path]] = {}
+    start = time.perf_counter()
+    for i, (name, module) in enumerate(zip(names, modules), 1):
+        t0 = time.perf_counter()
+        data_path = outdir / f"{name}.json"
+        if replot:
+            data = stored[name]
+        else:
+            _log(show, f"[{i}/{len(names)}] {name}: computing ({'quick' if quick else 'full'} mode)")
+            data = jsonable(module.compute(quick, seed, progress=show, source=source))
+            atomic_write_json(data_path, data)
+        paths = module.plot(data, outdir)
+        written[name] = [data_path, *paths]
+        _log(show, f"[{i}/{len(names)}] {name}: done in {time.perf_counter() - t0:.1f} s")
+    _log(show and len(names) > 1, f"all {len(names)} figures in {time.perf_counter() - start:.1f} s -> {outdir}")
+    return written
+
+
+def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
+    """The options of ``varsim figures`` (also ``python figures/make_all.py``, ``python -m varsim.figures``)."""
+    parser = parser or argparse.ArgumentParser(prog="varsim figures", description="Regenerate the varsim figures.")
+    parser.add_argument("--quick", action="store_true",
+                        help="small runs (seconds per figure; a tiny reproduction whose models do not learn): a smoke "
+                             "test, every figure is stamped as such")
+    parser.add_argument("--outdir", default=None, help=f"output directory (default {DEFAULT_OUTDIR} in the current "
+                                                       "directory)")
+    parser.add_argument("--only", nargs="+", default=None, metavar="NAME", help=f"only these figures: "
+                                                                                f"{', '.join(FIGURES)}")
+    parser.add_argument("--seed", type=int, default=0, help="root seed of every simulation (default 0)")
+    parser.add_argument("--replot", action="store_true", help="redraw from the stored <name>.json data")
+    parser.add_argument("--results", default=None, metavar="DIR",
+                        help="draw the reproduction figures from this `varsim reproduce` directory instead of the "
+                             "committed records of the last full run")
+    parser.add_argument("--rerun", action="store_true",
+                        help="run (or resume) the full reproduction first (into --results, default "
+                             "results/reproduce; about 30 min on 2 cores) and draw from it")
+    parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                        help="status on stderr (default: when stderr is a terminal)")
+    return parser
+
+
+def run_args(args: argparse.Namespace) -> int:
+    written = make(
+        args.only,
+        outdir=DEFAULT_OUTDIR if args.outdir is None else args.outdir,
+        quick=args.quick,
+        seed=args.seed,
+        progress=args.progress,
+        replot=args.replot,
+        results=args.results,
+        rerun=args.rerun,
+    )
+    for paths in written.values():
+        for path in paths:
+            print(path)
+    return 0
+
+
+def main(argv=None) -> int:
+    """Command-line entry point of the figure scripts (``varsim figures`` goes through ``varsim.cli``)."""
+    args = build_parser().parse_args(argv)
+    try:
+        return run_args(args)
+    except ValueError as exc:
+        print(f"varsim figures: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,5 @@
+"""``python -m varsim.figures [options]``: the same as ``varsim figures``."""
+
+from varsim.figures import main
+
+raise SystemExit(main())
