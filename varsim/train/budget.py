@@ -15,7 +15,7 @@ Two costs:
 - **time** (seconds): the multiply-adds of forward (and backward: x3 for a training step) passes over every token
   at :data:`FLOP_RATE`, plus the elementwise work per token (activations, masks, features; it dominates for small
   widths) at :data:`ELEMENT_RATE`, plus :data:`STEP_OVERHEAD_S` per training step. The rates are several times
-  what this code reaches on one core (``benchmarks/bench_train.py --budget`` prints measured / estimated), so the
+  what this code reaches on one core (``benchmarks/bench_evaluate.py`` prints measured / estimated), so the
   estimate is a lower bound and only runs that surely take longer than ``max_hours`` are refused. Training is
   checkpointed and resumable, so its default bound is longer.
 
@@ -45,7 +45,7 @@ __all__ = [
 ]
 
 # A rate (flop/s) this NumPy code does not reach: measured 2.5-10 Gflop/s on training steps and 3-15 Gflop/s on
-# evaluation batches on one core (benchmarks/bench_train.py prints it); several times the best keeps estimated
+# evaluation batches on one core (benchmarks/bench_evaluate.py); several times the best keeps estimated
 # times below the real ones, so only runs that surely take too long are refused.
 FLOP_RATE = 5.0e10
 ELEMENT_RATE = 2.0e9  # elementwise operations per second (measured: 0.3-0.6e9 per token element on one core)

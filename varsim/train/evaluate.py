@@ -59,7 +59,7 @@ def evaluate(
     "batch_size", "seed", "time_s" (per length), "config", "checkpoint", "step", "provenance"}``.
     ``blas_threads``: NumPy's BLAS threads while evaluating (``None``: leave them as they are). The default, 1, is
     the fast one: the model's matrix products are small (D = 64), so extra BLAS threads mostly synchronize and
-    spin (``benchmarks/bench_train.py --evaluate`` measures it).
+    spin (``benchmarks/bench_evaluate.py`` measures it).
 
     Sizes whose memory exceeds the machine's, or whose estimated time exceeds ``max_hours`` (default
     ``varsim.train.budget.EVALUATE_MAX_HOURS``), are refused before any work (ValueError naming the parameter).
