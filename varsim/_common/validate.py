@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import numbers
 import os
@@ -140,8 +141,10 @@ def parse_int(text: str) -> int:
 parse_int.__name__ = "int"  # argparse names the type in its message: "invalid int value: '2.5'"
 
 
+@functools.lru_cache(maxsize=1)
 def memory_limit_bytes() -> int:
-    """The memory this process may use: the machine's physical memory, or the cgroup limit when it is lower."""
+    """The memory this process may use: the machine's physical memory, or the cgroup limit when it is lower (read
+    once per process)."""
     total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
         try:

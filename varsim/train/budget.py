@@ -29,6 +29,7 @@ import dataclasses
 import math
 
 from varsim._common.validate import check_real, format_bytes, format_seconds, memory_limit_bytes
+from varsim.tasks import batch_bytes
 
 __all__ = [
     "Cost",
@@ -151,12 +152,7 @@ def _activation_bytes(mcfg, b: int, t: int, *, training: bool) -> int:
 
 def _batch_bytes(mcfg, b: int, n: int) -> int:
     """Bytes of one batch from :func:`varsim.tasks.make_batch` (arrays and their largest temporaries)."""
-    if mcfg.task == "argmax":
-        return 33 * b * n  # priority float64, label int64, mask, the masked copy of the priorities, argmax
-    out = 33 * b * n  # key, value int64, mask, sort of the keys
-    if n * n > mcfg.key_vocab:  # distinct keys drawn by partial sort of key_vocab random scores per example
-        out += 24 * b * mcfg.key_vocab
-    return out
+    return batch_bytes(mcfg.task, b, n, key_vocab=mcfg.key_vocab)
 
 
 def _eval_chunk(mcfg, n: int) -> int:

@@ -117,6 +117,9 @@ def _resolve_model(obj):
     if isinstance(obj, (str, Path)):
         from varsim.train.checkpoint import load_checkpoint
 
+        if not str(obj).strip():
+            raise ValueError("checkpoint path must not be empty")
+
         model, config, state = load_checkpoint(obj)
         return model, config.to_dict(), str(state["path"]), state["step"]
     if hasattr(obj, "predict") and hasattr(obj, "config"):
