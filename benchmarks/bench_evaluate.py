@@ -5,8 +5,9 @@
 Part 1, threads. ``varsim.train.evaluate`` of a freshly initialised default one-block model (D = 64, H = 4, float32;
 the weights do not change the work) at set size ``--n``, ``--examples`` examples in batches of 64, with
 ``blas_threads`` = None (NumPy's own pool: one thread per core), 1 and 2. The three settings run alternately,
-``--repeats`` rounds in rotated order, in this process, so other load on the machine hits all three alike; the table gives the median
-seconds and the ratio to one thread (> 1: slower than one thread). ``evaluate``'s default is the fastest row.
+``--repeats`` rounds in rotated order, in this process, so other load on the machine hits all three alike; the
+table gives the median seconds and the ratio to one thread (> 1: slower than one thread). ``evaluate``'s default
+is the fastest row.
 
 Part 2, budget. For a few training and evaluation sizes, the wall time measured on one BLAS thread divided by the
 lower-bound estimate of ``varsim.train.budget`` (``Cost.seconds``): every ratio must stay above 1 for the estimate

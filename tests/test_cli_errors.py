@@ -79,6 +79,7 @@ TRAIN_CASES = [
     # paths
     (["--task", "argmax", "--outdir", ""], "outdir"),
     (["--task", "argmax", "--outdir", "/proc/varsim-run"], "outdir"),
+    (["--task", "argmax", "--outdir", "/proc/self"], "outdir"),  # exists, but no file can be created in it
     (["--task", "argmax", "--outdir", "{file}/sub"], "outdir"),
     (["--task", "argmax", "--outdir", "{file}"], "outdir"),
     (["--task", "argmax", "--config", "{missing}"], "config file"),

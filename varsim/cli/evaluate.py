@@ -23,7 +23,8 @@ def register(parser: argparse.ArgumentParser) -> None:
                         help="set sizes to test (default 16 32 ... 16384)")
     parser.add_argument("--examples", type=parse_int, default=1024, help="examples per length (default 1024)")
     parser.add_argument("--batch-size", type=parse_int, default=64, help="examples per batch (default 64)")
-    parser.add_argument("--seed", type=parse_int, default=0, help="test-set seed (default 0; same seed = same examples)")
+    parser.add_argument("--seed", type=parse_int, default=0,
+                        help="test-set seed (default 0; same seed = same examples)")
     parser.add_argument("--threads", type=parse_int, default=1,
                         help="BLAS threads (default 1, the fastest for this small model; 0: NumPy's own default)")
     parser.add_argument("--max-hours", type=float, default=None,

@@ -11,6 +11,11 @@ Exit status: 0 when the run completes, 1 when it stops on a non-finite loss (the
 or the system refuses a write (full disk), 2 on bad input: unknown names, NaN/inf, sizes whose memory or time is
 beyond the machine or --max-hours, an empty or unwritable --outdir, a run directory in use by another process,
 a damaged metrics log on --resume.
+
+On --resume a torn last line of metrics.jsonl (a write cut short by a kill or a full disk) is dropped with a notice
+on stderr; a damaged line before it is refused naming the file and the line (repair or delete it, then resume).
+A run that stops before its first checkpoint in a new directory removes what it wrote, so the same command can be
+run again as it was.
 """
 
 from __future__ import annotations

@@ -6,6 +6,7 @@ Run directory layout (``outdir``)::
     ckpt-XXXXXXXX.npz  the last ``keep_checkpoints`` checkpoints (see varsim.train.checkpoint)
     metrics.jsonl      one JSON record per ``log_every`` updates: step, loss, accuracy, lr, grad_norm, steps_per_s
     summary.json       written when the run ends (completed, or stopped on a non-finite loss)
+    .lock              held (flock) by the process running the run: a second train on the directory is refused
 
 Determinism: the batch of update k (0-based) is ``make_batch(..., rng=child_generator(data_seed, k))``, the model
 and the optimizer are deterministic, and a checkpoint holds every other piece of state (parameters, moments, update
@@ -34,6 +35,7 @@ from varsim._common.runlock import LOCK_NAME, run_lock
 from varsim._common.seeding import child_generator
 from varsim.nn.optim import make_optimizer
 from varsim.tasks import make_batch
+from varsim.train.budget import check_training_cost
 from varsim.train.checkpoint import (
     checkpoint_path,
     latest_checkpoint,
@@ -41,7 +43,6 @@ from varsim.train.checkpoint import (
     load_checkpoint,
     save_checkpoint,
 )
-from varsim.train.budget import check_training_cost
 from varsim.train.config import TrainConfig
 from varsim.train.metrics import MetricsLog
 
