@@ -206,3 +206,156 @@ def test_checkpoint_whose_arrays_do_not_fit_its_config_is_refused(short_run, tmp
                            header={"step": 5, "config": cfg.to_dict()})
     with pytest.raises(ValueError, match="does not fit the model"):
         load_checkpoint(path)
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# The metrics log on resumption, a full disk, a refused first step, two processes on one run directory
+
+
+def _metrics_bytes(run):
+    return (run / "metrics.jsonl").read_bytes()
+
+
+def test_torn_last_metrics_line_is_dropped_with_a_notice(short_run, tmp_path, capsys):
+    """A write cut short (kill, full disk) leaves a last line without its newline: resume drops it, says so on
+    stderr, replays from the checkpoint and ends with the log of the uninterrupted run. Catches a reader that keeps
+    the torn bytes (the next append would glue onto them) or that refuses the whole log."""
+    cfg, d = short_run
+    run = _copy(d, tmp_path)
+    list_checkpoints(run)[-1][1].unlink()  # back to step 10, as if killed before the step-20 checkpoint
+    with open(run / "metrics.jsonl", "ab") as fh:
+        fh.write(b'{"step": 20, "loss": 0.5')
+    out = train(cfg, run, resume=True)
+    err = capsys.readouterr().err
+    assert out["status"] == "completed" and "torn last line" in err and "metrics.jsonl" in err
+    assert _metrics_without_timing(run) == _metrics_without_timing(d)
+
+
+@pytest.mark.parametrize("line", [b"garbage", b"\xff\xfe{}", b"[1, 2]", b'{"loss": 1.0}', b'{"step": "3"}',
+                                  b'{"step": -1}'])
+def test_damaged_metrics_line_is_refused_naming_file_and_line(short_run, tmp_path, line):
+    """A line before the last that is not a record with an integer step (a hand edit, bad bytes) refuses the
+    resumption with a message naming the file and the line number, and leaves the log untouched. Catches the old
+    reader, which silently skipped such lines and then rewrote the log without them."""
+    cfg, d = short_run
+    run = _copy(d, tmp_path)
+    lines = _metrics_bytes(run).split(b"\n")
+    lines[1] = line
+    (run / "metrics.jsonl").write_bytes(b"\n".join(lines))
+    before = _metrics_bytes(run)
+    with pytest.raises(ValueError, match=r"metrics\.jsonl' line 2 ") as err:
+        train(cfg, run, resume=True)
+    assert "\n" not in str(err.value)
+    assert _metrics_bytes(run) == before
+
+
+def _tiny(**kw):
+    return TrainConfig(task="argmax", model={"d_model": 16, "n_heads": 2}, steps=12, batch_size=8,
+                       checkpoint_every=6, log_every=4, **kw)
+
+
+def test_full_disk_while_checkpointing_loses_nothing_and_exits_1(tmp_path, monkeypatch, capsys):
+    """The second checkpoint write fails with ENOSPC after writing part of its data: `varsim train` prints one line
+    and exits 1, the step-6 checkpoint is intact and no temporary file is left; once there is room again, --resume
+    ends bitwise equal to a run never interrupted. Catches a non-atomic write (the old checkpoint truncated), a
+    traceback from the CLI, or a leftover .tmp file."""
+    import errno
+
+    from varsim.cli import main
+    from varsim.train import checkpoint as ckpt_mod
+
+    cfg = _tiny()
+    cfg_file = tmp_path / "cfg.json"
+    cfg_file.write_text(json.dumps(cfg.to_dict()))
+    real_savez = np.savez
+    calls = []
+
+    def savez_then_full(fh, **arrays):
+        calls.append(1)
+        if len(calls) == 2:
+            fh.write(b"PK partial")
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_savez(fh, **arrays)
+
+    monkeypatch.setattr(ckpt_mod.np, "savez", savez_then_full)
+    run = tmp_path / "run"
+    code = main(["train", "--config", str(cfg_file), "--outdir", str(run)])
+    err = capsys.readouterr().err
+    assert code == 1 and err.count("\n") == 1 and "No space left on device" in err and "Traceback" not in err
+    assert [s for s, _ in list_checkpoints(run)] == [6]
+    read_checkpoint(list_checkpoints(run)[0][1])  # intact: checksum verified
+    assert not list(run.glob(".*.tmp"))
+    monkeypatch.setattr(ckpt_mod.np, "savez", real_savez)
+    assert main(["train", "--config", str(cfg_file), "--outdir", str(run), "--resume"]) == 0
+    ref = tmp_path / "ref"
+    train(cfg, ref)
+    _, a = _final_arrays(run)
+    _, b = _final_arrays(ref)
+    assert all(a[k].tobytes() == b[k].tobytes() for k in b)
+
+
+@pytest.mark.parametrize("failure", ["non_finite_loss", "value_error", "interrupt"])
+@pytest.mark.parametrize("existing", [False, True])
+def test_run_refused_before_its_first_checkpoint_leaves_nothing_behind(tmp_path, monkeypatch, failure, existing):
+    """A run stopped at update 1 (a non-finite loss, a ValueError raised inside the loop after the directory was
+    created, Ctrl-C) removes what it wrote, and the directory when it created it; the same command then runs.
+    Catches the old behaviour: config.json left behind, so the rerun was refused with 'already holds a run'."""
+    from varsim.nn.model import Transformer as _T
+
+    real = _T.loss_and_grads
+
+    def broken(self, batch):
+        if failure == "non_finite_loss":
+            loss, acc, grads = real(self, batch)
+            return float("nan"), acc, grads
+        raise ValueError("bad batch") if failure == "value_error" else KeyboardInterrupt
+
+    run = tmp_path / "run"
+    if existing:
+        run.mkdir()
+    monkeypatch.setattr(_T, "loss_and_grads", broken)
+    if failure == "non_finite_loss":
+        out = train(_tiny(), run)
+        assert out["status"] == "non_finite" and out["checkpoint"] is None and "cleared" in out["message"]
+    else:
+        with pytest.raises(ValueError if failure == "value_error" else KeyboardInterrupt):
+            train(_tiny(), run)
+    assert run.exists() == existing and (not existing or not any(run.iterdir()))
+    monkeypatch.setattr(_T, "loss_and_grads", real)
+    assert train(_tiny(), run)["status"] == "completed"
+
+
+def test_a_second_process_on_a_run_directory_is_refused_until_the_first_dies(short_run, tmp_path, capsys):
+    """While another process holds the run directory (here a child holding varsim's run lock), `varsim train`
+    (new or --resume) is refused with one line naming the holder, and nothing in the directory changes; once the
+    holder is SIGKILLed its lock is released and --resume runs. Catches unlocked runs (they interleave metrics) and
+    a lock file that outlives its process."""
+    from varsim.cli import main
+
+    cfg, d = short_run
+    run = _copy(d, tmp_path)
+    list_checkpoints(run)[-1][1].unlink()
+    cfg_file = tmp_path / "cfg.json"
+    cfg_file.write_text(json.dumps(cfg.to_dict()))
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time\nfrom varsim._common.runlock import run_lock\n"
+         "with run_lock(sys.argv[1], 'holder-test'):\n    print('held', flush=True)\n    time.sleep(600)\n", str(run)],
+        stdout=subprocess.PIPE, cwd=REPO,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])},
+    )
+    try:
+        assert holder.stdout.readline().strip() == b"held"
+        before = {p.name: p.read_bytes() for p in run.iterdir() if p.name != ".lock"}
+        capsys.readouterr()
+        for extra in (["--resume"], []):
+            code = main(["train", "--config", str(cfg_file), "--outdir", str(run), *extra])
+            err = capsys.readouterr().err
+            assert code == 2 and err.count("\n") == 1 and "in use" in err and "holder-test" in err, err
+        assert {p.name: p.read_bytes() for p in run.iterdir() if p.name != ".lock"} == before
+    finally:
+        holder.kill()
+        holder.wait()
+    assert main(["train", "--config", str(cfg_file), "--outdir", str(run), "--resume"]) == 0
+    _, a = _final_arrays(run)
+    _, b = _final_arrays(d)
+    assert all(a[k].tobytes() == b[k].tobytes() for k in b)

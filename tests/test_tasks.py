@@ -170,3 +170,18 @@ def test_bad_input_names_the_parameter(kwargs, name):
 def test_argmax_has_no_vocabulary_limit_on_set_size():
     b = make_batch("argmax", 2, 70, rng(), key_vocab=64)
     assert b["priority"].shape == (2, 70)
+
+
+def test_make_batch_refuses_a_batch_larger_than_memory():
+    """B x N (and, for the dictionary, B x key_vocab scores) beyond the machine's memory is refused before any
+    allocation with a message naming batch_size and set_size, instead of a MemoryError traceback; batch_bytes
+    bounds what a real batch holds. Catches a check that forgets the dictionary's key_vocab scores."""
+    from varsim.tasks import batch_bytes
+
+    rng = np.random.default_rng(0)
+    with pytest.raises(ValueError, match="batch_size=1000000 x set_size=100000000000"):
+        make_batch("argmax", 10**6, 10**11, rng)
+    with pytest.raises(ValueError, match="batch_size=100000 x set_size=100000"):
+        make_batch("dictionary", 10**5, 10**5, rng, key_vocab=10**9)
+    b = make_batch("dictionary", 4, 64, rng, key_vocab=1024)
+    assert sum(a.nbytes for a in b.values()) <= batch_bytes("dictionary", 4, 64, key_vocab=1024)

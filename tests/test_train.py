@@ -259,3 +259,143 @@ def test_blas_threads_pins_nests_and_restores(monkeypatch):
     monkeypatch.setattr(_blas, "_libs", [])
     with _blas.blas_threads(1) as none:
         assert none is None
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# Sizes beyond the machine or the time bound are refused up front (varsim.train.budget)
+
+_MEASURED = [
+    dict(task="argmax", batch_size=16),
+    dict(task="dictionary", model={"key_vocab": 64}, batch_size=16, train_max=32),
+    dict(task="argmax", model={"n_blocks": 2, "d_model": 32, "n_heads": 2}, batch_size=16, train_max=48),
+    dict(task="dictionary", model={"n_blocks": 3, "d_model": 16, "n_heads": 2, "key_encoding": "embedding",
+                                   "key_vocab": 512}, batch_size=8, train_max=40),
+]
+
+
+def _peak_bytes(fn):
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        fn()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+@pytest.mark.parametrize("cfg", _MEASURED, ids=lambda c: f"{c['task']}-{c.get('model', {}).get('n_blocks', 1)}")
+def test_training_memory_estimate_bounds_the_measured_peak(cfg):
+    """training_cost().peak_bytes must lie above the peak NumPy memory tracemalloc sees while a model is built and
+    two updates run, and within 6x of it. Catches an estimate that leaves out the activations or the T x T
+    attention matrices of multi-block models (too low: a run it admits could still exhaust memory), or one so loose
+    it would refuse runs that fit."""
+    from varsim.nn.optim import make_optimizer
+    from varsim.train.budget import training_cost
+
+    config = TrainConfig(**cfg, steps=2)
+
+    def run():
+        model = Transformer(config.model, seed=0)
+        opt = make_optimizer(config.optimizer, model.params, **config.optimizer_kwargs())
+        for k in range(2):
+            _, _, grads = model.loss_and_grads(training_batch(config, k))
+            opt.step(grads)
+
+    peak = _peak_bytes(run)
+    est = training_cost(config).peak_bytes
+    assert peak <= est <= 6 * peak, (peak, est)
+
+
+@pytest.mark.parametrize("task,n_blocks,length", [("argmax", 1, 2048), ("dictionary", 1, 1024), ("argmax", 2, 150)])
+def test_evaluation_memory_estimate_bounds_the_measured_peak(task, n_blocks, length):
+    """evaluation_cost().peak_bytes bounds what one batch of evaluate() holds (batch arrays + chunked forward),
+    within 6x. Catches an estimate that ignores the batch arrays (B x N floats) or the chunking of predict()."""
+    from varsim._common.blas import blas_threads
+    from varsim.train.budget import evaluation_cost
+    from varsim.train.evaluate import evaluation_batch
+
+    mcfg = ModelConfig(task=task, n_blocks=n_blocks, key_vocab=16384)
+    model = Transformer(mcfg, seed=0)
+    with blas_threads(1):
+        peak = _peak_bytes(lambda: model.predict(evaluation_batch(mcfg, length, 0, 16, np.random.SeedSequence(0))))
+    est = evaluation_cost(mcfg, [length], 16, 16).peak_bytes - evaluation_cost(mcfg, [1], 1, 1).state_bytes
+    assert peak <= est <= 6 * peak, (peak, est)
+
+
+@pytest.mark.parametrize(
+    "kwargs,name,what",
+    [
+        ({"model": {"d_model": 2**20, "n_heads": 1}}, "d_model=1048576", "memory"),
+        ({"model": {"d_hidden": 10**11}}, "d_hidden=100000000000", "memory"),
+        ({"model": {"n_blocks": 10**6}}, "n_blocks=1000000", "memory"),
+        ({"model": {"n_classes": 10**12}}, "n_classes=1000000000000", "memory"),
+        ({"batch_size": 10**9}, "batch_size=1000000000", "memory"),
+        ({"train_max": 10**11}, "train_max=100000000000", "memory"),
+        ({"steps": 10**12}, "steps=1000000000000", "max_hours"),
+    ],
+)
+def test_oversized_training_is_refused_before_anything_is_allocated(tmp_path, kwargs, name, what):
+    """Each size alone makes the run impossible (memory) or endless (time): train() must refuse it at once with a
+    message that names the parameter and the bound, and create no run directory. Without the check these end in a
+    MemoryError traceback after allocating, or in a run of years."""
+    cfg = TrainConfig(task="argmax", **kwargs)
+    with pytest.raises(ValueError, match=name) as err:
+        train(cfg, tmp_path / "r")
+    assert what in str(err.value) and "\n" not in str(err.value)
+    assert not (tmp_path / "r").exists()
+
+
+def test_cost_checks_name_the_parameter_that_drives_the_cost():
+    """With a small memory bound or time bound, the parameter named is the one far above its default, and a run
+    within the bounds passes. Catches naming a fixed parameter (always d_model) or checking the wrong bound."""
+    from varsim.train.budget import check_evaluation_cost, check_training_cost
+
+    base = TrainConfig(task="argmax", steps=100)
+    assert check_training_cost(base).peak_bytes < 10**8
+    with pytest.raises(ValueError, match="batch_size=4096.*memory"):
+        check_training_cost(base.replace(batch_size=4096), memory_bytes=10**8)
+    with pytest.raises(ValueError, match="train_max=4096.*memory"):
+        check_training_cost(base.replace(train_max=4096), memory_bytes=10**8)
+    with pytest.raises(ValueError, match="steps=1000000.*max_hours=0.01"):
+        check_training_cost(base.replace(steps=10**6), max_hours=0.01)
+    with pytest.raises(ValueError, match="max_hours must be > 0"):
+        check_training_cost(base, max_hours=0)
+    check_training_cost(base.replace(steps=10**12), max_hours=float("inf"))  # inf: no time bound
+    mcfg = base.model
+    with pytest.raises(ValueError, match="lengths=1000000000.*memory"):
+        check_evaluation_cost(mcfg, [16, 10**9], 1024, 64)
+    with pytest.raises(ValueError, match="n_examples=1000000000000.*max_hours"):
+        check_evaluation_cost(mcfg, [16, 256], 10**12, 64)
+
+
+def test_evaluate_refuses_oversized_lengths_and_counts(trained):
+    """`evaluate` checks its cost before drawing any example: N = 1e9 (TiB of batch arrays) and 1e12 examples
+    (years) are refused naming lengths / n_examples."""
+    d, _ = trained["argmax"]
+    with pytest.raises(ValueError, match="lengths=1000000000"):
+        evaluate(d, lengths=[16, 10**9])
+    with pytest.raises(ValueError, match="n_examples=1000000000000"):
+        evaluate(d, lengths=[16], n_examples=10**12)
+    with pytest.raises(ValueError, match="lengths.*<= 9223372036854775807"):
+        evaluate(d, lengths=[10**30])
+
+
+def test_evaluate_runs_blas_single_threaded_by_default(trained, monkeypatch):
+    """The default BLAS thread count of evaluate() is 1 (benchmarks/bench_evaluate.py: several times
+    faster than NumPy's default on this small model); None leaves the pool alone. Catches the old default (None)."""
+    from varsim._common import blas
+
+    seen = []
+    real = blas.blas_threads
+
+    def spy(n):
+        seen.append(n)
+        return real(n)
+
+    monkeypatch.setattr(blas, "blas_threads", spy)
+    d, _ = trained["argmax"]
+    evaluate(d, lengths=[4], n_examples=8)
+    evaluate(d, lengths=[4], n_examples=8, blas_threads=None)
+    evaluate(d, lengths=[4], n_examples=8, blas_threads=2)
+    assert seen == [1, 2]

@@ -27,9 +27,9 @@ import numbers
 
 import numpy as np
 
-from varsim._common.validate import check_choice, check_int
+from varsim._common.validate import check_choice, check_int, format_bytes, memory_limit_bytes
 
-__all__ = ["TASKS", "DEFAULT_TRAIN_RANGE", "make_batch", "check_set_size"]
+__all__ = ["TASKS", "DEFAULT_TRAIN_RANGE", "make_batch", "check_set_size", "batch_bytes"]
 
 TASKS = ("argmax", "dictionary")
 
@@ -84,6 +84,12 @@ def make_batch(
     key_vocab = check_int("key_vocab", key_vocab, minimum=2)
     value_vocab = check_int("value_vocab", value_vocab, minimum=2)
     lo, hi = check_set_size(task, set_size, key_vocab=key_vocab)
+    need = batch_bytes(task, batch_size, hi, key_vocab=key_vocab)
+    if need > memory_limit_bytes():
+        raise ValueError(
+            f"batch_size={batch_size} x set_size={hi} is too large: the batch needs about {format_bytes(need)}, more "
+            f"than the {format_bytes(memory_limit_bytes())} of memory of this machine"
+        )
     if not isinstance(rng, np.random.Generator):
         raise ValueError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
 
@@ -107,6 +113,16 @@ def make_batch(
     pick = np.minimum((rng.random(batch_size) * sizes).astype(np.int64), sizes - 1)  # (B,)
     rows = np.arange(batch_size)
     return {"key": key, "value": value, "query": key[rows, pick], "mask": mask, "target": value[rows, pick]}
+
+
+def batch_bytes(task: str, batch_size: int, n: int, *, key_vocab: int = 16384) -> int:
+    """Bytes :func:`make_batch` holds at once for ``batch_size`` examples of up to ``n`` items: its int64/float64
+    arrays and mask, and their largest temporaries (for the dictionary at ``n * n > key_vocab``, a row of
+    ``key_vocab`` random scores and their partial sort per example)."""
+    out = 33 * batch_size * n
+    if task == "dictionary" and n * n > key_vocab:
+        out += 24 * batch_size * key_vocab
+    return out
 
 
 def _distinct_keys(rng: np.random.Generator, b: int, n: int, vocab: int) -> np.ndarray:

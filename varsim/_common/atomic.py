@@ -8,19 +8,50 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable
 
-__all__ = ["atomic_write_bytes", "atomic_write_text", "atomic_write_json", "atomic_write_with", "check_writable"]
+__all__ = [
+    "atomic_write_bytes",
+    "atomic_write_text",
+    "atomic_write_json",
+    "atomic_write_with",
+    "check_writable",
+    "check_writable_dir",
+]
+
+
+def check_writable_dir(directory, name: str = "output") -> Path:
+    """Fail early, naming ``name``, unless a file can really be created in ``directory`` (which must exist).
+
+    Creates and removes a temporary file rather than asking ``os.access``, which says yes to root everywhere,
+    including read-only filesystems and ``/proc``.
+    """
+    d = Path(directory)
+    if not d.is_dir():
+        raise ValueError(f"{name} directory {str(d)!r} does not exist")
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".varsim-probe-", dir=d)
+    except OSError as exc:
+        label = name if name.endswith("dir") else f"{name} directory"
+        raise ValueError(f"{label} {str(d)!r} is not writable: {exc.strerror or exc}") from None
+    os.close(fd)
+    try:
+        os.unlink(probe)
+    except OSError:
+        pass
+    return d
 
 
 def check_writable(path, name: str = "output") -> Path:
-    """Fail early, naming ``name``, if ``path`` cannot be created (missing or read-only directory)."""
+    """Fail early, naming ``name``, if the file ``path`` cannot be created or replaced (empty path, missing or
+    unwritable directory, a directory in its place)."""
+    if not str(path).strip():
+        raise ValueError(f"{name} path must not be empty")
     p = Path(path)
     parent = p.parent if str(p.parent) else Path(".")
     if p.exists() and p.is_dir():
         raise ValueError(f"{name} path {str(p)!r} is a directory")
-    if not parent.exists():
-        raise ValueError(f"{name} directory {str(parent)!r} does not exist")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise ValueError(f"{name} directory {str(parent)!r} is not writable")
+    if parent.exists() and not parent.is_dir():
+        raise ValueError(f"{name} path {str(p)!r} is under {str(parent)!r}, which is not a directory")
+    check_writable_dir(parent, name)
     return p
 
 

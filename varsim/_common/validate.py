@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import numbers
+import os
 from typing import Iterable, Sequence
 
 import numpy as np
@@ -17,6 +19,10 @@ __all__ = [
     "check_choice",
     "check_int_grid",
     "check_fields",
+    "parse_int",
+    "memory_limit_bytes",
+    "format_bytes",
+    "format_seconds",
 ]
 
 
@@ -88,14 +94,18 @@ def check_choice(name: str, value, choices: Iterable[str]) -> str:
     return value
 
 
+_INT64_MAX = int(np.iinfo(np.int64).max)
+
+
 def check_int_grid(name: str, values: Sequence | int, *, minimum: int = 1) -> np.ndarray:
-    """A non-empty 1-D array of integers >= ``minimum`` (e.g. a grid of sequence lengths)."""
+    """A non-empty 1-D int64 array of integers >= ``minimum`` (e.g. a grid of sequence lengths)."""
     if np.isscalar(values):
         values = [values]
     items = list(values)
     if not items:
         raise ValueError(f"{name} must not be empty")
-    out = np.array([check_int(f"{name}[{i}]", v, minimum=minimum) for i, v in enumerate(items)], dtype=np.int64)
+    out = np.array([check_int(f"{name}[{i}]", v, minimum=minimum, maximum=_INT64_MAX) for i, v in enumerate(items)],
+                   dtype=np.int64)
     return out
 
 
@@ -112,3 +122,56 @@ def check_fields(label: str, data, cls, *, required: Sequence[str] = ()) -> dict
         if key not in data:
             raise ValueError(f"{label} needs a {key!r} field")
     return data
+
+
+def parse_int(text: str) -> int:
+    """An integer from the command line, written ``1024``, ``1_000`` or ``1e9`` (an integral float); ``ValueError``
+    otherwise (argparse turns it into ``argument --x: invalid int value``). Exact for long digit strings."""
+    text = str(text).strip()
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    value = float(text)  # ValueError for words
+    if not math.isfinite(value) or not value.is_integer():
+        raise ValueError(f"not an integer: {text!r}")
+    return int(value)
+
+
+parse_int.__name__ = "int"  # argparse names the type in its message: "invalid int value: '2.5'"
+
+
+@functools.lru_cache(maxsize=1)
+def memory_limit_bytes() -> int:
+    """The memory this process may use: the machine's physical memory, or the cgroup limit when it is lower (read
+    once per process)."""
+    total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        try:
+            with open(path, encoding="ascii") as fh:
+                text = fh.read().strip()
+        except OSError:
+            continue
+        if text.isdigit():
+            total = min(total, int(text))
+    return int(total)
+
+
+def format_bytes(n: float) -> str:
+    """``12.3 GiB``-style size (powers of 1024, up to YiB and beyond as a power of ten)."""
+    n = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB", "ZiB", "YiB"):
+        if abs(n) < 1024 or unit == "YiB":
+            break
+        n /= 1024
+    return f"{n:.3g} {unit}" if n < 1e6 else f"{n:.2e} {unit}"
+
+
+def format_seconds(s: float) -> str:
+    """A duration in the largest unit that keeps it >= 1 (s, min, h, days, years)."""
+    s = float(s)
+    for unit, size in (("years", 365.25 * 86400), ("days", 86400.0), ("h", 3600.0), ("min", 60.0)):
+        if s >= size:
+            v = s / size
+            return f"{v:.3g} {unit}" if v < 1e6 else f"{v:.2e} {unit}"
+    return f"{s:.3g} s"

@@ -3,7 +3,9 @@
 Each command lives in its own module ``varsim.cli.<command>`` exposing
 ``register(subparsers)`` (adds its parser) and ``run(args) -> int``. Modules are imported only
 when their command runs, so ``varsim --help`` stays fast and compiles nothing.
-A ``ValueError`` raised by the library becomes a one-line message and exit status 2.
+A ``ValueError`` raised by the library becomes a one-line message and exit status 2; an ``OSError`` from the
+operating system (a full disk, a file system gone read-only, a permission refused while writing) a one-line message
+and exit status 1. Anything else (a programming error) keeps its traceback.
 """
 
 from __future__ import annotations
@@ -58,9 +60,23 @@ def main(argv=None) -> int:
     except ValueError as exc:
         print(f"varsim {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:
+        if exc.errno is None:  # raised by code, not by the system: a bug, keep the traceback
+            raise
+        print(f"varsim {args.command}: error: {_os_error_text(exc)}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print(f"varsim {args.command}: interrupted", file=sys.stderr)
         return 130
+
+
+def _os_error_text(exc: OSError) -> str:
+    """``No space left on device (writing '/x/.ckpt-00000500.npz.tmp'); files written before it are kept``."""
+    import os
+
+    what = exc.strerror or os.strerror(exc.errno)
+    where = f" ({exc.filename!r})" if exc.filename else ""
+    return f"{what}{where}; files completed before it are unchanged"
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -11,27 +11,67 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+from pathlib import Path
+
+from varsim._common.validate import parse_int
 
 
 def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("checkpoint", help="checkpoint file, or a run directory (its latest checkpoint)")
-    parser.add_argument("--lengths", type=int, nargs="+", metavar="N",
+    parser.add_argument("--lengths", type=parse_int, nargs="+", metavar="N",
                         help="set sizes to test (default 16 32 ... 16384)")
-    parser.add_argument("--examples", type=int, default=1024, help="examples per length (default 1024)")
-    parser.add_argument("--batch-size", type=int, default=64, help="examples per batch (default 64)")
-    parser.add_argument("--seed", type=int, default=0, help="test-set seed (default 0; same seed = same examples)")
-    parser.add_argument("--threads", type=int, default=None, help="BLAS threads (default: NumPy's)")
+    parser.add_argument("--examples", type=parse_int, default=1024, help="examples per length (default 1024)")
+    parser.add_argument("--batch-size", type=parse_int, default=64, help="examples per batch (default 64)")
+    parser.add_argument("--seed", type=parse_int, default=0,
+                        help="test-set seed (default 0; same seed = same examples)")
+    parser.add_argument("--threads", type=parse_int, default=1,
+                        help="BLAS threads (default 1, the fastest for this small model; 0: NumPy's own default)")
+    parser.add_argument("--max-hours", type=float, default=None,
+                        help="refuse an evaluation estimated to take longer than this (default 2; inf: no bound)")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
-    parser.add_argument("-o", "--output", metavar="FILE", help="also write the JSON result to FILE")
+    parser.add_argument("-o", "--output", metavar="FILE",
+                        help="also write the JSON result to FILE (never a checkpoint or a run's own files)")
     parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None)
 
 
+def check_output(output, source) -> Path:
+    """``-o FILE`` must be writable and must not replace a checkpoint (the one evaluated or any other) nor one of
+    the files of a run directory; ValueError naming ``output`` otherwise."""
+    from varsim._common.atomic import check_writable
+    from varsim.train.checkpoint import is_checkpoint_file, is_checkpoint_name, resolve_checkpoint
+
+    p = check_writable(output, "output")
+    src = Path(source)
+    if p.exists():
+        try:
+            same = src.exists() and os.path.samefile(p, resolve_checkpoint(src))
+        except (OSError, ValueError):
+            same = False
+        if same:
+            raise ValueError(f"output {str(p)!r} is the checkpoint being evaluated; write the result elsewhere")
+        if is_checkpoint_file(p):
+            raise ValueError(f"output {str(p)!r} is a checkpoint; write the result elsewhere")
+    if is_checkpoint_name(p.name):
+        raise ValueError(f"output {str(p)!r} has a checkpoint's name; write the result elsewhere")
+    parent = p.parent
+    if p.name in RUN_FILES and ((parent / "config.json").exists() or any(parent.glob("ckpt-*.npz"))):
+        raise ValueError(f"output {str(p)!r} is a file of the run directory {str(parent)!r}; write the result "
+                         "elsewhere (e.g. eval.json)")
+    return p
+
+
+RUN_FILES = ("config.json", "metrics.jsonl", "summary.json")
+
+
 def run(args) -> int:
-    from varsim._common.atomic import atomic_write_json, check_writable
+    from varsim._common.atomic import atomic_write_json
     from varsim.train import DEFAULT_LENGTHS, evaluate
 
-    if args.output:
-        check_writable(args.output, "output")
+    if args.threads is not None and args.threads < 0:
+        raise ValueError(f"threads must be >= 0, got {args.threads}")
+    if args.output is not None:
+        check_output(args.output, args.checkpoint)
     result = evaluate(
         args.checkpoint,
         lengths=DEFAULT_LENGTHS if args.lengths is None else args.lengths,
@@ -39,9 +79,10 @@ def run(args) -> int:
         batch_size=args.batch_size,
         seed=args.seed,
         progress=args.progress,
-        blas_threads=args.threads,
+        blas_threads=args.threads or None,
+        max_hours=args.max_hours,
     )
-    if args.output:
+    if args.output is not None:
         atomic_write_json(args.output, result)
     if args.json:
         print(json.dumps(result, indent=2))

@@ -7,8 +7,15 @@ Examples::
     varsim train --config run.json --lr 3e-3 --outdir runs/y  # flags override the file
     varsim train --config run.json --outdir runs/x --resume   # continue an interrupted run
 
-Exit status: 0 when the run completes, 1 when it stops on a non-finite loss (the last good checkpoint is kept),
-2 on bad input.
+Exit status: 0 when the run completes, 1 when it stops on a non-finite loss (the last good checkpoint is kept)
+or the system refuses a write (full disk), 2 on bad input: unknown names, NaN/inf, sizes whose memory or time is
+beyond the machine or --max-hours, an empty or unwritable --outdir, a run directory in use by another process,
+a damaged metrics log on --resume.
+
+On --resume a torn last line of metrics.jsonl (a write cut short by a kill or a full disk) is dropped with a notice
+on stderr; a damaged line before it is refused naming the file and the line (repair or delete it, then resume).
+A run that stops before its first checkpoint in a new directory removes what it wrote, so the same command can be
+run again as it was.
 """
 
 from __future__ import annotations
@@ -16,6 +23,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+
+from varsim._common.validate import parse_int
 
 # flag dest -> ModelConfig field
 _MODEL_FLAGS = {
@@ -71,39 +80,41 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
     parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                         help="show progress on stderr (default: when it is a terminal)")
+    parser.add_argument("--max-hours", type=float, default=None,
+                        help="refuse a run estimated to take longer than this (default 24; inf: no bound)")
     g = parser.add_argument_group("task and training")
     g.add_argument("--task", help="argmax or dictionary")
     g.add_argument("--optimizer", help="adam or adamw (default adamw)")
     g.add_argument("--lr", type=float, help="peak learning rate (default 1e-3)")
     g.add_argument("--weight-decay", type=float)
     g.add_argument("--clip-norm", type=_clip, default=_UNSET, help="global gradient-norm clip (default 1), or 'none'")
-    g.add_argument("--warmup", type=int, help="warmup updates (default 5%% of steps)")
+    g.add_argument("--warmup", type=parse_int, help="warmup updates (default 5%% of steps)")
     g.add_argument("--schedule", help="cosine or constant")
     g.add_argument("--min-lr-ratio", type=float)
-    g.add_argument("--steps", type=int)
-    g.add_argument("--batch-size", "--batch", type=int, dest="batch_size")
-    g.add_argument("--train-min", type=int, help="smallest training set size (default: task's)")
-    g.add_argument("--train-max", type=int, help="largest training set size (default 16)")
-    g.add_argument("--seed", type=int, help="initialization seed (default 0)")
-    g.add_argument("--data-seed", type=int, help="training-data seed (default: --seed)")
-    g.add_argument("--checkpoint-every", type=int)
-    g.add_argument("--log-every", type=int)
-    g.add_argument("--keep-checkpoints", type=int)
+    g.add_argument("--steps", type=parse_int)
+    g.add_argument("--batch-size", "--batch", type=parse_int, dest="batch_size")
+    g.add_argument("--train-min", type=parse_int, help="smallest training set size (default: task's)")
+    g.add_argument("--train-max", type=parse_int, help="largest training set size (default 16)")
+    g.add_argument("--seed", type=parse_int, help="initialization seed (default 0)")
+    g.add_argument("--data-seed", type=parse_int, help="training-data seed (default: --seed)")
+    g.add_argument("--checkpoint-every", type=parse_int)
+    g.add_argument("--log-every", type=parse_int)
+    g.add_argument("--keep-checkpoints", type=parse_int)
     m = parser.add_argument_group("model")
-    m.add_argument("--d-model", type=int)
-    m.add_argument("--n-heads", "--heads", type=int, dest="n_heads")
-    m.add_argument("--n-blocks", "--blocks", type=int, dest="n_blocks")
+    m.add_argument("--d-model", type=parse_int)
+    m.add_argument("--n-heads", "--heads", type=parse_int, dest="n_heads")
+    m.add_argument("--n-blocks", "--blocks", type=parse_int, dest="n_blocks")
     m.add_argument("--norm", help="attention-output normalization: none (default), layernorm, standardize, "
                    "layernorm_per_head, standardize_per_head")
     m.add_argument("--residual", action=argparse.BooleanOptionalAction, default=None,
                    help="residual connection around attention (default on)")
     m.add_argument("--pre-ln", action=argparse.BooleanOptionalAction, default=None)
-    m.add_argument("--item-mlp-depth", type=int)
-    m.add_argument("--predictor-depth", type=int)
-    m.add_argument("--d-hidden", type=int)
-    m.add_argument("--n-classes", type=int)
-    m.add_argument("--key-vocab", type=int)
-    m.add_argument("--value-vocab", type=int)
+    m.add_argument("--item-mlp-depth", type=parse_int)
+    m.add_argument("--predictor-depth", type=parse_int)
+    m.add_argument("--d-hidden", type=parse_int)
+    m.add_argument("--n-classes", type=parse_int)
+    m.add_argument("--key-vocab", type=parse_int)
+    m.add_argument("--value-vocab", type=parse_int)
     m.add_argument("--key-encoding")
     m.add_argument("--dtype", help="float32 (default) or float64")
     m.add_argument("--activation", help="relu (default) or gelu")
@@ -140,7 +151,7 @@ def run(args) -> int:
     from varsim.train import train
 
     config = build_config(args)
-    summary = train(config, args.outdir, resume=args.resume, progress=args.progress)
+    summary = train(config, args.outdir, resume=args.resume, progress=args.progress, max_hours=args.max_hours)
     if args.json:
         print(json.dumps(summary, indent=2))
     else:

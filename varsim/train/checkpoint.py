@@ -31,6 +31,9 @@ __all__ = [
     "list_checkpoints",
     "checkpoint_path",
     "payload_sha256",
+    "is_checkpoint_file",
+    "is_checkpoint_name",
+    "resolve_checkpoint",
 ]
 
 CHECKPOINT_FORMAT = "varsim.train.checkpoint"
@@ -41,6 +44,20 @@ _NAME = re.compile(r"^ckpt-(\d{8,})\.npz$")
 
 def checkpoint_path(outdir, step: int) -> Path:
     return Path(outdir) / f"ckpt-{int(step):08d}.npz"
+
+
+def is_checkpoint_name(name: str) -> bool:
+    """Whether ``name`` is a checkpoint's file name (``ckpt-00000500.npz``): a run lists such files as its own."""
+    return _NAME.match(str(name)) is not None
+
+
+def is_checkpoint_file(path) -> bool:
+    """Whether ``path`` is a varsim checkpoint (an ``.npz`` archive with a header), valid or not."""
+    try:
+        with zipfile.ZipFile(path) as z:
+            return _HEADER + ".npy" in z.namelist()
+    except (OSError, zipfile.BadZipFile):
+        return False
 
 
 def list_checkpoints(outdir) -> list[tuple[int, Path]]:

@@ -14,6 +14,7 @@ from varsim._common.provenance import provenance
 from varsim._common.seeding import child_generator, root_sequence
 from varsim._common.validate import check_int, check_int_grid
 from varsim.tasks import check_set_size, make_batch
+from varsim.train.budget import check_evaluation_cost
 from varsim.train.metrics import wilson_interval
 
 __all__ = ["evaluate", "DEFAULT_LENGTHS", "evaluation_batch"]
@@ -44,7 +45,8 @@ def evaluate(
     seed=0,
     *,
     progress: bool | None = None,
-    blas_threads: int | None = None,
+    blas_threads: int | None = 1,
+    max_hours: float | None = None,
 ) -> dict:
     """Accuracy at each set size in ``lengths`` on ``n_examples`` fresh examples each.
 
@@ -55,8 +57,12 @@ def evaluate(
 
     Returns ``{"task", "lengths", "accuracy", "correct", "ci_low", "ci_high" (Wilson 95%), "n_examples",
     "batch_size", "seed", "time_s" (per length), "config", "checkpoint", "step", "provenance"}``.
-    ``blas_threads``: pin NumPy's BLAS to that many threads while evaluating (``None``: leave it alone); use 1
-    when several evaluations run as parallel processes.
+    ``blas_threads``: NumPy's BLAS threads while evaluating (``None``: leave them as they are). The default, 1, is
+    the fast one: the model's matrix products are small (D = 64), so extra BLAS threads mostly synchronize and
+    spin (``benchmarks/bench_evaluate.py`` measures it).
+
+    Sizes whose memory exceeds the machine's, or whose estimated time exceeds ``max_hours`` (default
+    ``varsim.train.budget.EVALUATE_MAX_HOURS``), are refused before any work (ValueError naming the parameter).
     """
     model, config_dict, ckpt, step = _resolve_model(checkpoint_or_model)
     mcfg = model.config
@@ -66,6 +72,7 @@ def evaluate(
     n_examples = check_int("n_examples", n_examples, minimum=1)
     batch_size = check_int("batch_size", batch_size, minimum=1)
     seed_seq = root_sequence(seed)
+    check_evaluation_cost(mcfg, lengths, n_examples, batch_size, max_hours=max_hours)
     n_chunks = -(-n_examples // batch_size)
     if blas_threads is not None:
         blas_threads = check_int("blas_threads", blas_threads, minimum=1)
@@ -109,6 +116,9 @@ def _resolve_model(obj):
     """(model, config dict, checkpoint path or None, step or None) from a checkpoint path or a model."""
     if isinstance(obj, (str, Path)):
         from varsim.train.checkpoint import load_checkpoint
+
+        if not str(obj).strip():
+            raise ValueError("checkpoint path must not be empty")
 
         model, config, state = load_checkpoint(obj)
         return model, config.to_dict(), str(state["path"]), state["step"]

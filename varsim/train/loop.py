@@ -6,6 +6,7 @@ Run directory layout (``outdir``)::
     ckpt-XXXXXXXX.npz  the last ``keep_checkpoints`` checkpoints (see varsim.train.checkpoint)
     metrics.jsonl      one JSON record per ``log_every`` updates: step, loss, accuracy, lr, grad_norm, steps_per_s
     summary.json       written when the run ends (completed, or stopped on a non-finite loss)
+    .lock              held (flock) by the process running the run: a second train on the directory is refused
 
 Determinism: the batch of update k (0-based) is ``make_batch(..., rng=child_generator(data_seed, k))``, the model
 and the optimizer are deterministic, and a checkpoint holds every other piece of state (parameters, moments, update
@@ -20,18 +21,21 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-from varsim._common.atomic import atomic_write_json
+from varsim._common.atomic import atomic_write_json, check_writable_dir
 from varsim._common.blas import blas_threads
 from varsim._common.progress import Progress
 from varsim._common.provenance import provenance
+from varsim._common.runlock import LOCK_NAME, run_lock
 from varsim._common.seeding import child_generator
 from varsim.nn.optim import make_optimizer
 from varsim.tasks import make_batch
+from varsim.train.budget import check_training_cost
 from varsim.train.checkpoint import (
     checkpoint_path,
     latest_checkpoint,
@@ -76,17 +80,33 @@ class _Window:
         return {"n": self.n, "loss": self.loss, "acc": self.acc, "grad_norm": self.grad_norm}
 
 
-def _prepare_outdir(outdir) -> Path:
+def _prepare_outdir(outdir) -> tuple[Path, list[Path]]:
+    """The run directory, created if needed and checked writable; also the directories this call created (deepest
+    first), so that a run refused before its first checkpoint can take them away again."""
+    if not str(outdir).strip():
+        raise ValueError("outdir must not be empty (give a run directory, e.g. --outdir runs/x)")
     out = Path(outdir)
     if out.exists() and not out.is_dir():
         raise ValueError(f"outdir {str(out)!r} exists and is not a directory")
+    created = [d for d in (out, *out.parents) if not d.exists()]  # deepest first
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise ValueError(f"outdir {str(out)!r} cannot be created: {exc}") from None
-    for stale in out.glob(".ckpt-*.tmp"):  # left by a run killed while writing a checkpoint
-        stale.unlink(missing_ok=True)
-    return out
+        raise ValueError(f"outdir {str(out)!r} cannot be created: {exc.strerror or exc}") from None
+    try:
+        check_writable_dir(out, "outdir")
+    except ValueError:
+        _remove_empty(created)
+        raise
+    return out, created
+
+
+def _remove_empty(dirs) -> None:
+    for d in dirs:
+        try:
+            d.rmdir()  # only when empty: never takes anything another process put there
+        except OSError:
+            return
 
 
 def _check_same_config(config: TrainConfig, other: TrainConfig, where: str) -> None:
@@ -96,7 +116,8 @@ def _check_same_config(config: TrainConfig, other: TrainConfig, where: str) -> N
         raise ValueError(f"cannot resume: the config differs from the one in {where} ({listed})")
 
 
-def train(config, outdir, *, resume: bool = False, progress: bool | None = None) -> dict:
+def train(config, outdir, *, resume: bool = False, progress: bool | None = None,
+          max_hours: float | None = None) -> dict:
     """Train a model as ``config`` says, writing checkpoints and metrics into ``outdir``; return a summary.
 
     ``config`` is a :class:`TrainConfig`, a dict of its fields, or a JSON file path. With ``resume=False`` the
@@ -104,15 +125,56 @@ def train(config, outdir, *, resume: bool = False, progress: bool | None = None)
     (or starts, if there is none yet) after checking that the config is the same, and a finished run returns its
     summary at once. ``progress``: show loss, accuracy and steps/s on stderr (default: when it is a terminal).
 
+    Refused up front (``ValueError`` naming the parameter): sizes whose memory exceeds the machine's or whose
+    estimated time exceeds ``max_hours`` (default ``varsim.train.budget.TRAIN_MAX_HOURS``), an empty or unwritable
+    ``outdir``, and a run directory another process is using (``varsim._common.runlock``). On resumption a torn
+    last line of ``metrics.jsonl`` is dropped with a notice on stderr; a damaged line before it is refused.
+
     The summary has ``status`` (``"completed"`` or ``"non_finite"``), ``message``, ``steps_done``, ``steps``,
     ``final_loss`` and ``train_accuracy`` (means over the last logging window), ``wall_time_s`` (summed over
     resumptions), ``checkpoint`` (the latest good checkpoint) and ``outdir``. A non-finite loss or gradient stops
     the run before the bad update is applied; no checkpoint is written after it, so the last good one remains.
+    A run that started in an empty directory and stops (non-finite values, an error, an interrupt) before its
+    first checkpoint leaves nothing behind: its files, and the directory if this call created it, are removed, so
+    the same command can simply be run again.
     """
+    config = TrainConfig.coerce(config)
+    check_training_cost(config, max_hours=max_hours)
+    out, created = _prepare_outdir(outdir)
+    fresh = False
+    try:
+        with run_lock(out, "varsim train"):
+            fresh = latest_checkpoint(out) is None and not (out / "config.json").exists()
+            try:
+                rec = _train_locked(config, out, resume, progress)
+            except BaseException:
+                if fresh and latest_checkpoint(out) is None:
+                    _discard_run(out)
+                raise
+            if fresh and rec["checkpoint"] is None:  # stopped before its first checkpoint: nothing to resume
+                _discard_run(out)
+                rec["message"] += "; the run directory was cleared"
+    except BaseException:
+        if fresh or not any(out.iterdir()):
+            _remove_empty(created)
+        raise
+    if fresh and rec["checkpoint"] is None:
+        _remove_empty(created)
+    return rec
+
+
+def _discard_run(out: Path) -> None:
+    """Remove what a run writes (called under the run lock, with no checkpoint in ``out``)."""
+    for name in ("config.json", "metrics.jsonl", "summary.json", LOCK_NAME):
+        (out / name).unlink(missing_ok=True)
+
+
+def _train_locked(config: TrainConfig, out: Path, resume: bool, progress) -> dict:
+    """The body of :func:`train`, run while holding the run directory's lock."""
     from varsim.nn.model import Transformer
 
-    config = TrainConfig.coerce(config)
-    out = _prepare_outdir(outdir)
+    for stale in out.glob(".ckpt-*.tmp"):  # left by a run killed while writing a checkpoint
+        stale.unlink(missing_ok=True)
     metrics = MetricsLog(out / "metrics.jsonl")
     config_file = out / "config.json"
     latest = latest_checkpoint(out)
@@ -136,15 +198,18 @@ def train(config, outdir, *, resume: bool = False, progress: bool | None = None)
         if config_file.exists():
             try:
                 saved = TrainConfig.from_dict(json.loads(config_file.read_text(encoding="utf-8"))["config"])
-            except (OSError, KeyError, TypeError, json.JSONDecodeError) as exc:
+            except (OSError, KeyError, TypeError, UnicodeDecodeError, json.JSONDecodeError) as exc:
                 raise ValueError(f"{str(config_file)!r} is unreadable: {exc}") from None
             _check_same_config(config, saved, str(config_file))
         model = Transformer(config.model, seed=config.seed)
         optimizer = make_optimizer(config.optimizer, model.params, **config.optimizer_kwargs())
         step, window, elapsed, last_log = 0, _Window(), 0.0, None
+    torn = metrics.truncate_after(step)  # before anything is written: a damaged log refuses the resumption
+    if torn is not None:
+        print(f"varsim train: notice: dropped the torn last line ({torn}) of {str(metrics.path)!r}, left by an "
+              f"interrupted write; the steps after the checkpoint at {step} are logged again", file=sys.stderr)
     prov = provenance()  # once per call: it runs git; every checkpoint of this call reuses it
     atomic_write_json(config_file, {"config": config.to_dict(), "provenance": prov})
-    metrics.truncate_after(step)
 
     def summary(status: str, message: str) -> dict:
         ckpt = latest_checkpoint(out)

@@ -11,7 +11,7 @@ import numpy as np
 from varsim._common.atomic import atomic_write_text
 from varsim._common.validate import check_int, check_real
 
-__all__ = ["wilson_bounds", "wilson_interval", "MetricsLog", "read_metrics"]
+__all__ = ["wilson_bounds", "wilson_interval", "MetricsLog", "read_metrics", "scan_metrics"]
 
 _Z95 = 1.959963984540054  # Phi^{-1}(0.975)
 
@@ -46,20 +46,58 @@ def wilson_interval(successes: int, n: int, *, z: float = _Z95) -> tuple[float, 
     return float(lo), float(hi)
 
 
-def read_metrics(path) -> list[dict]:
-    """The records of a metrics log; an unparsable (torn) last line from a killed run is skipped."""
+def _parse_record(raw: bytes):
+    """The record of one log line, or None when it is not a JSON object with an integer ``step`` >= 0."""
+    try:
+        rec = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    if not isinstance(rec, dict):
+        return None
+    step = rec.get("step")
+    if isinstance(step, bool) or not isinstance(step, int) or step < 0:
+        return None
+    return rec
+
+
+def scan_metrics(path) -> tuple[list[dict], int | None]:
+    """``(records, torn)`` of a metrics log: ``torn`` is the number of the last line when it was dropped as torn
+    (unparsable and not ended by a newline: a write cut short by a kill or a full disk), else None.
+
+    Blank lines are skipped. Any other line that is not a JSON object with an integer ``step`` (a hand edit, a
+    damaged file) raises ``ValueError`` naming the file and the line: guessing which records to keep would make the
+    log disagree with the checkpoints.
+    """
     p = Path(path)
-    if not p.exists():
-        return []
-    out = []
-    for line in p.read_text(encoding="utf-8").splitlines():
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError:
+    try:
+        data = p.read_bytes()
+    except FileNotFoundError:
+        return [], None
+    except OSError as exc:
+        raise ValueError(f"metrics log {str(p)!r} is unreadable: {exc.strerror or exc}") from None
+    lines = data.split(b"\n")  # the last item is b"" when the file ends with a newline
+    out, torn = [], None
+    for i, raw in enumerate(lines):
+        if not raw.strip():
             continue
-        if isinstance(rec, dict):
-            out.append(rec)
-    return out
+        rec = _parse_record(raw)
+        if rec is None:
+            if i == len(lines) - 1:  # no newline after it: a torn final write
+                torn = i + 1
+                continue
+            shown = raw[:60].decode("utf-8", errors="replace")
+            raise ValueError(
+                f"metrics log {str(p)!r} line {i + 1} is not a metrics record (a JSON object with an integer "
+                f"'step'): {shown!r}; repair or delete that line (or the file), then resume"
+            )
+        out.append(rec)
+    return out, torn
+
+
+def read_metrics(path) -> list[dict]:
+    """The records of a metrics log (``[]`` when it does not exist); a torn last line from a killed run is skipped,
+    any other bad line raises ``ValueError`` naming the file and line (:func:`scan_metrics`)."""
+    return scan_metrics(path)[0]
 
 
 class MetricsLog:
@@ -68,10 +106,17 @@ class MetricsLog:
     def __init__(self, path):
         self.path = Path(path)
 
-    def truncate_after(self, step: int) -> None:
-        """Keep only records with ``step <= step`` (resuming from a checkpoint at ``step`` re-logs the rest)."""
-        keep = [r for r in read_metrics(self.path) if int(r.get("step", 0)) <= step]
-        atomic_write_text(self.path, "".join(_dumps(r) + "\n" for r in keep))
+    def truncate_after(self, step: int) -> int | None:
+        """Keep only records with ``step <= step`` (resuming from a checkpoint at ``step`` re-logs the rest);
+        return the number of a torn last line that was dropped (None if there was none).
+
+        The log is rewritten atomically only when something changes, so a full disk cannot lose the records.
+        """
+        records, torn = scan_metrics(self.path)
+        keep = [r for r in records if r["step"] <= step]
+        if len(keep) != len(records) or torn is not None:
+            atomic_write_text(self.path, "".join(_dumps(r) + "\n" for r in keep))
+        return torn
 
     def append(self, record: dict) -> None:
         """Write one record; non-finite numbers become ``null`` so every line stays standard JSON."""
