@@ -38,7 +38,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -65,6 +65,7 @@ from .layers import (
     softmax_cross_entropy_backward,
     softmax_cross_entropy_forward,
 )
+from .weightmaps import TRAINABLE_MAPS, AttentionSpec, make_attention
 from .norms import (
     NORMS,
     layernorm_backward,
@@ -106,6 +107,13 @@ class ModelConfig:
     key_encoding: str = "binary"
     dtype: str = "float32"
     activation: str = "relu"
+    # attention weight map (a name of varsim.variants.WEIGHT_MAPS, with its parameters; ssmax's s is the initial value
+    # of the learned per-head scale) and the output normalization acting on each head ("none" or "ipr_norm"), in
+    # every block. Configs saved before these fields existed load as plain softmax.
+    attention: str = "softmax"
+    attention_params: dict = field(default_factory=dict)
+    attention_output: str = "none"
+    attention_output_params: dict = field(default_factory=dict)
 
     def __post_init__(self):
         check_choice("task", self.task, TASKS)
@@ -133,6 +141,25 @@ class ModelConfig:
             if not isinstance(getattr(self, name), (bool, np.bool_)):
                 raise ValueError(f"{name} must be a bool, got {getattr(self, name)!r}")
             object.__setattr__(self, name, bool(getattr(self, name)))
+        for name in ("attention_params", "attention_output_params"):
+            if getattr(self, name) is None:
+                object.__setattr__(self, name, {})
+            if not isinstance(getattr(self, name), dict):
+                raise ValueError(f"{name} must be a dict, got {type(getattr(self, name)).__name__}")
+        spec = make_attention(self.attention, self.attention_params, self.attention_output,
+                              self.attention_output_params)  # ValueError naming the map or parameter
+        object.__setattr__(self, "attention_params", dict(spec.params))  # validated, defaults filled in
+        object.__setattr__(self, "attention_output_params", dict(spec.output_params))
+        object.__setattr__(self, "_attention_spec", spec)
+
+    def __hash__(self):  # the parameter dicts are not hashable: hash their sorted items
+        items = [(k, tuple(sorted(v.items())) if isinstance(v, dict) else v) for k, v in self.to_dict().items()]
+        return hash(tuple(items))
+
+    @property
+    def attention_spec(self) -> AttentionSpec:
+        """The validated weight map and output normalization (:class:`varsim.nn.weightmaps.AttentionSpec`)."""
+        return self._attention_spec
 
     @property
     def n_outputs(self) -> int:
@@ -220,6 +247,9 @@ class Transformer:
                 ln(f"{p}.ln1")
             out.append((f"{p}.attn.w_qkv", (d, 3 * d), 1.0 / math.sqrt(d)))
             out.append((f"{p}.attn.b_qkv", (3 * d,), "zeros"))
+            theta = c.attention_spec.theta_init(c.n_heads, self.dtype)
+            if theta is not None:  # the weight map's learned per-head parameter (ssmax: s), a constant start
+                out.append((self._theta_name(b), theta.shape, ("fill", float(theta[0]))))
             if c.norm in ("layernorm", "layernorm_per_head"):
                 ln(f"{p}.attn_norm")
             out.append((f"{p}.attn.w_o", (d, d), 1.0 / math.sqrt(d)))
@@ -234,7 +264,9 @@ class Transformer:
 
     def _init_params(self, seq: np.random.SeedSequence) -> None:
         for name, shape, init in self._shapes():
-            if init == "zeros":
+            if isinstance(init, tuple):  # ("fill", value)
+                value = np.full(shape, init[1], dtype=self.dtype)
+            elif init == "zeros":
                 value = np.zeros(shape, dtype=self.dtype)
             elif init == "ones":
                 value = np.ones(shape, dtype=self.dtype)
@@ -243,6 +275,28 @@ class Transformer:
                 # (which adds LayerNorm gains) start from identical shared weights, so comparisons are paired
                 value = (child_generator(seq, _name_key(name)).standard_normal(shape) * init).astype(self.dtype)
             self.params[name] = value
+
+    def _theta_name(self, block: int) -> str | None:
+        """Name of block ``block``'s learned weight-map parameter (e.g. ``block0.attn.ssmax_s``), or None."""
+        spec = self.config.attention_spec
+        return None if spec.trained_param is None else f"block{block}.attn.{spec.name}_{spec.trained_param}"
+
+    def with_attention(self, attention: str, params: dict | None = None, **kwargs) -> "Transformer":
+        """A copy of this model that evaluates with another weight map, e.g. ``model.with_attention("topk", k=8)``.
+
+        ``attention`` is a name of :data:`varsim.variants.WEIGHT_MAPS`, ``params``/``kwargs`` its parameters
+        (validated by the registry; defaults filled in). Every block uses the new map; the output normalization
+        (``attention_output``) is kept. The copy holds copies of this model's parameters; a learned parameter the new
+        map does not use (ssmax's ``s``) is dropped, one it needs and this model lacks starts at its initial value
+        (``params``). Meant for evaluation: inference-only maps (topk, critical, adaptive_temperature) have no
+        backward pass and refuse to train.
+        """
+        config = dataclasses.replace(self.config, attention=attention, attention_params={**(params or {}), **kwargs})
+        other = Transformer(config, seed=0, memory_budget=self.memory_budget)
+        for k, v in other.params.items():
+            if k in self.params:
+                np.copyto(v, self.params[k])
+        return other
 
     @property
     def n_params(self) -> int:
@@ -423,11 +477,13 @@ class Transformer:
         if c.pre_ln:
             h, ln1 = layernorm_forward(x, p[f"{pre}.ln1.gamma"], p[f"{pre}.ln1.beta"])  # (B, T, D)
         w_qkv, b_qkv = p[f"{pre}.attn.w_qkv"], p[f"{pre}.attn.b_qkv"]
+        spec, theta_name = c.attention_spec, self._theta_name(i)
+        theta = None if theta_name is None else p[theta_name]
         if last:  # query-row shortcut: (B, D)
-            heads, att = query_attention_forward(h[:, 0], h, w_qkv, b_qkv, c.n_heads, key_mask)
+            heads, att = query_attention_forward(h[:, 0], h, w_qkv, b_qkv, c.n_heads, key_mask, spec, theta)
             x_res = x[:, 0]
         else:  # (B, T, D)
-            heads, att = self_attention_forward(h, w_qkv, b_qkv, c.n_heads, key_mask)
+            heads, att = self_attention_forward(h, w_qkv, b_qkv, c.n_heads, key_mask, spec, theta)
             x_res = x
         w_o, b_o = p[f"{pre}.attn.w_o"], p[f"{pre}.attn.b_o"]
         norm_cache = None
@@ -478,11 +534,13 @@ class Transformer:
             da_pre = self._norm_backward(da, norm_cache, f"{pre}.attn_norm", grads)
             dheads, grads[f"{pre}.attn.w_o"], grads[f"{pre}.attn.b_o"] = linear_backward(da_pre, o_cache)
         if last:
-            dhq, dh, dw_qkv, db_qkv = query_attention_backward(dheads, att)  # dh (B, T, D)
+            dhq, dh, dw_qkv, db_qkv, *dtheta = query_attention_backward(dheads, att)  # dh (B, T, D)
             dh[:, 0] += dhq
         else:
-            dh, dw_qkv, db_qkv = self_attention_backward(dheads, att)
+            dh, dw_qkv, db_qkv, *dtheta = self_attention_backward(dheads, att)
         grads[f"{pre}.attn.w_qkv"], grads[f"{pre}.attn.b_qkv"] = dw_qkv, db_qkv
+        if dtheta:  # the weight map's learned per-head parameter
+            grads[self._theta_name(i)] = dtheta[0]
         if c.pre_ln:
             dh, grads[f"{pre}.ln1.gamma"], grads[f"{pre}.ln1.beta"] = layernorm_backward(dh, ln1)
         if c.residual:
@@ -526,6 +584,10 @@ class Transformer:
         """Gradients of sum(logits * dlogits) with respect to every parameter: same names, order, shapes, dtype."""
         c = self.config
         embed_cache, block_caches, fln, head_cache, x_shape = cache
+        if not c.attention_spec.trainable:
+            raise ValueError(f"attention {c.attention!r} is inference-only and cannot be trained (no backward pass); "
+                             f"train with one of {', '.join(TRAINABLE_MAPS)} and apply it with "
+                             "Transformer.with_attention")
         dlogits = np.asarray(dlogits)
         if dlogits.shape != (x_shape[0], c.n_outputs):
             raise ValueError(f"dlogits must have shape {(x_shape[0], c.n_outputs)}, got {dlogits.shape}")
