@@ -225,7 +225,7 @@ def layer_case(draw):
     return b, t, h, dh, mask, rng, spec, theta
 
 
-def _with_theta(fn, forward, backward, arrays, theta, rng):
+def _with_theta(forward, backward, arrays, theta, rng):
     """Gradient check of a layer whose backward appends dtheta when ``theta`` is not None."""
     arrays = arrays + ([theta] if theta is not None else [])
     k = len(arrays) - (theta is not None)
@@ -255,7 +255,7 @@ def test_self_attention_gradients_every_trained_map(case, row_masks):
             if km[:, i].sum(axis=1).min() > 1:
                 km[:, i, (i + 1) % t] = False
     x, w, bias = rng.standard_normal((b, t, d)), rng.standard_normal((d, 3 * d)), rng.standard_normal(3 * d)
-    _with_theta(None, lambda x, w, bias, th: att.self_attention_forward(x, w, bias, h, km, spec, th),
+    _with_theta(lambda x, w, bias, th: att.self_attention_forward(x, w, bias, h, km, spec, th),
                 att.self_attention_backward, [x, w, bias], theta, rng)
 
 
@@ -268,7 +268,7 @@ def test_query_attention_gradients_every_trained_map(case):
     d = h * dh
     xq, x = rng.standard_normal((b, d)), rng.standard_normal((b, t, d))
     w, bias = rng.standard_normal((d, 3 * d)), rng.standard_normal(3 * d)
-    _with_theta(None, lambda xq, x, w, bias, th: att.query_attention_forward(xq, x, w, bias, h, mask, spec, th),
+    _with_theta(lambda xq, x, w, bias, th: att.query_attention_forward(xq, x, w, bias, h, mask, spec, th),
                 att.query_attention_backward, [xq, x, w, bias], theta, rng)
 
 
@@ -281,12 +281,18 @@ def test_multihead_attention_gradients_every_trained_map(case, shortcut):
     p = [rng.standard_normal(s) for s in [(d, 3 * d), (3 * d,), (d, d), (d,)]]
     if shortcut:
         xq = rng.standard_normal((b, d))
-        fwd = lambda xq, x, a, bb, c, e, th: att.multihead_attention_forward(x, a, bb, c, e, h, mask, xq, spec, th)  # noqa: E731
+
+        def fwd(xq, x, *p_th):
+            return att.multihead_attention_forward(x, *p_th[:4], h, mask, xq, spec, p_th[4])
+
         arrays = [xq, x, *p]
     else:
-        fwd = lambda x, a, bb, c, e, th: att.multihead_attention_forward(x, a, bb, c, e, h, mask, None, spec, th)  # noqa: E731
+
+        def fwd(x, *p_th):
+            return att.multihead_attention_forward(x, *p_th[:4], h, mask, None, spec, p_th[4])
+
         arrays = [x, *p]
-    _with_theta(None, fwd, att.multihead_attention_backward, arrays, theta, rng)
+    _with_theta(fwd, att.multihead_attention_backward, arrays, theta, rng)
 
 
 @SMALL
@@ -401,7 +407,8 @@ def test_config_fields_round_trip_validate_and_old_configs_load():
     for k in ("attention", "attention_params", "attention_output", "attention_output_params"):
         del old[k]
     loaded = ModelConfig.from_dict(old)
-    assert loaded.attention == "softmax" and loaded.attention_output == "none" and loaded.attention_spec.is_plain_softmax
+    assert loaded.attention == "softmax" and loaded.attention_output == "none"
+    assert loaded.attention_spec.is_plain_softmax
     bad = [
         (dict(attention="cosine"), "unknown attention 'cosine'"),
         (dict(attention="topk", attention_params={"k": 0}), "'k'"),

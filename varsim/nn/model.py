@@ -16,7 +16,9 @@ Architecture (``ModelConfig`` chooses the variants; PAPER.md, "The tasks as vars
    (the same as a one-hot block of input features).
 2. ``n_blocks`` blocks, each:
      h = LN1(x) if pre_ln else x
-     a = attention(h)                       multi-head softmax attention, no positional encoding
+     a = attention(h)                       multi-head attention, no positional encoding; the weight map is
+                                            ``attention`` (softmax by default; varsim.nn.weightmaps), optionally
+                                            with ipr_norm on each head's output (``attention_output``)
      a = W_o norm_ph(heads) | norm(W_o heads)   per-head norms act on each head's output before W_o,
                                                 global ones on the attention output after W_o
      r = x + a if residual else a           residual=False: the (normalized) attention output feeds the MLP directly
@@ -391,8 +393,10 @@ class Transformer:
         if c.n_blocks == 1:
             return 0
         t = n + 1
-        # weights kept for each full block, plus two same-size temporaries in the backward pass
-        return (c.n_blocks - 1 + 2) * b * c.n_heads * t * t * self.dtype.itemsize
+        # weights kept for each full block, plus two same-size temporaries in the backward pass; a weight map other
+        # than plain softmax keeps up to three more (effective weights, its own cache, the ipr_norm cache)
+        per_block = 1 if c.attention_spec.is_plain_softmax else 4
+        return (per_block * (c.n_blocks - 1) + 2) * b * c.n_heads * t * t * self.dtype.itemsize
 
     def _check_memory(self, b: int, n: int) -> None:
         need = self._attention_bytes(b, n)
