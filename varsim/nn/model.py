@@ -179,7 +179,15 @@ class ModelConfig:
         return max(1, (self.key_vocab - 1).bit_length())
 
     def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
+        """All fields, except the attention variant's pairs at their defaults (``attention="softmax"``,
+        ``attention_output="none"``): so the dict of a softmax model is the one saved before these fields existed, and
+        records that compare config dicts (the reproduction's run specs) stay valid. ``from_dict`` fills them in."""
+        d = dataclasses.asdict(self)
+        if d["attention"] == "softmax":
+            del d["attention"], d["attention_params"]
+        if d["attention_output"] == "none":
+            del d["attention_output"], d["attention_output_params"]
+        return d
 
     @classmethod
     def from_dict(cls, d) -> "ModelConfig":
