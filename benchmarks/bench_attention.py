@@ -23,7 +23,7 @@ def _parse():
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--repeats", type=int, default=20, help="timed training steps per map")
     ap.add_argument("--eval-n", type=int, default=4096, help="set size of the evaluation measurement")
-    ap.add_argument("--eval-repeats", type=int, default=3)
+    ap.add_argument("--eval-repeats", type=int, default=5)
     ap.add_argument("--quick", action="store_true")
     return ap.parse_args()
 

@@ -54,6 +54,7 @@ from .attention import (
     self_attention_backward,
     self_attention_forward,
 )
+from .weightmaps import TRAINABLE_MAPS, AttentionSpec, make_attention
 from .layers import (
     ACTIVATIONS,
     activation_backward,
@@ -67,7 +68,6 @@ from .layers import (
     softmax_cross_entropy_backward,
     softmax_cross_entropy_forward,
 )
-from .weightmaps import TRAINABLE_MAPS, AttentionSpec, make_attention
 from .norms import (
     NORMS,
     layernorm_backward,
@@ -256,10 +256,10 @@ class Transformer:
             if c.pre_ln:
                 ln(f"{p}.ln1")
             out.append((f"{p}.attn.w_qkv", (d, 3 * d), 1.0 / math.sqrt(d)))
-            out.append((f"{p}.attn.b_qkv", (3 * d,), "zeros"))
             theta = c.attention_spec.theta_init(c.n_heads, self.dtype)
             if theta is not None:  # the weight map's learned per-head parameter (ssmax: s), a constant start
                 out.append((self._theta_name(b), theta.shape, ("fill", float(theta[0]))))
+            out.append((f"{p}.attn.b_qkv", (3 * d,), "zeros"))
             if c.norm in ("layernorm", "layernorm_per_head"):
                 ln(f"{p}.attn_norm")
             out.append((f"{p}.attn.w_o", (d, d), 1.0 / math.sqrt(d)))
