@@ -2,7 +2,10 @@
 
 Every layer is a ``xxx_forward(...) -> (out, cache)`` / ``xxx_backward(dout, cache) -> grads`` pair
 (``layers``, ``norms``, ``attention``); ``model`` assembles them into :class:`Transformer`, configured by
-:class:`ModelConfig`; ``optim`` holds Adam and AdamW. This package never imports ``varsim.sim``.
+:class:`ModelConfig`; ``optim`` holds Adam and AdamW; ``weightmaps`` the attention weight maps of
+``varsim.variants`` (softmax, ssmax, logn, sigmoid, entmax15, sparsemax with backward passes; critical,
+adaptive_temperature, topk for inference) and ipr_norm, chosen with ``ModelConfig(attention=...,
+attention_params=..., attention_output=...)``. This package never imports ``varsim.sim``.
 """
 
 from .attention import (
@@ -49,6 +52,16 @@ from .norms import (
 )
 
 from .optim import Adam, AdamW
+from .weightmaps import (
+    INFERENCE_ONLY_MAPS,
+    TRAINABLE_MAPS,
+    AttentionSpec,
+    ipr_norm_backward,
+    ipr_norm_forward,
+    make_attention,
+    weight_map_backward,
+    weight_map_forward,
+)
 
 __all__ = [
     "ModelConfig",
@@ -90,4 +103,12 @@ __all__ = [
     "query_attention_backward",
     "multihead_attention_forward",
     "multihead_attention_backward",
+    "AttentionSpec",
+    "make_attention",
+    "TRAINABLE_MAPS",
+    "INFERENCE_ONLY_MAPS",
+    "weight_map_forward",
+    "weight_map_backward",
+    "ipr_norm_forward",
+    "ipr_norm_backward",
 ]

@@ -17,6 +17,13 @@ sit between the two (``multihead_attention_forward`` composes both when no such 
 It never forms the T x T matrix, nor even the keys and values: the query is pulled back through the key projection
 and the weighted mean token pushed through the value projection, O(T D H) per example. It equals the corresponding
 row of ``self_attention_forward`` (a test checks this).
+
+Weight maps: every function takes ``attention``, an :class:`~varsim.nn.weightmaps.AttentionSpec` (``None``: plain
+softmax, the original fast path) and ``theta``, the learned per-head parameter of maps that have one (ssmax's ``s``,
+shape (H,)). With such a map the backward functions append ``dtheta`` (H,) to the gradients they return. Every map
+acts row by row, so the query-row shortcut stays O(T D H) per example for all of them; for maps that are not
+shift-invariant (sigmoid) the shortcut adds back the key-bias term of the logits, and for weights that do not sum to 1
+(sigmoid) or sum to 0 (ipr_norm's effective weights) it scales the value bias by their sum.
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ import math
 import numpy as np
 
 from .layers import linear_backward, linear_forward
+from .weightmaps import AttentionSpec
 
 __all__ = [
     "attention_forward",
@@ -57,13 +65,37 @@ def _check_qkv_params(d: int, w_qkv: np.ndarray, b_qkv: np.ndarray) -> None:
 # Scaled dot-product attention on per-head arrays
 
 
-def attention_forward(q: np.ndarray, k: np.ndarray, v: np.ndarray, key_mask: np.ndarray | None = None):
+def _check_spec(attention, theta, n_heads):
+    """None for plain softmax (the fast path), else the spec; checks that ``theta`` fits the map."""
+    if attention is None:
+        if theta is not None:
+            raise ValueError("theta is given but the attention is plain softmax, which has no learned parameter")
+        return None
+    if not isinstance(attention, AttentionSpec):
+        raise ValueError(f"attention must be an AttentionSpec (varsim.nn.weightmaps.make_attention) or None, "
+                         f"got {type(attention).__name__}")
+    if attention.trained_param is None:
+        if theta is not None:
+            raise ValueError(f"theta is given but attention {attention.name!r} has no learned parameter")
+    elif theta is None or np.shape(theta) != (n_heads,):
+        raise ValueError(f"attention {attention.name!r} needs theta of shape ({n_heads},) (its learned per-head "
+                         f"{attention.trained_param!r}), got {None if theta is None else np.shape(theta)}")
+    return None if attention.is_plain_softmax else attention
+
+
+def _with_dtheta(grads: tuple, attention, dtheta) -> tuple:
+    return grads if attention is None or attention.trained_param is None else (*grads, dtheta)
+
+
+def attention_forward(q: np.ndarray, k: np.ndarray, v: np.ndarray, key_mask: np.ndarray | None = None,
+                      attention: AttentionSpec | None = None, theta: np.ndarray | None = None):
     """``q`` (B, H, Tq, Dh), ``k``/``v`` (B, H, T, Dh), ``key_mask`` bool broadcastable to (B, H, Tq, T).
 
-    Returns ``out`` (B, H, Tq, Dh) = softmax(q k^T / sqrt(Dh)) v; the cache keeps the weights (B, H, Tq, T).
+    Returns ``out`` (B, H, Tq, Dh) = map(q k^T / sqrt(Dh)) v (softmax by default); the cache keeps the weights.
     """
     if k.shape[-1] != q.shape[-1] or k.shape[:-1] != v.shape[:-1]:
         raise ValueError(f"q (.., Tq, Dh), k (.., T, Dh), v (.., T, Dv) do not fit: {q.shape}, {k.shape}, {v.shape}")
+    spec = _check_spec(attention, theta, q.shape[1])
     scale = 1.0 / math.sqrt(q.shape[-1])
     w = q @ k.swapaxes(-1, -2)  # (B, H, Tq, T) logits, then (in place) the weights
     w *= scale
@@ -71,26 +103,35 @@ def attention_forward(q: np.ndarray, k: np.ndarray, v: np.ndarray, key_mask: np.
         if not np.all(np.any(key_mask, axis=-1)):
             raise ValueError("key_mask leaves a query row with no key to attend to")
         np.copyto(w, -np.inf, where=~key_mask)
-    w -= w.max(axis=-1, keepdims=True)  # max-subtraction: exp never overflows, whatever the logits
-    np.exp(w, out=w)
-    w /= w.sum(axis=-1, keepdims=True)
-    out = w @ v  # (B, H, Tq, Dh)
-    return out, (q, k, v, w, scale)
+    if spec is None:  # plain softmax, in place
+        w -= w.max(axis=-1, keepdims=True)  # max-subtraction: exp never overflows, whatever the logits
+        np.exp(w, out=w)
+        w /= w.sum(axis=-1, keepdims=True)
+        u, map_cache = w, None
+    else:
+        u, w, map_cache = spec.forward(w, key_mask, theta)  # u: effective weights (ipr_norm), else u = w
+    out = u @ v  # (B, H, Tq, Dh)
+    return out, (q, k, v, w, scale, u, spec, attention, map_cache)
 
 
 def attention_backward(dout: np.ndarray, cache):
-    """-> ``(dq, dk, dv)``, shaped like ``q``, ``k``, ``v``."""
-    q, k, v, w, scale = cache
+    """-> ``(dq, dk, dv)``, shaped like ``q``, ``k``, ``v`` (then ``dtheta`` (H,) for a map with a learned
+    parameter)."""
+    q, k, v, w, scale, u, spec, attention, map_cache = cache
     dw = dout @ v.swapaxes(-1, -2)  # (B, H, Tq, T)
-    dv = w.swapaxes(-1, -2) @ dout  # (B, H, T, Dh)
-    # softmax backward: ds = w * (dw - sum_j w_j dw_j); masked keys have w = 0, hence ds = 0
-    ds = dw
-    ds -= np.sum(w * dw, axis=-1, keepdims=True)
-    ds *= w
+    dv = u.swapaxes(-1, -2) @ dout  # (B, H, T, Dh)
+    dtheta = None
+    if spec is None:
+        # softmax backward: ds = w * (dw - sum_j w_j dw_j); masked keys have w = 0, hence ds = 0
+        ds = dw
+        ds -= np.sum(w * dw, axis=-1, keepdims=True)
+        ds *= w
+    else:
+        ds, dtheta = spec.backward(dw, map_cache)
     ds *= scale
     dq = ds @ k  # (B, H, Tq, Dh)
     dk = ds.swapaxes(-1, -2) @ q  # (B, H, T, Dh)
-    return dq, dk, dv
+    return _with_dtheta((dq, dk, dv), attention, dtheta)
 
 
 # ----------------------------------------------------------------------------------------------------------------------
@@ -109,10 +150,12 @@ def _head_mask(key_mask, b: int, tq: int, t: int):
     raise ValueError(f"key_mask must have shape {(b, t)} or {(b, tq, t)}, got {key_mask.shape}")
 
 
-def self_attention_forward(x: np.ndarray, w_qkv: np.ndarray, b_qkv: np.ndarray, n_heads: int, key_mask=None):
+def self_attention_forward(x: np.ndarray, w_qkv: np.ndarray, b_qkv: np.ndarray, n_heads: int, key_mask=None,
+                           attention: AttentionSpec | None = None, theta: np.ndarray | None = None):
     """``x`` (B, T, D) -> concatenated head outputs (B, T, D), before the output projection.
 
     ``key_mask``: (B, T) (the same keys for every query row) or (B, T, T) (row i may attend to key j), True = allowed.
+    ``attention``/``theta``: the weight map (module docstring).
     """
     if x.ndim != 3:
         raise ValueError(f"x must be (B, T, D), got shape {x.shape}")
@@ -121,23 +164,23 @@ def self_attention_forward(x: np.ndarray, w_qkv: np.ndarray, b_qkv: np.ndarray, 
     _check_qkv_params(d, w_qkv, b_qkv)
     qkv, lin_cache = linear_forward(x, w_qkv, b_qkv)  # (B, T, 3D)
     q, k, v = qkv.reshape(b, t, 3, n_heads, dh).transpose(2, 0, 3, 1, 4)  # 3 x (B, H, T, Dh), views
-    out, att_cache = attention_forward(q, k, v, _head_mask(key_mask, b, t, t))  # (B, H, T, Dh)
+    out, att_cache = attention_forward(q, k, v, _head_mask(key_mask, b, t, t), attention, theta)  # (B, H, T, Dh)
     heads = out.transpose(0, 2, 1, 3).reshape(b, t, d)  # (B, T, H*Dh)
     return heads, (lin_cache, att_cache, n_heads)
 
 
 def self_attention_backward(dheads: np.ndarray, cache):
-    """-> ``(dx, dw_qkv, db_qkv)``."""
+    """-> ``(dx, dw_qkv, db_qkv)`` (then ``dtheta`` for a map with a learned parameter)."""
     lin_cache, att_cache, n_heads = cache
     b, t, d = dheads.shape
     dh = d // n_heads
     dout = dheads.reshape(b, t, n_heads, dh).transpose(0, 2, 1, 3)  # (B, H, T, Dh)
-    dq, dk, dv = attention_backward(dout, att_cache)  # 3 x (B, H, T, Dh)
+    dq, dk, dv, *dtheta = attention_backward(dout, att_cache)  # 3 x (B, H, T, Dh)
     dqkv = np.empty((b, t, 3, n_heads, dh), dtype=dheads.dtype)  # (B, T, 3, H, Dh)
     dqkv[:, :, 0] = dq.transpose(0, 2, 1, 3)
     dqkv[:, :, 1] = dk.transpose(0, 2, 1, 3)
     dqkv[:, :, 2] = dv.transpose(0, 2, 1, 3)
-    return linear_backward(dqkv.reshape(b, t, 3 * d), lin_cache)
+    return (*linear_backward(dqkv.reshape(b, t, 3 * d), lin_cache), *dtheta)
 
 
 # ----------------------------------------------------------------------------------------------------------------------
@@ -145,15 +188,24 @@ def self_attention_backward(dheads: np.ndarray, cache):
 
 
 def query_attention_forward(
-    xq: np.ndarray, x: np.ndarray, w_qkv: np.ndarray, b_qkv: np.ndarray, n_heads: int, key_mask=None
+    xq: np.ndarray,
+    x: np.ndarray,
+    w_qkv: np.ndarray,
+    b_qkv: np.ndarray,
+    n_heads: int,
+    key_mask=None,
+    attention: AttentionSpec | None = None,
+    theta: np.ndarray | None = None,
 ):
     """``xq`` (B, D) query rows, ``x`` (B, T, D) tokens, ``key_mask`` (B, T) -> head outputs (B, D).
 
     The same parameters and result as row-wise ``self_attention_forward``, computed without projecting the tokens:
     with q_h the query of head h and Wk_h, Wv_h that head's key and value columns,
-        logit_h[t] = x[t] . (Wk_h q_h) + bk_h . q_h        (the last term is the same for every t: softmax drops it)
-        out_h      = sum_t w_h[t] (x[t] Wv_h + bv_h) = (sum_t w_h[t] x[t]) Wv_h + bv_h   (the weights sum to 1)
-    so the per-token work is two (H x D) products instead of a (D x 2D) projection: O(T D H) per example.
+        logit_h[t] = x[t] . (Wk_h q_h) + bk_h . q_h        (the last term is the same for every t: a shift-invariant
+                                                           map such as softmax drops it; sigmoid keeps it)
+        out_h      = sum_t u_h[t] (x[t] Wv_h + bv_h) = (sum_t u_h[t] x[t]) Wv_h + (sum_t u_h[t]) bv_h
+    (``u`` the effective weights; their sum is 1 for normalized maps, 0 with ipr_norm), so the per-token work is two
+    (H x D) products instead of a (D x 2D) projection: O(T D H) per example.
     """
     if x.ndim != 3:
         raise ValueError(f"x must be (B, T, D), got shape {x.shape}")
@@ -163,12 +215,15 @@ def query_attention_forward(
     h = n_heads
     if xq.shape != (b, d):
         raise ValueError(f"xq must have shape {(b, d)} (one query row per example), got {xq.shape}")
+    spec = _check_spec(attention, theta, h)
     q, _ = linear_forward(xq, w_qkv[:, :d], b_qkv[:d])  # (B, D)
     qh = q.reshape(b, h, dh).transpose(1, 0, 2)  # (H, B, Dh)
     wk = w_qkv[:, d : 2 * d].reshape(d, h, dh).transpose(1, 2, 0)  # (H, Dh, D)
     u = (qh @ wk).transpose(1, 0, 2)  # (B, H, D): the query of head h pulled back to token space
     scale = 1.0 / math.sqrt(dh)
     w = u @ x.swapaxes(1, 2)  # (B, H, T) logits (without the constant bias term), then the weights
+    if spec is not None and not spec.shift_invariant:  # the key-bias term bk_h . q_h matters: add it back
+        w += np.einsum("hbk,hk->bh", qh, b_qkv[d : 2 * d].reshape(h, dh))[:, :, None]
     w *= scale
     if key_mask is not None:
         key_mask = np.asarray(key_mask, dtype=bool)
@@ -177,57 +232,86 @@ def query_attention_forward(
         if not np.all(np.any(key_mask, axis=-1)):
             raise ValueError("key_mask leaves a query row with no key to attend to")
         np.copyto(w, -np.inf, where=~key_mask[:, None, :])
-    w -= w.max(axis=-1, keepdims=True)  # max-subtraction
-    np.exp(w, out=w)
-    w /= w.sum(axis=-1, keepdims=True)
-    xbar = w @ x  # (B, H, D): attention-weighted mean token of each head
+    map_cache = None
+    if spec is None:  # plain softmax, in place
+        w -= w.max(axis=-1, keepdims=True)  # max-subtraction
+        np.exp(w, out=w)
+        w /= w.sum(axis=-1, keepdims=True)
+        uw = w
+    else:  # the maps act on (B, H, Tq, T): one query row
+        m4 = None if key_mask is None else key_mask[:, None, None, :]
+        uw4, w4, map_cache = spec.forward(w[:, :, None, :], m4, theta)
+        uw, w = uw4[:, :, 0], w4[:, :, 0]
+    xbar = uw @ x  # (B, H, D): attention-weighted mean token of each head
     wv = w_qkv[:, 2 * d :].reshape(d, h, dh).transpose(1, 0, 2)  # (H, D, Dh)
-    out = (xbar.transpose(1, 0, 2) @ wv).transpose(1, 0, 2).reshape(b, d)  # (B, H*Dh)
-    out += b_qkv[2 * d :]
-    return out, (xq, x, w_qkv, qh, u, w, xbar, scale, n_heads)
+    out = (xbar.transpose(1, 0, 2) @ wv).transpose(1, 0, 2)  # (B, H, Dh)
+    usum = None
+    if spec is None or spec.weight_sum == "one":
+        out += b_qkv[2 * d :].reshape(h, dh)
+    elif spec.weight_sum == "free":
+        usum = uw.sum(axis=-1)  # (B, H)
+        out += usum[:, :, None] * b_qkv[2 * d :].reshape(h, dh)
+    # weight_sum "zero" (ipr_norm): the value bias cancels exactly
+    out = out.reshape(b, d)
+    return out, (xq, x, w_qkv, b_qkv, qh, u, w, xbar, scale, h, uw, usum, spec, attention, map_cache)
 
 
 def query_attention_backward(dheads: np.ndarray, cache):
-    """-> ``(dxq, dx, dw_qkv, db_qkv)``."""
-    xq, x, w_qkv, qh, u, w, xbar, scale, h = cache
+    """-> ``(dxq, dx, dw_qkv, db_qkv)`` (then ``dtheta`` for a map with a learned parameter)."""
+    xq, x, w_qkv, b_qkv, qh, u, w, xbar, scale, h, uw, usum, spec, attention, map_cache = cache
     b, t, d = x.shape
     dh = d // h
     do = dheads.reshape(b, h, dh).transpose(1, 0, 2)  # (H, B, Dh)
     dw_qkv = np.empty_like(w_qkv)  # (D, 3D)
-    db_qkv = np.zeros(3 * d, dtype=dheads.dtype)  # the key bias never changes the weights: its gradient is 0
-    # values: out_h = xbar_h Wv_h + bv_h
-    db_qkv[2 * d :] = dheads.sum(axis=0)
+    db_qkv = np.zeros(3 * d, dtype=dheads.dtype)  # a shift-invariant map ignores the key bias: its gradient is 0
+    # values: out_h = xbar_h Wv_h + (sum u_h) bv_h
+    if spec is None or spec.weight_sum == "one":
+        db_qkv[2 * d :] = dheads.sum(axis=0)
+    elif spec.weight_sum == "free":
+        db_qkv[2 * d :] = (usum[:, :, None] * dheads.reshape(b, h, dh)).sum(axis=0).reshape(d)
     dw_qkv[:, 2 * d :] = (xbar.transpose(1, 2, 0) @ do).transpose(1, 0, 2).reshape(d, d)  # (D, H, Dh) -> (D, D)
     wv = w_qkv[:, 2 * d :].reshape(d, h, dh).transpose(1, 2, 0)  # (H, Dh, D)
     dxbar = (do @ wv).transpose(1, 0, 2)  # (B, H, D)
-    # xbar = w x (B, H, T) @ (B, T, D)
+    # xbar = uw x (B, H, T) @ (B, T, D)
     dw = dxbar @ x.swapaxes(1, 2)  # (B, H, T)
-    # softmax backward, then the logits w = scale * u x^T
-    ds = dw
-    ds -= np.sum(w * dw, axis=-1, keepdims=True)
-    ds *= w
+    dtheta = None
+    if spec is None:
+        # softmax backward, then the logits w = scale * u x^T
+        ds = dw
+        ds -= np.sum(w * dw, axis=-1, keepdims=True)
+        ds *= w
+    else:
+        if usum is not None:  # d(sum u)/du = 1 for every key
+            dw += (dheads.reshape(b, h, dh) * b_qkv[2 * d :].reshape(h, dh)).sum(axis=-1)[:, :, None]
+        ds4, dtheta = spec.backward(dw[:, :, None, :], map_cache)
+        ds = ds4[:, :, 0]
     ds *= scale
     du = ds @ x  # (B, H, D)
-    dx = w.swapaxes(1, 2) @ dxbar  # (B, T, D)
+    dx = uw.swapaxes(1, 2) @ dxbar  # (B, T, D)
     dx += ds.swapaxes(1, 2) @ u
     # u_h = Wk_h q_h
     duh = du.transpose(1, 0, 2)  # (H, B, D)
     dw_qkv[:, d : 2 * d] = (duh.transpose(0, 2, 1) @ qh).transpose(1, 0, 2).reshape(d, d)  # (H, D, Dh) -> (D, D)
     wk = w_qkv[:, d : 2 * d].reshape(d, h, dh).transpose(1, 0, 2)  # (H, D, Dh)
-    dq = (duh @ wk).transpose(1, 0, 2).reshape(b, d)  # (B, D)
+    dqh = duh @ wk  # (H, B, Dh)
+    if spec is not None and not spec.shift_invariant:  # the key-bias term scale * bk_h . q_h of every logit
+        dc = ds.sum(axis=-1).T  # (H, B), already scaled
+        db_qkv[d : 2 * d] = np.einsum("hb,hbk->hk", dc, qh).reshape(d)
+        dqh += dc[:, :, None] * b_qkv[d : 2 * d].reshape(h, 1, dh)
+    dq = dqh.transpose(1, 0, 2).reshape(b, d)  # (B, D)
     # q = xq Wq + bq
     dxq = dq @ w_qkv[:, :d].T
     dw_qkv[:, :d] = xq.reshape(b, d).T @ dq
     db_qkv[:d] = dq.sum(axis=0)
-    return dxq, dx, dw_qkv, db_qkv
+    return _with_dtheta((dxq, dx, dw_qkv, db_qkv), attention, dtheta)
 
 
 def attention_weights(cache) -> np.ndarray:
-    """The attention weights kept in a cache of ``self_attention_forward`` (B, H, T, T) or of
-    ``query_attention_forward`` (B, H, 1, T)."""
+    """The weight map's weights kept in a cache of ``self_attention_forward`` (B, H, T, T) or of
+    ``query_attention_forward`` (B, H, 1, T) (before ipr_norm, which only rescales the output)."""
     if len(cache) == 3:  # self-attention: (linear cache, attention cache, n_heads)
         return cache[1][3]
-    return cache[5][:, :, None, :]
+    return cache[6][:, :, None, :]
 
 
 # ----------------------------------------------------------------------------------------------------------------------
@@ -243,20 +327,23 @@ def multihead_attention_forward(
     n_heads: int,
     key_mask=None,
     xq: np.ndarray | None = None,
+    attention: AttentionSpec | None = None,
+    theta: np.ndarray | None = None,
 ):
     """Self-attention of ``x`` (B, T, D) -> (B, T, D); or, given query rows ``xq`` (B, D), the shortcut -> (B, D)."""
     if xq is None:
-        heads, att_cache = self_attention_forward(x, w_qkv, b_qkv, n_heads, key_mask)
+        heads, att_cache = self_attention_forward(x, w_qkv, b_qkv, n_heads, key_mask, attention, theta)
     else:
-        heads, att_cache = query_attention_forward(xq, x, w_qkv, b_qkv, n_heads, key_mask)
+        heads, att_cache = query_attention_forward(xq, x, w_qkv, b_qkv, n_heads, key_mask, attention, theta)
     out, o_cache = linear_forward(heads, w_o, b_o)
     return out, (att_cache, o_cache, xq is not None)
 
 
 def multihead_attention_backward(dout: np.ndarray, cache):
-    """-> ``(dx, dw_qkv, db_qkv, dw_o, db_o)``, or with query rows ``(dxq, dx, dw_qkv, db_qkv, dw_o, db_o)``."""
+    """-> ``(dx, dw_qkv, db_qkv, dw_o, db_o)``, or with query rows ``(dxq, dx, dw_qkv, db_qkv, dw_o, db_o)``; then
+    ``dtheta`` for a map with a learned parameter."""
     att_cache, o_cache, shortcut = cache
     dheads, dw_o, db_o = linear_backward(dout, o_cache)
-    if shortcut:
-        return (*query_attention_backward(dheads, att_cache), dw_o, db_o)
-    return (*self_attention_backward(dheads, att_cache), dw_o, db_o)
+    grads = query_attention_backward(dheads, att_cache) if shortcut else self_attention_backward(dheads, att_cache)
+    n = 4 if shortcut else 3
+    return (*grads[:n], dw_o, db_o, *grads[n:])

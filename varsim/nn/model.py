@@ -16,7 +16,9 @@ Architecture (``ModelConfig`` chooses the variants; PAPER.md, "The tasks as vars
    (the same as a one-hot block of input features).
 2. ``n_blocks`` blocks, each:
      h = LN1(x) if pre_ln else x
-     a = attention(h)                       multi-head softmax attention, no positional encoding
+     a = attention(h)                       multi-head attention, no positional encoding; the weight map is
+                                            ``attention`` (softmax by default; varsim.nn.weightmaps), optionally
+                                            with ipr_norm on each head's output (``attention_output``)
      a = W_o norm_ph(heads) | norm(W_o heads)   per-head norms act on each head's output before W_o,
                                                 global ones on the attention output after W_o
      r = x + a if residual else a           residual=False: the (normalized) attention output feeds the MLP directly
@@ -38,7 +40,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -52,6 +54,7 @@ from .attention import (
     self_attention_backward,
     self_attention_forward,
 )
+from .weightmaps import TRAINABLE_MAPS, AttentionSpec, make_attention
 from .layers import (
     ACTIVATIONS,
     activation_backward,
@@ -96,6 +99,13 @@ class ModelConfig:
     key_encoding: str = "binary"
     dtype: str = "float32"
     activation: str = "relu"
+    # attention weight map (a name of varsim.variants.WEIGHT_MAPS, with its parameters; ssmax's s is the initial value
+    # of the learned per-head scale) and the output normalization acting on each head ("none" or "ipr_norm"), in
+    # every block. Configs saved before these fields existed load as plain softmax.
+    attention: str = "softmax"
+    attention_params: dict = field(default_factory=dict)
+    attention_output: str = "none"
+    attention_output_params: dict = field(default_factory=dict)
 
     def __post_init__(self):
         check_choice("task", self.task, TASKS)
@@ -123,6 +133,25 @@ class ModelConfig:
             if not isinstance(getattr(self, name), (bool, np.bool_)):
                 raise ValueError(f"{name} must be a bool, got {getattr(self, name)!r}")
             object.__setattr__(self, name, bool(getattr(self, name)))
+        for name in ("attention_params", "attention_output_params"):
+            if getattr(self, name) is None:
+                object.__setattr__(self, name, {})
+            if not isinstance(getattr(self, name), dict):
+                raise ValueError(f"{name} must be a dict, got {type(getattr(self, name)).__name__}")
+        spec = make_attention(self.attention, self.attention_params, self.attention_output,
+                              self.attention_output_params)  # ValueError naming the map or parameter
+        object.__setattr__(self, "attention_params", dict(spec.params))  # validated, defaults filled in
+        object.__setattr__(self, "attention_output_params", dict(spec.output_params))
+        object.__setattr__(self, "_attention_spec", spec)
+
+    def __hash__(self):  # the parameter dicts are not hashable: hash their sorted items
+        items = [(k, tuple(sorted(v.items())) if isinstance(v, dict) else v) for k, v in self.to_dict().items()]
+        return hash(tuple(items))
+
+    @property
+    def attention_spec(self) -> AttentionSpec:
+        """The validated weight map and output normalization (:class:`varsim.nn.weightmaps.AttentionSpec`)."""
+        return self._attention_spec
 
     @property
     def n_outputs(self) -> int:
@@ -140,7 +169,15 @@ class ModelConfig:
         return max(1, (self.key_vocab - 1).bit_length())
 
     def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
+        """All fields, except the attention variant's pairs at their defaults (``attention="softmax"``,
+        ``attention_output="none"``): so the dict of a softmax model is the one saved before these fields existed, and
+        records that compare config dicts (the reproduction's run specs) stay valid. ``from_dict`` fills them in."""
+        d = dataclasses.asdict(self)
+        if d["attention"] == "softmax":
+            del d["attention"], d["attention_params"]
+        if d["attention_output"] == "none":
+            del d["attention_output"], d["attention_output_params"]
+        return d
 
     @classmethod
     def from_dict(cls, d) -> "ModelConfig":
@@ -209,6 +246,9 @@ class Transformer:
             if c.pre_ln:
                 ln(f"{p}.ln1")
             out.append((f"{p}.attn.w_qkv", (d, 3 * d), 1.0 / math.sqrt(d)))
+            theta = c.attention_spec.theta_init(c.n_heads, self.dtype)
+            if theta is not None:  # the weight map's learned per-head parameter (ssmax: s), a constant start
+                out.append((self._theta_name(b), theta.shape, ("fill", float(theta[0]))))
             out.append((f"{p}.attn.b_qkv", (3 * d,), "zeros"))
             for name, init in get_norm(c.norm).params:
                 out.append((f"{p}.attn_norm.{name}", (d,), init))
@@ -224,7 +264,9 @@ class Transformer:
 
     def _init_params(self, seq: np.random.SeedSequence) -> None:
         for name, shape, init in self._shapes():
-            if init == "zeros":
+            if isinstance(init, tuple):  # ("fill", value)
+                value = np.full(shape, init[1], dtype=self.dtype)
+            elif init == "zeros":
                 value = np.zeros(shape, dtype=self.dtype)
             elif init == "ones":
                 value = np.ones(shape, dtype=self.dtype)
@@ -233,6 +275,28 @@ class Transformer:
                 # (which adds LayerNorm gains) start from identical shared weights, so comparisons are paired
                 value = (child_generator(seq, _name_key(name)).standard_normal(shape) * init).astype(self.dtype)
             self.params[name] = value
+
+    def _theta_name(self, block: int) -> str | None:
+        """Name of block ``block``'s learned weight-map parameter (e.g. ``block0.attn.ssmax_s``), or None."""
+        spec = self.config.attention_spec
+        return None if spec.trained_param is None else f"block{block}.attn.{spec.name}_{spec.trained_param}"
+
+    def with_attention(self, attention: str, params: dict | None = None, **kwargs) -> "Transformer":
+        """A copy of this model that evaluates with another weight map, e.g. ``model.with_attention("topk", k=8)``.
+
+        ``attention`` is a name of :data:`varsim.variants.WEIGHT_MAPS`, ``params``/``kwargs`` its parameters
+        (validated by the registry; defaults filled in). Every block uses the new map; the output normalization
+        (``attention_output``) is kept. The copy holds copies of this model's parameters; a learned parameter the new
+        map does not use (ssmax's ``s``) is dropped, one it needs and this model lacks starts at its initial value
+        (``params``). Meant for evaluation: inference-only maps (topk, critical, adaptive_temperature) have no
+        backward pass and refuse to train.
+        """
+        config = dataclasses.replace(self.config, attention=attention, attention_params={**(params or {}), **kwargs})
+        other = Transformer(config, seed=0, memory_budget=self.memory_budget)
+        for k, v in other.params.items():
+            if k in self.params:
+                np.copyto(v, self.params[k])
+        return other
 
     @property
     def n_params(self) -> int:
@@ -327,8 +391,10 @@ class Transformer:
         if c.n_blocks == 1:
             return 0
         t = n + 1
-        # weights kept for each full block, plus two same-size temporaries in the backward pass
-        return (c.n_blocks - 1 + 2) * b * c.n_heads * t * t * self.dtype.itemsize
+        # weights kept for each full block, plus two same-size temporaries in the backward pass; a weight map other
+        # than plain softmax keeps up to three more (effective weights, its own cache, the ipr_norm cache)
+        per_block = 1 if c.attention_spec.is_plain_softmax else 4
+        return (per_block * (c.n_blocks - 1) + 2) * b * c.n_heads * t * t * self.dtype.itemsize
 
     def _check_memory(self, b: int, n: int) -> None:
         need = self._attention_bytes(b, n)
@@ -396,11 +462,13 @@ class Transformer:
         if c.pre_ln:
             h, ln1 = layernorm_forward(x, p[f"{pre}.ln1.gamma"], p[f"{pre}.ln1.beta"])  # (B, T, D)
         w_qkv, b_qkv = p[f"{pre}.attn.w_qkv"], p[f"{pre}.attn.b_qkv"]
+        spec, theta_name = c.attention_spec, self._theta_name(i)
+        theta = None if theta_name is None else p[theta_name]
         if last:  # query-row shortcut: (B, D)
-            heads, att = query_attention_forward(h[:, 0], h, w_qkv, b_qkv, c.n_heads, key_mask)
+            heads, att = query_attention_forward(h[:, 0], h, w_qkv, b_qkv, c.n_heads, key_mask, spec, theta)
             x_res = x[:, 0]
         else:  # (B, T, D)
-            heads, att = self_attention_forward(h, w_qkv, b_qkv, c.n_heads, key_mask)
+            heads, att = self_attention_forward(h, w_qkv, b_qkv, c.n_heads, key_mask, spec, theta)
             x_res = x
         w_o, b_o = p[f"{pre}.attn.w_o"], p[f"{pre}.attn.b_o"]
         norm = get_norm(c.norm)
@@ -449,11 +517,13 @@ class Transformer:
         for name, g in norm_grads.items():
             grads[f"{pre}.attn_norm.{name}"] = g
         if last:
-            dhq, dh, dw_qkv, db_qkv = query_attention_backward(dheads, att)  # dh (B, T, D)
+            dhq, dh, dw_qkv, db_qkv, *dtheta = query_attention_backward(dheads, att)  # dh (B, T, D)
             dh[:, 0] += dhq
         else:
-            dh, dw_qkv, db_qkv = self_attention_backward(dheads, att)
+            dh, dw_qkv, db_qkv, *dtheta = self_attention_backward(dheads, att)
         grads[f"{pre}.attn.w_qkv"], grads[f"{pre}.attn.b_qkv"] = dw_qkv, db_qkv
+        if dtheta:  # the weight map's learned per-head parameter
+            grads[self._theta_name(i)] = dtheta[0]
         if c.pre_ln:
             dh, grads[f"{pre}.ln1.gamma"], grads[f"{pre}.ln1.beta"] = layernorm_backward(dh, ln1)
         if c.residual:
@@ -497,6 +567,10 @@ class Transformer:
         """Gradients of sum(logits * dlogits) with respect to every parameter: same names, order, shapes, dtype."""
         c = self.config
         embed_cache, block_caches, fln, head_cache, x_shape = cache
+        if not c.attention_spec.trainable:
+            raise ValueError(f"attention {c.attention!r} is inference-only and cannot be trained (no backward pass); "
+                             f"train with one of {', '.join(TRAINABLE_MAPS)} and apply it with "
+                             "Transformer.with_attention")
         dlogits = np.asarray(dlogits)
         if dlogits.shape != (x_shape[0], c.n_outputs):
             raise ValueError(f"dlogits must have shape {(x_shape[0], c.n_outputs)}, got {dlogits.shape}")

@@ -1,0 +1,446 @@
+"""Registry of attention variants: weight maps (logits -> weights) and output-side normalizations.
+
+One home for the variants of REMEDIES.md 2, shared by the simulator (``varsim.sim``), the transformer (``varsim.nn``)
+and the CLI. Pure NumPy: importing it compiles nothing, and it imports neither ``varsim.sim`` nor ``varsim.nn``.
+
+Notation: ``z`` logits with the keys on the last axis (any leading batch axes), ``n`` the number of keys that take
+part (default: the number of finite logits of the row, so a ``-inf`` mask entry is not counted), ``w`` weights of the
+same shape as ``z``. Masked positions are given as ``-inf`` logits and always get weight exactly 0.
+
+Weight maps (:data:`WEIGHT_MAPS`):
+
+============================  ========================================================================  ==========
+name                          weights                                                                    sum w = 1
+============================  ========================================================================  ==========
+``softmax``                   ``softmax(z)``                                                             yes
+``ssmax``                     ``softmax(s ln(n) z)``                                                     yes
+``logn``                      ``softmax(ln(n)/ln(n0) z)``, the factor clamped to >= 1 when ``clamp``     yes
+``critical``                  ``softmax(c sqrt(2 ln n) z / beta0)`` (REM scaling, THEORY 4c)             yes
+``adaptive_temperature``      ``softmax(b(H) z)``, ``H`` the entropy (nats) of ``softmax(z)``,           yes
+                              ``b = max(P(H), 1)`` for ``H > 0.5`` else 1 (REMEDIES 2)
+``topk``                      softmax over the ``k`` largest logits, 0 elsewhere                         yes
+``entmax15``                  ``[z/2 - t]_+^2``, ``t`` such that the weights sum to 1 (exact, sort-based)  yes
+``sparsemax``                 ``[z - t]_+``, ``t`` such that the weights sum to 1 (exact, sort-based)      yes
+``sigmoid``                   ``sigmoid(z - ln n)`` (no normalization)                                   no
+============================  ========================================================================  ==========
+
+``ssmax``, ``logn`` and ``critical`` are softmax with an N-dependent inverse temperature:
+:meth:`Variant.beta_factor` gives the factor ``f(n)`` multiplying the logits, so for logits of scale ``beta`` the
+effective scale is ``f(n) beta`` and the exact theory of softmax applies at that scale (``varsim.theory.remedies``).
+
+Output normalizations (:data:`OUTPUT_NORMALIZATIONS`): ``ipr_norm``, ``o' = (o - (sum_i w_i) vbar) / sqrt(sum_i
+w_i^2)`` with ``vbar`` the per-example mean of the values (THEORY 4b); it complements the model's existing
+normalizations (``layernorm``, ``standardize``, per-head versions), which stay in ``varsim.nn.norms``.
+
+Usage::
+
+    from varsim.variants import get_variant, weights
+    w = weights("ssmax", logits, s=0.5)                 # (..., N)
+    spec = get_variant("topk"); params = spec.check_params({"k": 8})
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+__all__ = [
+    "Param",
+    "Variant",
+    "OutputNormalization",
+    "VARIANTS",
+    "WEIGHT_MAPS",
+    "OUTPUT_NORMALIZATIONS",
+    "get_variant",
+    "get_output_normalization",
+    "check_params",
+    "weights",
+    "ipr_norm",
+    "adaptive_temperature_factor",
+    "entropy",
+    "ADAPTIVE_POLY",
+]
+
+# P(H) of adaptive temperature, highest power first (REMEDIES 2): -0.037 H^4 + 0.481 H^3 - 2.3 H^2 + 4.917 H - 1.791
+ADAPTIVE_POLY = (-0.037, 0.481, -2.3, 4.917, -1.791)
+_ADAPTIVE_MIN_ENTROPY = 0.5  # at or below this entropy the temperature is left alone
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# Parameters
+
+
+@dataclass(frozen=True)
+class Param:
+    """One parameter of a variant: ``kind`` is ``"real"``, ``"int"`` or ``"bool"``; bounds apply to numbers
+    (``strict``: the minimum itself is excluded). ``default`` None means required."""
+
+    name: str
+    kind: str
+    default: object = None
+    minimum: float | None = None
+    maximum: float | None = None
+    strict: bool = False
+    help: str = ""
+
+    def check(self, variant: str, value):
+        """``value`` converted to the parameter's type, or ``ValueError`` naming ``variant`` and the parameter."""
+        label = f"{variant} parameter {self.name!r}"
+        if self.kind == "bool":
+            if not isinstance(value, (bool, np.bool_)):
+                raise ValueError(f"{label} must be True or False, got {value!r}")
+            return bool(value)
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+            raise ValueError(f"{label} must be a real number, got {value!r}")
+        fvalue = float(value)
+        if not math.isfinite(fvalue):
+            raise ValueError(f"{label} must be finite, got {value!r}")
+        if self.kind == "int":
+            if not fvalue.is_integer():
+                raise ValueError(f"{label} must be an integer, got {value!r}")
+            fvalue = int(value)
+        if self.minimum is not None:
+            if self.strict and not fvalue > self.minimum:
+                raise ValueError(f"{label} must be > {self.minimum:g}, got {value!r}")
+            if not self.strict and fvalue < self.minimum:
+                raise ValueError(f"{label} must be >= {self.minimum:g}, got {value!r}")
+        if self.maximum is not None and fvalue > self.maximum:
+            raise ValueError(f"{label} must be <= {self.maximum:g}, got {value!r}")
+        return fvalue
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# Input handling shared by the references
+
+
+def _logits_and_n(logits, n):
+    """Float64 logits (NaN/+inf refused, ``-inf`` = masked) and the key count per row, shape ``logits.shape[:-1]``."""
+    try:
+        z = np.asarray(logits, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"logits must be a numeric array, got {type(logits).__name__}") from None
+    if z.ndim == 0 or z.shape[-1] == 0:
+        raise ValueError(f"logits must have at least one key on the last axis, got shape {z.shape}")
+    if np.isnan(z).any() or np.isposinf(z).any():
+        raise ValueError("logits must be finite or -inf (masked), got NaN or +inf")
+    finite = np.isfinite(z)
+    count = finite.sum(axis=-1)
+    if np.any(count == 0):
+        raise ValueError("logits: every row needs at least one unmasked (finite) entry")
+    if n is None:
+        n_arr = count.astype(np.float64)
+    else:
+        try:
+            n_arr = np.broadcast_to(np.asarray(n, dtype=np.float64), z.shape[:-1])
+        except (TypeError, ValueError):
+            raise ValueError(f"n must be a number or an array broadcastable to {z.shape[:-1]}, got {n!r}") from None
+        if not np.all(np.isfinite(n_arr)) or np.any(n_arr < 1):
+            raise ValueError(f"n must be finite and >= 1, got {n!r}")
+    return z, n_arr
+
+
+def _shifted(z: np.ndarray) -> np.ndarray:
+    """``z - max(z)`` over the last axis (masked entries stay ``-inf``)."""
+    return z - np.max(z, axis=-1, keepdims=True)
+
+
+def _softmax(z: np.ndarray) -> np.ndarray:
+    """Max-subtracted softmax over the last axis (``-inf`` entries get 0)."""
+    e = np.exp(_shifted(z))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def entropy(logits) -> np.ndarray:
+    """Shannon entropy (nats) of ``softmax(logits)`` over the last axis; shape ``logits.shape[:-1]``."""
+    z, _ = _logits_and_n(logits, None)
+    zs = _shifted(z)
+    e = np.exp(zs)
+    total = e.sum(axis=-1)
+    # H = ln Z - sum p zs  with  Z = sum e^{zs}; masked entries (p = 0) contribute nothing
+    weighted = np.where(np.isfinite(zs), e * np.where(np.isfinite(zs), zs, 0.0), 0.0).sum(axis=-1)
+    return np.log(total) - weighted / total
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# Weight maps: plain NumPy references (batched over leading axes)
+
+
+def _w_softmax(z, n):
+    return _softmax(z)
+
+
+def _w_scaled(factor_fn):
+    def ref(z, n, **params):
+        f = np.asarray(factor_fn(n, **params), dtype=np.float64)[..., None]
+        # f >= 0 and max-subtraction happens after scaling: f * (z - max z) keeps -inf masked and every exponent <= 0
+        zs = _shifted(z)
+        return _softmax(np.where(np.isfinite(zs), f * np.where(np.isfinite(zs), zs, 0.0), -np.inf))
+
+    return ref
+
+
+def _factor_softmax(n):
+    return np.ones_like(np.asarray(n, dtype=np.float64))
+
+
+def _factor_ssmax(n, s):
+    return s * np.log(n)
+
+
+def _factor_logn(n, n0, clamp):
+    f = np.log(n) / math.log(n0)
+    return np.maximum(f, 1.0) if clamp else f
+
+
+def _factor_critical(n, c, beta0):
+    return c * np.sqrt(2.0 * np.log(n)) / beta0
+
+
+def adaptive_temperature_factor(h) -> np.ndarray:
+    """``b(H) = max(P(H), 1)`` for ``H > 0.5``, else 1 (REMEDIES 2), elementwise over entropies ``h`` (nats)."""
+    h = np.asarray(h, dtype=np.float64)
+    return np.where(h > _ADAPTIVE_MIN_ENTROPY, np.maximum(np.polyval(ADAPTIVE_POLY, h), 1.0), 1.0)
+
+
+def _w_adaptive(z, n):
+    b = adaptive_temperature_factor(entropy(z))[..., None]
+    zs = _shifted(z)
+    return _softmax(np.where(np.isfinite(zs), b * np.where(np.isfinite(zs), zs, 0.0), -np.inf))
+
+
+def _w_topk(z, n, k):
+    size = z.shape[-1]
+    if k >= size:
+        return _softmax(z)
+    # the k largest per row (ties broken by position, as argpartition does); others masked
+    idx = np.argpartition(-z, k - 1, axis=-1)[..., :k]
+    keep = np.full(z.shape, -np.inf)
+    np.put_along_axis(keep, idx, np.take_along_axis(z, idx, axis=-1), axis=-1)
+    return _softmax(keep)
+
+
+def _finite_sorted_desc(z):
+    """Max-subtracted logits with masked entries replaced by -2 (the threshold is >= max - 1 = -1, so they never
+    enter the support), and the same sorted descending along the last axis."""
+    zs = _shifted(z)
+    zs = np.where(np.isfinite(zs), zs, -2.0)
+    return zs, -np.sort(-zs, axis=-1)
+
+
+def _w_sparsemax(z, n):
+    # Exact threshold (Martins & Astudillo 2016): support = {j : 1 + j z_(j) > sum_{i<=j} z_(i)}, t = (S_k - 1)/k.
+    # After max-subtraction t >= -1, so the -2 placeholders of masked entries are never in the support.
+    zs, srt = _finite_sorted_desc(z)
+    j = np.arange(1, z.shape[-1] + 1, dtype=np.float64)
+    csum = np.cumsum(srt, axis=-1)
+    support = (1.0 + j * srt > csum).sum(axis=-1, keepdims=True)  # >= 1: j = 1 always qualifies
+    t = (np.take_along_axis(csum, support - 1, axis=-1) - 1.0) / support
+    return np.maximum(zs - t, 0.0)
+
+
+def _w_entmax15(z, n):
+    # alpha = 1.5: w = [x - t]_+^2 with x = z/2. For a support of the k largest x, sum (x - t)^2 = 1 gives
+    # t_k = mean_k - sqrt((1 - k (meansq_k - mean_k^2)) / k); the support is {k : t_k <= x_(k)} (Peters et al. 2019).
+    # After max-subtraction x_max = 0 and t >= x_max - 1 = -1, so a masked entry placed at x = -2 is never in the
+    # support: the result equals the map of the unmasked entries alone.
+    zs = _shifted(z)
+    x = np.where(np.isfinite(zs), 0.5 * np.where(np.isfinite(zs), zs, 0.0), -2.0)
+    srt = -np.sort(-x, axis=-1)
+    j = np.arange(1, z.shape[-1] + 1, dtype=np.float64)
+    mean = np.cumsum(srt, axis=-1) / j
+    meansq = np.cumsum(srt * srt, axis=-1) / j
+    delta = (1.0 - j * (meansq - mean * mean)) / j
+    t_all = mean - np.sqrt(np.maximum(delta, 0.0))
+    support = (t_all <= srt).sum(axis=-1, keepdims=True)
+    t = np.take_along_axis(t_all, support - 1, axis=-1)
+    w = np.maximum(x - t, 0.0) ** 2
+    return w
+
+
+def _w_sigmoid(z, n):
+    x = z - np.log(n)[..., None]
+    # stable sigmoid: exp(-log(1 + e^{-x})); -inf (masked) gives exactly 0
+    return np.exp(-np.logaddexp(0.0, -x))
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# Specs
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A weight map: its parameters, whether its weights sum to 1, and its NumPy reference.
+
+    ``beta_factor_fn`` is set for softmax with an N-dependent inverse temperature (``softmax``, ``ssmax``, ``logn``,
+    ``critical``): the weights are ``softmax(beta_factor(n) * z)``. ``inference_only`` marks the variants REMEDIES 4
+    applies to trained softmax models only (their map has no trained parameter or gradient here).
+    ``sparse``: the map gives exact zeros.
+    """
+
+    name: str
+    description: str
+    params: tuple[Param, ...]
+    sums_to_one: bool
+    reference: Callable = field(repr=False)
+    beta_factor_fn: Callable | None = field(default=None, repr=False)
+    inference_only: bool = False
+    sparse: bool = False
+
+    @property
+    def param_names(self) -> tuple[str, ...]:
+        return tuple(p.name for p in self.params)
+
+    @property
+    def defaults(self) -> dict:
+        return {p.name: p.default for p in self.params if p.default is not None}
+
+    @property
+    def is_scaled_softmax(self) -> bool:
+        """True when the weights are ``softmax(f(n) z)`` (exact softmax theory applies at scale ``f(n) beta``)."""
+        return self.beta_factor_fn is not None
+
+    def check_params(self, params: dict | None = None, **kwargs) -> dict:
+        """All parameters, validated and with defaults filled in; unknown or missing ones raise ``ValueError``."""
+        given = {**(params or {}), **kwargs}
+        unknown = sorted(set(given) - set(self.param_names))
+        if unknown:
+            expected = ", ".join(self.param_names) if self.params else "none"
+            raise ValueError(f"attention {self.name!r} has no parameter(s) {', '.join(unknown)}; "
+                             f"its parameters: {expected}")
+        out = {}
+        for p in self.params:
+            if p.name in given and given[p.name] is not None:
+                out[p.name] = p.check(self.name, given[p.name])
+            elif p.default is not None:
+                out[p.name] = p.default
+            else:
+                raise ValueError(f"attention {self.name!r} needs parameter {p.name!r} ({p.help})")
+        return out
+
+    def weights(self, logits, n=None, **params) -> np.ndarray:
+        """Reference weights, same shape as ``logits`` (keys on the last axis; ``-inf`` masks an entry).
+
+        ``n``: key count (scalar or per row, broadcast to ``logits.shape[:-1]``); default: the finite entries per row.
+        """
+        p = self.check_params(params)
+        z, n_arr = _logits_and_n(logits, n)
+        return self.reference(z, n_arr, **p)
+
+    def beta_factor(self, n, **params):
+        """The factor ``f(n)`` of a scaled softmax (``weights = softmax(f(n) z)``), elementwise over ``n >= 1``;
+        ``ValueError`` for variants that are not a scaled softmax."""
+        if self.beta_factor_fn is None:
+            raise ValueError(f"attention {self.name!r} is not a softmax with an N-dependent temperature; scaled ones: "
+                             f"{', '.join(k for k, v in VARIANTS.items() if v.is_scaled_softmax)}")
+        p = self.check_params(params)
+        n_arr = np.asarray(n, dtype=np.float64)
+        if not np.all(np.isfinite(n_arr)) or np.any(n_arr < 1):
+            raise ValueError(f"n must be finite and >= 1, got {n!r}")
+        out = np.asarray(self.beta_factor_fn(n_arr, **p), dtype=np.float64)
+        return float(out) if out.ndim == 0 else out
+
+
+_S = Param("s", "real", default=1.0 / math.log(16.0), minimum=0.0, maximum=1e4, strict=True,
+           help="SSMax scale: weights softmax(s ln(N) z); default 1/ln 16 (equal to softmax at N = 16)")
+_N0 = Param("n0", "real", default=16.0, minimum=1.0, maximum=1e300, strict=True,
+            help="logn reference length N0 > 1 (the largest training length); default 16")
+_CLAMP = Param("clamp", "bool", default=True, help="logn: clamp the factor ln N / ln N0 to >= 1 (Qwen-style)")
+_C = Param("c", "real", default=1.0, minimum=0.0, maximum=1e4,
+           help="critical: c in softmax(c sqrt(2 ln N) z / beta0); frozen for c > 1")
+_BETA0 = Param("beta0", "real", default=1.0, minimum=0.0, maximum=1e30, strict=True,
+               help="critical: base logit scale beta0 > 0 (the standard deviation of z)")
+_K = Param("k", "int", default=8, minimum=1, maximum=2**62, help="topk: number of kept logits k >= 1")
+
+VARIANTS: dict[str, Variant] = {
+    v.name: v
+    for v in (
+        Variant("softmax", "softmax(z)", (), True, _w_scaled(_factor_softmax), _factor_softmax),
+        Variant("ssmax", "softmax(s ln(N) z) (scalable softmax)", (_S,), True, _w_scaled(_factor_ssmax),
+                _factor_ssmax),
+        Variant("logn", "softmax(ln(N)/ln(N0) z), factor clamped to >= 1 when clamp", (_N0, _CLAMP), True,
+                _w_scaled(_factor_logn), _factor_logn),
+        Variant("critical", "softmax(c sqrt(2 ln N) z / beta0) (REM scaling)", (_C, _BETA0), True,
+                _w_scaled(_factor_critical), _factor_critical, inference_only=True),
+        Variant("adaptive_temperature", "softmax(b(H) z), b from the entropy H of softmax(z)", (), True, _w_adaptive,
+                inference_only=True),
+        Variant("topk", "softmax over the k largest logits", (_K,), True, _w_topk, inference_only=True, sparse=True),
+        Variant("entmax15", "1.5-entmax: [z/2 - t]_+^2, sum 1", (), True, _w_entmax15, sparse=True),
+        Variant("sparsemax", "sparsemax: [z - t]_+, sum 1", (), True, _w_sparsemax, sparse=True),
+        Variant("sigmoid", "sigmoid(z - ln N), not normalized", (), False, _w_sigmoid),
+    )
+}
+WEIGHT_MAPS: tuple[str, ...] = tuple(VARIANTS)
+
+
+def _unknown(kind: str, name, valid) -> ValueError:
+    return ValueError(f"unknown {kind} {name!r}; expected one of {', '.join(valid)}")
+
+
+def get_variant(name: str) -> Variant:
+    """The weight map registered as ``name``; an unknown name raises ``ValueError`` listing the valid ones."""
+    if not isinstance(name, str) or name not in VARIANTS:
+        raise _unknown("attention", name, WEIGHT_MAPS)
+    return VARIANTS[name]
+
+
+def check_params(name: str, params: dict | None = None, **kwargs) -> dict:
+    """Validated parameters (defaults filled in) of the weight map ``name``."""
+    return get_variant(name).check_params(params, **kwargs)
+
+
+def weights(name: str, logits, n=None, **params) -> np.ndarray:
+    """Reference weights of the map ``name`` for ``logits (..., N)``: see :meth:`Variant.weights`."""
+    return get_variant(name).weights(logits, n, **params)
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# Output-side normalizations
+
+
+def ipr_norm(o, w, v, eps: float = 0.0) -> np.ndarray:
+    """IPR normalization of an attention output (THEORY 4b): ``(o - (sum_i w_i) vbar) / sqrt(sum_i w_i^2 + eps)``.
+
+    ``o (..., d_v)``, ``w (..., N)``, ``v (..., N, d_v)``; ``vbar`` is the mean of the N values of each example.
+    With values independent of the keys, each output coordinate then has variance ``sigma_v^2`` for every N (with
+    ``eps = 0`` and softmax weights, up to the ``(1 - 1/N)``-order effect of estimating ``vbar`` from the example).
+    """
+    o = np.asarray(o, dtype=np.float64)
+    w = np.asarray(w, dtype=np.float64)
+    v = np.asarray(v, dtype=np.float64)
+    if v.shape[:-1] != w.shape or o.shape != v.shape[:-2] + v.shape[-1:]:
+        raise ValueError(f"ipr_norm: shapes o {o.shape}, w {w.shape}, v {v.shape} do not match (..., d_v), (..., N), "
+                         f"(..., N, d_v)")
+    if not (isinstance(eps, numbers.Real) and math.isfinite(eps) and eps >= 0):
+        raise ValueError(f"ipr_norm parameter 'eps' must be a finite number >= 0, got {eps!r}")
+    vbar = v.mean(axis=-2)
+    y2 = np.sum(w * w, axis=-1, keepdims=True)
+    return (o - w.sum(axis=-1, keepdims=True) * vbar) / np.sqrt(y2 + eps)
+
+
+@dataclass(frozen=True)
+class OutputNormalization:
+    """A normalization of the attention output that needs the weights (so it lives next to the weight maps)."""
+
+    name: str
+    description: str
+    params: tuple[Param, ...]
+    reference: Callable = field(repr=False)
+
+
+OUTPUT_NORMALIZATIONS: dict[str, OutputNormalization] = {
+    "ipr_norm": OutputNormalization(
+        "ipr_norm", "(o - sum(w) vbar) / sqrt(sum w^2 + eps)",
+        (Param("eps", "real", default=0.0, minimum=0.0, help="added to sum w^2 under the square root"),), ipr_norm,
+    ),
+}
+
+
+def get_output_normalization(name: str) -> OutputNormalization:
+    """The output normalization registered as ``name``; an unknown name raises listing the valid ones."""
+    if not isinstance(name, str) or name not in OUTPUT_NORMALIZATIONS:
+        raise _unknown("output normalization", name, tuple(OUTPUT_NORMALIZATIONS))
+    return OUTPUT_NORMALIZATIONS[name]
