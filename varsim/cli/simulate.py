@@ -12,7 +12,7 @@ Examples::
     varsim simulate --n 16:4096:x4 --attention ssmax --ssmax-s 0.5
     varsim simulate --n 16:4096:x4 --attention topk --topk 8
 
-Sizes are checked before anything runs: a run whose estimated work exceeds ``--max-work`` (default 1e13
+Sizes are checked before anything runs: a run whose estimated work exceeds ``--max-work`` (default 2e12
 key-coordinates, about an hour on 2 cores) or that needs more than half the machine's memory is refused with the
 estimate; raise ``--max-work`` for a deliberately long run (Ctrl-C interrupts it).
 
@@ -171,7 +171,7 @@ def register(parser: argparse.ArgumentParser) -> None:
     add("--coordinate", type=int, default=0, metavar="J", help="output coordinate j reported as var_coord")
     add("--chunk-size", type=_int_arg, default=None, metavar="C", help="sequences per chunk (default: automatic)")
     add("--max-work", type=float, default=None, metavar="W",
-        help="refuse runs whose estimated work exceeds W key-coordinates (default 1e13, about an hour on 2 cores)")
+        help="refuse runs whose estimated work exceeds W key-coordinates (default 2e12, about an hour on 2 cores)")
     add("--seed", type=int, default=0, metavar="S", help="root seed (default 0)")
     add("--threads", type=int, default=None, metavar="T", help="worker threads (default: all cores)")
     add("--progress", action=argparse.BooleanOptionalAction, default=None,

@@ -25,9 +25,10 @@ _DEFAULT_CHUNKS = 32
 # Bound on |tau|, |q|, the value scale/mean and the coupling: logits are products of up to three such factors and
 # the variance squares products of up to three, so 1e30 keeps every intermediate far inside float64.
 _MAX_ABS = 1e30
-#: Default bound on the estimated work (key-coordinates, see :func:`estimate_cost`): about an hour or more on a
-#: 2-core machine. ``simulate(max_work=...)`` / ``varsim simulate --max-work`` raise it for deliberately long runs.
-DEFAULT_MAX_WORK = 1e13
+#: Default bound on the estimated work (key-coordinates, see :func:`estimate_cost`): about an hour on a 2-core
+#: machine (benchmarks/bench_mc.py measures the full sampler at ~3e8 key-coordinates per CPU-second at d = 64 and
+#: the logits + Rao-Blackwell path at ~1.4e8 keys per CPU-second). ``simulate(max_work=...)`` / ``varsim simulate --max-work`` raise it for deliberately long runs.
+DEFAULT_MAX_WORK = 2e12
 _KEY_BLOCK = 32  # mirrors _kernels_attn.KEY_BLOCK (importing the kernel module here would compile nothing but
 #                  would import numba; the size only enters the memory estimate)
 

@@ -128,7 +128,7 @@ def simulate(
         For ``sigmoid`` (weights not summing to 1) ``wsum``/``wsum_var`` report ``sum w``, and the Rao-Blackwell
         estimator is ``sigma_v^2 E[sum w^2] + mu_v^2 Var(sum w)`` (REMEDIES 1).
     max_work : bound on the estimated work in key-coordinates (``n_sequences * sum(N) * coordinates per key``;
-        default ``DEFAULT_MAX_WORK = 1e13``, about an hour on 2 cores): a larger run is refused before it starts
+        default ``DEFAULT_MAX_WORK = 2e12``, about an hour on 2 cores): a larger run is refused before it starts
         (and one needing more than half the machine's memory always is); raise it for deliberately long runs.
     """
     threads = _check_threads(threads)
