@@ -27,7 +27,8 @@ _DEFAULT_CHUNKS = 32
 _MAX_ABS = 1e30
 #: Default bound on the estimated work (key-coordinates, see :func:`estimate_cost`): about an hour on a 2-core
 #: machine (benchmarks/bench_mc.py measures the full sampler at ~3e8 key-coordinates per CPU-second at d = 64 and
-#: the logits + Rao-Blackwell path at ~1.4e8 keys per CPU-second). ``simulate(max_work=...)`` / ``varsim simulate --max-work`` raise it for deliberately long runs.
+#: the logits + Rao-Blackwell path at ~1.4e8 keys per CPU-second). ``simulate(max_work=...)`` /
+#: ``varsim simulate --max-work`` raise it for deliberately long runs.
 DEFAULT_MAX_WORK = 2e12
 _KEY_BLOCK = 32  # mirrors _kernels_attn.KEY_BLOCK (importing the kernel module here would compile nothing but
 #                  would import numba; the size only enters the memory estimate)
