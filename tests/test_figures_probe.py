@@ -9,6 +9,7 @@ import sys
 import pytest
 
 from varsim.figures import FIGURES, load, make
+from varsim.figures import _style
 from varsim.figures._style import jsonable
 from varsim.figures.probe import COMMITTED_DIR, COMMITTED_FILES, ProbeSource, probe_command, read_probe
 
@@ -72,6 +73,9 @@ def test_panels_of_each_figure():
     data = fig_probe_decomposition.compute()
     fig = fig_probe_decomposition.draw(data)
     assert len(_visible_axes(fig)) == 12
+    sizes = [t.get_fontsize() for t in fig.findobj(lambda a: hasattr(a, "get_fontsize") and
+                                                   getattr(a, "get_text", lambda: "")())]
+    assert min(sizes) >= _style.MIN_FONT_SIZE
     picks = [(h["layer"], h["head"]) for h in data["rows"][0]["heads"]]
     assert picks == [(0, 6), (0, 3), (0, 8)]  # broadest, sharpest (E[sum w^2] slope) in layer 0; fastest std decay
 
