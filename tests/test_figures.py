@@ -17,6 +17,7 @@ from varsim.figures import reproduction as rp
 # the simulation/theory figures; the rest of the registry are the reproduction figures
 CORE = ["fig_variance_vs_n", "fig_decay_exponent", "fig_random_query"]
 REPRO = ["fig_repro_accuracy", "fig_repro_std", "fig_repro_hist", "fig_repro_global", "fig_repro_attention"]
+PROBE = ["fig_probe_std", "fig_probe_slopes", "fig_probe_decomposition"]  # tests/test_figures_probe.py
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +39,7 @@ def _texts(fig) -> list[str]:
 
 
 def test_registry_names_importable_figure_modules():
-    assert list(figures.FIGURES) == CORE + REPRO
+    assert list(figures.FIGURES) == CORE + REPRO + PROBE
     for name in figures.FIGURES:
         module = figures.load(name)
         assert module.NAME == name

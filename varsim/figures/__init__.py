@@ -13,6 +13,11 @@ install draws every figure in minutes; ``--results DIR`` reads a ``varsim reprod
 ``--rerun`` runs (or resumes) the full reproduction into it first. Quick mode runs a tiny reproduction whose models
 do not learn: every quick figure is stamped "smoke test, not results".
 
+The real-model figures (``fig_probe_*``) are drawn from the ``varsim probe-model`` results of the two shipped models
+that ship with the package (``varsim/figures/data/probe``, see :mod:`varsim.figures.probe`); ``--probe-results FILE
+...`` draws a user's own probe files instead. They need no computation, so quick mode draws the same real data
+(no smoke-test stamp).
+
 Each figure's data is stored next to it as ``<name>.json``, so ``--replot`` redraws without recomputing. Importing
 this package loads neither Matplotlib nor NumPy.
 """
@@ -38,6 +43,9 @@ FIGURES: dict[str, str] = {
     "fig_repro_hist": "varsim.figures.fig_repro_hist",
     "fig_repro_global": "varsim.figures.fig_repro_global",
     "fig_repro_attention": "varsim.figures.fig_repro_attention",
+    "fig_probe_std": "varsim.figures.fig_probe_std",
+    "fig_probe_slopes": "varsim.figures.fig_probe_slopes",
+    "fig_probe_decomposition": "varsim.figures.fig_probe_decomposition",
 }
 
 #: Where the figures go by default: ``figures/out`` under the current directory (the checkout's root, usually).
@@ -84,6 +92,7 @@ def make(
     replot: bool = False,
     results=None,
     rerun: bool = False,
+    probe_results=None,
 ) -> dict[str, list[Path]]:
     """Compute and plot the figures ``names`` (default: all) into ``outdir``; return the written files.
 
@@ -91,11 +100,13 @@ def make(
     its own progress. ``replot`` reuses ``<outdir>/<name>.json`` from an earlier run. The reproduction figures
     read the committed records (default), the ``varsim reproduce`` directory ``results``, or, with ``rerun``, a
     full reproduction run (or resumed) into ``results`` (default ``results/reproduce``) first; ``quick`` runs a
-    tiny one instead (smoke test).
+    tiny one instead (smoke test). The real-model figures (``fig_probe_*``) read the committed probe results, or
+    the ``varsim probe-model`` JSON files ``probe_results``.
     """
     from varsim._common.atomic import atomic_write_json, check_writable
     from varsim._common.validate import check_int
 
+    from .probe import ProbeSource
     from .reproduction import ReproductionSource
 
     names = list(FIGURES) if names is None else list(names)
@@ -106,6 +117,10 @@ def make(
     source = ReproductionSource(quick=quick, seed=seed, results=results, rerun=rerun, progress=progress)
     if not replot and any(name.startswith("fig_repro_") for name in names):
         source.check()
+    probe_source = ProbeSource(probe_results)
+    if not replot and any(name.startswith("fig_probe_") for name in names):
+        probe_source.check()  # a corrupt or partial probe file fails here, before any drawing
+    sources = {"fig_probe_": probe_source}  # figure-name prefix -> its data source; the others get `source`
     if isinstance(outdir, str) and not outdir.strip():
         raise ValueError("outdir must not be empty")
     outdir = Path(outdir)
@@ -130,7 +145,8 @@ def make(
             data = stored[name]
         else:
             _log(show, f"[{i}/{len(names)}] {name}: computing ({'quick' if quick else 'full'} mode)")
-            data = jsonable(module.compute(quick, seed, progress=show, source=source))
+            src = next((s for prefix, s in sources.items() if name.startswith(prefix)), source)
+            data = jsonable(module.compute(quick, seed, progress=show, source=src))
             atomic_write_json(data_path, data)
         paths = module.plot(data, outdir)
         written[name] = [data_path, *paths]
@@ -157,6 +173,9 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     parser.add_argument("--rerun", action="store_true",
                         help="run (or resume) the full reproduction first (into --results, default "
                              "results/reproduce; about 30 min on 2 cores) and draw from it")
+    parser.add_argument("--probe-results", nargs="+", default=None, metavar="FILE",
+                        help="draw the real-model figures (fig_probe_*) from these `varsim probe-model` JSON files "
+                             "instead of the committed results of SmolLM2 and MiniLM")
     parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                         help="status on stderr (default: when stderr is a terminal)")
     return parser
@@ -172,6 +191,7 @@ def run_args(args: argparse.Namespace) -> int:
         replot=args.replot,
         results=args.results,
         rerun=args.rerun,
+        probe_results=getattr(args, "probe_results", None),
     )
     for paths in written.values():
         for path in paths:

@@ -1,0 +1,145 @@
+"""The real-model figures (fig_probe_*): drawn from the committed probe results, no computation, honest errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from varsim.figures import FIGURES, load, make
+from varsim.figures import _style
+from varsim.figures._style import jsonable
+from varsim.figures.probe import COMMITTED_DIR, COMMITTED_FILES, ProbeSource, probe_command, read_probe
+
+PROBE_FIGURES = [name for name in FIGURES if name.startswith("fig_probe_")]
+
+
+def test_three_probe_figures_registered_and_committed_data_present():
+    """Catches a registry entry that is missing or a build without the committed probe files."""
+    assert PROBE_FIGURES == ["fig_probe_std", "fig_probe_slopes", "fig_probe_decomposition"]
+    for name in COMMITTED_FILES:
+        assert (COMMITTED_DIR / name).is_file()
+
+
+@pytest.mark.parametrize("name", PROBE_FIGURES)
+def test_compute_is_jsonable_and_plot_writes_png_pdf(name, tmp_path):
+    """compute() on the committed data gives plain JSON data with the footer naming model, command, seed and commit,
+    no smoke-test stamp in quick mode either (real data), and plot() writes a PNG and a PDF. Catches figures that
+    compute something at draw time, footers without provenance, and quick mode stamping real data as a smoke test."""
+    mod = load(name)
+    data = mod.compute(True, 0, source=ProbeSource())
+    assert data == json.loads(json.dumps(jsonable(data), allow_nan=False))
+    assert data["smoke_test"] is False
+    for model in ("smollm2", "minilm"):
+        assert f"varsim probe-model --model {model}" in data["footer"]
+        assert f"varsim/figures/data/probe/{model}.json" in data["footer"]
+    assert "--seed 0" in data["footer"] and "commit 2fb89e5724" in data["footer"]
+    paths = mod.plot(jsonable(data), tmp_path)
+    assert sorted(p.suffix for p in paths) == [".pdf", ".png"]
+    assert all(p.stat().st_size > 1000 for p in paths)
+
+
+def _visible_axes(fig):
+    return [ax for ax in fig.axes if ax.get_visible() and ax.get_label() != "<colorbar>"]
+
+
+def test_panels_of_each_figure():
+    """Panel counts and labels: std 2 models x 2 layers, log-log with 5 lines each (heads collapsed to one legend
+    entry); slopes 2 x 2 heatmaps with values matching the JSON's slopes; decomposition 4 x 3. Catches dropped
+    panels, linear axes, and maps drawn from the wrong slope field."""
+    from varsim.figures import fig_probe_decomposition, fig_probe_slopes, fig_probe_std
+
+    fig = fig_probe_std.draw(fig_probe_std.compute())
+    axes = _visible_axes(fig)
+    assert len(axes) == 4
+    for ax in axes:
+        assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
+        assert ax.get_xlabel() == "number of keys $N$"
+        labels = [t.get_text() for t in ax.get_legend().get_texts()]
+        assert any(lab.startswith("i.i.d. law") for lab in labels) and len(labels) == 5
+    assert "SmolLM2" in axes[0].get_title() and "MiniLM" in axes[2].get_title()
+
+    data = fig_probe_slopes.compute()
+    fig = fig_probe_slopes.draw(data)
+    maps = [ax for ax in _visible_axes(fig) if ax.images]
+    assert len(maps) == 4
+    raw = read_probe(COMMITTED_DIR / "smollm2.json")
+    assert maps[0].images[0].get_array()[0, 8] == pytest.approx(raw["slopes"]["std"]["value"][0][8])
+    texts = {t.get_text() for t in maps[0].texts}
+    assert f"{raw['slopes']['std']['value'][0][8]:+.2f}" in texts
+
+    data = fig_probe_decomposition.compute()
+    fig = fig_probe_decomposition.draw(data)
+    assert len(_visible_axes(fig)) == 12
+    sizes = [t.get_fontsize() for t in fig.findobj(lambda a: hasattr(a, "get_fontsize") and
+                                                   getattr(a, "get_text", lambda: "")())]
+    assert min(sizes) >= _style.MIN_FONT_SIZE
+    picks = [(h["layer"], h["head"]) for h in data["rows"][0]["heads"]]
+    assert picks == [(0, 6), (0, 3), (0, 8)]  # broadest, sharpest (E[sum w^2] slope) in layer 0; fastest std decay
+
+
+def test_select_heads_rule():
+    """The rule picks argmin/argmax of the first layer's E[sum w^2] slope and the global argmin of the std slope,
+    without repeats. Catches argmin/argmax swaps and picking the same head twice."""
+    from varsim.figures.fig_probe_decomposition import select_heads
+
+    data = {"layers": [3, 4], "slopes": {"y2": {"value": [[-0.5, -0.9, -0.1], [-1.0, -1.0, -1.0]]},
+                                         "std": {"value": [[0.0, -0.9, 0.0], [0.0, -0.2, 0.0]]}}}
+    got = [(s["layer"], s["head"]) for s in select_heads(data)]
+    assert got == [(3, 1), (3, 2), (4, 1)]
+
+
+def test_probe_command_round_trips_the_settings():
+    """The footer's command holds every setting (lengths, windows, layers, seed, bootstrap), and a non-default
+    query position. Catches a command that would not reproduce the data."""
+    raw = read_probe(COMMITTED_DIR / "minilm.json")
+    assert probe_command(raw) == ("varsim probe-model --model minilm --lengths 16 32 64 128 256 512 --windows 40 "
+                                  "--layers 0 1 2 3 4 5 --seed 0 --bootstrap 400")
+    raw["settings"]["query_position"] = 1
+    assert "--query-position 1" in probe_command(raw)
+
+
+def _corrupt(tmp_path, kind):
+    raw = json.loads((COMMITTED_DIR / "smollm2.json").read_text())
+    path = tmp_path / f"{kind}.json"
+    if kind == "torn":
+        path.write_text((COMMITTED_DIR / "smollm2.json").read_text()[:5000])
+        return path
+    if kind == "partial":
+        del raw["slopes"]["y2"]
+    elif kind == "shape":
+        raw["per_length"]["var_iid"] = raw["per_length"]["var_iid"][:-1]
+    elif kind == "kind":
+        raw["kind"] = "varsim.something_else"
+    path.write_text(json.dumps(raw))
+    return path
+
+
+@pytest.mark.parametrize("kind", ["torn", "partial", "shape", "kind"])
+def test_corrupt_probe_file_is_one_line_error_naming_it(kind, tmp_path):
+    """A torn, partial, mis-shaped or foreign file gives one ValueError line naming the file, before drawing.
+    Catches a traceback from deep inside numpy/Matplotlib or an error that does not say which file."""
+    path = _corrupt(tmp_path, kind)
+    with pytest.raises(ValueError) as err:
+        make(["fig_probe_std"], outdir=tmp_path / "out", probe_results=[path], progress=False)
+    msg = str(err.value)
+    assert str(path) in msg and "\n" not in msg
+    assert not (tmp_path / "out" / "fig_probe_std.png").exists()
+
+
+def test_cli_probe_results_option(tmp_path):
+    """`varsim figures --only fig_probe_slopes --probe-results FILE` draws a user's file (one row) and a corrupt file
+    exits 2 with one line on stderr. Catches the option not reaching the figures."""
+    user = tmp_path / "mine.json"
+    user.write_text((COMMITTED_DIR / "smollm2.json").read_text())
+    cmd = [sys.executable, "-m", "varsim.figures", "--only", "fig_probe_slopes", "--outdir", str(tmp_path / "o"),
+           "--probe-results", str(user)]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    data = json.loads((tmp_path / "o" / "fig_probe_slopes.json").read_text())
+    assert len(data["rows"]) == 1 and str(user) in data["footer"]
+    bad = _corrupt(tmp_path, "torn")
+    done = subprocess.run(cmd[:-1] + [str(bad)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2 and str(bad) in done.stderr and len(done.stderr.strip().splitlines()) == 1
