@@ -6,6 +6,7 @@ Examples::
     varsim reproduce results/quick --quick                  # tiny end-to-end run (under a minute)
     varsim reproduce results/reproduce --scheduler tcp://10.0.0.5:8786
     varsim reproduce results/reproduce --aggregate-only     # rebuild summary.json and table.md
+    varsim reproduce results/remedies --preset remedies     # the attention-variant grid (REMEDIES.md 4)
 
 Re-running the same command resumes: finished runs are kept, unreadable ones are reported and redone. One process
 at a time per results directory: a second one is refused while the first runs.
@@ -31,6 +32,9 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--norms", nargs="+", metavar="NORM",
                         help="normalizations after attention (default: none layernorm standardize "
                              "layernorm_per_head; standardize_per_head is also available)")
+    parser.add_argument("--preset", choices=["remedies"], default=None,
+                        help="another grid: remedies = trained attention variants x inference-only maps x depth 1, 2 "
+                             "with an lr grid chosen on in-distribution validation (varsim.experiments.remedies)")
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--scheduler", metavar="ADDRESS",
                        help="run on a Dask cluster at ADDRESS (needs dask[distributed]; workers must import varsim)")
@@ -86,6 +90,7 @@ def run(args) -> int:
         tasks=args.tasks,
         architectures=_names(args.architectures),
         norms=_names(args.norms),
+        preset=args.preset,
         scheduler=args.scheduler,
         workers=args.workers,
         checkpoints=args.checkpoints,
@@ -100,7 +105,8 @@ def run(args) -> int:
               f"{report['elapsed_s']:.1f} s")
         for x in not_learned:
             print(f"did not learn: {x['task']} {x['architecture']} {x['norm']} "
-                  f"({x['seeds'] - x['learned']} of {x['seeds']} seeds below the in-distribution threshold)")
+                  + (f"{x['variant']} depth {x['depth']} " if "variant" in x else "")
+                  + f"({x['seeds'] - x['learned']} of {x['seeds']} seeds below the in-distribution threshold)")
         print(f"table: {report['table']}")
     for f in report["failed"]:
         print(f"varsim reproduce: {f['run_id']} failed: {f['error']}")

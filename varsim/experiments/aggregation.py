@@ -45,6 +45,10 @@ def aggregate(outdir, *, confidence: float = 0.95) -> dict:
 
     res = load_results(outdir)
     settings, runs = res["settings"], res["runs"]
+    if settings.remedies:
+        from varsim.experiments.remedies_summary import aggregate_remedies
+
+        return aggregate_remedies(outdir, res, confidence=confidence)
     cells = runs_by_cell(settings, runs)
     groups, paired, learned = [], [], []
     for (task, arch, norm), by_seed in cells.items():

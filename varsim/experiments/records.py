@@ -7,6 +7,11 @@ Layout of a results directory::
     checkpoints/<run_id>/   training checkpoints (local runs; lets an interrupted run resume mid-training)
     summary.json, table.md  the aggregation (:func:`varsim.experiments.aggregate`)
 
+With a learning-rate grid (the remedies axis) also::
+
+    runs/select/<id>.json   one record per learning-rate selection run (validation accuracies only)
+    selection.json          the lr chosen per cell, with the validation scores it was chosen on
+
 A record is trusted when it parses and matches its run's spec (same spec, every field present, accuracies in
 [0, 1] inside their intervals); anything else is a :class:`CorruptRun`.
 """
@@ -20,9 +25,12 @@ from varsim._common.jsonio import JSONFileError, read_json
 from varsim.experiments.settings import ReproductionSettings, job_specs, run_id
 
 __all__ = ["RUN_FORMAT", "SETTINGS_FORMAT", "CorruptRun", "runs_dir", "run_path", "load_run",
-           "read_settings", "write_settings", "load_results", "runs_by_cell"]
+           "read_settings", "write_settings", "load_results", "runs_by_cell", "SELECT_FORMAT", "SELECTION_FORMAT",
+           "select_path", "load_select_run", "read_selection", "write_selection"]
 
 RUN_FORMAT = "varsim.reproduce.run/1"
+SELECT_FORMAT = "varsim.reproduce.lr_select/1"
+SELECTION_FORMAT = "varsim.reproduce.selection/1"
 SETTINGS_FORMAT = "varsim.reproduce.settings/1"
 
 
@@ -72,6 +80,50 @@ def load_run(path, spec: dict | None = None) -> dict:
     return rec
 
 
+def select_path(outdir, rid: str) -> Path:
+    return runs_dir(outdir) / "select" / f"{rid}.json"
+
+
+def load_select_run(path, spec: dict) -> dict:
+    """Read and check one learning-rate selection record (:class:`CorruptRun` when it cannot be trusted)."""
+    p = Path(path)
+    try:
+        rec = read_json(p, what="selection run record", expect=None)
+    except JSONFileError as exc:
+        raise CorruptRun(f"{p.name}: {exc}") from None
+    if not isinstance(rec, dict) or rec.get("format") != SELECT_FORMAT:
+        raise CorruptRun(f"{p.name}: not a {SELECT_FORMAT} record")
+    if rec.get("spec") != spec:
+        raise CorruptRun(f"{p.name}: was produced by a different spec (settings or code changed)")
+    try:
+        v = rec["validation"]
+        ok = v["lengths"] == spec["validation"]["lengths"] and len(v["accuracy"]) == len(v["lengths"])
+        ok = ok and all(0.0 <= a <= 1.0 for a in v["accuracy"]) and 0.0 <= v["score"] <= 1.0
+    except (KeyError, TypeError):
+        ok = False
+    if not ok:
+        raise CorruptRun(f"{p.name}: inconsistent validation accuracies")
+    return rec
+
+
+def write_selection(outdir, selection: dict) -> None:
+    from varsim._common.provenance import provenance
+
+    atomic_write_json(Path(outdir) / "selection.json",
+                      {"format": SELECTION_FORMAT, **selection, "provenance": provenance()})
+
+
+def read_selection(outdir) -> dict | None:
+    """The lr selection of ``outdir`` (``{"chosen": {cell: lr}, "cells": {...}}``), or None when not made yet."""
+    p = Path(outdir) / "selection.json"
+    if not p.exists():
+        return None
+    d = read_json(p, what="selection file")
+    if d.get("format") != SELECTION_FORMAT or not isinstance(d.get("chosen"), dict):
+        raise ValueError(f"selection file {str(p)!r} is not a {SELECTION_FORMAT} file")
+    return d
+
+
 def read_settings(outdir) -> ReproductionSettings:
     """The settings of the reproduction in ``outdir``; ValueError naming the file when it is missing or bad."""
     p = Path(outdir) / "settings.json"
@@ -111,7 +163,11 @@ def load_results(outdir) -> dict:
     out = Path(outdir)
     settings = read_settings(out)
     runs, missing, corrupt = {}, [], []
-    for spec in job_specs(settings):
+    selection = read_selection(out) if settings.lr_grid else None
+    if settings.lr_grid and selection is None:
+        raise ValueError(f"outdir {str(out)!r}: the learning rates are not selected yet (no selection.json); "
+                         f"run `varsim reproduce {out}` to finish the selection runs")
+    for spec in job_specs(settings, selection and selection["chosen"]):
         path = run_path(out, spec["run_id"])
         if not path.exists():
             missing.append(spec["run_id"])
@@ -124,6 +180,14 @@ def load_results(outdir) -> dict:
 
 
 def runs_by_cell(settings: ReproductionSettings, runs: dict) -> dict:
+    """``{(task, arch, norm): {seed: record}}`` on the paper grid; on the remedies axis the keys are the cells
+    ``(task, arch, norm, attention, depth)`` of :func:`varsim.experiments.settings.cells`."""
+    if settings.remedies:
+        from varsim.experiments.settings import cells
+
+        return {cell: {s: runs[rid] for s in range(settings.seeds)
+                       if (rid := run_id(cell[0], cell[1], cell[2], s, attention=cell[3], depth=cell[4])) in runs}
+                for cell in cells(settings)}
     cells = {}
     for task in settings.tasks:
         for arch in settings.architectures:

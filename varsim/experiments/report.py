@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
+import math
 
 from varsim.experiments.settings import BASELINE_NORM
 
-__all__ = ["render_table"]
+__all__ = ["render_table", "render_remedies_table"]
 
 
 def _fmt_ci(mean, lo, hi, digits=3) -> str:
@@ -108,3 +109,85 @@ def render_table(summary: dict) -> str:
     else:
         lines.append("None: every run reached the in-distribution threshold.")
     return "\n".join(lines) + "\n"
+
+
+def render_remedies_table(summary: dict) -> str:
+    """The Markdown report of the remedies summary (:func:`varsim.experiments.remedies_summary.aggregate_remedies`):
+    per task and depth, accuracy per N [t interval], paired differences against softmax with Holm-adjusted p-values,
+    the weight on the correct item per N, which variants keep the output variance, and the lr selection."""
+    st = summary["settings"]
+    conf = int(round(100 * summary["confidence"]))
+    lines = [
+        "# varsim remedies: which attention variant repairs length generalization?",
+        "",
+        f"Settings: model {json.dumps(st['model'])}; training {json.dumps(st['train'])}; lr grid {st.get('lr_grid')}; "
+        f"{st['seeds']} seeds (root seed {st['root_seed']}); {st['eval_examples']} test examples per N and seed.",
+        f"Runs found: {summary['runs']['found']} of {summary['runs']['expected']}.",
+        f"Multiple-comparison correction: {summary['correction']}.",
+        "",
+        f"Accuracy: mean over seeds [{conf}% t interval]. Differences: variant minus softmax, paired by seed (the "
+        f"inference-only maps on the same weights), mean [{conf}% t interval], Holm-adjusted p; * marks p_holm <= 0.05.",
+    ]
+    groups, paired = summary["groups"], summary["paired"]
+    keys = []
+    for g in groups:
+        k = (g["task"], g["architecture"], g["norm"], g["depth"])
+        if k not in keys:
+            keys.append(k)
+    for key in keys:
+        gs = [g for g in groups if (g["task"], g["architecture"], g["norm"], g["depth"]) == key]
+        ps = {p["variant"]: p for p in paired if (p["task"], p["architecture"], p["norm"], p["depth"]) == key}
+        names = [g["variant"] + ("" if g["kind"] == "trained" else " (inf.)") for g in gs]
+        task, arch, norm, depth = key
+        lines += ["", f"## {task}, {arch.replace('_', ' ')}, norm {norm}, {depth} block(s)", "",
+                  "Accuracy:", "", "| N | " + " | ".join(names) + " |", "|---" * (len(names) + 1) + "|"]
+        row = []
+        for g in gs:
+            d = g.get("in_distribution")
+            row.append("no runs" if d is None else f"{_fmt_ci(d['mean'], d['ci_low'], d['ci_high'])}, learned "
+                                                   f"{d['learned']}/{g['n_seeds']}")
+        lines.append("| in-dist. | " + " | ".join(row) + " |")
+        for j, n in enumerate(gs[0]["lengths"]):
+            cells = [_fmt_ci(g["accuracy"]["mean"][j], g["accuracy"]["ci_low"][j], g["accuracy"]["ci_high"][j])
+                     if "accuracy" in g else "n/a" for g in gs]
+            lines.append(f"| {n} | " + " | ".join(cells) + " |")
+        others = [g["variant"] for g in gs if g["variant"] in ps]
+        lines += ["", "Paired difference vs softmax:", "", "| N | " + " | ".join(others) + " |",
+                  "|---" * (len(others) + 1) + "|"]
+        for j, n in enumerate(gs[0]["lengths"]):
+            cells = []
+            for v in others:
+                p = ps[v]
+                if "mean_diff" not in p:
+                    cells.append("n/a")
+                    continue
+                ph = p["p_holm"][j]
+                star = "*" if ph is not None and math.isfinite(ph) and ph <= 0.05 else ""
+                cells.append(f"{p['mean_diff'][j]:+.3f} [{p['ci_low'][j]:+.3f}, {p['ci_high'][j]:+.3f}] "
+                             f"p={'n/a' if ph is None or not math.isfinite(ph) else f'{ph:.3g}'}{star}")
+            lines.append(f"| {n} | " + " | ".join(cells) + " |")
+        lines += ["", "Attention weight on the correct item (best head, mean over seeds):", "",
+                  "| N | " + " | ".join(names) + " |", "|---" * (len(names) + 1) + "|"]
+        for j, n in enumerate(gs[0]["probe_lengths"]):
+            cells = [f"{g['weight_correct']['mean'][j]:.3f}" if "weight_correct" in g else "n/a" for g in gs]
+            lines.append(f"| {n} | " + " | ".join(cells) + " |")
+        keep = []
+        for g, name in zip(gs, names):
+            s = (g.get("std_slopes") or {}).get("post_median")
+            keep.append(f"{name}: " + ("n/a" if not s else f"{s['mean']:+.2f} [{_nan(s['ci_low'])}, "
+                                       f"{_nan(s['ci_high'])}]" + (", keeps it" if g.get("keeps_variance") else "")))
+        lines += ["", "Log-log slope of the output std vs N after the normalization (median over coordinates, "
+                      f"mean [{conf}% t interval] over seeds; 0 = the variance does not vanish): " + "; ".join(keep)
+                  + "."]
+    sel = summary.get("lr_selection")
+    if sel:
+        lines += ["", "## Learning-rate selection (in-distribution validation only)", "",
+                  f"Rule: {summary['methods']['lr_selection']}.", "", "| cell | " + " | ".join(
+                      f"lr {lr:g}" for lr in st["lr_grid"]) + " | chosen |", "|---" * (len(st["lr_grid"]) + 2) + "|"]
+        for cell, c in sel["cells"].items():
+            lines.append(f"| {cell} | " + " | ".join(f"{x:.3f}" for x in c["score"]) + f" | {c['chosen']:g} |")
+    return "\n".join(lines) + "\n"
+
+
+def _nan(x) -> str:
+    return "n/a" if x is None or not math.isfinite(x) else f"{x:+.2f}"

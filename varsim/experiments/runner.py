@@ -16,8 +16,18 @@ from typing import Any, Callable
 from varsim._common.atomic import atomic_write_json
 from varsim._common.runlock import run_lock
 from varsim.experiments.aggregation import aggregate
-from varsim.experiments.records import CorruptRun, load_run, run_path, runs_dir, write_settings
-from varsim.experiments.settings import ReproductionSettings, job_specs
+from varsim.experiments.records import (
+    CorruptRun,
+    load_run,
+    load_select_run,
+    read_selection,
+    run_path,
+    runs_dir,
+    select_path,
+    write_selection,
+    write_settings,
+)
+from varsim.experiments.settings import ReproductionSettings, job_specs, selection_specs
 from varsim.experiments.worker import run_job
 
 __all__ = ["run_reproduction"]
@@ -46,6 +56,7 @@ def run_reproduction(
     tasks=None,
     architectures=None,
     norms=None,
+    preset: str | None = None,
     scheduler: str | None = None,
     workers: int | None = None,
     checkpoints: bool | None = None,
@@ -56,7 +67,7 @@ def run_reproduction(
 
     ``settings`` defaults to :meth:`ReproductionSettings.quick` (``quick=True``) or :meth:`~.full`, with
     ``seeds`` (default 2 quick, 6 full), ``root_seed``, and ``tasks`` / ``architectures`` / ``norms`` restricting
-    the grid. ``scheduler`` (a Dask address) or ``workers`` (local processes, default one per core) choose where
+    the grid; ``preset`` (``"remedies"``, :mod:`varsim.experiments.remedies`) picks another grid. ``scheduler`` (a Dask address) or ``workers`` (local processes, default one per core) choose where
     the runs execute. ``checkpoints`` (default: on for local runs, off on Dask, whose workers may not share this
     filesystem) keeps training checkpoints in ``outdir/checkpoints`` so an interrupted run resumes mid-training.
     ``progress`` (default: stderr is a terminal) logs one line per finished run; ``on_run(record)`` is called in
@@ -82,12 +93,18 @@ def run_reproduction(
         for name, value in (("tasks", tasks), ("architectures", architectures), ("norms", norms)):
             if value is not None:
                 changes[name] = tuple(value)
-        factory = ReproductionSettings.quick if quick else ReproductionSettings.full
         kw = {"root_seed": root_seed, **({} if seeds is None else {"seeds": seeds})}
-        settings = factory(**kw, **changes)
+        if preset is not None:
+            from varsim._common.validate import check_choice
+            from varsim.experiments.remedies import PRESETS
+
+            settings = PRESETS[check_choice("preset", preset, PRESETS)](quick=quick, **kw, **changes)
+        else:
+            factory = ReproductionSettings.quick if quick else ReproductionSettings.full
+            settings = factory(**kw, **changes)
     elif not isinstance(settings, ReproductionSettings):
         raise ValueError(f"settings must be a ReproductionSettings, got {type(settings).__name__}")
-    elif any(v is not None for v in (seeds, tasks, architectures, norms)) or quick:
+    elif any(v is not None for v in (seeds, tasks, architectures, norms, preset)) or quick:
         raise ValueError("settings: pass either a ReproductionSettings or quick/seeds/tasks/..., not both")
     check_executor_args(scheduler, workers)
     if checkpoints is None:
@@ -123,7 +140,16 @@ def _run_grid(out: Path, settings: ReproductionSettings, *, scheduler, workers, 
     from varsim._common.provenance import provenance
 
     commit = provenance()["git_commit"]
-    specs = job_specs(settings)
+    selection = None
+    select_failed: list = []
+    if settings.lr_grid:  # phase 1: the learning-rate selection runs (validation only), then the choice
+        selection, select_failed = _select_phase(out, settings, scheduler=scheduler, workers=workers,
+                                                 checkpoints=checkpoints, show=show)
+        if selection is None:
+            return {"outdir": str(out), "runs": 0, "skipped": [], "completed": [], "corrupt": [],
+                    "failed": select_failed, "other_commit": [], "summary": None, "table": None, "learned": [],
+                    "elapsed_s": time.perf_counter() - t0}
+    specs = job_specs(settings, selection and selection["chosen"])
     skipped, corrupt, todo, other_code = [], [], [], []
     for spec in specs:
         path = run_path(out, spec["run_id"])
@@ -169,6 +195,7 @@ def _run_grid(out: Path, settings: ReproductionSettings, *, scheduler, workers, 
     run_jobs(run_job, [(spec, workdir(spec)) for spec in todo], scheduler=scheduler, workers=workers,
              on_result=finished, return_exceptions=True)
     agg = aggregate(out)
+    failed = select_failed + failed
     return {
         "outdir": str(out),
         "runs": len(specs),
@@ -182,3 +209,51 @@ def _run_grid(out: Path, settings: ReproductionSettings, *, scheduler, workers, 
         "learned": agg["learned"],
         "elapsed_s": time.perf_counter() - t0,
     }
+
+
+def _select_phase(out: Path, settings: ReproductionSettings, *, scheduler, workers, checkpoints, show):
+    """Run (or resume) the lr selection runs, choose the lr per cell, write ``selection.json``.
+
+    Returns ``(selection, failed)``; ``selection`` is None when some selection run failed (re-running resumes)."""
+    from varsim.experiments.executor import JobFailure, run_jobs
+    from varsim.experiments.remedies import select_lr
+
+    specs = selection_specs(settings)
+    select_path(out, "x").parent.mkdir(parents=True, exist_ok=True)
+    records, todo = {}, []
+    for spec in specs:
+        path = select_path(out, spec["run_id"])
+        if path.exists():
+            try:
+                records[spec["run_id"]] = load_select_run(path, spec)
+                continue
+            except CorruptRun as exc:
+                os.replace(path, path.with_name(path.name + ".corrupt"))
+                _log(True, f"varsim reproduce: redoing {spec['run_id']}: {exc} (moved to {path.name}.corrupt)")
+        todo.append(spec)
+    _log(show, f"reproduce: lr selection: {len(specs)} runs, {len(specs) - len(todo)} already finished")
+    failed = []
+
+    def finished(i: int, rec) -> None:
+        spec = todo[i]
+        if isinstance(rec, JobFailure):
+            failed.append({"run_id": spec["run_id"], "error": f"{type(rec.error).__name__}: {rec.error}"})
+            _log(True, f"varsim reproduce: selection run {spec['run_id']} failed: {rec.error}")
+            return
+        atomic_write_json(select_path(out, spec["run_id"]), rec)
+        records[spec["run_id"]] = rec
+        _log(show, f"[select {len(records)}/{len(specs)}] {spec['run_id']}: validation "
+                   f"{rec['validation']['score']:.3f}")
+
+    def workdir(spec):
+        return str(out / "checkpoints" / "select" / spec["run_id"]) if checkpoints else None
+
+    run_jobs(run_job, [(spec, workdir(spec)) for spec in todo], scheduler=scheduler, workers=workers,
+             on_result=finished, return_exceptions=True)
+    if failed:
+        return None, failed
+    selection = select_lr(settings, records)
+    old = read_selection(out)
+    if old is None or old["chosen"] != selection["chosen"]:
+        write_selection(out, selection)
+    return selection, failed

@@ -6,6 +6,13 @@ normalization after attention (none, layernorm, standardize, layernorm_per_head 
 Pairing: seed index ``s`` fixes the initialization seed, the training-data stream, the test sets and the probe sets
 of every normalization and architecture (all derived from ``root_seed`` and ``s`` only), so "norm X minus none"
 is a paired difference per seed.
+
+Remedies axis (REMEDIES.md 4; off by default, so the paper reproduction's specs and records are unchanged):
+``attentions`` (trained attention variants, each a label -> ModelConfig overrides), ``inference_attentions`` (weight
+maps applied at evaluation to the softmax-trained runs: same weights, same test sets), ``depths`` (``n_blocks``) and an
+``lr_grid`` selected per (task, architecture, norm, attention, depth) on in-distribution validation sets only (see
+:mod:`varsim.experiments.remedies`). A field at its default is left out of ``to_dict``, so ``settings.json`` of a
+paper reproduction is byte-identical to the one written before these fields existed.
 """
 
 from __future__ import annotations
@@ -16,15 +23,22 @@ import json
 from varsim._common.validate import check_choice, check_fields, check_int, check_int_grid, check_real
 from varsim.tasks import TASKS
 
-__all__ = ["ReproductionSettings", "ARCHITECTURES", "DEFAULT_NORMS", "BASELINE_NORM", "run_id", "job_specs"]
+__all__ = ["ReproductionSettings", "ARCHITECTURES", "DEFAULT_NORMS", "BASELINE_NORM", "BASELINE_ATTENTION",
+           "REMEDY_FIELDS", "run_id", "job_specs", "selection_specs", "cells"]
 
 #: architecture name -> ``ModelConfig.residual``
 ARCHITECTURES = {"residual": True, "no_residual": False}
 DEFAULT_NORMS = ("none", "layernorm", "standardize", "layernorm_per_head")
 BASELINE_NORM = "none"
+#: the label of the trained baseline attention in ``attentions`` (the inference-only maps are applied to its runs)
+BASELINE_ATTENTION = "softmax"
+#: the remedies fields and their defaults (a field at its default is not written to settings or specs)
+REMEDY_FIELDS = {"attentions": {}, "inference_attentions": {}, "depths": (), "lr_grid": (), "lr_select_seeds": 2,
+                 "validation_lengths": (4, 8, 16), "validation_examples": 512}
+_MODEL_KEYS = ("attention", "attention_params", "attention_output", "attention_output_params")
 
 # Work keys under root_seed for each seed index s: (s, key) -> one independent stream per purpose.
-_SEED_KEYS = {"init": 0, "data": 1, "eval": 2, "in_distribution": 3, "probe": 4}
+_SEED_KEYS = {"init": 0, "data": 1, "eval": 2, "in_distribution": 3, "probe": 4, "validation": 5}
 
 
 def _pow2(lo: int, hi: int) -> tuple[int, ...]:
@@ -57,6 +71,14 @@ class ReproductionSettings:
     probe_sets: int = 256
     hist_lengths: tuple = (16, 256, 4096)
     probe_max_items: int = 1 << 18
+    # remedies axis (REMEDY_FIELDS): empty = the paper reproduction
+    attentions: dict = dataclasses.field(default_factory=dict)
+    inference_attentions: dict = dataclasses.field(default_factory=dict)
+    depths: tuple = ()
+    lr_grid: tuple = ()
+    lr_select_seeds: int = 2
+    validation_lengths: tuple = (4, 8, 16)
+    validation_examples: int = 512
 
     def __post_init__(self):
         set_ = lambda k, v: object.__setattr__(self, k, v)  # noqa: E731  (frozen dataclass)
@@ -97,8 +119,74 @@ class ReproductionSettings:
             set_(field, check_int(field, getattr(self, field), minimum=1))
         set_("probe_sets", check_int("probe_sets", self.probe_sets, minimum=2))
         set_("learned_threshold", check_real("learned_threshold", self.learned_threshold, minimum=0.0, maximum=1.0))
+        self._check_remedies(set_)
         for task in self.tasks:  # build one config per task now, so bad overrides fail before any work
-            self.train_config(task, "none", "residual", 0)
+            for att in self.attention_labels:
+                for depth in self.depth_values:
+                    self.train_config(task, "none", "residual", 0, attention=att, depth=depth)
+
+    def _check_remedies(self, set_) -> None:
+        """Validate the remedies fields (attention variants through the registry, depths, lr grid)."""
+        from varsim.variants import get_variant
+
+        for field in ("attentions", "inference_attentions"):
+            value = getattr(self, field)
+            if not isinstance(value, dict) or not all(isinstance(k, str) and k for k in value):
+                raise ValueError(f"{field} must be a dict label -> settings, got {value!r}")
+            set_(field, {k: dict(v) if isinstance(v, dict) else v for k, v in value.items()})
+        for label, ov in self.attentions.items():
+            if not isinstance(ov, dict) or set(ov) - set(_MODEL_KEYS):
+                raise ValueError(f"attentions[{label!r}] must be a dict of {', '.join(_MODEL_KEYS)}, got {ov!r}")
+            if "-" in label:
+                raise ValueError(f"attentions label {label!r} must not contain '-' (it is part of run ids)")
+        if self.attentions and BASELINE_ATTENTION not in self.attentions:
+            raise ValueError(f"attentions must include the baseline {BASELINE_ATTENTION!r} (plain softmax)")
+        if self.attentions.get(BASELINE_ATTENTION, {}) not in ({}, {"attention": "softmax"}):
+            raise ValueError(f"attentions[{BASELINE_ATTENTION!r}] must be plain softmax ({{}})")
+        if self.inference_attentions and not self.attentions:
+            raise ValueError("inference_attentions need attentions (they are applied to the softmax-trained runs)")
+        for label, ov in self.inference_attentions.items():
+            if not isinstance(ov, dict) or set(ov) - {"attention", "params"} or "attention" not in ov:
+                raise ValueError(f"inference_attentions[{label!r}] must be {{'attention': NAME, 'params': {{...}}}}, "
+                                 f"got {ov!r}")
+            if label in self.attentions:
+                raise ValueError(f"inference_attentions label {label!r} is also a trained attention label")
+            get_variant(ov["attention"]).check_params(ov.get("params") or {})  # ValueError naming the parameter
+        set_("depths", tuple(check_int("depths", d, minimum=1) for d in self.depths))
+        if len(set(self.depths)) != len(self.depths):
+            raise ValueError(f"depths has duplicates: {list(self.depths)}")
+        grid = tuple(check_real("lr_grid", v, minimum=0.0, strict_min=True) for v in self.lr_grid)
+        if len(set(grid)) != len(grid):
+            raise ValueError(f"lr_grid has duplicates: {list(grid)}")
+        set_("lr_grid", grid)
+        set_("lr_select_seeds", check_int("lr_select_seeds", self.lr_select_seeds, minimum=1))
+        if self.lr_grid and self.lr_select_seeds > self.seeds:
+            raise ValueError(f"lr_select_seeds ({self.lr_select_seeds}) must be <= seeds ({self.seeds})")
+        vl = tuple(int(v) for v in check_int_grid("validation_lengths", self.validation_lengths))
+        set_("validation_lengths", vl)
+        set_("validation_examples", check_int("validation_examples", self.validation_examples, minimum=1))
+        if self.lr_grid and "lr" in self.train:
+            raise ValueError("train may not set lr when lr_grid is given: the grid chooses it")
+        if (self.attentions or self.depths or self.lr_grid) and "n_blocks" in self.model and self.depths:
+            raise ValueError("model may not set n_blocks when depths is given")
+        fixed = set(_MODEL_KEYS) & set(self.model)
+        if fixed and self.attentions:
+            raise ValueError(f"model overrides may not set {sorted(fixed)} when attentions is given")
+
+    @property
+    def remedies(self) -> bool:
+        """True when any remedies field differs from its default (the grid has the variant axis)."""
+        return any(getattr(self, k) != (tuple(v) if isinstance(v, tuple) else v) for k, v in REMEDY_FIELDS.items())
+
+    @property
+    def attention_labels(self) -> tuple:
+        """The trained attention labels (``(None,)`` for the paper grid: the model's own attention)."""
+        return tuple(self.attentions) or (None,)
+
+    @property
+    def depth_values(self) -> tuple:
+        """The depths of the grid (``(None,)`` for the paper grid: the model's own ``n_blocks``)."""
+        return self.depths or (None,)
 
     # ---------------------------------------------------------------------------------------------------------
     @classmethod
@@ -138,7 +226,12 @@ class ReproductionSettings:
         return cls(**base)
 
     def to_dict(self) -> dict:
+        """All fields as on disk (tuples -> lists); the remedies fields only when they differ from their defaults,
+        so a paper reproduction's settings are exactly those written before the fields existed."""
         out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        for k, default in REMEDY_FIELDS.items():
+            if out[k] == (tuple(default) if isinstance(default, tuple) else default):
+                del out[k]
         return json.loads(json.dumps(out))  # tuples -> lists: the form it has on disk
 
     @classmethod
@@ -152,42 +245,107 @@ class ReproductionSettings:
 
         return int(child_sequence(self.root_seed, seed_index, _SEED_KEYS[purpose]).generate_state(1)[0])
 
-    def train_config(self, task: str, norm: str, architecture: str, seed_index: int):
+    def train_config(self, task: str, norm: str, architecture: str, seed_index: int, *, attention=None,
+                     depth=None, lr=None):
+        """The TrainConfig of one run; ``attention`` (a label of ``attentions``), ``depth`` and ``lr`` only on the
+        remedies axis (None: the paper grid's config, unchanged)."""
         from varsim.train import TrainConfig
 
         model = {**self.model, "task": task, "norm": norm, "residual": ARCHITECTURES[architecture]}
+        if attention is not None:
+            model.update(self.attentions[attention])
+        if depth is not None:
+            model["n_blocks"] = depth
+        train = dict(self.train)
+        if lr is not None:
+            train["lr"] = lr
+        elif self.lr_grid:
+            train["lr"] = self.lr_grid[0]
         return TrainConfig(
-            **{**self.train, "task": task, "model": model,
+            **{**train, "task": task, "model": model,
                "seed": self.seed_for(seed_index, "init"), "data_seed": self.seed_for(seed_index, "data")}
         )
 
 
-def run_id(task: str, architecture: str, norm: str, seed_index: int) -> str:
-    return f"{task}-{architecture}-{norm}-s{seed_index}"
+def run_id(task: str, architecture: str, norm: str, seed_index: int, *, attention=None, depth=None) -> str:
+    """``task-architecture-norm-s<seed>``; on the remedies axis ``task-architecture-norm-attention-d<depth>-s<seed>``."""
+    if attention is None and depth is None:
+        return f"{task}-{architecture}-{norm}-s{seed_index}"
+    return f"{task}-{architecture}-{norm}-{attention or 'default'}-d{depth or 0}-s{seed_index}"
 
 
-def job_specs(settings: ReproductionSettings) -> list[dict]:
-    """One JSON-able spec per run, in a fixed order (task, architecture, norm, seed)."""
+def cells(settings: ReproductionSettings) -> list[tuple]:
+    """The cells ``(task, architecture, norm, attention, depth)`` of the grid in run order (attention and depth are
+    None on the paper grid)."""
+    return [(t, a, n, att, d) for t in settings.tasks for a in settings.architectures for n in settings.norms
+            for att in settings.attention_labels for d in settings.depth_values]
+
+
+def cell_key(cell: tuple) -> str:
+    """A cell as a string key of ``selection.json``: its run id without the seed."""
+    t, a, n, att, d = cell
+    return run_id(t, a, n, 0, attention=att, depth=d).rsplit("-s", 1)[0]
+
+
+def selection_specs(settings: ReproductionSettings) -> list[dict]:
+    """The learning-rate selection runs (remedies axis with an ``lr_grid``): every cell x lr x the first
+    ``lr_select_seeds`` seeds, trained as the main runs are and scored on in-distribution validation sets only
+    (``validation_lengths`` <= the training length, their own seed stream: never the test sets or long N)."""
+    if not settings.lr_grid:
+        return []
     specs = []
-    for task in settings.tasks:
-        for arch in settings.architectures:
-            for norm in settings.norms:
-                for s in range(settings.seeds):
-                    cfg = settings.train_config(task, norm, arch, s)
-                    specs.append({
-                        "run_id": run_id(task, arch, norm, s),
-                        "task": task,
-                        "architecture": arch,
-                        "norm": norm,
-                        "seed_index": s,
-                        "train_config": cfg.to_dict(),
-                        "eval": {"lengths": list(settings.eval_lengths), "examples": settings.eval_examples,
-                                 "batch_size": settings.eval_batch_size, "seed": settings.seed_for(s, "eval")},
-                        "in_distribution": {"length": cfg.train_max, "examples": settings.id_examples,
-                                            "seed": settings.seed_for(s, "in_distribution"),
-                                            "threshold": settings.learned_threshold},
-                        "probe": {"lengths": list(settings.probe_lengths), "sets": settings.probe_sets,
-                                  "hist_lengths": list(settings.hist_lengths),
-                                  "max_items": settings.probe_max_items, "seed": settings.seed_for(s, "probe")},
-                    })
+    for cell in cells(settings):
+        task, arch, norm, att, depth = cell
+        for i, lr in enumerate(settings.lr_grid):
+            for s in range(settings.lr_select_seeds):
+                cfg = settings.train_config(task, norm, arch, s, attention=att, depth=depth, lr=lr)
+                specs.append({
+                    "run_id": f"{cell_key(cell)}-lr{i}-s{s}", "kind": "select", "cell": cell_key(cell),
+                    "lr": lr, "seed_index": s, "train_config": cfg.to_dict(),
+                    "validation": {"lengths": list(settings.validation_lengths),
+                                   "examples": settings.validation_examples,
+                                   "batch_size": settings.eval_batch_size,
+                                   "seed": settings.seed_for(s, "validation")},
+                })
+    return json.loads(json.dumps(specs))
+
+
+def job_specs(settings: ReproductionSettings, selection: dict | None = None) -> list[dict]:
+    """One JSON-able spec per run, in a fixed order (task, architecture, norm, [attention, depth,] seed).
+
+    On the remedies axis with an ``lr_grid``, ``selection`` maps each cell key (:func:`cell_key`) to its chosen lr
+    (:func:`varsim.experiments.remedies.select_lr`); the specs then carry ``attention``, ``depth``, ``lr`` and the
+    inference-only maps to apply. The paper grid's specs are exactly those written before the remedies axis.
+    """
+    if settings.lr_grid and selection is None:
+        raise ValueError("selection: the lr of every cell must be selected before the main runs' specs exist")
+    specs = []
+    for cell in cells(settings):
+        task, arch, norm, att, depth = cell
+        lr = selection[cell_key(cell)] if settings.lr_grid else None
+        for s in range(settings.seeds):
+            cfg = settings.train_config(task, norm, arch, s, attention=att, depth=depth, lr=lr)
+            extra = {}
+            if settings.remedies:
+                extra = {"attention": att, "depth": cfg.model.n_blocks, "lr": cfg.lr}
+                if att == BASELINE_ATTENTION and settings.inference_attentions:
+                    extra["inference"] = [{"label": k, **{"params": {}, **v}}
+                                          for k, v in settings.inference_attentions.items()]
+            specs.append({
+                "run_id": run_id(task, arch, norm, s, attention=att, depth=depth),
+                "task": task,
+                "architecture": arch,
+                "norm": norm,
+                **extra,
+                "seed_index": s,
+                "train_config": cfg.to_dict(),
+                "eval": {"lengths": list(settings.eval_lengths), "examples": settings.eval_examples,
+                         "batch_size": settings.eval_batch_size, "seed": settings.seed_for(s, "eval")},
+                "in_distribution": {"length": cfg.train_max, "examples": settings.id_examples,
+                                    "seed": settings.seed_for(s, "in_distribution"),
+                                    "threshold": settings.learned_threshold},
+                "probe": {"lengths": list(settings.probe_lengths), "sets": settings.probe_sets,
+                          "hist_lengths": list(settings.hist_lengths),
+                          "max_items": settings.probe_max_items, "seed": settings.seed_for(s, "probe")},
+            })
     return json.loads(json.dumps(specs))

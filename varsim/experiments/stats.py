@@ -39,6 +39,7 @@ __all__ = [
     "paired_t_pvalue",
     "paired_difference",
     "pooled_bernoulli",
+    "holm",
 ]
 
 #: Largest number of paired differences for which the sign-flip test enumerates all 2**n flips (2**16 takes about
@@ -200,3 +201,21 @@ def pooled_bernoulli(successes, trials, *, confidence: float = 0.95) -> dict:
     ks, ns = int(k.sum()), int(n.sum())
     lo, hi = wilson_interval(ks, ns, confidence=confidence)
     return {"successes": ks, "trials": ns, "accuracy": ks / ns, "ci_low": lo, "ci_high": hi}
+
+
+def holm(pvalues) -> np.ndarray:
+    """Holm's step-down adjusted p-values (same shape as ``pvalues``; NaN entries are left out of the family).
+
+    The k-th smallest of m p-values is multiplied by m - k + 1, then a running maximum keeps the order; a hypothesis
+    is rejected at level alpha when its adjusted p-value is <= alpha (family-wise error rate alpha).
+    """
+    p = np.asarray(pvalues, dtype=np.float64)
+    out = np.full(p.shape, np.nan)
+    flat, res = p.ravel(), out.ravel()
+    ok = np.flatnonzero(np.isfinite(flat))
+    m = ok.size
+    if m:
+        order = ok[np.argsort(flat[ok], kind="stable")]
+        adj = np.minimum(1.0, np.maximum.accumulate(flat[order] * (m - np.arange(m))))
+        res[order] = adj
+    return out

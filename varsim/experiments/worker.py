@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 from varsim._common.jsonio import jsonable
-from varsim.experiments.records import RUN_FORMAT
+from varsim.experiments.records import RUN_FORMAT, SELECT_FORMAT
 
 __all__ = ["run_job"]
 
@@ -30,18 +30,12 @@ def run_job(job) -> dict:
     return _run(spec, Path(workdir))
 
 
-def _run(spec: dict, workdir: Path) -> dict:
-    from varsim._common.blas import limit_blas_threads
-    from varsim._common.provenance import provenance
-    from varsim.experiments.probes import probe_model
-    from varsim.train import TrainConfig, evaluate, load_checkpoint, train
+def _train(spec: dict, workdir: Path):
+    """Train (or resume) the run of ``spec``: ``(config, summary, model, state)``."""
+    from varsim.train import TrainConfig, load_checkpoint, train
 
-    blas = limit_blas_threads(1)  # the same rounding in every executor (see varsim._common.blas)
-    t_start = time.perf_counter()
-    cpu_start = time.process_time()
     config = TrainConfig.from_dict(spec["train_config"])
     summary = train(config, workdir, resume=True, progress=False)
-    t_train = time.perf_counter()
     try:
         model, _, state = load_checkpoint(workdir)
     except ValueError:
@@ -52,7 +46,46 @@ def _run(spec: dict, workdir: Path) -> dict:
         from varsim.nn.model import Transformer
 
         model, state = Transformer(config.model, seed=config.seed), {"step": 0}
+    return config, summary, model, state
 
+
+def _train_record(summary: dict, state: dict) -> dict:
+    rec = {k: summary[k] for k in ("status", "steps_done", "steps", "final_loss", "train_accuracy")}
+    if summary["status"] != "completed":
+        rec["message"] = summary["message"]
+    rec["evaluated_step"] = int(state["step"])
+    return rec
+
+
+def _select(spec: dict, workdir: Path) -> dict:
+    """A learning-rate selection run: train, then accuracy on the in-distribution validation sets only."""
+    from varsim._common.blas import limit_blas_threads
+    from varsim._common.provenance import provenance
+    from varsim.train import evaluate
+
+    blas = limit_blas_threads(1)
+    t_start, cpu_start = time.perf_counter(), time.process_time()
+    config, summary, model, state = _train(spec, workdir)
+    v = spec["validation"]
+    val = evaluate(model, v["lengths"], v["examples"], v["batch_size"], v["seed"], progress=False)
+    ok = summary["status"] == "completed"
+    return jsonable({
+        "format": SELECT_FORMAT, "run_id": spec["run_id"], "spec": spec, "train": _train_record(summary, state),
+        "validation": {"lengths": val["lengths"], "examples": v["examples"], "correct": val["correct"],
+                       "accuracy": val["accuracy"],
+                       # a diverged run scores 0: it must not be selected on the accuracy of its early checkpoint
+                       "score": (sum(val["accuracy"]) / len(val["accuracy"])) if ok else 0.0},
+        "timing": {"total_s": time.perf_counter() - t_start, "cpu_s": time.process_time() - cpu_start},
+        "provenance": {**provenance(), "blas_single_thread": blas},
+    })
+
+
+def _evaluate_all(model, config, spec: dict) -> dict:
+    """Test accuracy, in-distribution accuracy and probes of ``model`` on the spec's sets."""
+    from varsim.experiments.probes import probe_model
+    from varsim.train import evaluate
+
+    t_start = time.perf_counter()
     ev_spec = spec["eval"]
     ev = evaluate(model, ev_spec["lengths"], ev_spec["examples"], ev_spec["batch_size"], ev_spec["seed"],
                   progress=False)
@@ -67,31 +100,63 @@ def _run(spec: dict, workdir: Path) -> dict:
     pr = spec["probe"]
     probe = probe_model(model, config.task, lengths=pr["lengths"], n_sets=pr["sets"], seed=pr["seed"],
                         hist_lengths=pr["hist_lengths"], max_items=pr["max_items"], task_kwargs=config.task_kwargs())
-    t_probe = time.perf_counter()
-
-    train_rec = {k: summary[k] for k in ("status", "steps_done", "steps", "final_loss", "train_accuracy")}
-    if summary["status"] != "completed":
-        train_rec["message"] = summary["message"]
-    train_rec["evaluated_step"] = int(state["step"])
-    return jsonable({
-        "format": RUN_FORMAT,
-        "run_id": spec["run_id"],
-        "spec": spec,
-        "train": train_rec,
+    return {
         "in_distribution": {
             "length": id_spec["length"], "examples": id_spec["examples"], "correct": id_correct,
             "accuracy": id_acc, "ci_low": id_lo, "ci_high": id_hi,
-            "learned": bool(summary["status"] == "completed" and id_acc >= id_spec["threshold"]),
-            "threshold": id_spec["threshold"],
         },
         "eval": {
             "lengths": ev["lengths"], "examples": ev_spec["examples"], "correct": ev["correct"],
             "accuracy": ev["accuracy"], "ci_low": ev["ci_low"], "ci_high": ev["ci_high"],
         },
         "probes": probe,
+        "eval_s": t_eval - t_start,
+    }
+
+
+def _run(spec: dict, workdir: Path) -> dict:
+    from varsim._common.blas import limit_blas_threads
+    from varsim._common.provenance import provenance
+
+    if spec.get("kind") == "select":
+        return _select(spec, workdir)
+    blas = limit_blas_threads(1)  # the same rounding in every executor (see varsim._common.blas)
+    t_start = time.perf_counter()
+    cpu_start = time.process_time()
+    config, summary, model, state = _train(spec, workdir)
+    t_train = time.perf_counter()
+    res = _evaluate_all(model, config, spec)
+    t_eval = t_train + res.pop("eval_s")
+    t_probe = time.perf_counter()
+    completed = summary["status"] == "completed"
+    id_spec = spec["in_distribution"]
+    res["in_distribution"]["learned"] = bool(completed and res["in_distribution"]["accuracy"] >= id_spec["threshold"])
+    res["in_distribution"]["threshold"] = id_spec["threshold"]
+    extra = {}
+    if spec.get("inference"):  # inference-only maps on the same weights, the same test, validation and probe sets
+        t_inf = time.perf_counter()
+        extra["inference"] = {}
+        for item in spec["inference"]:
+            other = _evaluate_all(model.with_attention(item["attention"], item["params"]), config, spec)
+            other.pop("eval_s")
+            other["in_distribution"]["learned"] = bool(
+                completed and other["in_distribution"]["accuracy"] >= id_spec["threshold"])
+            extra["inference"][item["label"]] = other
+        extra_timing = {"inference_s": time.perf_counter() - t_inf}
+    else:
+        extra_timing = {}
+    return jsonable({
+        "format": RUN_FORMAT,
+        "run_id": spec["run_id"],
+        "spec": spec,
+        "train": _train_record(summary, state),
+        "in_distribution": res["in_distribution"],
+        "eval": res["eval"],
+        "probes": res["probes"],
+        **extra,
         "timing": {
             "train_s": t_train - t_start, "eval_s": t_eval - t_train, "probe_s": t_probe - t_eval,
-            "total_s": t_probe - t_start, "cpu_s": time.process_time() - cpu_start,
+            "total_s": time.perf_counter() - t_start, "cpu_s": time.process_time() - cpu_start, **extra_timing,
             "train_wall_time_s": summary["wall_time_s"],
         },
         "provenance": {**provenance(), "blas_single_thread": blas},

@@ -28,22 +28,7 @@ def norm_style(norm: str) -> dict:
     return {"color": _style.COLORS[k % len(_style.COLORS)], "marker": _style.MARKERS[k % len(_style.MARKERS)]}
 
 
-def holm(pvalues) -> np.ndarray:
-    """Holm's step-down adjusted p-values (same shape as ``pvalues``; NaN entries are left out of the family).
-
-    The k-th smallest of m p-values is multiplied by m - k + 1, then a running maximum keeps the order; a hypothesis
-    is rejected at level alpha when its adjusted p-value is <= alpha (family-wise error rate alpha).
-    """
-    p = np.asarray(pvalues, dtype=np.float64)
-    out = np.full(p.shape, np.nan)
-    flat, res = p.ravel(), out.ravel()
-    ok = np.flatnonzero(np.isfinite(flat))
-    m = ok.size
-    if m:
-        order = ok[np.argsort(flat[ok], kind="stable")]
-        adj = np.minimum(1.0, np.maximum.accumulate(flat[order] * (m - np.arange(m))))
-        res[order] = adj
-    return out
+from varsim.experiments.stats import holm  # noqa: E402  (one home; re-exported for the figures)
 
 
 def source_of(quick: bool, seed: int, source):

@@ -89,6 +89,7 @@ def parameter_shapes(model_config) -> dict[str, tuple[int, ...]]:
 
     shell = Transformer.__new__(Transformer)  # the shape table needs only the config, not the parameters
     shell.config = model_config
+    shell.dtype = __import__("numpy").dtype(model_config.dtype)  # the weight map's per-head parameter table needs it
     return {name: tuple(shape) for name, shape, _ in shell._shapes()}
 
 

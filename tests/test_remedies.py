@@ -1,0 +1,149 @@
+"""The remedies axis of the reproduction: unchanged paper specs, settings validation, lr selection, a quick slice
+end to end (locally and on Dask), the summary's statistics and table."""
+
+import json
+import subprocess
+import sys
+import types
+
+import numpy as np
+import pytest
+
+from varsim.experiments.remedies import remedies_settings, select_lr
+from varsim.experiments.runner import run_reproduction
+from varsim.experiments.settings import ReproductionSettings, cell_key, cells, job_specs, selection_specs
+from varsim.experiments.stats import holm
+
+# A slice of the quick remedies grid, cheap enough for the default suite: one task, two trained and two
+# inference-only variants (one of them the positive control), both depths, two seeds, one lr-selection seed.
+SLICE = remedies_settings(
+    quick=True, tasks=["dictionary"], attentions={"softmax": {}, "ssmax": {"attention": "ssmax"}},
+    inference_attentions={"topk1": {"attention": "topk", "params": {"k": 1}},
+                          "control_logn": {"attention": "logn", "params": {"n0": 16.0}}},
+    train={"steps": 60, "batch_size": 16, "train_max": 16, "checkpoint_every": 60, "keep_checkpoints": 1},
+    eval_lengths=[16, 32], probe_lengths=[16, 32], probe_sets=8, eval_examples=32, id_examples=32,
+    validation_examples=32)
+
+
+def _old_settings_module():
+    src = subprocess.run(["git", "show", "HEAD~0:varsim/experiments/settings.py"], capture_output=True, text=True,
+                         cwd=__file__.rsplit("/tests/", 1)[0])
+    return src.stdout
+
+
+def test_paper_specs_and_settings_do_not_carry_remedy_fields():
+    """The paper grid's specs and settings.json stay byte-identical: no remedies key at its default. Catches a new
+    field written at its default (which would make every committed record 'produced by a different spec')."""
+    for factory in (ReproductionSettings.full, ReproductionSettings.quick):
+        st = factory()
+        assert not st.remedies
+        d = st.to_dict()
+        for k in ("attentions", "inference_attentions", "depths", "lr_grid", "lr_select_seeds",
+                  "validation_lengths", "validation_examples"):
+            assert k not in d
+        for spec in job_specs(st):
+            assert set(spec) == {"run_id", "task", "architecture", "norm", "seed_index", "train_config", "eval",
+                                 "in_distribution", "probe"}
+            assert spec["run_id"].count("-") == 3
+            assert "attention" not in spec["train_config"]["model"]
+        assert ReproductionSettings.from_dict(d) == st
+
+
+def test_remedies_settings_are_validated():
+    """Unknown attention names or parameters, a grid without the softmax baseline, a duplicated lr: one-line
+    ValueError naming the field."""
+    with pytest.raises(ValueError, match="attention"):
+        remedies_settings(quick=True, attentions={"softmax": {}, "x": {"attention": "nope"}})
+    with pytest.raises(ValueError, match="'k'"):
+        remedies_settings(quick=True, inference_attentions={"t": {"attention": "topk", "params": {"k": 0}}})
+    with pytest.raises(ValueError, match="baseline"):
+        remedies_settings(quick=True, attentions={"ssmax": {"attention": "ssmax"}})
+    with pytest.raises(ValueError, match="lr_grid"):
+        remedies_settings(quick=True, lr_grid=[1e-3, 1e-3])
+    with pytest.raises(ValueError, match="depths"):
+        remedies_settings(quick=True, depths=[0])
+    full = remedies_settings()
+    assert full.seeds >= 6 and full.depths == (1, 2) and len(full.lr_grid) == 3
+    assert full.attentions["logn"]["attention_params"]["n0"] == full.train["train_max"]
+
+
+def test_selection_uses_validation_only_and_picks_the_best_mean():
+    """The selection specs carry only in-distribution validation sets (N <= train_max, their own seed) and
+    select_lr picks the lr of the largest mean score (ties to the smaller lr). Catches selection on test lengths or
+    on one seed's score."""
+    st = SLICE
+    specs = selection_specs(st)
+    assert len(specs) == len(cells(st)) * len(st.lr_grid) * st.lr_select_seeds
+    for s in specs:
+        assert set(s) == {"run_id", "kind", "cell", "lr", "seed_index", "train_config", "validation"}
+        assert max(s["validation"]["lengths"]) <= st.train["train_max"]
+        assert s["validation"]["seed"] not in (st.seed_for(s["seed_index"], "eval"),
+                                               st.seed_for(s["seed_index"], "in_distribution"))
+    recs = {}
+    for s in specs:
+        score = 0.9 if (s["lr"] == st.lr_grid[1]) == ("ssmax" in s["cell"]) else 0.5
+        recs[s["run_id"]] = {"spec": s, "validation": {"score": score}}
+    sel = select_lr(st, recs)
+    for cell in cells(st):
+        want = st.lr_grid[1] if cell[3] == "ssmax" else st.lr_grid[0]
+        assert sel["chosen"][cell_key(cell)] == want
+    del recs[specs[0]["run_id"]]
+    with pytest.raises(ValueError, match="selection"):
+        select_lr(st, recs)
+    main = job_specs(st, sel["chosen"])
+    assert {s["lr"] for s in main if s["attention"] == "ssmax"} == {st.lr_grid[1]}
+    assert all(("inference" in s) == (s["attention"] == "softmax") for s in main)
+
+
+def test_holm_is_one_home():
+    """Holm's adjustment: k-th smallest times (m - k + 1), monotone, NaN left out; the figures use the same one."""
+    from varsim.figures import fig_repro_accuracy
+
+    adj = holm([0.01, 0.04, 0.03, 0.005, np.nan])
+    np.testing.assert_allclose(adj[:4], [0.03, 0.06, 0.06, 0.02])
+    assert np.isnan(adj[4])
+    assert fig_repro_accuracy.holm is holm
+
+
+@pytest.fixture(scope="module")
+def slice_dir(tmp_path_factory):
+    out = tmp_path_factory.mktemp("remedies") / "quick"
+    report = run_reproduction(out, settings=SLICE, workers=2, progress=False)
+    return out, report
+
+
+def test_quick_slice_end_to_end(slice_dir):
+    """Selection, choice, main runs and the summary: the inference maps are evaluated on the softmax runs' weights
+    (paired), the control is present, the summary names the correction and the table has every variant."""
+    out, report = slice_dir
+    assert report["failed"] == []
+    n_main = len(cells(SLICE)) * SLICE.seeds
+    assert report["runs"] == n_main and len(report["completed"]) == n_main
+    sel = json.loads((out / "selection.json").read_text())
+    assert set(sel["chosen"]) == {cell_key(c) for c in cells(SLICE)}
+    summary = json.loads((out / "summary.json").read_text())
+    assert "Holm" in summary["correction"] and summary["lr_selection"]["chosen"] == sel["chosen"]
+    variants = {(g["variant"], g["depth"]) for g in summary["groups"]}
+    assert variants == {(v, d) for v in ("softmax", "ssmax", "topk1", "control_logn") for d in (1, 2)}
+    for p in summary["paired"]:
+        assert len(p["p_holm"]) == len(SLICE.eval_lengths)
+        assert all(h >= t for h, t in zip(p["p_holm"], p["p_ttest"]) if h is not None and t is not None)
+    for rec_path in (out / "runs").glob("*softmax*.json"):
+        rec = json.loads(rec_path.read_text())
+        # the control is the identity at N <= n0 = 16: same accuracy there as the softmax weights it is applied to
+        ctl = rec["inference"]["control_logn"]
+        assert ctl["eval"]["correct"][0] == rec["eval"]["correct"][0]
+        assert ctl["in_distribution"]["correct"] == rec["in_distribution"]["correct"]
+    table = (out / "table.md").read_text()
+    assert "control_logn (inf.)" in table and "Holm" in table and "Learning-rate selection" in table
+    again = run_reproduction(out, settings=SLICE, workers=2, progress=False)
+    assert again["completed"] == [] and len(again["skipped"]) == n_main
+
+
+def test_cli_preset_flag_is_parsed(slice_dir, capsys):
+    from varsim.cli import main
+
+    out, _ = slice_dir
+    assert main(["reproduce", str(out), "--aggregate-only"]) == 0
+    with pytest.raises(SystemExit):
+        main(["reproduce", str(out), "--preset", "nope"])
