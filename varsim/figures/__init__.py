@@ -38,6 +38,7 @@ FIGURES: dict[str, str] = {
     "fig_repro_hist": "varsim.figures.fig_repro_hist",
     "fig_repro_global": "varsim.figures.fig_repro_global",
     "fig_repro_attention": "varsim.figures.fig_repro_attention",
+    "fig_variants_ipr": "varsim.figures.fig_variants_ipr",
 }
 
 #: Where the figures go by default: ``figures/out`` under the current directory (the checkout's root, usually).
