@@ -17,6 +17,7 @@ import sys
 # command name -> (module, one-line help)
 COMMANDS = {
     "simulate": ("varsim.cli.simulate", "Monte Carlo variance of the softmax attention output over a grid of N"),
+    "sweep": ("varsim.cli.sweep", "simulate a grid of (attention variant, parameters, beta, N) locally or on Dask"),
     "theory": ("varsim.cli.theory", "exact and asymptotic E[sum w^2] and related theory values"),
     "figures": ("varsim.cli.figures", "draw every figure (theory, reproduction from committed records) into figures/out"),
     "train": ("varsim.cli.train", "train the small transformer on a synthetic task"),

@@ -37,6 +37,7 @@ _LAZY = {
     "SUMMARY_FORMAT": "aggregation",
     "aggregate": "aggregation",
     "render_table": "report",
+    "run_sweep": "sweep",
 }
 
 __all__ = list(_LAZY)

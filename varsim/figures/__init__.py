@@ -46,6 +46,7 @@ FIGURES: dict[str, str] = {
     "fig_probe_std": "varsim.figures.fig_probe_std",
     "fig_probe_slopes": "varsim.figures.fig_probe_slopes",
     "fig_probe_decomposition": "varsim.figures.fig_probe_decomposition",
+    "fig_variants_ipr": "varsim.figures.fig_variants_ipr",
 }
 
 #: Where the figures go by default: ``figures/out`` under the current directory (the checkout's root, usually).

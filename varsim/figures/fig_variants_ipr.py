@@ -1,0 +1,166 @@
+"""Figure: E[sum w^2] against N for every attention variant of :mod:`varsim.variants`, one panel per common beta.
+
+Monte Carlo points with standard-error bars come from one :func:`varsim.experiments.sweep.run_sweep` call (logits
+sampler with the Rao-Blackwell estimator, every cell seeded by its own key) over all variants, both betas and all N.
+Lines are exact where theory is: softmax, ssmax, logn and critical (softmax at the effective scale ``f(N) beta``,
+:func:`varsim.theory.remedies.variant_ipr`) and sigmoid (:func:`varsim.theory.remedies.sigmoid_moments`); top-k
+gets its bound ``1/k <= sum w^2 <= 1`` as a band; adaptive temperature, entmax-1.5 and sparsemax are Monte Carlo only.
+``critical`` uses ``beta0 = beta`` in each panel (the REM scaling ``c sqrt(2 ln N)`` of the logits' own spread).
+
+Softmax's weights flatten (E[sum w^2] -> e^{beta^2}/N); a variant whose curve stays level keeps the output variance
+``sigma_v^2 E[sum w^2]`` from vanishing. Full mode: 16 <= N <= 65536, 1000 sequences per cell (about a minute on
+2 cores); quick mode (tests): N <= 1024, 128 sequences, stamped as a smoke test.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
+
+from . import _style
+
+NAME = "fig_variants_ipr"
+BETAS = (1.0, 2.0)
+TOPK = 8
+
+#: (variant, label, parameters; ``beta0`` None means "= the panel's beta") in drawing order
+VARIANT_SPECS = (
+    ("softmax", "softmax", {}),
+    ("ssmax", r"ssmax ($s = 1/\ln 16$)", {}),
+    ("logn", r"logn ($N_0 = 16$, clamped)", {}),
+    ("critical", r"critical ($c = 1$, $\beta_0 = \beta$)", {"beta0": None}),
+    ("adaptive_temperature", "adaptive temperature", {}),
+    ("topk", rf"top-$k$ ($k = {TOPK}$)", {"k": TOPK}),
+    ("entmax15", "1.5-entmax", {}),
+    ("sparsemax", "sparsemax", {}),
+    ("sigmoid", r"sigmoid ($z - \ln N$)", {}),
+)
+# (N grid, sequences per cell, points of each exact line); quick mode is for the tests (seconds)
+_SIZES = {False: (4 ** np.arange(2, 9), 1000, 20), True: (4 ** np.arange(2, 6), 128, 10)}
+_COLORS = _style.COLORS + ("#000000", "#7F7F7F", "#8C564B")
+_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "h")
+# ssmax with s = 1/ln 16 equals clamped logn (N0 = 16) for N >= 16: dashed on top, so both lines stay visible
+_LINESTYLES = {"ssmax": (0, (4, 2.5))}
+
+
+def _grid_variants() -> dict:
+    """The sweep's variants: every spec, critical with ``beta0`` equal to each panel's beta."""
+    out = {}
+    for name, _label, params in VARIANT_SPECS:
+        out[name] = {p: (list(BETAS) if v is None else v) for p, v in params.items()}
+    return out
+
+
+def _panel_params(params: dict, beta: float) -> dict:
+    return {p: (beta if v is None else v) for p, v in params.items()}
+
+
+def _exact_line(name: str, n: np.ndarray, beta: float, params: dict):
+    """Exact E[sum w^2] on ``n`` for the variants that have it, else None."""
+    from varsim.theory import remedies
+    from varsim.variants import get_variant
+
+    spec = get_variant(name)
+    if name == "sigmoid":
+        return np.asarray(remedies.sigmoid_moments(n, beta)[0], dtype=np.float64)
+    if spec.is_scaled_softmax:
+        return np.asarray(remedies.variant_ipr(name, n, beta, **params), dtype=np.float64)
+    return None
+
+
+def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, source=None) -> dict:
+    """Run the sweep (all variants x betas x N) and the exact lines; returns plain data for :func:`plot`."""
+    from varsim.experiments.sweep import SweepGrid, run_sweep
+    from varsim.variants import get_variant
+
+    from ._style import computed_footer
+
+    n_grid, sequences, dense_points = _SIZES[bool(quick)]
+    grid = SweepGrid(variants=_grid_variants(), betas=list(BETAS), n_grid=[int(v) for v in n_grid],
+                     n_sequences=sequences)
+    # quick mode runs in this process (no worker start-up); full mode on one worker process per core
+    sweep = run_sweep(grid, seed=seed, workers=1 if quick else None, progress=bool(progress))
+    n_dense = np.geomspace(n_grid[0], n_grid[-1], dense_points)
+    panels = []
+    for beta in BETAS:
+        series = []
+        for name, label, params in VARIANT_SPECS:
+            full = get_variant(name).check_params(_panel_params(params, beta))
+            cells = [c for c in sweep["cells"] if c["attention"] == name and c["beta"] == beta
+                     and c["params"] == full]
+            cells.sort(key=lambda c: c["n"])
+            exact = _exact_line(name, n_dense, beta, full)
+            series.append({
+                "attention": name, "label": label, "params": full,
+                "n": [c["n"] for c in cells], "ipr": [c["ipr"] for c in cells],
+                "ipr_se": [c["ipr_se"] for c in cells], "theory": cells[0]["theory"],
+                "exact_at_mc": [c["exact_ipr"] for c in cells], "z": [c["z_ipr"] for c in cells],
+                "exact": None if exact is None else {"n": n_dense, "ipr": exact},
+                "bound": None if name != "topk" else {"lower": 1.0 / full["k"], "upper": 1.0},
+            })
+        panels.append({"beta": beta, "series": series})
+    return {"name": NAME, "quick": bool(quick), "seed": int(seed), "betas": list(BETAS), "sequences": sequences,
+            "sampler": "logits", "estimator": "rao_blackwell", "sweep_elapsed_s": sweep["elapsed_s"],
+            "panels": panels, "footer": computed_footer(seed, quick), "smoke_reason": "few sequences, N <= 1024"}
+
+
+def plot(data: dict, outdir) -> list:
+    """Draw the figure from :func:`compute`'s data; returns the PNG and PDF paths."""
+    return _style.draw_and_save(draw, data, outdir, NAME)
+
+
+def draw(data: dict):
+    """One log-log panel of E[sum w^2] vs N per beta; a shared legend naming every variant."""
+    A = _style.array
+    with _style.style():
+        panels = data["panels"]
+        fig, axes = _style.new_figure(len(panels), width=4.6, height=4.2, sharey=True,
+                                       layout="constrained")
+        n_all = [n for p in panels for s in p["series"] for n in s["n"]]
+        handles = []
+        for k, (ax, panel) in enumerate(zip(axes, panels)):
+            for i, s in enumerate(panel["series"]):
+                color, marker = _COLORS[i % len(_COLORS)], _MARKERS[i % len(_MARKERS)]
+                n = A(s["n"])
+                shift = 2 ** ((i - (len(panel["series"]) - 1) / 2) * 0.025)  # separate overlapping error bars
+                ax.errorbar(n * shift, A(s["ipr"]), A(s["ipr_se"]), fmt=marker, color=color, ms=4, lw=1.0,
+                            zorder=3)
+                if s["exact"] is not None:
+                    ax.plot(A(s["exact"]["n"]), A(s["exact"]["ipr"]), color=color, lw=1.3,
+                            ls=_LINESTYLES.get(s["attention"], "-"), zorder=2.5 if s["attention"] in _LINESTYLES else 2)
+                if s["bound"] is not None:
+                    ax.fill_between([min(n_all) / 1.25, max(n_all) * 1.25], s["bound"]["lower"], s["bound"]["upper"],
+                                    color=color, alpha=0.10, lw=0, zorder=1)
+                    ax.axhline(s["bound"]["lower"], color=color, lw=0.9, ls=":", zorder=1)
+                if k == 0:
+                    kind = {"exact": "MC + exact", "bound": "MC + bound", None: "MC only"}[s["theory"]]
+                    handles.append(Line2D([], [], color=color, marker=marker, ms=4,
+                                          ls=_LINESTYLES.get(s["attention"], "-"),
+                                          lw=1.3 if s["exact"] is not None else 0, label=f"{s['label']}: {kind}"))
+            ax.set_xscale("log", base=2)
+            ax.set_yscale("log")
+            ax.set_title(rf"$\beta = {panel['beta']:g}$")
+            ax.set_xlabel("sequence length $N$")
+            _style.log2_ticks(ax, min(n_all), max(n_all))
+        axes[0].set_ylabel(r"$E[\sum_i w_i^2]$  $(= \mathrm{Var}(o_j) / \sigma_v^2)$")
+        handles.append(Patch(color=_COLORS[5], alpha=0.25, label=r"top-$k$ bound $1/k \leq \sum w^2 \leq 1$"))
+        handles.append(Line2D([], [], color="k", marker="o", ls="none", ms=4,
+                              label=f"MC ± SE, {data['sequences']} sequences per point (logits sampler + RB)"))
+        handles.append(Line2D([], [], color="k", lw=1.3, label="exact (varsim.theory)"))
+        fig.suptitle("Weight concentration of the attention variants (Gaussian logits of scale $\\beta$)")
+        fig.legend(handles=handles, loc="outside lower center", ncol=2, fontsize=_style.MIN_FONT_SIZE + 0.5)
+        return _style.finish(fig, data)
+
+
+def main(argv=None) -> int:
+    """Make just this figure (``python -m varsim.figures.fig_variants_ipr [options]``)."""
+    from varsim.figures import main as make_main
+
+    return make_main(["--only", NAME, *(sys.argv[1:] if argv is None else argv)])
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
