@@ -311,6 +311,51 @@ def test_random_query_limit_and_exponent():
     assert T.random_query_decay_exponent(256, 16) == pytest.approx(math.log(hi / lo) / (2 * h), abs=1e-6)
 
 
+def _outer_reference(n: float, d: int, tau: float) -> float:
+    """N E_q[f_N(beta)] by an independent outer quadrature: QUADPACK (scipy ``quad``) over beta = tau |q|/sqrt(d)
+    on [0, B] with B from the chi_d tail, breakpoints at THEORY's phase boundaries beta^2 = (2/3, 1, 2) ln N and at
+    the chi mode; the inner f_N is ``expected_ipr`` (itself checked against mpmath and the N = 2 closed form)."""
+    from scipy.stats import chi
+
+    slope = tau / math.sqrt(d)
+    ln_n = math.log(n)
+    top = slope * chi.isf(1e-18 / n, d)  # beyond: mass < 1e-18/N <= 1e-18 E[Y2]
+    pts = sorted({math.sqrt(c * ln_n) for c in (2 / 3, 1.0, 2.0)} | {slope * math.sqrt(max(d - 1, 0))})
+    pts = [p for p in pts if 0 < p < top]
+    dens = lambda b: chi.pdf(b / slope, d) / slope
+    return n * quad(lambda b: dens(b) * T.expected_ipr(n, b), 0.0, top, points=pts, limit=400,
+                    epsabs=0.0, epsrel=1e-11)[0]
+
+
+def test_random_query_large_n_follows_the_mass():
+    """d = 2, tau = 1 at N = 1e40 and 1e100: N E = (2/3) ln N - 4/9 (THEORY 2.3, 11 digits at 1e100) and 153.0612284
+    at 1e100; at 1e40 also the independent outer quadrature. Catches an |q| integral cut off near the chi bulk
+    (it printed 60.5 at 1e100 and was 4% low at 1e40), where N E flattens instead of growing like (2/3) ln N."""
+    ns = np.array([1e40, 1e100])
+    values = np.asarray(T.random_query_ipr(ns, 2, 1.0)) * ns
+    np.testing.assert_allclose(values, 2 / 3 * np.log(ns) - 4 / 9, rtol=0, atol=2e-9)
+    assert values[1] == pytest.approx(153.0612284218, rel=1e-11)
+    assert values[0] == pytest.approx(_outer_reference(1e40, 2, 1.0), rel=1e-10)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("n, d, tau", [(1e300, 2, 1.0), (1e30, 1, 1.0), (1e60, 3, 1.0), (1e200, 6, 1.7),
+                                       (1e12, 16, 2.5), (1e100, 64, 1.0), (64, 16, 1.0)])
+def test_random_query_matches_independent_outer_quadrature(n, d, tau):
+    """Against the independent QUADPACK outer integral at large N, d <= 2 tau^2 and d > 2 tau^2, to 1e-9.
+    Catches a window that misses where the mass lives (far from the chi bulk at large N)."""
+    assert n * T.random_query_ipr(n, d, tau) == pytest.approx(_outer_reference(n, d, tau), rel=1e-9)
+
+
+@pytest.mark.slow
+def test_random_query_d1_exponent():
+    """d = 1, tau = 1: the local exponent approaches the REM prediction 1/2 - sqrt5/2 = -0.618 (THEORY 2.3 quotes
+    -0.641, -0.628, -0.623, -0.620 for N = 1e16 ... 1e128). Catches a mixture window fixed at the chi bulk
+    (whose exponent tends to -1)."""
+    g = T.random_query_decay_exponent(np.array([1e16, 1e128]), 1, 1.0)
+    np.testing.assert_allclose(g, [-0.641, -0.620], atol=1.5e-3)
+
+
 def test_chi_nodes_integrate_chi_moments():
     """The |q| rule integrates 1, E|q|^2 = d and E e^{tau^2|q|^2/d} (the limit) to 1e-10."""
     for d in (1, 4, 16, 64):

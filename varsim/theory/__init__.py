@@ -5,7 +5,8 @@ For i.i.d. Gaussian keys and a fixed query the logits are i.i.d. ``N(0, beta^2)`
 
 * :func:`expected_ipr`, :func:`decay_exponent`, :func:`ipr_second_moment` -- exact quadrature (``ipr``);
 * :func:`series_coefficients`, :func:`generic_series_coefficients`, :func:`ipr_series` -- large-N series (``series``);
-* :func:`random_query_ipr`, :func:`random_query_decay_exponent`, :func:`random_query_limit`,
+* :func:`random_query_ipr`, :func:`random_query_decay_exponent`, :func:`random_query_ipr_and_exponent`,
+  :func:`random_query_limit`,
   :func:`random_query_series_coefficients` -- query ``q ~ N(0, I_d)`` (``random_query``);
 * :func:`rem_psi`, :func:`rem_thresholds`, :func:`effective_exponent`, :func:`phase`, :func:`frozen_a_n`,
   :func:`frozen_ipr` -- REM phases (``rem``);
@@ -28,6 +29,7 @@ from varsim.theory.random_query import (
     chi_nodes,
     random_query_decay_exponent,
     random_query_ipr,
+    random_query_ipr_and_exponent,
     random_query_limit,
     random_query_series_coefficients,
 )
@@ -48,6 +50,7 @@ __all__ = [
     "random_query_ipr",
     "random_query_limit",
     "random_query_decay_exponent",
+    "random_query_ipr_and_exponent",
     "random_query_series_coefficients",
     "chi_nodes",
     "rem_psi",

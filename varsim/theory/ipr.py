@@ -59,7 +59,7 @@ _WINDOW_SD = 13.0  # Gaussian window half-width in standard deviations (mass out
 _H_U = 0.125  # trapezoid step in u = ln t; the integrand is analytic in a strip of half-width ~pi/2
 _TAIL_DROP = 40.0  # integrate until ln f is this far below its peak on both sides
 _LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
-_BLOCK = 256  # grid points are computed and cached in blocks of this many u values
+_BLOCK = 64  # grid points are computed and cached in blocks of this many u values
 
 
 def _logsumexp_rows(a: np.ndarray) -> np.ndarray:
@@ -196,11 +196,15 @@ def _bracketed(beta: float, n: float, fourth: bool, terms):
     ln_n = math.log(n)
     # Peak near N (1 - L) = 1. 1 - L ~ E[min(e^Y, 1)]: ~ e^{u + beta^2/2} while the tilted mean u + beta^2 < 0,
     # which at the peak means ln N > beta^2/2; otherwise ~ P(Y > 0), giving u ~ -beta sqrt(2 ln N).
+    # Annealed side: the left flank falls like e^{2u} (M ~ e^{2u}), the right one doubly exponentially, so ~30 units
+    # hold e^-40 of the peak. Frozen side: the flanks are Gaussian in u with width ~beta. A poor guess only costs
+    # the geometric growth below.
     if ln_n >= 0.5 * beta * beta:
         u_c = -ln_n - 0.5 * beta * beta
+        span = 14.0 + beta
     else:
         u_c = -beta * math.sqrt(2.0 * ln_n)
-    span = 10.0 + 4.0 * beta
+        span = 6.0 + 2.5 * beta
     k_lo = math.floor((u_c - 2.0 * span) / _H_U)
     k_hi = math.ceil((u_c + span) / _H_U)
     grow = math.ceil(span / _H_U)
