@@ -4,7 +4,8 @@ For i.i.d. Gaussian keys and a fixed query the logits are i.i.d. ``N(0, beta^2)`
 ``beta = tau |q| / sqrt(d_k)``, and ``Var(o_c) = sigma_v^2 E[sum_i w_i^2]`` (THEORY.md 1.1). This package gives
 
 * :func:`expected_ipr`, :func:`decay_exponent`, :func:`ipr_second_moment` -- exact quadrature (``ipr``);
-* :func:`series_coefficients`, :func:`generic_series_coefficients`, :func:`ipr_series` -- large-N series (``series``);
+* :func:`series_coefficients`, :func:`generic_series_coefficients`, :func:`ipr_series`,
+  :func:`truncated_series` (with the series' validity rule) -- large-N series (``series``);
 * :func:`random_query_ipr`, :func:`random_query_decay_exponent`, :func:`random_query_ipr_and_exponent`,
   :func:`random_query_limit`,
   :func:`random_query_series_coefficients` -- query ``q ~ N(0, I_d)`` (``random_query``);
@@ -35,7 +36,7 @@ from varsim.theory.random_query import (
 )
 from varsim.theory.rem import PHASES, effective_exponent, frozen_a_n, frozen_ipr, phase, rem_psi, rem_thresholds
 from varsim.theory.remedies import fixed_standardized_variance, ipr_normalized_variance, ssmax_beta, ssmax_ipr
-from varsim.theory.series import generic_series_coefficients, ipr_series, series_coefficients
+from varsim.theory.series import generic_series_coefficients, ipr_series, series_coefficients, truncated_series
 
 __all__ = [
     "N_MAX",
@@ -47,6 +48,7 @@ __all__ = [
     "series_coefficients",
     "generic_series_coefficients",
     "ipr_series",
+    "truncated_series",
     "random_query_ipr",
     "random_query_limit",
     "random_query_decay_exponent",
