@@ -133,3 +133,12 @@ def test_beta_at_the_documented_limit():
     """|beta| = 300 and 1e4 (BETA_MAX) at N = 2 and 1e300: numbers or the mark, no exception."""
     for beta in (300.0, T.BETA_MAX):
         _assert_cells(cli_theory.compute({"query": "fixed", "beta": beta}, [2.0, 1e300]))
+
+
+def test_cli_stderr_is_empty():
+    """A subprocess run over overflow-prone arguments (beta = 27 at N = 1 ... 1e300, a random query with
+    d < 2 tau^2) writes nothing to stderr: no RuntimeWarning reaches the terminal."""
+    for argv in (["--n", "1", "16", "1e300", "--beta", "27"], ["--n", "64", "--d", "1", "--tau", "3", "--query", "random"]):
+        res = subprocess.run([sys.executable, "-m", "varsim", "theory", *argv], capture_output=True, text=True,
+                             timeout=600)
+        assert res.returncode == 0 and res.stderr == "", res.stderr

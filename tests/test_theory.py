@@ -5,6 +5,7 @@ wrong implementation it would catch.
 """
 
 import math
+import warnings
 
 import mpmath as mp
 import numpy as np
@@ -400,6 +401,64 @@ def test_remedies():
 
 # ----------------------------------------------------------------------------- argument validation
 
+NAN, INF = float("nan"), float("inf")
+MORE_BAD_CALLS = [
+    (lambda: T.ipr_and_exponent(INF, 1.0), "n"),
+    (lambda: T.ipr_and_exponent(64, NAN), "beta"),
+    (lambda: T.ipr_second_moment(64, INF), "beta"),
+    (lambda: T.ipr_series(NAN, 1.0), "n"),
+    (lambda: T.ipr_series(64, INF), "beta"),
+    (lambda: T.generic_series_coefficients(1, 2, INF, 24, 120), "m3"),
+    (lambda: T.series_coefficients(INF), "beta"),
+    (lambda: T.truncated_series(NAN, (1.0,)), "n"),
+    (lambda: T.truncated_series(0.5, (1.0,)), "n"),
+    (lambda: T.truncated_series(64, ()), "coefficients"),
+    (lambda: T.truncated_series(64, (1.0, NAN)), "coefficients"),
+    (lambda: T.random_query_ipr(INF, 16), "n"),
+    (lambda: T.random_query_ipr(64, 2.5), "d"),
+    (lambda: T.random_query_ipr_and_exponent(64, 16, tau=INF), "tau"),
+    (lambda: T.random_query_ipr_and_exponent(64, 16, tau=1e6), "tau"),
+    (lambda: T.random_query_decay_exponent(64, -1), "d"),
+    (lambda: T.random_query_series_coefficients(16, NAN), "tau"),
+    (lambda: T.random_query_series_coefficients(0), "d"),
+    (lambda: T.random_query_limit(16, INF), "tau"),
+    (lambda: T.chi_nodes(0), "d"),
+    (lambda: T.chi_nodes(4, nodes=0), "nodes"),
+    (lambda: T.rem_psi(NAN), "b"),
+    (lambda: T.rem_psi(INF), "b"),
+    (lambda: T.effective_exponent(64, NAN), "beta"),
+    (lambda: T.phase(INF, 1.0), "n"),
+    (lambda: T.frozen_a_n(NAN), "n"),
+    (lambda: T.frozen_ipr(64, INF), "beta"),
+    (lambda: T.layernorm_moments(1), "d_v"),
+    (lambda: T.layernorm_beta_parameters(2), "d_v"),
+    (lambda: T.layernorm_marginal_pdf(NAN, 8), "x"),
+    (lambda: T.layernorm_marginal_pdf(0.0, 2.5), "d_v"),
+    (lambda: T.layernorm_conditional_variance(0.0, 8, 0.01), "y2"),
+    (lambda: T.layernorm_conditional_variance(0.5, 8, NAN), "eps"),
+    (lambda: T.layernorm_conditional_variance(0.5, 8, 0.01, sigma_v=0.0), "sigma_v"),
+    (lambda: T.layernorm_variance_eps(64.5, 1.0, 8, 0.01), "n"),
+    (lambda: T.layernorm_variance_eps(64, 1.0, 8, 0.01, samples=1), "samples"),
+    (lambda: T.layernorm_variance_eps(64, INF, 8, 0.01), "beta"),
+    (lambda: T.layernorm_variance_eps_upper(64, 1.0, 8, -1.0), "eps"),
+    (lambda: T.ipr_normalized_variance(NAN), "sigma_v"),
+    (lambda: T.ipr_normalized_variance(-1.0), "sigma_v"),
+    (lambda: T.fixed_standardized_variance(256, 64, NAN), "beta"),
+    (lambda: T.fixed_standardized_variance(NAN, 64, 1.0), "n"),
+    (lambda: T.ssmax_beta(64, 1.0, INF), "beta0"),
+    (lambda: T.ssmax_beta(0.5, 1.0, 1.0), "n"),
+    (lambda: T.ssmax_ipr(64, 1e6, 1.0), "beta"),
+]
+
+
+@pytest.mark.parametrize("call, name", MORE_BAD_CALLS)
+def test_every_public_function_validates(call, name):
+    """NaN, inf and out-of-range arguments of every public theory function raise ValueError naming the parameter
+    (never a NaN result, an OverflowError or a traceback from inside NumPy/SciPy)."""
+    with pytest.raises(ValueError, match=rf"\b{name}\b"):
+        call()
+
+
 @pytest.mark.parametrize("call, name", [
     (lambda: T.expected_ipr(0, 1.0), "n"),
     (lambda: T.expected_ipr(-3, 1.0), "n"),
@@ -432,3 +491,49 @@ def test_arguments_are_validated(call, name):
     """Bad input raises ValueError naming the parameter (never NaN or a traceback from deep inside)."""
     with pytest.raises(ValueError, match=rf"\b{name}\b"):
         call()
+
+
+# ----------------------------------------------------------------------------- no warnings leak
+
+def _warning_grid():
+    calls = []
+    for b in (0.0, 1e-9, 1e-4, 0.3, 2.0, 27.0, 60.0):
+        for n in (1.0, 2.0, 1e300):
+            calls += [lambda n=n, b=b: T.ipr_and_exponent(n, b), lambda n=n, b=b: T.ipr_series(n, b),
+                      lambda n=n, b=b: T.truncated_series(n, T.series_coefficients(b)),
+                      lambda n=n, b=b: T.effective_exponent(n, b), lambda n=n, b=b: T.phase(n, b)]
+            if n >= 2:
+                calls.append(lambda n=n, b=b: T.ipr_second_moment(n, b))
+            if n > 1 and b > 0:
+                calls.append(lambda n=n, b=b: T.frozen_ipr(n, b))
+        calls.append(lambda b=b: T.series_coefficients(np.array([b, 40.0])))
+        calls.append(lambda b=b: T.rem_psi(np.array([b, 1e6])))
+    for tau in (0.0, 0.1, 1.0, 30.0, 1000.0, 1e6):
+        for d in (1, 2, 64):
+            calls += [lambda d=d, tau=tau: T.random_query_series_coefficients(d, tau),
+                      lambda d=d, tau=tau: T.random_query_limit(d, tau)]
+    calls += [
+        lambda: T.random_query_ipr([1.0, 1e300], 2, 0.0),
+        lambda: T.random_query_ipr_and_exponent([1.0, 64.0], 1, 3.0),
+        lambda: T.ssmax_beta(1e300, 1e6, 1.0),
+        lambda: T.layernorm_conditional_variance([1e-300, 1.0], 8, 1e-5, 1e-150),
+        lambda: T.layernorm_marginal_pdf([0.0, 2.6, 1e200], 8),
+        lambda: T.layernorm_variance_eps_upper(1e300, 2.0, 8, 1e300),
+        lambda: T.generic_series_coefficients(1e-200, 1e200, 1e300, 1e300, 1e300),
+        lambda: T.frozen_a_n([1.0000001, 1e300]),
+        lambda: T.fixed_standardized_variance([1.0, 1e300], 2.0, 27.0),
+    ]
+    return calls
+
+
+def test_no_runtime_warnings():
+    """Every public theory function over a wide grid (N from 1 to 1e300, beta from 0 to 60, tau up to 1e6,
+    extreme moments and eps) runs with warnings turned into errors: out-of-range arguments may raise
+    ValueError, nothing may warn. Catches n**2 at N = 1e300, m1**k underflow, x*x overflow and the like."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for call in _warning_grid():
+            try:
+                call()
+            except ValueError:
+                pass

@@ -326,7 +326,7 @@ def ipr_second_moment(n, beta):
     beta = _check_beta(beta)
     if beta < _BETA_TINY:
         # Y2 = 1/N + O(beta^2) almost surely, so E[Y2^2] = 1/N^2 + 2 beta^2 (N-1)/N^3 + O(beta^4).
-        out = (1.0 + 2.0 * beta * beta * (n_arr - 1.0) / n_arr) / n_arr**2
+        out = (1.0 + 2.0 * beta * beta * (n_arr - 1.0) / n_arr) / n_arr / n_arr  # n**2 would overflow at 1e300
         return scalar_or_array(n, out)
     with _LOCK:
         out = np.array([_second_moment(float(v), beta) for v in n_arr.ravel()])

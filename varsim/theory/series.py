@@ -26,13 +26,16 @@ def generic_series_coefficients(m1, m2, m3, m4, m5):
     Dirichlet(1, ..., 1) values ``(2, -2, 2, -2)`` of ``2/(N+1)``.
     """
     moments = [real_array(f"m{k}", m, minimum=0.0, strict_min=True) for k, m in enumerate((m1, m2, m3, m4, m5), 1)]
-    m1a = moments[0]
-    r2, r3, r4, r5 = (m / m1a**k for k, m in zip((2, 3, 4, 5), moments[1:]))
-    c1 = r2
-    c2 = 3.0 * r2**2 - r2 - 2.0 * r3
-    c3 = r2 + 6.0 * r3 - 9.0 * r2**2 + 3.0 * r4 - 16.0 * r2 * r3 + 15.0 * r2**3
-    c4 = -(r2 + 14.0 * r3 - 21.0 * r2**2 + 18.0 * r4 - 96.0 * r2 * r3 + 4.0 * r5
-           + 90.0 * r2**3 - 35.0 * r2 * r4 - 20.0 * r3**2 + 150.0 * r2**2 * r3 - 105.0 * r2**4)
+    log_m1 = np.log(moments[0])
+    # Extreme moments: the ratios r_k = m_k / m1^k (formed in logs, so m1^k never underflows) may overflow to inf and
+    # the coefficients then to +-inf or nan (inf - inf): no finite answer exists in double precision.
+    with np.errstate(over="ignore", invalid="ignore"):
+        r2, r3, r4, r5 = (np.exp(np.log(m) - k * log_m1) for k, m in zip((2, 3, 4, 5), moments[1:]))
+        c1 = r2
+        c2 = 3.0 * r2**2 - r2 - 2.0 * r3
+        c3 = r2 + 6.0 * r3 - 9.0 * r2**2 + 3.0 * r4 - 16.0 * r2 * r3 + 15.0 * r2**3
+        c4 = -(r2 + 14.0 * r3 - 21.0 * r2**2 + 18.0 * r4 - 96.0 * r2 * r3 + 4.0 * r5
+               + 90.0 * r2**3 - 35.0 * r2 * r4 - 20.0 * r3**2 + 150.0 * r2**2 * r3 - 105.0 * r2**4)
     scalar = all(np.ndim(m) == 0 for m in (m1, m2, m3, m4, m5))
     return tuple(float(c) if scalar else c for c in (c1, c2, c3, c4))
 
