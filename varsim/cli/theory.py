@@ -159,8 +159,8 @@ def _table(model: dict, rows: list[dict]) -> str:
             cells.append(f"{MARK:>{w}}" if v is None else fmt.format(v))
         lines.append("  ".join(cells))
     if model["query"] == "fixed":
-        notes = [f"limit/N = {asym}; series = sum_k c_k/N^k, shown ({MARK} otherwise) only where its terms shrink "
-                 "with k (see --help)",
+        notes = [(f"limit/N = {asym}; series = sum_k c_k/N^k, shown ({MARK} otherwise) only where its terms shrink "
+                  "with k (see --help)"),
                  "phase/REM rule: THEORY.md 3.2-3.4; 1-a_N/beta: frozen-phase predictor, shown where beta > a_N"]
     else:
         # E_q[c_k] grows like (1 - k(k+1) tau^2/d)^(-d/2): the series needs far larger N than for a fixed query

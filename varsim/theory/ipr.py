@@ -43,7 +43,7 @@ from scipy.special import log_ndtr
 from varsim._common.validate import check_real
 from varsim.theory._args import real_array, scalar_or_array
 
-__all__ = ["expected_ipr", "decay_exponent", "ipr_and_exponent", "ipr_second_moment", "N_MAX", "BETA_MAX"]
+__all__ = ["BETA_MAX", "N_MAX", "decay_exponent", "expected_ipr", "ipr_and_exponent", "ipr_second_moment"]
 
 #: Largest sequence length accepted (the quadrature is validated up to here).
 N_MAX = 1e300

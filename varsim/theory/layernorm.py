@@ -28,13 +28,13 @@ from varsim.theory._args import real_array, scalar_or_array
 from varsim.theory.ipr import N_MAX, expected_ipr
 
 __all__ = [
-    "layernorm_moments",
+    "Estimate",
     "layernorm_beta_parameters",
-    "layernorm_marginal_pdf",
     "layernorm_conditional_variance",
+    "layernorm_marginal_pdf",
+    "layernorm_moments",
     "layernorm_variance_eps",
     "layernorm_variance_eps_upper",
-    "Estimate",
 ]
 
 

@@ -38,8 +38,14 @@ from varsim.theory.ipr import BETA_MAX, N_MAX, ipr_and_exponent
 from varsim.theory.rem import rem_psi
 from varsim.theory.series import _LOGNORMAL
 
-__all__ = ["random_query_ipr", "random_query_decay_exponent", "random_query_ipr_and_exponent",
-           "random_query_series_coefficients", "random_query_limit", "chi_nodes"]
+__all__ = [
+    "chi_nodes",
+    "random_query_decay_exponent",
+    "random_query_ipr",
+    "random_query_ipr_and_exponent",
+    "random_query_limit",
+    "random_query_series_coefficients",
+]
 
 _CHI_NODES = 48  # Gauss-Legendre nodes over |q|: 40 already agree with 64 to ~1e-14 for d in {4, 16}
 _CHI_HALF_WIDTH = 10.0  # chi_d is log-concave with sd <= 1: +-10 around the mode holds all but e^-40

@@ -15,7 +15,7 @@ import numpy as np
 from varsim._common.validate import check_int, check_real
 from varsim.theory._args import real_array, scalar_or_array
 
-__all__ = ["generic_series_coefficients", "series_coefficients", "ipr_series", "truncated_series"]
+__all__ = ["generic_series_coefficients", "ipr_series", "series_coefficients", "truncated_series"]
 
 
 def generic_series_coefficients(m1, m2, m3, m4, m5):
