@@ -350,11 +350,15 @@ def test_random_query_matches_independent_outer_quadrature(n, d, tau):
 
 @pytest.mark.slow
 def test_random_query_d1_exponent():
-    """d = 1, tau = 1: the local exponent approaches the REM prediction 1/2 - sqrt5/2 = -0.618 (THEORY 2.3 quotes
-    -0.641, -0.628, -0.623, -0.620 for N = 1e16 ... 1e128). Catches a mixture window fixed at the chi bulk
-    (whose exponent tends to -1)."""
-    g = T.random_query_decay_exponent(np.array([1e16, 1e128]), 1, 1.0)
-    np.testing.assert_allclose(g, [-0.641, -0.620], atol=1.5e-3)
+    """d = 1, tau = 1: the exact local exponent at N = 1e16 equals the central difference of ln of the independent
+    outer quadrature, and at N = 1e128 it is THEORY 2.3's -0.620 on its way to 1/2 - sqrt5/2 = -0.618. Catches a
+    mixture window fixed at the chi bulk (whose exponent tends to -1) and an exponent averaged without the weights
+    f_N."""
+    g16, g128 = T.random_query_decay_exponent(np.array([1e16, 1e128]), 1, 1.0)
+    h = 0.05
+    lo, hi = (_outer_reference(1e16 * math.exp(s), 1, 1.0) / (1e16 * math.exp(s)) for s in (-h, h))
+    assert g16 == pytest.approx(math.log(hi / lo) / (2 * h), abs=1e-5)
+    assert g128 == pytest.approx(-0.620, abs=1.5e-3)
 
 
 def test_chi_nodes_integrate_chi_moments():

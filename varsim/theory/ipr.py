@@ -161,7 +161,7 @@ class _Grid:
 
 
 _CACHE: OrderedDict[tuple[float, bool], _Grid] = OrderedDict()
-_CACHE_SIZE = 160  # a random-query mixture uses 48 betas; keep a few of those
+_CACHE_SIZE = 512  # a random-query mixture uses ~60-300 betas (one per Gauss-Kronrod node); keep one or two
 _LOCK = threading.Lock()  # the cached grids are mutated in place
 
 

@@ -154,14 +154,17 @@ def _mixture(n_arr: np.ndarray, d: int, tau: float) -> tuple[np.ndarray, np.ndar
         grow_lo = grow_hi = False
         if lo > hard_lo:
             lh, _ = log_h(lo)
-            # f_N increases with beta, so on [0, lo] the integrand is <= chi_d(min(r, mode))... <= bound below
+            # Rigorous: f_N increases with beta and max_{r <= lo} chi_d(r) = chi_d(min(lo, mode)), so the mass on
+            # [0, lo] is at most lo * h(lo) * chi_d(min(lo, mode)) / chi_d(lo).
             mode = math.sqrt(max(d - 1.0, 0.0))
             ratio = float(_log_chi_pdf(min(lo, mode), d) - _log_chi_pdf(lo, d))
-            tail = lo * np.exp(lh - scale + ratio)
+            tail = lo * np.exp(np.minimum(lh - scale + ratio, 700.0))
             grow_lo = bool(np.any(tail > _TAIL_REL * mass))
         if hi < hard_hi:
+            # Beyond the last maximum the log-integrand decreases with slope <= -(r - (d-1)/r) + O(1) once f_N
+            # saturates, so the tail is about h(hi) times a decay length of order 1 (beyond hard_hi: < e^-60).
             lh, _ = log_h(hi)
-            grow_hi = bool(np.any(np.exp(lh - scale) > _TAIL_REL * mass))
+            grow_hi = bool(np.any(np.exp(np.minimum(lh - scale, 700.0)) > _TAIL_REL * mass))
         if not (grow_lo or grow_hi):
             break
         width = hi - lo
