@@ -13,7 +13,7 @@ Run ``python derivations/layernorm_moments.py`` to print the results (plain and 
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 
 import sympy as sp
 
@@ -40,7 +40,7 @@ def _joint_density() -> sp.Expr:
     return sp.powsimp(sp.expand_power_base(joint, force=True), force=True)
 
 
-@lru_cache(maxsize=None)
+@cache
 def beta_density_from_chi_squares() -> sp.Expr:
     """Density of ``R = G1/(G1+G2)``: integrate ``S`` out of the joint density (a Beta(a, c) density)."""
     dens = sp.integrate(_joint_density(), (_s, 0, sp.oo), conds="none")

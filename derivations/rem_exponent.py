@@ -16,7 +16,7 @@ Run ``python derivations/rem_exponent.py`` to print the results (plain and LaTeX
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 
 import sympy as sp
 
@@ -32,7 +32,7 @@ def exponent_branches() -> tuple[sp.Expr, sp.Expr, sp.Expr]:
     return phi1, phi2, kink
 
 
-@lru_cache(maxsize=None)
+@cache
 def annealed_threshold() -> sp.Expr:
     """``b`` where the interior maximiser of ``phi_1`` hits the kink: ``sqrt(2/3)``."""
     phi1, _, kink = exponent_branches()
@@ -40,7 +40,7 @@ def annealed_threshold() -> sp.Expr:
     return sp.solve(sp.Eq(stationary, kink), b)[0]
 
 
-@lru_cache(maxsize=None)
+@cache
 def psi_pieces() -> tuple[sp.Expr, sp.Expr]:
     """``(psi_annealed, psi_middle)``: ``max phi_1`` at its stationary point, and ``phi`` at the kink
     (``phi_1`` increases and ``phi_2`` decreases across it once ``b > sqrt(2/3)``)."""
@@ -52,7 +52,7 @@ def psi_pieces() -> tuple[sp.Expr, sp.Expr]:
     return annealed, middle
 
 
-@lru_cache(maxsize=None)
+@cache
 def frozen_threshold() -> sp.Expr:
     """``b`` where the middle branch reaches 0 (and Y2 <= 1 caps psi): ``sqrt(2)``."""
     _, middle = psi_pieces()

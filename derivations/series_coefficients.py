@@ -19,7 +19,7 @@ Run ``python derivations/series_coefficients.py`` to print the results (plain an
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 
 import sympy as sp
 
@@ -32,7 +32,7 @@ def _moment(k: int):
     return sp.Integer(1) if k == 0 else m[k - 1]
 
 
-@lru_cache(maxsize=None)
+@cache
 def central_moments_of_means() -> dict[tuple[int, int], sp.Expr]:
     """``{(p, q): E[a^p b^q]}`` for p in {0, 1}, q <= 2*ORDER - 2, to O(N^-(ORDER-1)) (terms in ``1/N``).
 
@@ -76,7 +76,7 @@ def central_moments_of_means() -> dict[tuple[int, int], sp.Expr]:
     return out
 
 
-@lru_cache(maxsize=None)
+@cache
 def generic_coefficients() -> tuple[sp.Expr, ...]:
     """``(c1, c2, c3, c4)`` in terms of the raw moments ``m1..m5`` (symbols ``m[0]..m[4]``)."""
     mom = central_moments_of_means()

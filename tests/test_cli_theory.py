@@ -9,6 +9,7 @@ import pytest
 
 from varsim import theory as T
 from varsim.cli import main
+from varsim.cli import theory as cli_theory
 
 
 def _json(capsys, argv):
@@ -76,6 +77,68 @@ def test_bad_input_is_one_line(capsys, argv, name):
 def test_python_m_varsim_theory():
     """``python -m varsim theory`` works end to end (one subprocess)."""
     res = subprocess.run([sys.executable, "-m", "varsim", "theory", "--n", "64", "--beta", "2", "--json"],
-                         capture_output=True, text=True, timeout=120)
+                         capture_output=True, text=True, timeout=120, check=False)
     assert res.returncode == 0, res.stderr
     assert json.loads(res.stdout)["rows"][0]["ipr"] == pytest.approx(0.160735, abs=5e-7)
+
+
+GRID_N = [1.0, 2.0, 16.0, 64.0, 1e6, 1e300]
+GRID_BETA = [0.0, 1e-9, 0.5, 1.0, 2.0, 5.2, 27.0, -27.0]
+
+
+def _assert_cells(rows):
+    for r in rows:
+        for key in ("ipr", "n_ipr", "exponent", "series", "asymptote", "rem_exponent", "frozen_ipr"):
+            v = r.get(key)
+            assert v is None or (isinstance(v, float) and math.isfinite(v)), (r["n"], key, v)
+
+
+@pytest.mark.parametrize("beta", GRID_BETA)
+def test_every_cell_is_a_number_or_the_mark(beta):
+    """Over N in [1, 1e300] and |beta| up to 27 (300 and 1e4 in the slow test) every value is a finite number or None
+    (printed as the mark), and the table prints. Catches the OverflowError of e^{beta^2}/N at beta = 27 and a
+    series printed where its terms grow (N = 64, beta = 2 gave -5.6e10)."""
+    model = cli_theory._model(type("A", (), {"query": "fixed", "beta": beta, "d": None, "tau": None})())
+    rows = cli_theory.compute(model, GRID_N)
+    _assert_cells(rows)
+    table = cli_theory._table(model, rows)
+    assert "nan" not in table and "inf" not in table
+    for r in rows:
+        assert (r["series"] is not None) == r["series_valid"]
+        if r["series"] is not None:  # shown only where it is close to the exact value
+            assert r["series"] == pytest.approx(r["ipr"], rel=0.05)
+
+
+def test_series_is_marked_outside_its_range(capsys):
+    """N = 64, beta = 2: the series column shows the mark, not -5.6e10; N = 1024, beta = 1 shows a number."""
+    rows = _json(capsys, ["theory", "--n", "64", "--beta", "2"])["rows"]
+    assert rows[0]["series"] is None and rows[0]["series_valid"] is False
+    assert main(["theory", "--n", "64", "--beta", "2"]) == 0
+    out = capsys.readouterr().out
+    assert cli_theory.MARK in out and "e+10" not in out
+    ok = _json(capsys, ["theory", "--n", "1024", "--beta", "1"])["rows"][0]
+    assert ok["series_valid"] and ok["series"] == pytest.approx(ok["ipr"], rel=1e-5)
+
+
+def test_random_query_rows_are_numbers_or_the_mark():
+    """Random query with d <= 2 tau^2 (no limit, no series) and d > 2 tau^2 at N up to 1e30."""
+    for d, tau in ((2, 1.0), (16, 1.0)):
+        rows = cli_theory.compute({"query": "random", "d": d, "tau": tau}, [1.0, 64.0, 1e30])
+        _assert_cells(rows)
+        cli_theory._table({"query": "random", "d": d, "tau": tau}, rows)
+
+
+@pytest.mark.slow
+def test_beta_at_the_documented_limit():
+    """|beta| = 300 and 1e4 (BETA_MAX) at N = 2 and 1e300: numbers or the mark, no exception."""
+    for beta in (300.0, T.BETA_MAX):
+        _assert_cells(cli_theory.compute({"query": "fixed", "beta": beta}, [2.0, 1e300]))
+
+
+def test_cli_stderr_is_empty():
+    """A subprocess run over overflow-prone arguments (beta = 27 at N = 1 ... 1e300, a random query with
+    d < 2 tau^2) writes nothing to stderr: no RuntimeWarning reaches the terminal."""
+    for argv in (["--n", "1", "16", "1e300", "--beta", "27"], ["--n", "64", "--d", "1", "--tau", "1.5", "--query", "random"]):
+        res = subprocess.run([sys.executable, "-m", "varsim", "theory", *argv], capture_output=True, text=True,
+                             timeout=600, check=False)
+        assert res.returncode == 0 and res.stderr == "", res.stderr

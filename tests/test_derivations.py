@@ -16,10 +16,9 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # `derivations` is a top-level folder of the repository, not an installed package
     sys.path.insert(0, str(ROOT))
 
-from derivations import chi_square_mgf, layernorm_moments, rem_exponent, series_coefficients  # noqa: E402
-
-from varsim import theory as T  # noqa: E402
-from varsim.theory.series import _LOGNORMAL, _LOGNORMAL_Y  # noqa: E402
+from derivations import chi_square_mgf, layernorm_moments, rem_exponent, series_coefficients
+from varsim import theory as T
+from varsim.theory.series import _LOGNORMAL, _LOGNORMAL_Y
 
 SCRIPTS = ("series_coefficients", "chi_square_mgf", "rem_exponent", "layernorm_moments")
 

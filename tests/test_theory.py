@@ -5,6 +5,7 @@ wrong implementation it would catch.
 """
 
 import math
+import warnings
 
 import mpmath as mp
 import numpy as np
@@ -235,7 +236,7 @@ def test_vectorised_shapes_and_scalars():
 def test_second_moment():
     """E[Y2^2]: N = 2 closed form (1e-10) and Var(Y2) >= 0. Catches a missing i != j term."""
     for beta in (0.5, 1.0, 3.0):
-        f = lambda dd: (1 - 0.5 / np.cosh(beta * dd / 2) ** 2) ** 2 * np.exp(-dd * dd / 4) / math.sqrt(4 * math.pi)
+        f = lambda dd, beta=beta: (1 - 0.5 / np.cosh(beta * dd / 2) ** 2) ** 2 * np.exp(-dd * dd / 4) / math.sqrt(4 * math.pi)
         ref = quad(f, -60, 60, epsabs=0, epsrel=1e-13, limit=500, points=[0.0])[0]
         assert T.ipr_second_moment(2, beta) == pytest.approx(ref, rel=1e-10)
     for n in (16, 1024, 1e9):
@@ -311,6 +312,55 @@ def test_random_query_limit_and_exponent():
     assert T.random_query_decay_exponent(256, 16) == pytest.approx(math.log(hi / lo) / (2 * h), abs=1e-6)
 
 
+def _outer_reference(n: float, d: int, tau: float) -> float:
+    """N E_q[f_N(beta)] by an independent outer quadrature: QUADPACK (scipy ``quad``) over beta = tau |q|/sqrt(d)
+    on [0, B] with B from the chi_d tail, breakpoints at THEORY's phase boundaries beta^2 = (2/3, 1, 2) ln N and at
+    the chi mode; the inner f_N is ``expected_ipr`` (itself checked against mpmath and the N = 2 closed form)."""
+    from scipy.stats import chi
+
+    slope = tau / math.sqrt(d)
+    ln_n = math.log(n)
+    top = slope * chi.isf(1e-18 / n, d)  # beyond: mass < 1e-18/N <= 1e-18 E[Y2]
+    pts = sorted({math.sqrt(c * ln_n) for c in (2 / 3, 1.0, 2.0)} | {slope * math.sqrt(max(d - 1, 0))})
+    pts = [p for p in pts if 0 < p < top]
+    dens = lambda b: chi.pdf(b / slope, d) / slope
+    return n * quad(lambda b: dens(b) * T.expected_ipr(n, b), 0.0, top, points=pts, limit=400,
+                    epsabs=0.0, epsrel=1e-11)[0]
+
+
+def test_random_query_large_n_follows_the_mass():
+    """d = 2, tau = 1 at N = 1e40 and 1e100: N E = (2/3) ln N - 4/9 (THEORY 2.3, 11 digits at 1e100) and 153.0612284
+    at 1e100; at 1e40 also the independent outer quadrature. Catches an |q| integral cut off near the chi bulk
+    (it printed 60.5 at 1e100 and was 4% low at 1e40), where N E flattens instead of growing like (2/3) ln N."""
+    ns = np.array([1e40, 1e100])
+    values = np.asarray(T.random_query_ipr(ns, 2, 1.0)) * ns
+    np.testing.assert_allclose(values, 2 / 3 * np.log(ns) - 4 / 9, rtol=0, atol=2e-9)
+    assert values[1] == pytest.approx(153.0612284218, rel=1e-11)
+    assert values[0] == pytest.approx(_outer_reference(1e40, 2, 1.0), rel=1e-10)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("n, d, tau", [(1e300, 2, 1.0), (1e30, 1, 1.0), (1e60, 3, 1.0), (1e200, 6, 1.7),
+                                       (1e12, 16, 2.5), (1e100, 64, 1.0), (64, 16, 1.0)])
+def test_random_query_matches_independent_outer_quadrature(n, d, tau):
+    """Against the independent QUADPACK outer integral at large N, d <= 2 tau^2 and d > 2 tau^2, to 1e-9.
+    Catches a window that misses where the mass lives (far from the chi bulk at large N)."""
+    assert n * T.random_query_ipr(n, d, tau) == pytest.approx(_outer_reference(n, d, tau), rel=1e-9)
+
+
+@pytest.mark.slow
+def test_random_query_d1_exponent():
+    """d = 1, tau = 1: the exact local exponent at N = 1e16 equals the central difference of ln of the independent
+    outer quadrature, and at N = 1e128 it is THEORY 2.3's -0.620 on its way to 1/2 - sqrt5/2 = -0.618. Catches a
+    mixture window fixed at the chi bulk (whose exponent tends to -1) and an exponent averaged without the weights
+    f_N."""
+    g16, g128 = T.random_query_decay_exponent(np.array([1e16, 1e128]), 1, 1.0)
+    h = 0.05
+    lo, hi = (_outer_reference(1e16 * math.exp(s), 1, 1.0) / (1e16 * math.exp(s)) for s in (-h, h))
+    assert g16 == pytest.approx(math.log(hi / lo) / (2 * h), abs=1e-5)
+    assert g128 == pytest.approx(-0.620, abs=1.5e-3)
+
+
 def test_chi_nodes_integrate_chi_moments():
     """The |q| rule integrates 1, E|q|^2 = d and E e^{tau^2|q|^2/d} (the limit) to 1e-10."""
     for d in (1, 4, 16, 64):
@@ -355,6 +405,64 @@ def test_remedies():
 
 # ----------------------------------------------------------------------------- argument validation
 
+NAN, INF = float("nan"), float("inf")
+MORE_BAD_CALLS = [
+    (lambda: T.ipr_and_exponent(INF, 1.0), "n"),
+    (lambda: T.ipr_and_exponent(64, NAN), "beta"),
+    (lambda: T.ipr_second_moment(64, INF), "beta"),
+    (lambda: T.ipr_series(NAN, 1.0), "n"),
+    (lambda: T.ipr_series(64, INF), "beta"),
+    (lambda: T.generic_series_coefficients(1, 2, INF, 24, 120), "m3"),
+    (lambda: T.series_coefficients(INF), "beta"),
+    (lambda: T.truncated_series(NAN, (1.0,)), "n"),
+    (lambda: T.truncated_series(0.5, (1.0,)), "n"),
+    (lambda: T.truncated_series(64, ()), "coefficients"),
+    (lambda: T.truncated_series(64, (1.0, NAN)), "coefficients"),
+    (lambda: T.random_query_ipr(INF, 16), "n"),
+    (lambda: T.random_query_ipr(64, 2.5), "d"),
+    (lambda: T.random_query_ipr_and_exponent(64, 16, tau=INF), "tau"),
+    (lambda: T.random_query_ipr_and_exponent(64, 16, tau=1e6), "tau"),
+    (lambda: T.random_query_decay_exponent(64, -1), "d"),
+    (lambda: T.random_query_series_coefficients(16, NAN), "tau"),
+    (lambda: T.random_query_series_coefficients(0), "d"),
+    (lambda: T.random_query_limit(16, INF), "tau"),
+    (lambda: T.chi_nodes(0), "d"),
+    (lambda: T.chi_nodes(4, nodes=0), "nodes"),
+    (lambda: T.rem_psi(NAN), "b"),
+    (lambda: T.rem_psi(INF), "b"),
+    (lambda: T.effective_exponent(64, NAN), "beta"),
+    (lambda: T.phase(INF, 1.0), "n"),
+    (lambda: T.frozen_a_n(NAN), "n"),
+    (lambda: T.frozen_ipr(64, INF), "beta"),
+    (lambda: T.layernorm_moments(1), "d_v"),
+    (lambda: T.layernorm_beta_parameters(2), "d_v"),
+    (lambda: T.layernorm_marginal_pdf(NAN, 8), "x"),
+    (lambda: T.layernorm_marginal_pdf(0.0, 2.5), "d_v"),
+    (lambda: T.layernorm_conditional_variance(0.0, 8, 0.01), "y2"),
+    (lambda: T.layernorm_conditional_variance(0.5, 8, NAN), "eps"),
+    (lambda: T.layernorm_conditional_variance(0.5, 8, 0.01, sigma_v=0.0), "sigma_v"),
+    (lambda: T.layernorm_variance_eps(64.5, 1.0, 8, 0.01), "n"),
+    (lambda: T.layernorm_variance_eps(64, 1.0, 8, 0.01, samples=1), "samples"),
+    (lambda: T.layernorm_variance_eps(64, INF, 8, 0.01), "beta"),
+    (lambda: T.layernorm_variance_eps_upper(64, 1.0, 8, -1.0), "eps"),
+    (lambda: T.ipr_normalized_variance(NAN), "sigma_v"),
+    (lambda: T.ipr_normalized_variance(-1.0), "sigma_v"),
+    (lambda: T.fixed_standardized_variance(256, 64, NAN), "beta"),
+    (lambda: T.fixed_standardized_variance(NAN, 64, 1.0), "n"),
+    (lambda: T.ssmax_beta(64, 1.0, INF), "beta0"),
+    (lambda: T.ssmax_beta(0.5, 1.0, 1.0), "n"),
+    (lambda: T.ssmax_ipr(64, 1e6, 1.0), "beta"),
+]
+
+
+@pytest.mark.parametrize("call, name", MORE_BAD_CALLS)
+def test_every_public_function_validates(call, name):
+    """NaN, inf and out-of-range arguments of every public theory function raise ValueError naming the parameter
+    (never a NaN result, an OverflowError or a traceback from inside NumPy/SciPy)."""
+    with pytest.raises(ValueError, match=rf"\b{name}\b"):
+        call()
+
+
 @pytest.mark.parametrize("call, name", [
     (lambda: T.expected_ipr(0, 1.0), "n"),
     (lambda: T.expected_ipr(-3, 1.0), "n"),
@@ -387,3 +495,50 @@ def test_arguments_are_validated(call, name):
     """Bad input raises ValueError naming the parameter (never NaN or a traceback from deep inside)."""
     with pytest.raises(ValueError, match=rf"\b{name}\b"):
         call()
+
+
+# ----------------------------------------------------------------------------- no warnings leak
+
+def _warning_grid():
+    calls = []
+    for b in (0.0, 1e-9, 1e-4, 0.3, 2.0, 27.0, 60.0, 1e4):
+        for n in (1.0, 2.0, 1e300):
+            calls += [lambda n=n, b=b: T.ipr_series(n, b), lambda n=n, b=b: T.truncated_series(n, T.series_coefficients(b)),
+                      lambda n=n, b=b: T.effective_exponent(n, b), lambda n=n, b=b: T.phase(n, b)]
+            if b <= 27.0:  # the quadratures (their cost grows like beta)
+                calls.append(lambda n=n, b=b: T.ipr_and_exponent(n, b))
+                if n >= 2:
+                    calls.append(lambda n=n, b=b: T.ipr_second_moment(n, b))
+            if n > 1 and b > 0:
+                calls.append(lambda n=n, b=b: T.frozen_ipr(n, b))
+        calls.append(lambda b=b: T.series_coefficients(np.array([b, 40.0])))
+        calls.append(lambda b=b: T.rem_psi(np.array([b, 1e6])))
+    for tau in (0.0, 0.1, 1.0, 30.0, 1000.0, 1e6):
+        for d in (1, 2, 64):
+            calls += [lambda d=d, tau=tau: T.random_query_series_coefficients(d, tau),
+                      lambda d=d, tau=tau: T.random_query_limit(d, tau)]
+    calls += [
+        lambda: T.random_query_ipr([1.0, 1e300], 2, 0.0),
+        lambda: T.random_query_ipr_and_exponent([1.0, 64.0], 1, 1.5),
+        lambda: T.ssmax_beta(1e300, 1e6, 1.0),
+        lambda: T.layernorm_conditional_variance([1e-300, 1.0], 8, 1e-5, 1e-150),
+        lambda: T.layernorm_marginal_pdf([0.0, 2.6, 1e200], 8),
+        lambda: T.layernorm_variance_eps_upper(1e300, 2.0, 8, 1e300),
+        lambda: T.generic_series_coefficients(1e-200, 1e200, 1e300, 1e300, 1e300),
+        lambda: T.frozen_a_n([1.0000001, 1e300]),
+        lambda: T.fixed_standardized_variance([1.0, 1e300], 2.0, 27.0),
+    ]
+    return calls
+
+
+def test_no_runtime_warnings():
+    """Every public theory function over a wide grid (N from 1 to 1e300, beta from 0 to 1e4, tau up to 1e6,
+    extreme moments and eps) runs with warnings turned into errors: out-of-range arguments may raise
+    ValueError, nothing may warn. Catches n**2 at N = 1e300, m1**k underflow, x*x overflow and the like."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for call in _warning_grid():
+            try:
+                call()
+            except ValueError:
+                pass

@@ -34,9 +34,9 @@ def test_moments_beta_law_and_pdf():
     assert T.layernorm_beta_parameters(16) == (0.5, 7.0)
     for d_v in (3, 4, 8, 16):
         edge = math.sqrt(d_v - 1)
-        pdf = lambda x: T.layernorm_marginal_pdf(x, d_v)
+        pdf = lambda x, d_v=d_v: T.layernorm_marginal_pdf(x, d_v)
         mass = integrate.quad(pdf, -edge, edge, limit=200)[0]
-        m4 = integrate.quad(lambda x: x**4 * pdf(x), -edge, edge, limit=200)[0]
+        m4 = integrate.quad(lambda x, pdf=pdf: x**4 * pdf(x), -edge, edge, limit=200)[0]
         assert mass == pytest.approx(1.0, rel=1e-8)
         assert m4 == pytest.approx(T.layernorm_moments(d_v)[1], rel=1e-8)
     assert T.layernorm_marginal_pdf(3.0, 8) == 0.0
@@ -60,7 +60,7 @@ def test_conditional_variance_matches_quadrature():
     for d_v in (2, 3, 8, 64):
         for y in (1e-7, 1e-3, 0.05, 1.0):
             a = 1.3**2 * y
-            ref = integrate.quad(lambda c: a * c / (a * c + 0.01) * stats.chi2.pdf(c * d_v, d_v - 1) * d_v,
+            ref = integrate.quad(lambda c, a=a, d_v=d_v: a * c / (a * c + 0.01) * stats.chi2.pdf(c * d_v, d_v - 1) * d_v,
                                  0, np.inf, limit=400, epsabs=0, epsrel=1e-12)[0]
             assert T.layernorm_conditional_variance(y, d_v, 0.01, sigma_v=1.3) == pytest.approx(ref, rel=1e-9)
     assert T.layernorm_conditional_variance(0.3, 8, 0.0) == 1.0

@@ -19,6 +19,8 @@ from varsim._common.provenance import versions
 from varsim._common.validate import check_choice, check_positive_int, check_real
 
 DEFAULT_N = (16, 64, 256, 1024, 4096)
+#: What a table cell shows where its quantity is not defined (JSON: null).
+MARK = "n/a"
 
 
 def register(parser) -> None:
@@ -30,6 +32,10 @@ def register(parser) -> None:
     parser.add_argument("--query", default="fixed", help="with --d: 'fixed' (|q| = sqrt(d), beta = tau) or "
                                                          "'random' (q ~ N(0, I_d)); default fixed")
     parser.add_argument("--json", action="store_true", help="print machine-readable JSON instead of a table")
+    parser.epilog = (f"A cell reads '{MARK}' where the quantity is not defined there: the series c1..c4 is shown only "
+                     "where its terms |c_k|/N^k shrink with k (varsim.theory.truncated_series; roughly N > e^(4 "
+                     "beta^2) for beta >~ 1), limit/N only where the limit exists and is a finite double, "
+                     "1-a_N/beta only where it lies in (0, 1). JSON gives null there.")
 
 
 def _model(args) -> dict:
@@ -59,6 +65,20 @@ def _optional(fn, *a):
     return None if value is None or (isinstance(value, float) and not math.isfinite(value)) else value
 
 
+def _annealed(beta: float, n: float):
+    """``e^{beta^2}/N``, or ``None`` where it is not a finite double."""
+    log_value = beta * beta - math.log(n)
+    return math.exp(log_value) if log_value < 709.0 else None
+
+
+def _series(T, n: float, coefs) -> dict:
+    """The truncated series at ``n`` where it is meaningful (``truncated_series``' rule), else ``None``."""
+    if not coefs:
+        return {"series": None, "series_valid": False}
+    value, ok = T.truncated_series(n, coefs)
+    return {"series": float(value) if ok else None, "series_valid": bool(ok)}
+
+
 def _frozen(T, n: float, beta: float):
     if n <= 1.0 or beta == 0.0:
         return None
@@ -82,8 +102,8 @@ def compute(model: dict, ns) -> list[dict]:
             n = float(n)
             rows.append({
                 "n": n, "ipr": float(e), "n_ipr": n * float(e), "exponent": float(g),
-                "series": _optional(lambda: float(T.ipr_series(n, beta))),
-                "asymptote": _optional(lambda: math.exp(beta * beta - math.log(n))),
+                **_series(T, n, T.series_coefficients(beta)),
+                "asymptote": _annealed(beta, n),
                 "phase": T.phase(n, beta),
                 "rem_exponent": float(T.effective_exponent(n, beta)),
                 # 1 - a_N/beta only means something where it lies in (0, 1), i.e. beta > a_N.
@@ -91,15 +111,14 @@ def compute(model: dict, ns) -> list[dict]:
             })
         return rows
     d, tau = model["d"], model["tau"]
-    ipr = np.asarray(T.random_query_ipr(n_arr, d, tau))
-    exponent = np.asarray(T.random_query_decay_exponent(n_arr, d, tau))
+    ipr, exponent = (np.asarray(a) for a in T.random_query_ipr_and_exponent(n_arr, d, tau))
     coefs = T.random_query_series_coefficients(d, tau)
     limit = _optional(T.random_query_limit, d, tau)
     for n, e, g in zip(n_arr, ipr, exponent):
         n = float(n)
         rows.append({
             "n": n, "ipr": float(e), "n_ipr": n * float(e), "exponent": float(g),
-            "series": sum(c / n ** (k + 1) for k, c in enumerate(coefs)) if coefs else None,
+            **_series(T, n, coefs),
             "series_order": len(coefs),
             "asymptote": None if limit is None else limit / n,
             "phase": None, "rem_exponent": None, "frozen_ipr": None,
@@ -128,17 +147,20 @@ def _table(model: dict, rows: list[dict]) -> str:
     else:
         head = f"random query q ~ N(0, I_{model['d']}), tau = {model['tau']:g}"
         asym = "(1-2tau^2/d)^(-d/2)/N"
-    cols = [c for c in _COLUMNS if any(r.get(c[0]) is not None for r in rows)]
+    # Every column that applies to the model is shown, with MARK where its value is not defined at that N.
+    fixed_only = ("phase", "rem_exponent", "frozen_ipr")
+    cols = [c for c in _COLUMNS if model["query"] == "fixed" or c[0] not in fixed_only]
     widths = [len(fmt.format(0.0 if key not in ("phase",) else "annealed")) for key, _, fmt in cols]
     lines = [head, "  ".join(f"{name:>{w}}" for (_, name, _), w in zip(cols, widths))]
     for r in rows:
         cells = []
         for (key, _, fmt), w in zip(cols, widths):
             v = r.get(key)
-            cells.append(f"{'-':>{w}}" if v is None else fmt.format(v))
+            cells.append(f"{MARK:>{w}}" if v is None else fmt.format(v))
         lines.append("  ".join(cells))
     if model["query"] == "fixed":
-        notes = [f"limit/N = {asym}; series = sum_k c_k/N^k (asymptotic: trust it only for N >> e^(2 beta^2))",
+        notes = [(f"limit/N = {asym}; series = sum_k c_k/N^k, shown ({MARK} otherwise) only where its terms shrink "
+                  "with k (see --help)"),
                  "phase/REM rule: THEORY.md 3.2-3.4; 1-a_N/beta: frozen-phase predictor, shown where beta > a_N"]
     else:
         # E_q[c_k] grows like (1 - k(k+1) tau^2/d)^(-d/2): the series needs far larger N than for a fixed query
@@ -147,7 +169,7 @@ def _table(model: dict, rows: list[dict]) -> str:
                  else "no finite limit or series: E_q[e^(beta^2)] diverges for d <= 2 tau^2"]
         if order:
             notes.append(f"series = sum_(k <= {order}) E_q[c_k]/N^k (asymptotic; E_q[c_k] is finite only for "
-                         "d > k(k+1) tau^2)")
+                         f"d > k(k+1) tau^2), shown ({MARK} otherwise) only where its terms shrink with k")
     return "\n".join(lines + notes)
 
 

@@ -4,8 +4,10 @@ For i.i.d. Gaussian keys and a fixed query the logits are i.i.d. ``N(0, beta^2)`
 ``beta = tau |q| / sqrt(d_k)``, and ``Var(o_c) = sigma_v^2 E[sum_i w_i^2]`` (THEORY.md 1.1). This package gives
 
 * :func:`expected_ipr`, :func:`decay_exponent`, :func:`ipr_second_moment` -- exact quadrature (``ipr``);
-* :func:`series_coefficients`, :func:`generic_series_coefficients`, :func:`ipr_series` -- large-N series (``series``);
-* :func:`random_query_ipr`, :func:`random_query_decay_exponent`, :func:`random_query_limit`,
+* :func:`series_coefficients`, :func:`generic_series_coefficients`, :func:`ipr_series`,
+  :func:`truncated_series` (with the series' validity rule) -- large-N series (``series``);
+* :func:`random_query_ipr`, :func:`random_query_decay_exponent`, :func:`random_query_ipr_and_exponent`,
+  :func:`random_query_limit`,
   :func:`random_query_series_coefficients` -- query ``q ~ N(0, I_d)`` (``random_query``);
 * :func:`rem_psi`, :func:`rem_thresholds`, :func:`effective_exponent`, :func:`phase`, :func:`frozen_a_n`,
   :func:`frozen_ipr` -- REM phases (``rem``);
@@ -28,44 +30,47 @@ from varsim.theory.random_query import (
     chi_nodes,
     random_query_decay_exponent,
     random_query_ipr,
+    random_query_ipr_and_exponent,
     random_query_limit,
     random_query_series_coefficients,
 )
 from varsim.theory.rem import PHASES, effective_exponent, frozen_a_n, frozen_ipr, phase, rem_psi, rem_thresholds
 from varsim.theory.remedies import fixed_standardized_variance, ipr_normalized_variance, ssmax_beta, ssmax_ipr
-from varsim.theory.series import generic_series_coefficients, ipr_series, series_coefficients
+from varsim.theory.series import generic_series_coefficients, ipr_series, series_coefficients, truncated_series
 
 __all__ = [
-    "N_MAX",
     "BETA_MAX",
-    "expected_ipr",
-    "decay_exponent",
-    "ipr_second_moment",
-    "ipr_and_exponent",
-    "series_coefficients",
-    "generic_series_coefficients",
-    "ipr_series",
-    "random_query_ipr",
-    "random_query_limit",
-    "random_query_decay_exponent",
-    "random_query_series_coefficients",
-    "chi_nodes",
-    "rem_psi",
-    "rem_thresholds",
-    "effective_exponent",
-    "phase",
+    "N_MAX",
     "PHASES",
+    "Estimate",
+    "chi_nodes",
+    "decay_exponent",
+    "effective_exponent",
+    "expected_ipr",
+    "fixed_standardized_variance",
     "frozen_a_n",
     "frozen_ipr",
-    "layernorm_moments",
+    "generic_series_coefficients",
+    "ipr_and_exponent",
+    "ipr_normalized_variance",
+    "ipr_second_moment",
+    "ipr_series",
     "layernorm_beta_parameters",
-    "layernorm_marginal_pdf",
     "layernorm_conditional_variance",
+    "layernorm_marginal_pdf",
+    "layernorm_moments",
     "layernorm_variance_eps",
     "layernorm_variance_eps_upper",
-    "Estimate",
-    "ipr_normalized_variance",
-    "fixed_standardized_variance",
+    "phase",
+    "random_query_decay_exponent",
+    "random_query_ipr",
+    "random_query_ipr_and_exponent",
+    "random_query_limit",
+    "random_query_series_coefficients",
+    "rem_psi",
+    "rem_thresholds",
+    "series_coefficients",
     "ssmax_beta",
     "ssmax_ipr",
+    "truncated_series",
 ]

@@ -28,13 +28,13 @@ from varsim.theory._args import real_array, scalar_or_array
 from varsim.theory.ipr import N_MAX, expected_ipr
 
 __all__ = [
-    "layernorm_moments",
+    "Estimate",
     "layernorm_beta_parameters",
-    "layernorm_marginal_pdf",
     "layernorm_conditional_variance",
+    "layernorm_marginal_pdf",
+    "layernorm_moments",
     "layernorm_variance_eps",
     "layernorm_variance_eps_upper",
-    "Estimate",
 ]
 
 
@@ -70,7 +70,8 @@ def layernorm_marginal_pdf(x, d_v):
     """
     a, b = layernorm_beta_parameters(d_v)
     x_arr = real_array("x", x)
-    s = x_arr * x_arr / (d_v - 1.0)
+    with np.errstate(over="ignore"):  # |x| beyond ~1e154: s = inf, outside the support (density 0)
+        s = x_arr * x_arr / (d_v - 1.0)
     inside = s < 1.0
     with np.errstate(divide="ignore", invalid="ignore"):
         log_pdf = (b - 1.0) * np.log1p(-np.where(inside, s, 0.0)) - 0.5 * math.log(d_v - 1.0) - betaln(a, b)
@@ -110,7 +111,8 @@ def layernorm_conditional_variance(y2, d_v, eps, sigma_v=1.0):
     if eps == 0.0:
         return scalar_or_array(y2, np.ones_like(y))
     # S^2 = sigma^2 y (2G/d_v), G ~ Gamma((d_v-1)/2): S^2/(S^2+eps) = G/(G + delta), delta = eps d_v/(2 sigma^2 y).
-    delta = eps * d_v / (2.0 * sigma_v * sigma_v * y.ravel())
+    with np.errstate(over="ignore", divide="ignore"):  # a delta that overflows to inf gives the ratio 0 (its limit)
+        delta = eps * d_v / (2.0 * sigma_v * sigma_v * y.ravel())
     out = _mean_gamma_ratio(0.5 * (d_v - 1.0), delta)
     return scalar_or_array(y2, np.clip(out, 0.0, 1.0).reshape(y.shape))
 

@@ -22,7 +22,7 @@ import numpy as np
 from varsim._common.validate import check_real
 from varsim.theory._args import real_array, scalar_or_array
 
-__all__ = ["rem_psi", "rem_thresholds", "effective_exponent", "phase", "frozen_a_n", "frozen_ipr", "PHASES"]
+__all__ = ["PHASES", "effective_exponent", "frozen_a_n", "frozen_ipr", "phase", "rem_psi", "rem_thresholds"]
 
 #: Phase names returned by :func:`phase`, from small to large ``beta`` at fixed ``N``.
 PHASES = ("annealed", "intermediate", "frozen")

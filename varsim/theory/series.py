@@ -15,7 +15,7 @@ import numpy as np
 from varsim._common.validate import check_int, check_real
 from varsim.theory._args import real_array, scalar_or_array
 
-__all__ = ["generic_series_coefficients", "series_coefficients", "ipr_series"]
+__all__ = ["generic_series_coefficients", "ipr_series", "series_coefficients", "truncated_series"]
 
 
 def generic_series_coefficients(m1, m2, m3, m4, m5):
@@ -26,13 +26,16 @@ def generic_series_coefficients(m1, m2, m3, m4, m5):
     Dirichlet(1, ..., 1) values ``(2, -2, 2, -2)`` of ``2/(N+1)``.
     """
     moments = [real_array(f"m{k}", m, minimum=0.0, strict_min=True) for k, m in enumerate((m1, m2, m3, m4, m5), 1)]
-    m1a = moments[0]
-    r2, r3, r4, r5 = (m / m1a**k for k, m in zip((2, 3, 4, 5), moments[1:]))
-    c1 = r2
-    c2 = 3.0 * r2**2 - r2 - 2.0 * r3
-    c3 = r2 + 6.0 * r3 - 9.0 * r2**2 + 3.0 * r4 - 16.0 * r2 * r3 + 15.0 * r2**3
-    c4 = -(r2 + 14.0 * r3 - 21.0 * r2**2 + 18.0 * r4 - 96.0 * r2 * r3 + 4.0 * r5
-           + 90.0 * r2**3 - 35.0 * r2 * r4 - 20.0 * r3**2 + 150.0 * r2**2 * r3 - 105.0 * r2**4)
+    log_m1 = np.log(moments[0])
+    # Extreme moments: the ratios r_k = m_k / m1^k (formed in logs, so m1^k never underflows) may overflow to inf and
+    # the coefficients then to +-inf or nan (inf - inf): no finite answer exists in double precision.
+    with np.errstate(over="ignore", invalid="ignore"):
+        r2, r3, r4, r5 = (np.exp(np.log(m) - k * log_m1) for k, m in zip((2, 3, 4, 5), moments[1:]))
+        c1 = r2
+        c2 = 3.0 * r2**2 - r2 - 2.0 * r3
+        c3 = r2 + 6.0 * r3 - 9.0 * r2**2 + 3.0 * r4 - 16.0 * r2 * r3 + 15.0 * r2**3
+        c4 = -(r2 + 14.0 * r3 - 21.0 * r2**2 + 18.0 * r4 - 96.0 * r2 * r3 + 4.0 * r5
+               + 90.0 * r2**3 - 35.0 * r2 * r4 - 20.0 * r3**2 + 150.0 * r2**2 * r3 - 105.0 * r2**4)
     scalar = all(np.ndim(m) == 0 for m in (m1, m2, m3, m4, m5))
     return tuple(float(c) if scalar else c for c in (c1, c2, c3, c4))
 
@@ -76,6 +79,43 @@ def series_coefficients(beta):
                 poly = poly * y + c
             out.append(scalar_or_array(beta, poly))
     return tuple(out)
+
+
+def truncated_series(n, coefficients):
+    """``(value, meaningful)`` of the truncated series ``sum_{k=1..K} c_k / n^k`` for ``coefficients = (c_1..c_K)``.
+
+    ``meaningful`` is the one validity rule for these asymptotic series (used by ``varsim theory``): every ``c_k``
+    is finite and the terms shrink, ``|c_{k+1}| / n^{k+1} <= |c_k| / n^k`` for ``k < K``. An asymptotic series
+    carries information only while its terms decrease; for lognormal weights (``c_k ~ (-1)^{k-1} k e^{k(k+1)
+    beta^2/2}``) the last ratio needs ``N > (4/3) e^{4 beta^2}`` for large ``beta``, while ``beta -> 0`` is
+    meaningful for every ``N``. ``value`` is ``nan`` where it is not meaningful (never an overflow).
+    ``n``: real ``>= 1``, scalar or array; ``coefficients``: a non-empty sequence of reals (``inf`` allowed,
+    meaning "diverges"). Returns floats/bools for scalar ``n``, else arrays of ``n``'s shape.
+    """
+    n_arr = real_array("n", n, minimum=1.0)
+    if isinstance(coefficients, (str, bytes)) or len(coefficients) == 0:
+        raise ValueError(f"coefficients must be a non-empty sequence of reals, got {coefficients!r}")
+    coefs = np.array([float(c) for c in coefficients])
+    if np.any(np.isnan(coefs)):
+        raise ValueError(f"coefficients must not be nan, got {coefficients!r}")
+    finite = bool(np.all(np.isfinite(coefs)))
+    ln_n = np.log(n_arr)
+    meaningful = np.full(n_arr.shape, finite)
+    if finite:
+        with np.errstate(divide="ignore"):
+            log_abs = np.log(np.abs(coefs))  # -inf for a zero coefficient: a zero term never grows
+        k = np.arange(1, coefs.size + 1)
+        log_terms = log_abs[:, None] - k[:, None] * ln_n.ravel()[None, :]
+        shrink = np.all(log_terms[1:] <= log_terms[:-1] + 1e-12, axis=0).reshape(n_arr.shape)
+        meaningful &= shrink
+    value = np.full(n_arr.shape, np.nan)
+    if np.any(meaningful):
+        m = n_arr[meaningful]
+        total = np.zeros_like(m)
+        for c in coefs[::-1]:  # Horner in 1/n: every partial sum is bounded by the leading term, no overflow
+            total = (total + c) / m
+        value[meaningful] = total
+    return scalar_or_array(n, value), (bool(meaningful.reshape(-1)[0]) if np.ndim(n) == 0 else meaningful)
 
 
 def ipr_series(n, beta, order: int = 4):
