@@ -200,3 +200,78 @@ def test_cli_json_output_loads_as_a_simulation_result(tmp_path):
     assert list(res.n) == [16, 64]
     assert [r["var"] for r in record["rows"]] == list(res.var)
     assert res.slope == record["slope"]
+
+
+@pytest.mark.parametrize(
+    "argv, names",
+    [
+        (["--n", "1e12"], ("n_grid", "max_work")),
+        (["--n", "1e30"], ("n_grid", "max_work")),
+        (["--sequences", "1e12"], ("n_sequences",)),
+        (["--d-k", "1e9"], ("d_k", "memory")),
+        (["--n", "1024", "--sequences", "1e8", "--chunk-size", "64"], ("n_sequences", "--max-work")),
+    ],
+)
+def test_sizes_too_big_are_refused_in_one_line(argv, names, capsys):
+    """--n 1e12, --n 1e30, --sequences 1e12, --d-k 1e9: exit 2 with one line giving the estimate and the bound and
+    naming the sizes, immediately (never OverflowError, MemoryError or a run that would take hours)."""
+    rc, out, err = _run(capsys, "--no-progress", *argv)
+    assert rc == 2 and out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("varsim simulate: error:"), err
+    for name in names:
+        assert name in lines[0], lines[0]
+
+
+def test_max_work_flag_allows_a_long_run(capsys):
+    """--max-work lowers or raises the bound (the documented override)."""
+    small = ["--n", "64", "--d-k", "8", "--d-v", "4", "--sequences", "64", "--no-progress"]
+    rc, _, err = _run(capsys, *small, "--max-work", "1000")
+    assert rc == 2 and "max_work=1e+03" in err
+    rc, _, err = _run(capsys, *small, "--max-work", "1e6")
+    assert rc == 0, err
+
+
+def test_empty_query_vector_file_one_line_no_numpy_warning(tmp_path):
+    """An empty --query-vector @file: exactly one line on stderr (no NumPy 'input contained no data' warning
+    printed before it), exit 2, naming query_vector and the file."""
+    empty = tmp_path / "q.txt"
+    empty.write_text("")
+    res = subprocess.run([sys.executable, "-m", "varsim", "simulate", "--n", "8", "--d-k", "3", "--sequences", "64",
+                          "--query-vector", f"@{empty}"], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert res.returncode == 2
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and "query_vector" in lines[0] and "no numbers" in lines[0], res.stderr
+
+
+def test_attention_variant_flags(capsys):
+    """--attention ssmax --ssmax-s 0.5 and --attention topk --topk 4 reach the simulator (recorded in the config),
+    the exact column follows the variant (ssmax: E[sum w^2] at beta s ln N; topk: none), sigmoid reports sum w, and
+    a flag of another variant, an unknown variant or a bad value is one line naming it. Catches flags that are
+    parsed but silently ignored (ssmax's exact value would then be softmax's)."""
+    from varsim.theory.remedies import variant_ipr
+
+    small = ["--n", "16", "256", "--d-k", "8", "--d-v", "4", "--sequences", "2000", "--no-progress", "--json",
+             "--sampler", "logits", "--estimator", "rao_blackwell"]
+    rc, out, err = _run(capsys, *small, "--attention", "ssmax", "--ssmax-s", "0.5")
+    assert rc == 0, err
+    rec = json.loads(out)
+    assert rec["config"]["attention"] == "ssmax" and rec["config"]["s"] == 0.5
+    for row in rec["rows"]:
+        exact = variant_ipr("ssmax", row["n"], 1.0, s=0.5)
+        assert row["exact_var"] == pytest.approx(exact, rel=1e-9)
+        assert abs(row["var"] - exact) <= 5 * row["var_se"] + 0.01 * exact
+    rc, out, err = _run(capsys, *small, "--attention", "topk", "--topk", "4")
+    assert rc == 0, err
+    rec = json.loads(out)
+    assert rec["config"]["k"] == 4 and all(r["exact_var"] is None and r["ipr"] >= 0.25 for r in rec["rows"])
+    rc, out, err = _run(capsys, *small[:-4], "--attention", "sigmoid", "--value-mean", "2")
+    assert rc == 0, err
+    rec = json.loads(out)
+    assert all(r["wsum"] is not None and r["exact_var"] is not None for r in rec["rows"])
+    for argv, needle in ((["--attention", "softmax", "--ssmax-s", "0.5"], "--ssmax-s"),
+                         (["--attention", "softmaxx"], "softmaxx"),
+                         (["--attention", "topk", "--topk", "0"], "'k'"),
+                         (["--attention", "logn", "--logn-n0", "1"], "'n0'")):
+        rc, out, err = _run(capsys, *small, *argv)
+        assert rc == 2 and out == "" and len(err.strip().splitlines()) == 1 and needle in err, (argv, err)

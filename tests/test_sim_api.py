@@ -102,14 +102,20 @@ def test_result_fields_and_rerun_from_config():
 
 
 def test_json_round_trip(tmp_path):
-    """to_json / from_json preserve every array, scalar and the config; the file is plain JSON with the
-    fields the CLI documents (n, var, var_se, ipr, mean, global_mean, global_var, slope, slope_se, config, seed)."""
+    """to_json / from_json preserve every array, scalar and the config; the file is one record per N ("rows", with
+    n, var, var_se, ipr, mean, global_mean, global_var in each) plus slope, slope_se, config, seed, provenance, and
+    the rows form a table in one line (the json_normalize-style use the issue asks for)."""
     res = simulate([16, 32, 64], query="random", **SMALL)
     path = res.to_json(tmp_path / "r.json")
     raw = json.loads(path.read_text())
-    for key in ("n", "var", "var_se", "ipr", "mean", "global_mean", "global_var", "slope", "slope_se", "config",
-                "seed", "provenance"):
+    for key in ("rows", "slope", "slope_se", "config", "seed", "provenance", "versions"):
         assert key in raw
+    for row in raw["rows"]:
+        assert {"n", "var", "var_se", "ipr", "mean", "global_mean", "global_var", "wsum"} <= set(row)
+    assert [r["n"] for r in raw["rows"]] == [16, 32, 64]
+    pd = pytest.importorskip("pandas")
+    table = pd.json_normalize(json.loads(path.read_text()), "rows", meta=["slope", "seed"])
+    assert list(table["n"]) == [16, 32, 64] and np.allclose(table["var"], res.var)
     back = SimulationResult.from_json(path)
     for name in ("n", "var", "var_se", "ipr", "mean", "global_mean", "global_var"):
         np.testing.assert_array_equal(getattr(back, name), getattr(res, name))
@@ -120,11 +126,14 @@ def test_corrupt_or_missing_json_names_the_file(tmp_path):
     """A truncated file, a missing field, a wrong type and a missing file each raise ValueError naming the file."""
     res = simulate([16, 32], **SMALL)
     good = res.to_dict()
+    rows = good["rows"]
     cases = {
         "truncated.json": json.dumps(good)[:-20],
-        "nofield.json": json.dumps({k: v for k, v in good.items() if k != "var"}),
-        "badtype.json": json.dumps({**good, "var": "x"}),
-        "shortlen.json": json.dumps({**good, "var": [1.0]}),
+        "nofield.json": json.dumps({**good, "rows": [{k: v for k, v in r.items() if k != "var"} for r in rows]}),
+        "badtype.json": json.dumps({**good, "rows": [{**r, "var": "x"} for r in rows]}),
+        "norows.json": json.dumps({**good, "rows": []}),
+        "noslope.json": json.dumps({k: v for k, v in good.items() if k != "slope"}),
+        "notjson.json": "\x00\x01 binary",
     }
     for name, text in cases.items():
         p = tmp_path / name
@@ -160,3 +169,122 @@ def test_measure_variance_validates_the_function():
     res = measure_variance(lambda q, K, V: V.mean(axis=1), [16], d_k=4, d_v=8, n_sequences=2000, seed=1)
     assert abs(res.var[0] - 1 / 16) <= 5 * res.var_se[0] + 0.01 / 16
     assert res.config["attention_fn"] == "test_measure_variance_validates_the_function.<locals>.<lambda>"
+
+
+def test_legacy_column_layout_still_loads():
+    """A result written in the earlier column layout (one list per field) loads with the same numbers."""
+    res = simulate([16, 32], **SMALL)
+    d = res.to_dict()
+    cols = {k: v for k, v in d.items() if k != "rows"}
+    for name in ("n", "var", "var_se", "var_coord", "var_coord_se", "ipr", "ipr_se", "mean", "mean_se",
+                 "global_mean", "global_mean_se", "global_var", "global_var_se", "beta"):
+        cols[name] = [r[name] for r in d["rows"]]
+    back = SimulationResult.from_dict(cols)
+    np.testing.assert_array_equal(back.var, res.var)
+
+
+def test_huge_value_mean_keeps_the_variance():
+    """value_mean 1e8 with value_scale 1e-8: Var(o_j) = 1e-16 E[sum w^2] within 5 SE + 1%, for both samplers and
+    the sample estimator (the kernels return o - mu, so mu never meets the 1e-8 deviations). Catches forming
+    o = mu + deviation before the variance (Var = 0 or z-scores of 35)."""
+    from varsim.theory import expected_ipr
+
+    exact = 1e-16 * expected_ipr(64, 1.0)
+    for sampler in ("full", "logits"):
+        res = simulate([64], d_k=16, d_v=4, n_sequences=2000, value_mean=1e8, value_scale=1e-8, sampler=sampler,
+                       seed=5)
+        assert abs(res.var[0] - exact) <= 5 * res.var_se[0] + 0.01 * exact, (sampler, res.var[0], exact)
+        assert res.mean[0] == pytest.approx(1e8, rel=1e-15)
+        assert res.global_var[0] > 0
+    mv = measure_variance(lambda q, K, V: V[:, 0, :], [8], d_k=4, d_v=2, n_sequences=64, value_mean=1e3,
+                          value_scale=1e-3, seed=1)
+    assert abs(mv.var[0] - 1e-6) <= 5 * mv.var_se[0] + 1e-8
+
+
+@pytest.mark.parametrize(
+    "kwargs, names",
+    [
+        ({"n_grid": [10**12]}, ("n_grid", "max_work")),
+        ({"n_grid": [10**30]}, ("n_grid", "max_work")),
+        ({"n_grid": [16], "n_sequences": 10**12}, ("n_sequences", "memory")),
+        ({"n_grid": [1024], "n_sequences": 10**10, "d_v": 1, "chunk_size": 64}, ("n_sequences", "max_work")),
+        ({"n_grid": [16], "d_k": 10**9}, ("d_k", "memory")),
+        ({"n_grid": [16], "d_v": 10**9}, ("d_v", "memory")),
+        ({"n_grid": [2**40], "n_sequences": 32, "attention": "sparsemax", "max_work": 1e30}, ("n_grid", "memory")),
+    ],
+)
+def test_sizes_too_big_are_refused_up_front(kwargs, names):
+    """Sizes that would run for hours or exhaust memory raise one ValueError (before any allocation or kernel call)
+    naming the sizes and the bound, never OverflowError / MemoryError / a hang."""
+    args = {**SMALL, **kwargs}
+    grid = args.pop("n_grid")
+    with pytest.raises(ValueError) as err:
+        simulate(grid, **args)
+    msg = str(err.value)
+    assert "\n" not in msg
+    for name in names:
+        assert name in msg
+    with pytest.raises(ValueError, match="n_grid"):
+        measure_variance(lambda q, K, V: V.mean(axis=1), [10**12], d_k=4, d_v=2, n_sequences=32)
+
+
+def test_max_work_override():
+    """A run just above a lowered max_work is refused; raising max_work lets it run (the documented override)."""
+    with pytest.raises(ValueError, match="max_work=1e\\+03"):
+        simulate([64], d_k=8, d_v=4, n_sequences=64, max_work=1e3)
+    assert simulate([64], d_k=8, d_v=4, n_sequences=64, max_work=1e6).var.shape == (1,)
+    with pytest.raises(ValueError, match="max_work"):
+        simulate([64], max_work=-1.0)
+
+
+def test_rng_argument_spec7():
+    """SPEC 7: rng=int and rng=SeedSequence give results bitwise identical to seed= with the same value; a Generator
+    works and is reproducible from the recorded entropy; seed and rng together are refused; a wrong type names
+    rng."""
+    base = simulate([16, 32], **{**SMALL, "seed": 7})
+    again = simulate([16, 32], **{**SMALL, "seed": 0}, rng=None)
+    assert not np.array_equal(base.var, again.var)
+    args = {k: v for k, v in SMALL.items() if k != "seed"}
+    for rng in (7, np.random.SeedSequence(7)):
+        other = simulate([16, 32], **args, rng=rng)
+        assert np.array_equal(other.var, base.var) and np.array_equal(other.ipr, base.ipr)
+    g1 = simulate([16], **args, rng=np.random.default_rng(3))
+    g2 = simulate([16], **args, rng=np.random.default_rng(3))
+    assert np.array_equal(g1.var, g2.var)
+    rerun = simulate([16], **args, rng=np.random.SeedSequence(g1.seed))
+    assert np.array_equal(rerun.var, g1.var)
+    with pytest.raises(ValueError, match="seed or rng"):
+        simulate([16], **args, seed=1, rng=1)
+    with pytest.raises(ValueError, match="seed or rng"):
+        simulate([16], **args, seed=0, rng=1)  # an explicit 0 is still a seed
+    with pytest.raises(ValueError, match="rng"):
+        simulate([16], **args, rng="abc")
+    with pytest.raises(ValueError, match="rng"):
+        simulate([16], **args, rng=-3)
+    f = lambda q, K, V: V.mean(axis=1)  # noqa: E731
+    a = measure_variance(f, [8], d_k=4, d_v=2, n_sequences=32, seed=4)
+    b = measure_variance(f, [8], d_k=4, d_v=2, n_sequences=32, rng=np.random.SeedSequence(4))
+    assert np.array_equal(a.var, b.var)
+    with pytest.raises(ValueError, match="seed or rng"):
+        measure_variance(f, [8], d_k=4, d_v=2, n_sequences=32, seed=4, rng=4)
+
+
+@pytest.mark.parametrize(
+    "fn, needle",
+    [
+        (lambda q, K, V: V[:, 0, :1], "shape"),
+        (lambda q, K, V: "not an array", "str"),
+        (lambda q, K, V: V.mean(axis=1) * np.nan, "non-finite"),
+        (lambda q, K, V: [[1.0, 2.0]] * (V.shape[0] - 1) + [[1.0]], "not a numeric array"),
+        (lambda q, K, V: None, "NoneType"),
+        (lambda q, K, V: (V.mean(axis=1), np.ones(3)), "weights of shape"),
+        (lambda q, K, V: (V.mean(axis=1), "w"), "weights str"),
+        (lambda q, K, V: (1, 2, 3), "tuple of 3"),
+    ],
+)
+def test_measure_variance_names_attention_fn_and_what_it_returned(fn, needle):
+    """Wrong shape, a string, NaN, a ragged list, None, bad weights: one ValueError naming attention_fn and
+    describing the returned value (never a NumPy error about an inhomogeneous shape)."""
+    with pytest.raises(ValueError) as err:
+        measure_variance(fn, [8], d_k=4, d_v=2, n_sequences=32)
+    assert "attention_fn" in str(err.value) and needle in str(err.value), str(err.value)

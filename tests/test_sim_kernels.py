@@ -15,14 +15,25 @@ from varsim.sim._ziggurat import kernel_tables
 TABLES = kernel_tables()
 
 
-def _full_kernel(state, n_keys, n_seq, q, random_query, tau, key_dist, value_dist, a_mat, noise, mu, sigma):
+def _full(impl, state, n_keys, n_seq, q, random_query, tau, key_dist, value_dist, a_mat, noise, mu, sigma):
+    """Run ``impl.full_chunk`` (kernel or twin: the same arguments) and return ``(o, y2)`` with ``o`` (not o - mu)."""
     d_k, d_v = q.size, mu.size
-    o = np.empty((n_seq, d_v))
+    dev = np.empty((n_seq, d_v))
     y2 = np.empty(n_seq)
     coupled = a_mat is not None
-    KA.full_chunk(state, n_keys, q, random_query, tau / math.sqrt(d_k), key_dist, value_dist, coupled,
-                  a_mat if coupled else np.zeros((d_v, d_k)), noise, mu, sigma, *TABLES, o, y2)
-    return o, y2
+    impl.full_chunk(state, n_keys, q, random_query, tau / math.sqrt(d_k), key_dist, value_dist, coupled,
+                    a_mat if coupled else np.zeros((d_v, d_k)), noise, mu, sigma, *TABLES, dev, y2)
+    return mu + dev, y2
+
+
+def _full_kernel(*args):
+    return _full(KA, *args)
+
+
+@pytest.fixture(params=["kernel", "twin"])
+def impl(request):
+    """The Numba kernel module or its NumPy twin module (identical signatures)."""
+    return KA if request.param == "kernel" else TA
 
 
 @pytest.mark.parametrize(
@@ -41,8 +52,8 @@ def test_full_kernel_matches_twin(random_query, key_dist, value_dist, coupled):
     mu = rng.normal(size=d_v)
     a = new_state(1, key_dist, value_dist)
     b = a.copy()
-    o, y2 = _full_kernel(a, n_keys, n_seq, q, random_query, 2.5, key_dist, value_dist, a_mat, 0.7, mu, 1.3)
-    ot, y2t = TA.full_chunk(b, n_keys, n_seq, q, random_query, 2.5, key_dist, value_dist, a_mat, 0.7, mu, 1.3)
+    o, y2 = _full(KA, a, n_keys, n_seq, q, random_query, 2.5, key_dist, value_dist, a_mat, 0.7, mu, 1.3)
+    ot, y2t = _full(TA, b, n_keys, n_seq, q, random_query, 2.5, key_dist, value_dist, a_mat, 0.7, mu, 1.3)
     np.testing.assert_allclose(o, ot, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(y2, y2t, rtol=1e-12)
     assert np.array_equal(a, b)
@@ -57,24 +68,25 @@ def test_logits_kernel_matches_twin(random_query, d_v, n_keys, n_seq):
     mu = np.array([0.5, -1.0, 2.0])[:d_v]
     a = new_state(2, d_v, int(random_query))
     b = a.copy()
-    o = np.empty((n_seq, d_v))
-    y2 = np.empty(n_seq)
+    o, ot = np.empty((n_seq, d_v)), np.empty((n_seq, d_v))
+    y2, y2t = np.empty(n_seq), np.empty(n_seq)
     KA.logits_chunk(a, n_keys, 1.7, random_query, 9, 0.6, 1, mu, 1.4, *TABLES, o, y2)
-    ot, y2t = TA.logits_chunk(b, n_keys, n_seq, 1.7, random_query, 9, 0.6, 1, mu, 1.4, d_v > 0)
+    TA.logits_chunk(b, n_keys, 1.7, random_query, 9, 0.6, 1, mu, 1.4, *TABLES, ot, y2t)
     np.testing.assert_allclose(y2, y2t, rtol=1e-12)
     if d_v:
         np.testing.assert_allclose(o, ot, rtol=1e-12, atol=1e-12)
     assert np.array_equal(a, b)
 
 
-def test_p1_zero_query_gives_uniform_weights():
+def test_p1_zero_query_gives_uniform_weights(impl):
     """THEORY.md 7 P1: q = 0 => w uniform, o = mean of the values over the keys, sum w^2 = 1/N (to 1e-12),
-    M=50, N=37, d=16. Catches softmax over the wrong (batch) axis, which would average across sequences."""
+    M=50, N=37, d=16, for the kernel and the twin alike. Catches softmax over the wrong (batch) axis, which would
+    average across sequences."""
     d, n_keys, n_seq = 16, 37, 50
     mu = np.linspace(-1, 1, d)
     a = new_state(3)
     b = a.copy()
-    o, y2 = _full_kernel(a, n_keys, n_seq, np.zeros(d), False, 1.0, 0, 0, None, 1.0, mu, 2.0)
+    o, y2 = _full(impl, a, n_keys, n_seq, np.zeros(d), False, 1.0, 0, 0, None, 1.0, mu, 2.0)
     _, _, V = TA.sample_full(b, n_keys, n_seq, np.zeros(d), False, 0, 0, None, 1.0, mu, 2.0)
     np.testing.assert_allclose(o, V.mean(axis=1), rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(y2, 1.0 / n_keys, rtol=1e-12)

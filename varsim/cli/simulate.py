@@ -9,6 +9,15 @@ Examples::
 
     varsim simulate --n 16 64 256 1024 --beta 1
     varsim simulate --n 16:16384:x4 --sampler logits --estimator rao_blackwell --json -o run.json
+    varsim simulate --n 16:4096:x4 --attention ssmax --ssmax-s 0.5
+    varsim simulate --n 16:4096:x4 --attention topk --topk 8
+
+Sizes are checked before anything runs: a run whose estimated work exceeds ``--max-work`` (default 2e12
+key-coordinates, about an hour on 2 cores) or that needs more than half the machine's memory is refused with the
+estimate; raise ``--max-work`` for a deliberately long run (Ctrl-C interrupts it).
+
+The JSON layout (``--json`` and ``-o``) is :meth:`varsim.sim.SimulationResult.to_dict` with an ``exact_var``
+column: ``pandas.json_normalize(json.load(open(FILE)), "rows", meta=["slope", "seed"])`` gives one row per N.
 """
 
 from __future__ import annotations
@@ -19,19 +28,14 @@ import math
 import os
 import re
 import sys
+import warnings
 
 import numpy as np
 
 from varsim._common.atomic import atomic_write_json, check_writable
-from varsim._common.validate import check_int_grid, check_real
+from varsim._common.validate import check_int, check_real
 
-__all__ = ["register", "run", "parse_grid", "build_kwargs", "result_to_json"]
-
-# per-N columns of the JSON output, in this order (the issue asks for the first seven)
-ROW_FIELDS = (
-    "n", "var", "var_se", "ipr", "ipr_se", "mean", "mean_se", "global_mean", "global_var",
-    "var_coord", "var_coord_se", "global_mean_se", "global_var_se", "beta",
-)
+__all__ = ["register", "run", "parse_grid", "build_kwargs", "result_to_json", "variant_option"]
 
 _RANGE = re.compile(r"^\s*([^:]+):([^:]+):(x?)([^:]+)\s*$")
 _MAX_GRID = 10_000  # a longer grid is a typo (e.g. 1:1e9:1), not a simulation anyone waits for
@@ -82,8 +86,16 @@ def parse_grid(tokens, name: str = "n") -> list[int]:
             values.extend(int(round(start * step**k)) for k in range(count))
         else:
             values.extend(range(start, stop + 1, int(step)))
-    grid = check_int_grid(name, values, minimum=1)
-    return sorted(set(int(v) for v in grid))
+    # Python ints (no int64 conversion here: 1e30 must reach the simulator's cost check, not overflow)
+    return sorted(set(check_int(name, v, minimum=1) for v in values))
+
+
+def _int_arg(token: str) -> int:
+    """argparse type for sizes: ``64``, ``1e4``, ``1e12`` (any size; the simulator refuses what cannot run)."""
+    try:
+        return _parse_int(token, "value")
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _parse_numbers(text: str, name: str) -> np.ndarray:
@@ -93,9 +105,13 @@ def _parse_numbers(text: str, name: str) -> np.ndarray:
         if not os.path.isfile(path):
             raise ValueError(f"{name}: file {path!r} not found")
         try:
-            arr = np.load(path) if path.endswith(".npy") else np.loadtxt(path, ndmin=1)
-        except (OSError, ValueError) as exc:
-            raise ValueError(f"{name}: cannot read {path!r}: {exc}") from None
+            with warnings.catch_warnings():  # e.g. loadtxt's "input contained no data": reported below instead
+                warnings.simplefilter("ignore")
+                arr = np.load(path) if path.endswith(".npy") else np.loadtxt(path, ndmin=1)
+        except (OSError, ValueError, EOFError) as exc:
+            raise ValueError(f"{name}: cannot read {path!r}: {str(exc).splitlines()[0] if str(exc) else exc}") from None
+        if np.size(arr) == 0:
+            raise ValueError(f"{name}: file {path!r} contains no numbers")
     else:
         rows = [r for r in text.split(";") if r.strip()]
         try:
@@ -122,8 +138,8 @@ def register(parser: argparse.ArgumentParser) -> None:
 
     group = parser.add_argument_group("model")
     add = group.add_argument
-    add("--d-k", type=int, default=64, metavar="D", help="key/query dimension (default 64)")
-    add("--d-v", type=int, default=64, metavar="D", help="value dimension (default 64)")
+    add("--d-k", type=_int_arg, default=64, metavar="D", help="key/query dimension (default 64)")
+    add("--d-v", type=_int_arg, default=64, metavar="D", help="value dimension (default 64)")
     add("--tau", type=float, default=1.0, metavar="T", help="temperature multiplying the logits (default 1)")
     add("--query", default="fixed", metavar="KIND",
         help="fixed | random (q ~ N(0, I) per sequence) (default fixed)")
@@ -147,20 +163,75 @@ def register(parser: argparse.ArgumentParser) -> None:
     add("--coupling-noise", type=float, default=1.0, metavar="S", help="noise scale of the coupling (default 1)")
 
     add = parser.add_argument_group("Monte Carlo").add_argument
-    add("--sequences", type=int, default=10_000, metavar="M", help="independent sequences per N (default 10000)")
+    add("--sequences", type=_int_arg, default=10_000, metavar="M",
+        help="independent sequences per N (default 10000)")
     add("--sampler", default="full", metavar="NAME", help="full | logits (exact shortcut for Gaussian keys)")
     add("--estimator", default="sample", metavar="NAME",
         help="sample | rao_blackwell (sigma_v^2 E[sum w^2]; exact when values are independent of keys)")
     add("--coordinate", type=int, default=0, metavar="J", help="output coordinate j reported as var_coord")
-    add("--chunk-size", type=int, default=None, metavar="C", help="sequences per chunk (default: automatic)")
+    add("--chunk-size", type=_int_arg, default=None, metavar="C", help="sequences per chunk (default: automatic)")
+    add("--max-work", type=float, default=None, metavar="W",
+        help="refuse runs whose estimated work exceeds W key-coordinates (default 2e12, about an hour on 2 cores)")
     add("--seed", type=int, default=0, metavar="S", help="root seed (default 0)")
     add("--threads", type=int, default=None, metavar="T", help="worker threads (default: all cores)")
     add("--progress", action=argparse.BooleanOptionalAction, default=None,
         help="progress on stderr (default: when stderr is a terminal)")
 
+    _register_variants(parser)
+
     add = parser.add_argument_group("output").add_argument
     add("--json", action="store_true", help="print JSON results to stdout instead of a table")
     add("-o", "--output", default=None, metavar="FILE", help="also write the JSON results to FILE")
+
+
+def variant_option(variant: str, param: str) -> str:
+    """The command-line flag of a variant parameter: ``--VARIANT-PARAM`` (``--ssmax-s``, ``--logn-n0``), except
+    ``--topk`` for top-k's ``k``."""
+    if (variant, param) == ("topk", "k"):
+        return "--topk"
+    return f"--{variant.replace('_', '-')}-{param.replace('_', '-')}"
+
+
+def _variant_dest(variant: str, param: str) -> str:
+    return f"variant__{variant}__{param}"
+
+
+def _register_variants(parser: argparse.ArgumentParser) -> None:
+    """``--attention NAME`` and one flag per variant parameter, generated from the registry."""
+    from varsim.variants import VARIANTS
+
+    group = parser.add_argument_group("attention variant (varsim.variants)")
+    group.add_argument("--attention", default="softmax", metavar="NAME",
+                       help=f"weight map: {' | '.join(VARIANTS)} (default softmax)")
+    for name, spec in VARIANTS.items():
+        for p in spec.params:
+            flag = variant_option(name, p.name)
+            help_ = f"{p.help} [--attention {name}]"
+            if p.kind == "bool":
+                group.add_argument(flag, dest=_variant_dest(name, p.name), action=argparse.BooleanOptionalAction,
+                                   default=None, help=help_)
+            else:
+                group.add_argument(flag, dest=_variant_dest(name, p.name), type=float, default=None, metavar="X",
+                                   help=help_)
+
+
+def _variant_kwargs(args: argparse.Namespace) -> dict:
+    """``attention`` and its parameters from the flags; a flag of another variant is refused."""
+    from varsim.variants import VARIANTS, get_variant
+
+    spec = get_variant(args.attention)
+    params = {}
+    for name, other in VARIANTS.items():
+        for p in other.params:
+            value = getattr(args, _variant_dest(name, p.name), None)
+            if value is None:
+                continue
+            if name != spec.name:
+                raise ValueError(f"{variant_option(name, p.name)} applies to --attention {name}, "
+                                 f"not --attention {spec.name}")
+            params[p.name] = value
+    spec.check_params(params)  # names the flag's parameter on a bad value, before the run
+    return {"attention": spec.name, **params}
 
 
 def build_kwargs(args: argparse.Namespace) -> dict:
@@ -199,6 +270,8 @@ def build_kwargs(args: argparse.Namespace) -> dict:
         seed=args.seed,
         threads=args.threads,
         progress=sys.stderr.isatty() if args.progress is None else args.progress,
+        max_work=args.max_work,
+        **_variant_kwargs(args),
     )
 
 
@@ -212,60 +285,36 @@ def exact_variance(result) -> np.ndarray | None:
     if cfg.get("key_dist") != "gaussian" or cfg.get("coupling") is not None:
         return None
     from varsim import theory
+    from varsim.theory import remedies
+    from varsim.variants import get_variant
 
     n = np.asarray(result.n, dtype=np.float64)
     scale2 = float(cfg.get("value_scale", 1.0)) ** 2
+    spec = get_variant(cfg.get("attention", "softmax"))
+    params = {p: cfg[p] for p in spec.param_names if p in cfg}
     try:
         if cfg.get("query") == "random":
+            if spec.name != "softmax":
+                return None
             ipr = theory.random_query_ipr(n, int(cfg["d_k"]), float(cfg["tau"]))
         else:
             beta = float(np.asarray(result.beta, dtype=np.float64)[0])  # one fixed query: the same beta at every N
-            ipr = theory.expected_ipr(n, beta)
+            if spec.name == "sigmoid":
+                mu = np.asarray(cfg.get("value_mean", 0.0), dtype=np.float64)
+                y2, var_s1, _ = remedies.sigmoid_moments(n, beta)
+                return scale2 * np.asarray(y2) + float(np.mean(mu**2)) * np.asarray(var_s1)
+            if not spec.is_scaled_softmax:
+                return None
+            ipr = remedies.variant_ipr(spec.name, n, beta, **params)
     except ValueError:  # outside the quadrature's range (e.g. beta > theory.BETA_MAX): keep the simulation's output
         return None
     return scale2 * np.asarray(ipr, dtype=np.float64)
 
 
-def _plain(x):
-    """JSON-safe scalar: numpy -> Python, non-finite -> None (JSON has no NaN)."""
-    if x is None:
-        return None
-    if isinstance(x, (np.integer, int)) and not isinstance(x, bool):
-        return int(x)
-    if isinstance(x, (np.floating, float)):
-        return float(x) if math.isfinite(float(x)) else None
-    if isinstance(x, np.ndarray):
-        return [_plain(v) for v in x.tolist()]
-    if isinstance(x, (list, tuple)):
-        return [_plain(v) for v in x]
-    if isinstance(x, dict):
-        return {str(k): _plain(v) for k, v in x.items()}
-    return x
-
-
 def result_to_json(result, exact=None) -> dict:
-    """The machine-readable record: per-N rows, slope, full config, seed, versions and provenance."""
-    rows = []
-    for i in range(len(result.n)):
-        row = {}
-        for field in ROW_FIELDS:
-            values = getattr(result, field, None)
-            row[field] = None if values is None else _plain(np.asarray(values)[i])
-        row["exact_var"] = None if exact is None else _plain(exact[i])
-        rows.append(row)
-    prov = _plain(getattr(result, "provenance", None) or {})
-    return {
-        "command": "varsim simulate",
-        "rows": rows,
-        "slope": _plain(result.slope),
-        "slope_se": _plain(result.slope_se),
-        "config": _plain(result.config),
-        "seed": _plain(result.seed),
-        "seed_spawn_key": _plain(getattr(result, "seed_spawn_key", [])),
-        "versions": prov.get("versions") if isinstance(prov, dict) else None,
-        "provenance": prov,
-        "elapsed_s": _plain(getattr(result, "elapsed_s", None)),
-    }
+    """The machine-readable record: :meth:`SimulationResult.to_dict` (one implementation of the layout) with the
+    ``exact_var`` column (null where theory has no exact value)."""
+    return result.to_dict(extra_columns={"exact_var": exact})
 
 
 def _fmt(x, se=None) -> str:
@@ -290,6 +339,8 @@ def format_table(record: dict) -> str:
         ("z", z_score),
         (f"Var(o_{j}) ± SE", lambda r: None if r["var_coord"] is None else _fmt(r["var_coord"], r["var_coord_se"])),
         ("E[sum w^2] ± SE", lambda r: None if r["ipr"] is None else _fmt(r["ipr"], r["ipr_se"])),
+        ("E[sum w] ± SE", lambda r: None if r.get("wsum") is None else _fmt(r["wsum"], r["wsum_se"])),
+        ("Var(sum w)", lambda r: None if r.get("wsum_var") is None else _fmt(r["wsum_var"], r["wsum_var_se"])),
         ("N*Var", lambda r: None if r["var"] is None else f"{r['n'] * r['var']:.4f}"),
         (f"mean(o_{j}) ± SE", lambda r: None if r["mean"] is None else _fmt(r["mean"], r["mean_se"])),
         ("global mean", lambda r: None if r["global_mean"] is None else _fmt(r["global_mean"])),
@@ -300,8 +351,13 @@ def format_table(record: dict) -> str:
     widths = [max(len(h), *(len(c) for c in cells)) for h, cells in table]
 
     beta = rows[0].get("beta")
+    from varsim.variants import get_variant
+
+    attention = cfg.get("attention", "softmax")
+    names = get_variant(attention).param_names if attention in _variant_names() else ()
+    attn = " ".join([f"attention={attention}"] + [f"{p}={cfg[p]}" for p in names if p in cfg])
     out = [
-        f"d_k={cfg.get('d_k')} d_v={cfg.get('d_v')} tau={cfg.get('tau')} query={cfg.get('query')}"
+        f"{attn} d_k={cfg.get('d_k')} d_v={cfg.get('d_v')} tau={cfg.get('tau')} query={cfg.get('query')}"
         + (f" beta={beta:.4g}" if beta is not None else "")
         + f" keys={cfg.get('key_dist')} values={cfg.get('value_dist')} sampler={cfg.get('sampler')}"
         + f" estimator={cfg.get('estimator')} sequences={cfg.get('n_sequences')} seed={record['seed']}",
@@ -312,10 +368,17 @@ def format_table(record: dict) -> str:
     if record["slope"] is not None:
         out.append(f"log-log slope d ln Var / d ln N = {_fmt(record['slope'], record['slope_se'])}")
     if any(r["exact_var"] is not None for r in rows):
-        out.append("exact = sigma_v^2 E[sum w^2] from varsim.theory; z = (Var - exact) / SE")
+        extra = " + mu_v^2 Var(sum w)" if any(r.get("wsum") is not None for r in rows) else ""
+        out.append(f"exact = sigma_v^2 E[sum w^2]{extra} from varsim.theory; z = (Var - exact) / SE")
     if record.get("elapsed_s") is not None:
         out.append(f"elapsed {record['elapsed_s']:.2f} s")
     return "\n".join(out)
+
+
+def _variant_names():
+    from varsim.variants import VARIANTS
+
+    return VARIANTS
 
 
 def run(args: argparse.Namespace) -> int:

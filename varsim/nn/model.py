@@ -246,7 +246,7 @@ class Transformer:
             if c.pre_ln:
                 ln(f"{p}.ln1")
             out.append((f"{p}.attn.w_qkv", (d, 3 * d), 1.0 / math.sqrt(d)))
-            theta = c.attention_spec.theta_init(c.n_heads, self.dtype)
+            theta = c.attention_spec.theta_init(c.n_heads, np.float64)  # only its shape and start value are used
             if theta is not None:  # the weight map's learned per-head parameter (ssmax: s), a constant start
                 out.append((self._theta_name(b), theta.shape, ("fill", float(theta[0]))))
             out.append((f"{p}.attn.b_qkv", (3 * d,), "zeros"))

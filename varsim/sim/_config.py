@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import math
 import numbers
-from dataclasses import dataclass
+import os
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from varsim._common.validate import check_choice, check_finite_array, check_int, check_int_grid, check_real
+from varsim._common.validate import check_choice, check_finite_array, check_int, check_real
 
 __all__ = [
-    "DISTRIBUTIONS", "SAMPLERS", "ESTIMATORS", "QUERIES", "MIN_CHUNKS", "SimConfig", "make_config", "chunk_sizes",
+    "DISTRIBUTIONS", "SAMPLERS", "ESTIMATORS", "QUERIES", "MIN_CHUNKS", "DEFAULT_MAX_WORK", "SimConfig", "make_config",
+    "chunk_sizes", "estimate_cost",
 ]
 
 DISTRIBUTIONS = ("gaussian", "uniform", "rademacher")  # kernel codes 0, 1, 2 (``_kernels_rng``)
@@ -23,6 +25,66 @@ _DEFAULT_CHUNKS = 32
 # Bound on |tau|, |q|, the value scale/mean and the coupling: logits are products of up to three such factors and
 # the variance squares products of up to three, so 1e30 keeps every intermediate far inside float64.
 _MAX_ABS = 1e30
+#: Default bound on the estimated work (key-coordinates, see :func:`estimate_cost`): about an hour on a 2-core
+#: machine (benchmarks/bench_mc.py measures the full sampler at ~3e8 key-coordinates per CPU-second at d = 64 and
+#: the logits + Rao-Blackwell path at ~1.4e8 keys per CPU-second). ``simulate(max_work=...)`` /
+#: ``varsim simulate --max-work`` raise it for deliberately long runs.
+DEFAULT_MAX_WORK = 2e12
+_KEY_BLOCK = 32  # mirrors _kernels_attn.KEY_BLOCK (importing the kernel module here would compile nothing but
+#                  would import numba; the size only enters the memory estimate)
+
+
+def _memory_budget() -> float:
+    """Bytes a run may allocate: half the physical memory (16 GiB when it cannot be read)."""
+    try:
+        return 0.5 * os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - non-POSIX
+        return 16.0 * 2**30
+
+
+def estimate_cost(n_grid, *, d_k, d_v, n_sequences, sampler="full", coupled=False, draws_values=True,
+                  stores_keys=False, chunk_size=None, workers=1, keep_samples=False, materialises=False):
+    """``(work, bytes)`` of a run, from the sizes alone (Python numbers, so any size gives an answer).
+
+    ``work``: key-coordinates drawn and multiplied, ``n_sequences * sum(N) * per_key`` with ``per_key = d_k + d_v``
+    (full sampler; ``+ d_k`` with coupling) or ``1 + d_v`` (logits sampler; ``1`` without values).
+    ``bytes``: the largest allocation alive at once: per-worker block buffers, per-sequence key buffers of the
+    non-streaming attention variants (``stores_keys``: ``N (d_v + 2)`` floats), the chunk's explicit arrays for
+    ``measure_variance`` (``materialises``: ``3 chunk N (d_k + d_v)`` floats), the coupling matrix and kept samples.
+    """
+    grid = [int(v) for v in n_grid]
+    n_max = max(grid)
+    chunk = chunk_size or max(1, -(-n_sequences // 32))
+    if sampler == "full" or materialises:
+        per_key = d_k + d_v + (d_k if coupled else 0)
+    else:
+        per_key = 1 + (d_v if draws_values else 0)
+    work = float(n_sequences) * float(sum(grid)) * per_key
+    per_worker = 40.0 * (_KEY_BLOCK * max(d_k, d_v) + 1024 * max(d_v, 1)) + 24.0 * chunk * max(d_v, 1)
+    if stores_keys:
+        per_worker += 8.0 * n_max * (d_v + 2)
+    if materialises:
+        per_worker += 24.0 * chunk * n_max * (d_k + d_v)
+    total = workers * per_worker + 8.0 * (d_k + d_v + (d_k * d_v if coupled else 0))
+    if keep_samples:
+        total += 16.0 * n_sequences * len(grid)
+    return work, total
+
+
+def _check_cost(grid, *, d_k, d_v, n_sequences, max_work, **kw):
+    """Refuse up front (one line naming the sizes) a run whose work exceeds ``max_work`` or whose memory exceeds
+    half the machine's."""
+    work, mem = estimate_cost(grid, d_k=d_k, d_v=d_v, n_sequences=n_sequences, **kw)
+    sizes = (f"n_grid (sum N = {float(sum(grid)):.3g}, max N = {float(max(grid)):.3g}), n_sequences={n_sequences:.3g}, "
+             f"d_k={d_k:.3g}, d_v={d_v:.3g}")
+    budget = _memory_budget()
+    if mem > budget:
+        raise ValueError(f"the run would need about {mem / 2**30:.3g} GiB of memory, more than the bound "
+                         f"{budget / 2**30:.3g} GiB (half this machine's memory); reduce {sizes}")
+    if work > max_work:
+        raise ValueError(f"estimated work {work:.3g} key-coordinates (n_sequences x sum N x coordinates per key) "
+                         f"exceeds max_work={max_work:.3g} (about an hour on 2 cores); reduce {sizes}, or raise "
+                         f"max_work (--max-work) for a deliberately long run")
 
 
 @dataclass(frozen=True)
@@ -51,6 +113,25 @@ class SimConfig:
     coordinate: int
     chunk_size: int
     n_chunks: int
+    attention: str = "softmax"
+    attention_params: dict = field(default_factory=dict)
+
+    @property
+    def variant(self):
+        """The attention variant's registry entry (``varsim.variants``)."""
+        from varsim.variants import get_variant
+
+        return get_variant(self.attention)
+
+    @property
+    def streaming(self) -> bool:
+        """True for softmax with an N-dependent temperature, which the online-softmax kernels run at a rescaled
+        logit scale; the other variants need every logit of a sequence at once (the ``map_*`` kernels)."""
+        return self.variant.is_scaled_softmax
+
+    def beta_factor(self, n: int) -> float:
+        """The variant's factor on the logits at length ``n`` (1 for softmax; only for streaming variants)."""
+        return float(self.variant.beta_factor(n, **self.attention_params))
 
     @property
     def beta(self) -> float | None:
@@ -85,6 +166,8 @@ class SimConfig:
             "estimator": self.estimator,
             "coordinate": self.coordinate,
             "chunk_size": self.chunk_size,
+            "attention": self.attention,
+            **self.attention_params,
         }
 
 
@@ -123,28 +206,58 @@ def _vector_or_scalar(name, value, length):
     return arr.astype(np.float64).copy(), [float(x) for x in arr]
 
 
+def _check_grid(n_grid) -> list[int]:
+    """Sorted distinct Python ints >= 1 (not int64 yet: N = 1e30 must reach the cost check, not overflow)."""
+    if np.isscalar(n_grid):
+        n_grid = [n_grid]
+    try:
+        items = list(n_grid)
+    except TypeError:
+        raise ValueError(f"n_grid must be an integer or a sequence of integers, got {n_grid!r}") from None
+    if not items:
+        raise ValueError("n_grid must not be empty")
+    grid = [check_int(f"n_grid[{i}]", v, minimum=1) for i, v in enumerate(items)]
+    if len(set(grid)) != len(grid):
+        raise ValueError(f"n_grid must not contain duplicates, got {grid}")
+    return sorted(grid)
+
+
 def make_config(
     n_grid, *, d_k, d_v, tau, query, query_norm, query_vector, key_dist, value_dist, value_mean, value_scale,
-    coupling, coupling_noise, n_sequences, sampler, estimator, coordinate, chunk_size,
+    coupling, coupling_noise, n_sequences, sampler, estimator, coordinate, chunk_size, attention="softmax",
+    attention_params=None, max_work=None, workers=1, keep_samples=False, materialises=False,
 ) -> SimConfig:
-    """Validate the arguments of ``simulate`` (each error names its parameter)."""
-    grid = check_int_grid("n_grid", n_grid, minimum=1)
-    if len(np.unique(grid)) != len(grid):
-        raise ValueError(f"n_grid must not contain duplicates, got {grid.tolist()}")
-    grid = np.sort(grid)
+    """Validate the arguments of ``simulate`` (each error names its parameter) and refuse, before allocating
+    anything, a run whose estimated work exceeds ``max_work`` (default :data:`DEFAULT_MAX_WORK`) or whose memory
+    exceeds half the machine's."""
+    from varsim.variants import get_variant
+
+    grid_ints = _check_grid(n_grid)
     d_k = check_int("d_k", d_k, minimum=1)
     d_v = check_int("d_v", d_v, minimum=1)
+    n_sequences = check_int("n_sequences", n_sequences, minimum=1)
+    max_work = DEFAULT_MAX_WORK if max_work is None else check_real("max_work", max_work, minimum=0.0,
+                                                                     strict_min=True)
+    variant = get_variant(attention)
+    attention_params = variant.check_params(attention_params or {})
+    sampler = check_choice("sampler", sampler, SAMPLERS)
+    estimator = check_choice("estimator", estimator, ESTIMATORS)
+    _check_cost(grid_ints, d_k=d_k, d_v=d_v, n_sequences=n_sequences, max_work=max_work, sampler=sampler,
+                coupled=coupling is not None, draws_values=not (sampler == "logits" and estimator == "rao_blackwell"),
+                stores_keys=not variant.is_scaled_softmax,
+                chunk_size=chunk_size if isinstance(chunk_size, int) and chunk_size > 0 else None,
+                workers=workers, keep_samples=keep_samples, materialises=materialises)
+    if grid_ints[-1] > 2**62:
+        raise ValueError(f"n_grid entries must be <= 2^62, got {grid_ints[-1]:.3g}")  # unreachable under max_work
+    grid = np.array(grid_ints, dtype=np.int64)
     tau = check_real("tau", tau, minimum=0.0)
     query = check_choice("query", query, QUERIES)
     key_dist = check_choice("key_dist", key_dist, DISTRIBUTIONS)
     value_dist = check_choice("value_dist", value_dist, DISTRIBUTIONS)
-    sampler = check_choice("sampler", sampler, SAMPLERS)
-    estimator = check_choice("estimator", estimator, ESTIMATORS)
     value_scale = check_real("value_scale", value_scale, minimum=0.0, strict_min=True)
     mu, mu_arg = _vector_or_scalar("value_mean", value_mean, d_v)
     coupling_noise = check_real("coupling_noise", coupling_noise, minimum=0.0)
     coordinate = check_int("coordinate", coordinate, minimum=0, maximum=d_v - 1)
-    n_sequences = check_int("n_sequences", n_sequences, minimum=1)
 
     q_arg = None
     if query == "fixed":
@@ -224,4 +337,5 @@ def make_config(
         key_dist=key_dist, value_dist=value_dist, value_mean=mu, value_mean_arg=mu_arg, value_scale=value_scale,
         coupling=a_mat, coupling_arg=a_arg, coupling_noise=coupling_noise, n_sequences=n_sequences,
         sampler=sampler, estimator=estimator, coordinate=coordinate, chunk_size=chunk_size, n_chunks=n_chunks,
+        attention=variant.name, attention_params=attention_params,
     )

@@ -26,6 +26,38 @@ _SQRT3 = math.sqrt(3.0)
 _MEASURE_STREAM = 1
 
 
+class _DefaultSeed(int):
+    """The default ``seed=0``, distinguishable from an explicit 0 so that ``seed`` together with ``rng`` is refused."""
+
+    def __repr__(self):
+        return "0"
+
+
+_SEED_DEFAULT = _DefaultSeed(0)
+
+
+def resolve_seed(seed, rng) -> np.random.SeedSequence:
+    """The root ``SeedSequence`` from ``seed=`` or ``rng=`` (SPEC 7); giving both is an error.
+
+    ``rng`` may be an int or a ``SeedSequence`` (the same streams as ``seed`` with that value, bit for bit), or a
+    ``numpy.random.Generator``, from which 128 bits of entropy are drawn for a fresh ``SeedSequence`` (this advances
+    the generator; the result records that entropy, so ``rng=numpy.random.SeedSequence(result.seed)`` reruns it).
+    """
+    if rng is None:
+        return root_sequence(int(seed) if isinstance(seed, _DefaultSeed) else seed)
+    if not isinstance(seed, _DefaultSeed):
+        raise ValueError("give seed or rng, not both")
+    if isinstance(rng, np.random.Generator):
+        entropy = [int(x) for x in rng.integers(0, 2**32, size=4, dtype=np.uint64)]
+        return np.random.SeedSequence(entropy)
+    if isinstance(rng, (np.random.SeedSequence, int, np.integer)) and not isinstance(rng, (bool, np.bool_)):
+        try:
+            return root_sequence(rng)
+        except ValueError as exc:
+            raise ValueError(str(exc).replace("seed", "rng", 1)) from None
+    raise ValueError(f"rng must be an int, a numpy SeedSequence or a numpy Generator, got {type(rng).__name__}")
+
+
 def simulate(
     n_grid,
     *,
@@ -46,12 +78,16 @@ def simulate(
     estimator: str = "sample",
     coordinate: int = 0,
     chunk_size: int | None = None,
-    seed=0,
+    seed=_SEED_DEFAULT,
+    rng=None,
     threads: int | None = None,
     progress: bool = False,
     keep_samples: bool = False,
+    attention: str = "softmax",
+    max_work: float | None = None,
+    **attention_params,
 ) -> SimulationResult:
-    """Monte Carlo statistics of ``o = softmax(tau q.K^T / sqrt(d_k)) V`` over ``n_sequences`` sequences per N.
+    """Monte Carlo statistics of ``o = attention(tau q.K^T / sqrt(d_k)) V`` over ``n_sequences`` sequences per N.
 
     Parameters
     ----------
@@ -77,21 +113,35 @@ def simulate(
         exact when values are independent of keys; refused with coupling). With ``sampler="logits"`` it draws no
         values at all, and ``mean``/``global_*`` are None.
     coordinate : the output coordinate reported in ``var_coord`` and ``mean``.
-    seed : int or ``numpy.random.SeedSequence``; chunk ``c`` at length ``N`` uses the stream keyed ``(N, c)``, so
-        results do not depend on ``threads`` and a grid point's numbers do not depend on the rest of the grid.
+    seed : int or ``numpy.random.SeedSequence`` (default 0); chunk ``c`` at length ``N`` uses the stream keyed
+        ``(N, c)``, so results do not depend on ``threads`` and a grid point's numbers do not depend on the rest of
+        the grid.
+    rng : instead of ``seed``: an int or ``SeedSequence`` (identical results to ``seed`` with the same value) or a
+        ``numpy.random.Generator`` (entropy is drawn from it); giving both ``seed`` and ``rng`` is an error.
     threads : worker threads (default ``numba.get_num_threads()``); never changes the numbers.
     progress : print progress to stderr. keep_samples : keep per-sequence ``sum w^2`` and ``o_coordinate``.
+    attention, **attention_params : the weight map, a name of ``varsim.variants.WEIGHT_MAPS`` (default
+        ``"softmax"``) and its parameters, e.g. ``attention="ssmax", s=0.5`` or ``attention="topk", k=8``.
+        Softmax with an N-dependent temperature (ssmax, logn, critical) runs the online-softmax kernels at the
+        rescaled logit scale; the other maps keep a sequence's logits (and values) and apply the map to all of them.
+        The full sampler draws the same keys and values for every variant under one seed (paired comparisons).
+        For ``sigmoid`` (weights not summing to 1) ``wsum``/``wsum_var`` report ``sum w``, and the Rao-Blackwell
+        estimator is ``sigma_v^2 E[sum w^2] + mu_v^2 Var(sum w)`` (REMEDIES 1).
+    max_work : bound on the estimated work in key-coordinates (``n_sequences * sum(N) * coordinates per key``;
+        default ``DEFAULT_MAX_WORK = 2e12``, about an hour on 2 cores): a larger run is refused before it starts
+        (and one needing more than half the machine's memory always is); raise it for deliberately long runs.
     """
+    threads = _check_threads(threads)
+    keep_samples = _check_flag("keep_samples", keep_samples)
     cfg = make_config(
         n_grid, d_k=d_k, d_v=d_v, tau=tau, query=query, query_norm=query_norm, query_vector=query_vector,
         key_dist=key_dist, value_dist=value_dist, value_mean=value_mean, value_scale=value_scale, coupling=coupling,
         coupling_noise=coupling_noise, n_sequences=n_sequences, sampler=sampler, estimator=estimator,
-        coordinate=coordinate, chunk_size=chunk_size,
+        coordinate=coordinate, chunk_size=chunk_size, attention=attention, attention_params=attention_params,
+        max_work=max_work, workers=threads, keep_samples=keep_samples,
     )
-    root = root_sequence(seed)
-    threads = _check_threads(threads)
+    root = resolve_seed(seed, rng)
     progress = _check_flag("progress", progress)
-    keep_samples = _check_flag("keep_samples", keep_samples)
     runner = _ChunkRunner(cfg, keep_samples)
     start = time.perf_counter()
     per_point = _run_items(cfg, lambda g, c, size: runner(new_state(root, int(cfg.n_grid[g]), c), g, size),
@@ -118,32 +168,53 @@ class _ChunkRunner:
         self.coupled = cfg.coupling is not None
         self.a_mat = cfg.coupling if self.coupled else np.zeros((cfg.d_v, cfg.d_k))
         self.d_out = cfg.d_v if cfg.draws_values else 0
+        self.sums_to_one = cfg.variant.sums_to_one
 
     def __call__(self, state, g, size):
         from . import _kernels_attn as KA  # compiles (or loads from cache) on first use only
 
         cfg = self.cfg
         n_keys = int(cfg.n_grid[g])
-        o = np.empty((size, self.d_out))
+        dev = np.empty((size, self.d_out))
         y2 = np.empty(size)
         zw, zk, zf = self.tables
-        if cfg.sampler == "full":
-            KA.full_chunk(state, n_keys, self.q, self.random_query, self.scale, self.key_code, self.value_code,
-                          self.coupled, self.a_mat, cfg.coupling_noise, cfg.value_mean, cfg.value_scale,
-                          zw, zk, zf, o, y2)
+        mu = cfg.value_mean[: self.d_out] if cfg.sampler == "logits" else cfg.value_mean
+        if cfg.streaming:  # softmax at the logit scale times the variant's factor f(N)
+            f = cfg.beta_factor(n_keys)
+            if cfg.sampler == "full":
+                KA.full_chunk(state, n_keys, self.q, self.random_query, f * self.scale, self.key_code,
+                              self.value_code, self.coupled, self.a_mat, cfg.coupling_noise, mu, cfg.value_scale,
+                              zw, zk, zf, dev, y2)
+            else:
+                KA.logits_chunk(state, n_keys, f * float(cfg.beta or 0.0), self.random_query, cfg.d_k,
+                                f * self.scale, self.value_code, mu, cfg.value_scale, zw, zk, zf, dev, y2)
+            s1 = None
         else:
-            KA.logits_chunk(state, n_keys, float(cfg.beta or 0.0), self.random_query, cfg.d_k, self.scale,
-                            self.value_code, cfg.value_mean[: self.d_out], cfg.value_scale, zw, zk, zf, o, y2)
-        return _reduce_chunk(cfg, o if self.d_out else None, y2, self.keep_samples)
+            from . import _kernels_map as KM
+            from ._variant_codes import pack
+
+            code, vparams = pack(cfg.attention, cfg.attention_params, n_keys)
+            s1 = np.empty(size)
+            if cfg.sampler == "full":
+                KM.map_full_chunk(state, n_keys, self.q, self.random_query, self.scale, self.key_code,
+                                  self.value_code, self.coupled, self.a_mat, cfg.coupling_noise, mu, cfg.value_scale,
+                                  code, vparams, zw, zk, zf, dev, y2, s1)
+            else:
+                KM.map_logits_chunk(state, n_keys, float(cfg.beta or 0.0), self.random_query, cfg.d_k, self.scale,
+                                    self.value_code, mu, cfg.value_scale, code, vparams, zw, zk, zf, dev, y2, s1)
+            if self.sums_to_one:
+                s1 = None
+        return _reduce_chunk(cfg, dev if self.d_out else None, y2, self.keep_samples, s1)
 
 
-def _reduce_chunk(cfg: SimConfig, o, y2, keep_samples: bool) -> dict:
+def _reduce_chunk(cfg: SimConfig, dev, y2, keep_samples: bool, s1=None) -> dict:
     """A chunk's summary sums, plus its per-sequence ``sum w^2`` and ``o_coordinate`` when samples are kept (the
-    full ``o`` array is dropped here, so memory does not grow with ``n_sequences``)."""
+    full ``dev = o - mu`` array is dropped here, so memory does not grow with ``n_sequences``)."""
+    j = cfg.coordinate
     return {
-        "summary": summarise_chunk(o, y2, cfg.value_mean),
+        "summary": summarise_chunk(dev, y2, cfg.value_mean, s1),
         "ipr": y2 if keep_samples else None,
-        "o": o[:, cfg.coordinate].copy() if keep_samples and o is not None else None,
+        "o": cfg.value_mean[j] + dev[:, j] if keep_samples and dev is not None else None,
     }
 
 
@@ -230,9 +301,11 @@ def measure_variance(
     n_sequences: int = 2_000,
     coordinate: int = 0,
     chunk_size: int | None = None,
-    seed=0,
+    seed=_SEED_DEFAULT,
+    rng=None,
     progress: bool = False,
     keep_samples: bool = False,
+    max_work: float | None = None,
 ) -> SimulationResult:
     """Measure the output variance of a user-supplied NumPy attention function on sampled inputs.
 
@@ -242,21 +315,23 @@ def measure_variance(
     function owns its scaling (temperature, 1/sqrt(d_k), normalisation), so this property-tests attention variants
     (LayerNorm after attention, scalable softmax, ...) with the same statistics as ``simulate`` (sample-variance
     estimator, batch-means SEs over >= 16 chunks). Chunk ``c`` at length N draws from NumPy's PCG64 keyed
-    ``(N, c, 1)`` under ``seed``; chunks run sequentially (the function need not be thread-safe).
+    ``(N, c, 1)`` under ``seed`` (or ``rng``, as in :func:`simulate`); chunks run sequentially (the function need
+    not be thread-safe). ``max_work`` as in :func:`simulate`; the explicit arrays of a chunk must also fit in memory.
+    A return value that is not a finite array of the stated shape raises ``ValueError`` naming ``attention_fn``.
     """
     if not callable(attention_fn):
         raise ValueError(f"attention_fn must be callable, got {type(attention_fn).__name__}")
+    keep_samples = _check_flag("keep_samples", keep_samples)
     cfg = make_config(
         n_grid, d_k=d_k, d_v=d_v, tau=1.0, query=query, query_norm=query_norm, query_vector=query_vector,
         key_dist=key_dist, value_dist=value_dist, value_mean=value_mean, value_scale=value_scale, coupling=None,
         coupling_noise=1.0, n_sequences=n_sequences, sampler="full", estimator="sample", coordinate=coordinate,
-        chunk_size=chunk_size,
+        chunk_size=chunk_size, max_work=max_work, keep_samples=keep_samples, materialises=True,
     )
-    root = root_sequence(seed)
+    root = resolve_seed(seed, rng)
     progress = _check_flag("progress", progress)
-    keep_samples = _check_flag("keep_samples", keep_samples)
     record = cfg.as_kwargs()
-    for key in ("tau", "coupling", "coupling_noise", "sampler", "estimator"):
+    for key in ("tau", "coupling", "coupling_noise", "sampler", "estimator", "attention"):
         record.pop(key)
     record["attention_fn"] = getattr(attention_fn, "__qualname__", repr(attention_fn))
     seen_w = []
@@ -274,24 +349,45 @@ def measure_variance(
         w = None
         if isinstance(out, tuple):
             if len(out) != 2:
-                raise ValueError("attention_fn must return o or a pair (o, w)")
+                raise ValueError(f"attention_fn must return o or a pair (o, w), got a tuple of {len(out)} items")
             out, w = out
-            w = np.asarray(w, dtype=np.float64)
-            if w.shape != (size, n_keys) or not np.all(np.isfinite(w)):
-                raise ValueError(
-                    f"attention_fn returned weights of shape {w.shape}; expected finite ({size}, {n_keys})"
-                )
-        o = np.asarray(out, dtype=np.float64)
-        if o.shape != (size, cfg.d_v) or not np.all(np.isfinite(o)):
-            raise ValueError(f"attention_fn returned an output of shape {o.shape}; expected finite ({size}, {cfg.d_v})")
+            w = _returned_array(w, "weights", (size, n_keys))
+        o = _returned_array(out, "output", (size, cfg.d_v))
         seen_w.append(w is not None)
         y2 = np.sum(w * w, axis=1) if w is not None else np.zeros(size)
-        return _reduce_chunk(cfg, o, y2, keep_samples)
+        return _reduce_chunk(cfg, o - cfg.value_mean, y2, keep_samples)
 
     start = time.perf_counter()
     per_point = _run_items(cfg, run_chunk, 1, progress, "measure_variance")
     return _assemble(cfg, per_point, None, root, time.perf_counter() - start, keep_samples, record,
                      has_ipr=all(seen_w))
+
+
+def _describe(value) -> str:
+    """A short description of what a user function returned (type, shape, a few characters of its repr)."""
+    shape = getattr(value, "shape", None)
+    text = repr(value)
+    text = text if len(text) <= 60 else text[:57] + "..."
+    return f"{type(value).__name__}" + (f" of shape {tuple(shape)}" if shape is not None else "") + f" {text}"
+
+
+def _returned_array(value, what: str, shape) -> np.ndarray:
+    """``value`` as a finite float64 array of ``shape``, else ``ValueError`` naming attention_fn and the value."""
+    expected = f"a finite float array of shape {shape}"
+    if isinstance(value, (str, bytes)) or value is None:
+        raise ValueError(f"attention_fn returned {what} {_describe(value)}; expected {expected}")
+    try:
+        with np.errstate(all="ignore"):
+            arr = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):  # ragged lists, objects, strings inside lists
+        raise ValueError(f"attention_fn returned {what} {_describe(value)}, which is not a numeric array; "
+                         f"expected {expected}") from None
+    if arr.shape != tuple(shape):
+        raise ValueError(f"attention_fn returned {what} of shape {arr.shape}; expected {expected}")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"attention_fn returned {what} with {int(np.sum(~np.isfinite(arr)))} non-finite value(s) "
+                         f"(NaN or inf); expected {expected}")
+    return arr
 
 
 def _standardised(rng: np.random.Generator, dist: str, shape) -> np.ndarray:

@@ -11,8 +11,13 @@ Values enter linearly, ``v_i = mu + sigma (A k_i + c eps_i)`` (``A = 0``, ``c = 
 accumulates ``sum_i e_i eps_i`` and ``sum_i e_i k_i`` and applies ``mu``, ``sigma``, ``A`` once per sequence:
 the same ``o`` as materialising every ``v_i``, at a fraction of the cost.
 
-Each kernel has a NumPy twin in ``_twins_attn.py`` that draws the same variates, materialises q, K and V
-explicitly and evaluates ``softmax(tau q.K^T/sqrt(d_k)) V`` directly.
+Outputs are *deviations* ``o - mu`` from the (known) value mean: with weights summing to 1, ``o - mu = sigma sum_i w_i
+(A k_i + c eps_i)`` does not involve ``mu`` at all, so a value mean of 1e8 with a value scale of 1e-8 keeps every digit
+of the variance (forming ``mu + deviation`` first would round the deviation away). The driver adds ``mu`` back where a
+mean is reported.
+
+Each kernel has a NumPy twin in ``_twins_attn.py`` with the same arguments that draws the same variates, materialises
+q, K and V explicitly and evaluates ``softmax(scale q.K^T) V - mu`` directly.
 """
 
 from __future__ import annotations
@@ -45,8 +50,9 @@ def full_chunk(
 
     Arguments: generator ``state``; ``n_keys`` = N; ``q_fixed`` (float64[d_k], ignored with ``random_query``);
     ``scale = tau / sqrt(d_k)``; distribution codes ``key_dist``, ``value_dist``; ``coupled`` with ``a_mat``
-    (float64[d_v, d_k]) and ``noise``; value mean ``mu`` (float64[d_v]) and scale ``sigma``; ziggurat tables;
-    outputs ``o_out`` (float64[n_seq, d_v]) and ``y2_out`` (float64[n_seq]).
+    (float64[d_v, d_k]) and ``noise``; value mean ``mu`` (float64[d_v]; it cancels from ``o - mu`` and is taken for
+    the twin's sake) and scale ``sigma``; ziggurat tables; outputs ``o_out`` (float64[n_seq, d_v], ``o - mu``) and
+    ``y2_out`` (float64[n_seq]).
 
     Per sequence the draws are, in order: ``d_k`` Gaussian query coordinates (random query only), then per block
     of ``nb <= KEY_BLOCK`` keys one request of ``nb * d_k`` key variates (row-major, key by key) followed by one
@@ -69,6 +75,7 @@ def full_chunk(
     acc_v = np.empty(d_v)
     acc_k = np.empty(d_k)
     for seq in range(n_seq):
+        # -- phase 1: the (scaled) query of this sequence
         if random_query:
             _draw(state, raw, r32, bad, flags, qbuf, qbuf_bits, d_k, GAUSSIAN, zw, zk, zf)
             for j in range(d_k):
@@ -82,6 +89,7 @@ def full_chunk(
         acc_v[:] = 0.0
         acc_k[:] = 0.0
         for start in range(0, n_keys, KEY_BLOCK):
+            # -- phase 2: draw a block of keys and form its logits q.k_i
             nb_ = min(KEY_BLOCK, n_keys - start)
             _draw(state, raw, r32, bad, flags, kbuf, kbuf_bits, nb_ * d_k, key_dist, zw, zk, zf)
             mb = -np.inf
@@ -92,8 +100,10 @@ def full_chunk(
                     dot += q[j] * np.float64(kbuf[row + j])
                 s[i] = dot
                 mb = max(mb, dot)
+            # -- phase 3: draw the block's value noise
             _draw(state, raw, r32, bad, flags, vbuf, vbuf_bits, nb_ * d_v, value_dist, zw, zk, zf)
-            if mb > m:  # the running maximum grows: rescale what was accumulated under the old one
+            # -- phase 4: online softmax; the running maximum grows: rescale what was accumulated under the old one
+            if mb > m:
                 c = math.exp(m - mb)
                 s1 *= c
                 s2 *= c * c
@@ -101,6 +111,7 @@ def full_chunk(
                 if coupled:
                     _rescale(acc_k, c)
                 m = mb
+            # -- phase 5: accumulate e_i = exp(logit_i - m), e_i^2, e_i eps_i and (coupling) e_i k_i
             _exp_shifted(s, m, e, bits, pw, nb_)
             for i in range(nb_):
                 ei = e[i]
@@ -113,6 +124,7 @@ def full_chunk(
                     row = i * d_k
                     for j in range(d_k):
                         acc_k[j] += ei * np.float64(kbuf[row + j])
+        # -- phase 6: normalise once per sequence: sum w^2 and o - mu = sigma (A acc_k + noise acc_v) / s1
         inv = 1.0 / s1
         y2_out[seq] = s2 * inv * inv
         if coupled:
@@ -120,10 +132,10 @@ def full_chunk(
                 ak = 0.0
                 for j in range(d_k):
                     ak += a_mat[c_, j] * acc_k[j]
-                o_out[seq, c_] = mu[c_] + sigma * (ak + noise * acc_v[c_]) * inv
+                o_out[seq, c_] = sigma * (ak + noise * acc_v[c_]) * inv
         else:
             for c_ in range(d_v):
-                o_out[seq, c_] = mu[c_] + sigma * acc_v[c_] * inv
+                o_out[seq, c_] = sigma * acc_v[c_] * inv
 
 
 @nb.njit(**_FAST)
@@ -133,9 +145,9 @@ def logits_chunk(
     """Logits sampler (i.i.d. Gaussian keys): given q, draw the logits ``beta g_i`` directly.
 
     ``beta = scale * |q|`` with ``|q|^2`` a sum of ``d_k`` squared Gaussians per sequence (random query, an exact
-    chi^2_{d_k} draw) or ``beta_fixed``; ``value_dist``, ``mu`` (float64[d_v]) and ``sigma`` describe the values;
-    ``o_out`` is float64[n_seq, d_v] (``d_v = 0``: no values are drawn at all, the Rao-Blackwell path) and
-    ``y2_out`` float64[n_seq].
+    chi^2_{d_k} draw) or ``beta_fixed``; ``value_dist``, ``mu`` (float64[d_v], cancels from ``o - mu``) and
+    ``sigma`` describe the values; ``o_out`` is float64[n_seq, d_v] (``o - mu``; ``d_v = 0``: no values are drawn at
+    all, the Rao-Blackwell path) and ``y2_out`` float64[n_seq].
 
     Per sequence the draws are: one request of ``d_k`` query variates (random query only); then per block of
     ``nb <= LOGIT_BLOCK`` keys one request of ``nb`` logit variates and, with values, one request of ``nb * d_v``
@@ -153,6 +165,7 @@ def logits_chunk(
     pw = bits.view(np.float64)
     acc_v = np.empty(max(d_v, 1))
     for seq in range(n_seq):
+        # -- phase 1: the logit scale of this sequence (random query: beta = scale |q|, |q|^2 ~ chi^2_{d_k})
         beta = beta_fixed
         if random_query:
             _draw(state, raw, r32, bad, flags, gbuf, gbuf_bits, d_k, GAUSSIAN, zw, zk, zf)
@@ -166,6 +179,7 @@ def logits_chunk(
         s2 = 0.0
         acc_v[:] = 0.0
         for start in range(0, n_keys, LOGIT_BLOCK):
+            # -- phase 2: draw a block of logits beta g_i (and the block's value noise)
             nb_ = min(LOGIT_BLOCK, n_keys - start)
             _draw(state, raw, r32, bad, flags, gbuf, gbuf_bits, nb_, GAUSSIAN, zw, zk, zf)
             block_max = -np.inf
@@ -175,12 +189,14 @@ def logits_chunk(
                 block_max = max(block_max, si)
             if d_v > 0:
                 _draw(state, raw, r32, bad, flags, vbuf, vbuf_bits, nb_ * d_v, value_dist, zw, zk, zf)
-            if block_max > m:  # the running maximum grows: rescale what was accumulated under the old one
+            # -- phase 3: online softmax; the running maximum grows: rescale what was accumulated under the old one
+            if block_max > m:
                 c = math.exp(m - block_max)
                 s1 *= c
                 s2 *= c * c
                 _rescale(acc_v, c)
                 m = block_max
+            # -- phase 4: accumulate e_i, e_i^2 and e_i eps_i
             _exp_shifted(s, m, e, bits, pw, nb_)
             t1 = 0.0
             t2 = 0.0
@@ -195,7 +211,8 @@ def logits_chunk(
                     row = i * d_v
                     for c_ in range(d_v):
                         acc_v[c_] += ei * np.float64(vbuf[row + c_])
+        # -- phase 5: normalise once per sequence
         inv = 1.0 / s1
         y2_out[seq] = s2 * inv * inv
         for c_ in range(d_v):
-            o_out[seq, c_] = mu[c_] + sigma * acc_v[c_] * inv
+            o_out[seq, c_] = sigma * acc_v[c_] * inv

@@ -19,6 +19,7 @@ ARRAY_FIELDS = ("n", "var", "var_se", "var_coord", "var_coord_se")
 # the mean/global fields, no weights (measure_variance) for ipr, a random query for beta.
 OPTIONAL_ARRAY_FIELDS = (
     "ipr", "ipr_se", "mean", "mean_se", "global_mean", "global_mean_se", "global_var", "global_var_se", "beta",
+    "wsum", "wsum_se", "wsum_var", "wsum_var_se",
 )
 _SCALAR_FIELDS = ("slope", "slope_se")
 
@@ -37,7 +38,10 @@ class SimulationResult:
     - ``mean``, ``mean_se``: mean of ``o_coordinate``.
     - ``global_mean``, ``global_var`` (+ ``_se``): per sequence, the mean and the (population, ddof=0) variance of
       ``o`` across its ``d_v`` features, averaged over sequences (the paper's Figure 3 quantities).
-    - ``beta``: ``tau |q| / sqrt(d_k)`` for a fixed query (None for a random query).
+    - ``beta``: ``tau |q| / sqrt(d_k)`` for a fixed query (None for a random query); the logit scale before any
+      N-dependent factor of the attention variant.
+    - ``wsum``, ``wsum_var`` (+ ``_se``): mean and variance of ``sum_i w_i`` for weight maps that do not sum to 1
+      (``attention='sigmoid'``), whose variance has the extra term ``mu_v^2 Var(sum w)``; None otherwise.
 
     Across the grid: ``slope``, ``slope_se`` of ``log var`` against ``log N`` (weighted least squares, delta-method
     SEs; None for a single grid point). ``config`` holds the ``simulate`` keyword arguments that reproduce the run
@@ -68,47 +72,73 @@ class SimulationResult:
     provenance: dict = field(default_factory=dict)
     elapsed_s: float | None = None
     samples: dict | None = field(default=None, repr=False, compare=False)
+    wsum: np.ndarray | None = None
+    wsum_se: np.ndarray | None = None
+    wsum_var: np.ndarray | None = None
+    wsum_var_se: np.ndarray | None = None
 
-    def to_dict(self) -> dict:
-        """JSON-ready dictionary (lists for arrays; ``samples`` omitted)."""
-        out = {}
+    def to_dict(self, extra_columns: dict | None = None) -> dict:
+        """The JSON layout shared by :meth:`to_json` and ``varsim simulate --json`` / ``-o``: one record per N.
+
+        ``{"rows": [{"n": 16, "var": ..., "var_se": ..., ...}, ...], "slope", "slope_se", "config", "seed",
+        "seed_spawn_key", "versions", "provenance", "elapsed_s"}``; every per-N field of the class is a key of every
+        row (null where not computed or not finite). ``extra_columns`` adds per-N columns (name -> sequence of the
+        grid's length, or None for a column of nulls), e.g. the CLI's ``exact_var``. One line loads it as a table:
+        ``pandas.json_normalize(json.load(open(path)), "rows", meta=["slope", "seed"])``.
+        """
+        columns = {}
         for name in ARRAY_FIELDS + OPTIONAL_ARRAY_FIELDS:
             arr = getattr(self, name)
             if arr is None:
-                out[name] = None
+                columns[name] = [None] * len(self.n)
             elif name == "n":
-                out[name] = [int(v) for v in arr]
+                columns[name] = [int(v) for v in arr]
             else:
-                out[name] = [_finite_or_none(v) for v in arr]
-        for name in _SCALAR_FIELDS:
-            out[name] = _finite_or_none(getattr(self, name))
-        out["config"] = self.config
-        out["seed"] = self.seed
-        out["seed_spawn_key"] = list(self.seed_spawn_key)
-        out["provenance"] = self.provenance
-        out["elapsed_s"] = self.elapsed_s
-        return out
+                columns[name] = [_finite_or_none(v) for v in arr]
+        for name, values in (extra_columns or {}).items():
+            if name in columns:
+                raise ValueError(f"extra column {name!r} would overwrite a result field")
+            if values is None:
+                columns[name] = [None] * len(self.n)
+            else:
+                values = list(values)
+                if len(values) != len(self.n):
+                    raise ValueError(f"extra column {name!r} has length {len(values)}, expected {len(self.n)}")
+                columns[name] = [_finite_or_none(v) for v in values]
+        rows = [{name: col[i] for name, col in columns.items()} for i in range(len(self.n))]
+        prov = _json_safe(self.provenance)
+        return {
+            "rows": rows,
+            "slope": _finite_or_none(self.slope),
+            "slope_se": _finite_or_none(self.slope_se),
+            "config": _json_safe(self.config),
+            "seed": _json_safe(self.seed),
+            "seed_spawn_key": [int(k) for k in self.seed_spawn_key],
+            "versions": prov.get("versions") if isinstance(prov, dict) else None,
+            "provenance": prov,
+            "elapsed_s": self.elapsed_s,
+        }
 
-    def to_json(self, path) -> Path:
-        """Write ``to_dict()`` atomically (a failed write leaves any existing file untouched)."""
+    def to_json(self, path, extra_columns: dict | None = None) -> Path:
+        """Write ``to_dict(extra_columns)`` atomically (a failed write leaves any existing file untouched)."""
         check_writable(path, "output")
-        return atomic_write_json(path, self.to_dict())
+        return atomic_write_json(path, self.to_dict(extra_columns))
 
     @classmethod
     def from_dict(cls, data: dict, *, source: str = "data") -> "SimulationResult":
         """Rebuild from ``to_dict()`` output; malformed input raises ValueError naming ``source``."""
         if not isinstance(data, dict):
             raise ValueError(f"{source}: expected a JSON object, got {type(data).__name__}")
-        if "rows" in data and "n" not in data:
+        if "rows" in data:
             data = _columns_from_rows(data, source)
-        required = ARRAY_FIELDS + OPTIONAL_ARRAY_FIELDS + _SCALAR_FIELDS + ("config", "seed")
+        required = ARRAY_FIELDS + _SCALAR_FIELDS + ("config", "seed")
         missing = [k for k in required if k not in data]
         if missing:
             raise ValueError(f"{source}: missing field(s) {', '.join(missing)}")
         kwargs = {}
         n_len = None
         for name in ARRAY_FIELDS + OPTIONAL_ARRAY_FIELDS:
-            value = data[name]
+            value = data.get(name)  # optional fields added later (wsum*) may be absent from older files
             if value is None:
                 if name in ARRAY_FIELDS:
                     raise ValueError(f"{source}: field {name!r} must not be null")
@@ -183,13 +213,30 @@ def _finite_or_none(v):
     return v if math.isfinite(v) else None
 
 
+def _json_safe(x):
+    """JSON-ready copy: NumPy scalars/arrays -> Python numbers/lists, non-finite floats -> None."""
+    if isinstance(x, (np.integer,)) and not isinstance(x, bool):
+        return int(x)
+    if isinstance(x, (np.floating, float)):
+        return _finite_or_none(x)
+    if isinstance(x, np.ndarray):
+        return [_json_safe(v) for v in x.tolist()]
+    if isinstance(x, (list, tuple)):
+        return [_json_safe(v) for v in x]
+    if isinstance(x, dict):
+        return {str(k): _json_safe(v) for k, v in x.items()}
+    return x
+
+
 def _columns_from_rows(data: dict, source: str) -> dict:
-    """A ``varsim simulate --json`` record (one row per N) in the column form of ``to_dict()``."""
+    """The row layout of ``to_dict()`` (one record per N) in column form, for ``from_dict``."""
     rows = data["rows"]
     if not isinstance(rows, list) or not rows or not all(isinstance(r, dict) for r in rows):
         raise ValueError(f"{source}: field 'rows' must be a non-empty list of objects")
     out = {k: v for k, v in data.items() if k != "rows"}
     for name in ARRAY_FIELDS + OPTIONAL_ARRAY_FIELDS:
+        if name in ARRAY_FIELDS and not all(name in r for r in rows):
+            raise ValueError(f"{source}: every row needs the field {name!r}")
         column = [r.get(name) for r in rows]
         out[name] = None if name in OPTIONAL_ARRAY_FIELDS and all(v is None for v in column) else column
     return out

@@ -1,8 +1,11 @@
 """NumPy twins of ``_kernels_attn``: replay the kernels' draws, materialise q, K, V, and attend directly.
 
-``attention_stats`` is the reference computation, ``o = softmax(tau q.K^T / sqrt(d_k)) V`` with a max-subtracted
-softmax over the key axis, in float64 on explicit arrays; the ``*_chunk`` twins feed it the exact variates the
-kernels draw (same generator state, same request order), so kernel and twin agree to rounding (~1e-13).
+Each ``*_chunk`` twin takes exactly the arguments of its kernel (so a test can call either through one fixture) and
+fills the same output arrays. ``attention_stats`` is the reference computation, ``o = softmax(scale q.K^T) V`` with a
+max-subtracted softmax over the key axis, in float64 on explicit arrays; the twins feed it the exact variates the
+kernels draw (same generator state, same request order), so kernel and twin agree to rounding (~1e-13). Like the
+kernels they return ``o - mu``; the twin forms it from the materialised values, so it is only accurate when ``mu`` is
+not much larger than the value scale (the kernels are exact there, see ``_kernels_attn``).
 """
 
 from __future__ import annotations
@@ -14,11 +17,10 @@ from ._kernels_attn import KEY_BLOCK, LOGIT_BLOCK
 from ._kernels_rng import GAUSSIAN
 
 
-def attention_stats(q: np.ndarray, K: np.ndarray, V: np.ndarray, tau: float):
+def attention_stats(q: np.ndarray, K: np.ndarray, V: np.ndarray, scale: float):
     """Per sequence ``o`` (``(S, d_v)``) and IPR ``sum_i w_i^2`` (``(S,)``) for ``q (S, d_k)``, ``K (S, N, d_k)``,
-    ``V (S, N, d_v)``."""
-    d_k = K.shape[-1]
-    logits = tau * np.einsum("snd,sd->sn", K, q) / np.sqrt(d_k)
+    ``V (S, N, d_v)``, logits ``scale q.k_i`` (``scale = tau / sqrt(d_k)``)."""
+    logits = scale * np.einsum("snd,sd->sn", K, q)
     w = softmax_weights(logits)
     return np.einsum("sn,snc->sc", w, V), np.sum(w * w, axis=1)
 
@@ -51,15 +53,20 @@ def sample_full(state, n_keys, n_seq, q_fixed, random_query, key_dist, value_dis
     return q, K, V
 
 
-def full_chunk(state, n_keys, n_seq, q_fixed, random_query, tau, key_dist, value_dist, a_mat, noise, mu, sigma):
-    """Twin of ``_kernels_attn.full_chunk``: returns ``(o, y2)``."""
-    q, K, V = sample_full(state, n_keys, n_seq, q_fixed, random_query, key_dist, value_dist, a_mat, noise, mu, sigma)
-    return attention_stats(q, K, V, tau)
+def full_chunk(state, n_keys, q_fixed, random_query, scale, key_dist, value_dist, coupled, a_mat, noise,
+               mu, sigma, zw, zk, zf, o_out, y2_out):
+    """Twin of ``_kernels_attn.full_chunk`` (same arguments; the ziggurat tables are the twin RNG's own)."""
+    q, K, V = sample_full(state, n_keys, y2_out.size, q_fixed, random_query, key_dist, value_dist,
+                          a_mat if coupled else None, noise, mu, sigma)
+    o, y2 = attention_stats(q, K, V, scale)
+    o_out[:] = o - mu
+    y2_out[:] = y2
 
 
-def logits_chunk(state, n_keys, n_seq, beta_fixed, random_query, d_k, scale, value_dist, mu, sigma, draw_values):
-    """Twin of ``_kernels_attn.logits_chunk``: logits ``beta g`` drawn directly; returns ``(o or None, y2)``."""
-    d_v = mu.size
+def logits_chunk(state, n_keys, beta_fixed, random_query, d_k, scale, value_dist, mu, sigma, zw, zk, zf,
+                 o_out, y2_out):
+    """Twin of ``_kernels_attn.logits_chunk`` (same arguments): logits ``beta g`` drawn directly."""
+    n_seq, d_v = o_out.shape
     logits = np.empty((n_seq, n_keys))
     V = np.empty((n_seq, n_keys, d_v))
     for s in range(n_seq):
@@ -69,9 +76,10 @@ def logits_chunk(state, n_keys, n_seq, beta_fixed, random_query, d_k, scale, val
         for start in range(0, n_keys, LOGIT_BLOCK):
             nb = min(LOGIT_BLOCK, n_keys - start)
             logits[s, start : start + nb] = beta * R.draw(state, nb, GAUSSIAN).astype(np.float64)
-            if draw_values:
+            if d_v:
                 eps = R.draw(state, nb * d_v, value_dist).astype(np.float64).reshape(nb, d_v)
                 V[s, start : start + nb] = mu + sigma * eps
     w = softmax_weights(logits)
-    o = np.einsum("sn,snc->sc", w, V) if draw_values else None
-    return o, np.sum(w * w, axis=1)
+    if d_v:
+        o_out[:] = np.einsum("sn,snc->sc", w, V) - mu
+    y2_out[:] = np.sum(w * w, axis=1)

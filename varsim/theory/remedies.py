@@ -4,10 +4,14 @@
 * Per-sample IPR normalisation ``(o - mu_v)/sqrt(Y2)`` has variance ``sigma_v^2`` exactly, for every N.
 * SSMax (temperature ``s ln N``) on Gaussian logits of scale ``beta0``: ``beta = s beta0 ln N``, so
   ``E[Y2] -> 1`` for every ``s > 0`` (non-monotone in N; no critical ``s``).
+* The attention variants of ``varsim.variants`` (REMEDIES.md 3): exact ``E[sum w^2]`` for softmax with an
+  N-dependent temperature (ssmax, logn, critical) at the effective scale; sigmoid attention's two terms of
+  ``Var(o) = sigma_v^2 E[sum w^2] + mu_v^2 Var(sum w)``; the top-k bound; adaptive temperature's switch-off entropy.
 """
 
 from __future__ import annotations
 
+import math
 
 import numpy as np
 
@@ -15,7 +19,10 @@ from varsim._common.validate import check_real
 from varsim.theory._args import real_array, scalar_or_array
 from varsim.theory.ipr import N_MAX, expected_ipr
 
-__all__ = ["ipr_normalized_variance", "fixed_standardized_variance", "ssmax_beta", "ssmax_ipr"]
+__all__ = [
+    "ipr_normalized_variance", "fixed_standardized_variance", "ssmax_beta", "ssmax_ipr", "variant_beta", "variant_ipr",
+    "sigmoid_moments", "sigmoid_variance", "topk_ipr_bounds", "adaptive_switch_off_entropy",
+]
 
 
 def ipr_normalized_variance(sigma_v=1.0) -> float:
@@ -44,3 +51,119 @@ def ssmax_ipr(n, s, beta0):
     n_arr = np.broadcast_to(np.asarray(n, dtype=np.float64), betas.shape)
     out = np.array([expected_ipr(float(v), float(b)) for v, b in zip(n_arr.ravel(), betas.ravel())])
     return scalar_or_array(n, out.reshape(betas.shape))
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# Attention variants of varsim.variants (REMEDIES.md 3)
+
+
+def variant_beta(name: str, n, beta, **params):
+    """Effective logit scale ``f(N) beta`` of a softmax with an N-dependent temperature (``softmax``, ``ssmax``,
+    ``logn``, ``critical``; ``f`` from :meth:`varsim.variants.Variant.beta_factor`) applied to logits ``beta g``.
+
+    ``ssmax``: ``s beta ln N``; ``logn``: ``max(1, ln N / ln N0) beta``; ``critical``: ``c sqrt(2 ln N) beta / beta0``.
+    Other variants raise ``ValueError`` (they are not a softmax at any scale).
+    """
+    from varsim.variants import get_variant
+
+    n_arr = real_array("n", n, minimum=1.0, maximum=N_MAX)
+    beta = check_real("beta", beta)
+    factor = np.asarray(get_variant(name).beta_factor(n_arr, **params), dtype=np.float64)
+    return scalar_or_array(n, factor * abs(beta))
+
+
+def variant_ipr(name: str, n, beta, **params):
+    """Exact ``E[sum w^2]`` of the weight map ``name`` over ``N`` i.i.d. logits ``beta g``, ``g ~ N(0, 1)``.
+
+    Softmax with an N-dependent temperature: :func:`expected_ipr` at :func:`variant_beta` (one quadrature per N).
+    ``sigmoid``: ``N E[sigmoid(beta g - ln N)^2]`` (:func:`sigmoid_moments`). The other maps (topk, entmax15,
+    sparsemax, adaptive_temperature) have no closed form here: ``ValueError`` (use the simulator; for topk see
+    :func:`topk_ipr_bounds`).
+    """
+    from varsim.variants import get_variant
+
+    spec = get_variant(name)
+    if name == "sigmoid":
+        spec.check_params(params)
+        return sigmoid_moments(n, beta)[0]
+    if not spec.is_scaled_softmax:
+        raise ValueError(f"attention {name!r} has no exact E[sum w^2] here (only softmax with an N-dependent "
+                         f"temperature and sigmoid do); estimate it with varsim.sim.simulate(attention={name!r})")
+    betas = np.asarray(variant_beta(name, n, beta, **params), dtype=np.float64)
+    n_arr = np.broadcast_to(np.asarray(n, dtype=np.float64), betas.shape)
+    out = np.array([expected_ipr(float(v), float(b)) for v, b in zip(n_arr.ravel(), betas.ravel())])
+    return scalar_or_array(n, out.reshape(betas.shape))
+
+
+def _gauss_expect(fn, center: float, beta: float) -> float:
+    """``E[fn(beta g)]`` for ``g ~ N(0,1)``, ``0 <= fn <= 1``, by adaptive quadrature on ``|g| <= 40`` (beyond, the
+    density is below 1e-300) split where the integrand's mass can sit: at 0, at the tilted peaks ``beta`` and
+    ``2 beta`` of ``e^{k beta g} phi(g)`` and at the sigmoid's transition ``g = center / beta``."""
+    from scipy import integrate
+
+    if beta == 0.0:
+        return fn(0.0)
+
+    def integrand(g):
+        return fn(beta * g) * math.exp(-0.5 * g * g) / math.sqrt(2.0 * math.pi)
+
+    cuts = sorted({-40.0, 40.0, *(min(max(p, -40.0), 40.0) for p in (0.0, beta, 2.0 * beta, center / beta))})
+    total = 0.0
+    for a, b in zip(cuts[:-1], cuts[1:]):
+        val, _err = integrate.quad(integrand, a, b, epsabs=0.0, epsrel=1e-12, limit=200)
+        total += val
+    return total
+
+
+def sigmoid_moments(n, beta):
+    """Sigmoid attention ``w_i = sigmoid(beta g_i - ln N)``, ``g_i`` i.i.d. ``N(0, 1)`` (REMEDIES 3), exact:
+    ``(E[sum w^2], Var(sum w), E[sum w])`` ``= (N E[s^2], N Var(s), N E[s])`` with ``s = sigmoid(beta g - ln N)``,
+    each a one-dimensional Gaussian integral (adaptive quadrature, relative accuracy ~1e-10).
+
+    By REMEDIES 1, ``Var(o_j) = sigma_v^2 E[sum w^2] + mu_v^2 Var(sum w)`` for values independent of the keys.
+    Scalars or arrays of ``n`` (``1 <= n <= 1e300``); ``|beta| <= 50``.
+    """
+    n_arr = real_array("n", n, minimum=1.0, maximum=N_MAX)
+    beta = abs(check_real("beta", beta, minimum=-50.0, maximum=50.0))
+    out = np.empty((3,) + n_arr.shape)
+    for idx, v in np.ndenumerate(n_arr):
+        ln_n = math.log(v)
+
+        def sig(x, ln_n=ln_n):
+            y = x - ln_n
+            return 1.0 / (1.0 + math.exp(-y)) if y >= 0 else math.exp(y) / (1.0 + math.exp(y))
+
+        m1 = _gauss_expect(sig, ln_n, beta)
+        m2 = _gauss_expect(lambda x: sig(x) ** 2, ln_n, beta)
+        out[(0,) + idx] = v * m2
+        out[(1,) + idx] = v * max(m2 - m1 * m1, 0.0)
+        out[(2,) + idx] = v * m1
+    return tuple(scalar_or_array(n, out[i]) for i in range(3))
+
+
+def sigmoid_variance(n, beta, sigma_v=1.0, mu_v=0.0):
+    """``Var(o_j) = sigma_v^2 E[sum w^2] + mu_v^2 Var(sum w)`` for sigmoid attention (REMEDIES 1 and 3)."""
+    sigma_v = check_real("sigma_v", sigma_v, minimum=0.0)
+    mu_v = check_real("mu_v", mu_v)
+    y2, var_s1, _ = sigmoid_moments(n, beta)
+    return scalar_or_array(n, sigma_v**2 * np.asarray(y2) + mu_v**2 * np.asarray(var_s1))
+
+
+def topk_ipr_bounds(k) -> tuple[float, float]:
+    """``1/k <= sum w^2 <= 1`` for top-k softmax (any logits, any N), so ``Var(o_j) >= sigma_v^2 / k`` (THEORY 4d)."""
+    from varsim.variants import check_params
+
+    k = check_params("topk", k=k)["k"]
+    return 1.0 / k, 1.0
+
+
+def adaptive_switch_off_entropy() -> float:
+    """The entropy (nats) above which adaptive temperature stops sharpening: the largest root of ``P(H) = 1``
+    (about 5.94; REMEDIES 3). Diffuse heads, ``H ~ ln N - beta^2/2`` for Gaussian logits, pass it at large N."""
+    from varsim.variants import ADAPTIVE_POLY
+
+    coeffs = np.array(ADAPTIVE_POLY, dtype=np.float64)
+    coeffs[-1] -= 1.0
+    roots = np.roots(coeffs)
+    real = roots[np.abs(roots.imag) < 1e-12].real
+    return float(np.max(real))
