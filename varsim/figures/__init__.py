@@ -13,6 +13,11 @@ install draws every figure in minutes; ``--results DIR`` reads a ``varsim reprod
 ``--rerun`` runs (or resumes) the full reproduction into it first. Quick mode runs a tiny reproduction whose models
 do not learn: every quick figure is stamped "smoke test, not results".
 
+The remedies figures (``fig_remedies_*``, :mod:`varsim.figures.remedies`) read a ``varsim reproduce DIR --preset
+remedies`` directory given as ``--remedies-results DIR``. No remedies records are committed yet: without that option
+``varsim figures`` skips them with one line on stderr and draws the others (naming one of them explicitly with
+``--only`` is an error instead).
+
 Each figure's data is stored next to it as ``<name>.json``, so ``--replot`` redraws without recomputing. Importing
 this package loads neither Matplotlib nor NumPy.
 """
@@ -38,7 +43,12 @@ FIGURES: dict[str, str] = {
     "fig_repro_hist": "varsim.figures.fig_repro_hist",
     "fig_repro_global": "varsim.figures.fig_repro_global",
     "fig_repro_attention": "varsim.figures.fig_repro_attention",
+    "fig_remedies_accuracy": "varsim.figures.fig_remedies_accuracy",
+    "fig_remedies_paired": "varsim.figures.fig_remedies_paired",
+    "fig_remedies_weight": "varsim.figures.fig_remedies_weight",
 }
+#: Figures drawn from a remedies results directory (``--remedies-results``); skipped (one line) without one.
+REMEDIES_PREFIX = "fig_remedies_"
 
 #: Where the figures go by default: ``figures/out`` under the current directory (the checkout's root, usually).
 DEFAULT_OUTDIR = Path("figures") / "out"
@@ -84,6 +94,7 @@ def make(
     replot: bool = False,
     results=None,
     rerun: bool = False,
+    remedies_results=None,
 ) -> dict[str, list[Path]]:
     """Compute and plot the figures ``names`` (default: all) into ``outdir``; return the written files.
 
@@ -91,13 +102,17 @@ def make(
     its own progress. ``replot`` reuses ``<outdir>/<name>.json`` from an earlier run. The reproduction figures
     read the committed records (default), the ``varsim reproduce`` directory ``results``, or, with ``rerun``, a
     full reproduction run (or resumed) into ``results`` (default ``results/reproduce``) first; ``quick`` runs a
-    tiny one instead (smoke test).
+    tiny one instead (smoke test). The remedies figures read the remedies results directory ``remedies_results``;
+    without it they are skipped with one line on stderr when ``names`` is None (all figures), and refused
+    (ValueError) when named.
     """
     from varsim._common.atomic import atomic_write_json, check_writable
     from varsim._common.validate import check_int
 
+    from .remedies import RemediesSource
     from .reproduction import ReproductionSource
 
+    explicit = names is not None
     names = list(FIGURES) if names is None else list(names)
     if not names:
         raise ValueError("names must not be empty")
@@ -106,6 +121,20 @@ def make(
     source = ReproductionSource(quick=quick, seed=seed, results=results, rerun=rerun, progress=progress)
     if not replot and any(name.startswith("fig_repro_") for name in names):
         source.check()
+    remedies = RemediesSource(remedies_results, quick=quick)
+    wanted = [name for name in names if name.startswith(REMEDIES_PREFIX)]
+    if replot and not explicit:  # redraw the remedies figures whose data an earlier run stored, skip the others
+        wanted = [name for name in wanted if not (Path(outdir) / f"{name}.json").is_file()]
+    if wanted:
+        if explicit or (remedies.available and not replot):
+            if not replot:
+                remedies.check()  # ValueError naming remedies_results: missing source, summary or format
+        else:
+            print(f"varsim figures: skipping {', '.join(wanted)}: no remedies {'stored data' if replot else 'results'} "
+                  "(draw them with "
+                  "--remedies-results DIR, a `varsim reproduce DIR --preset remedies` directory)", file=sys.stderr)
+            modules = [m for name, m in zip(names, modules) if name not in wanted]
+            names = [name for name in names if name not in wanted]
     if isinstance(outdir, str) and not outdir.strip():
         raise ValueError("outdir must not be empty")
     outdir = Path(outdir)
@@ -116,6 +145,8 @@ def make(
         outdir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ValueError(f"outdir {str(outdir)!r} cannot be created ({exc.strerror})") from None
+    if not names:
+        return {}
     check_writable(outdir / f"{names[0]}.png", "outdir")  # fail now, not after minutes of simulation
     show = sys.stderr.isatty() if progress is None else bool(progress)
 
@@ -130,7 +161,8 @@ def make(
             data = stored[name]
         else:
             _log(show, f"[{i}/{len(names)}] {name}: computing ({'quick' if quick else 'full'} mode)")
-            data = jsonable(module.compute(quick, seed, progress=show, source=source))
+            src = remedies if name.startswith(REMEDIES_PREFIX) else source
+            data = jsonable(module.compute(quick, seed, progress=show, source=src))
             atomic_write_json(data_path, data)
         paths = module.plot(data, outdir)
         written[name] = [data_path, *paths]
@@ -157,6 +189,9 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     parser.add_argument("--rerun", action="store_true",
                         help="run (or resume) the full reproduction first (into --results, default "
                              "results/reproduce; about 30 min on 2 cores) and draw from it")
+    parser.add_argument("--remedies-results", default=None, metavar="DIR",
+                        help="draw the remedies figures (fig_remedies_*) from this `varsim reproduce DIR --preset "
+                             "remedies` directory; without it they are skipped")
     parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                         help="status on stderr (default: when stderr is a terminal)")
     return parser
@@ -172,6 +207,7 @@ def run_args(args: argparse.Namespace) -> int:
         replot=args.replot,
         results=args.results,
         rerun=args.rerun,
+        remedies_results=args.remedies_results,
     )
     for paths in written.values():
         for path in paths:
