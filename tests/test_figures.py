@@ -38,7 +38,7 @@ def _texts(fig) -> list[str]:
 
 
 def test_registry_names_importable_figure_modules():
-    assert list(figures.FIGURES) == CORE + REPRO
+    assert list(figures.FIGURES)[: len(CORE + REPRO)] == CORE + REPRO  # then the remedies figures (own tests)
     for name in figures.FIGURES:
         module = figures.load(name)
         assert module.NAME == name
