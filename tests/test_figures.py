@@ -17,6 +17,7 @@ from varsim.figures import reproduction as rp
 # the simulation/theory figures; the rest of the registry are the reproduction figures
 CORE = ["fig_variance_vs_n", "fig_decay_exponent", "fig_random_query"]
 REPRO = ["fig_repro_accuracy", "fig_repro_std", "fig_repro_hist", "fig_repro_global", "fig_repro_attention"]
+REMEDIES = ["fig_remedies_accuracy", "fig_remedies_paired", "fig_remedies_weight"]  # test_figures_remedies.py
 PROBE = ["fig_probe_std", "fig_probe_slopes", "fig_probe_decomposition"]  # tests/test_figures_probe.py
 
 
@@ -39,7 +40,7 @@ def _texts(fig) -> list[str]:
 
 
 def test_registry_names_importable_figure_modules():
-    assert list(figures.FIGURES) == CORE + REPRO + PROBE + ["fig_variants_ipr"]
+    assert list(figures.FIGURES) == CORE + REPRO + PROBE + ["fig_variants_ipr"] + REMEDIES
     for name in figures.FIGURES:
         module = figures.load(name)
         assert module.NAME == name

@@ -5,6 +5,13 @@ Examples::
     varsim evaluate runs/argmax-ln                         # latest checkpoint of a run, N = 16 ... 16384
     varsim evaluate runs/x/ckpt-00002000.npz --lengths 16 256 4096 --examples 512 --json
     varsim evaluate runs/x -o runs/x/eval.json             # JSON file written atomically (with provenance)
+    varsim evaluate runs/x --attention topk --topk 8        # the trained weights with another weight map
+    varsim evaluate runs/x --attention critical --critical-c 1 --critical-beta0 2
+
+``--attention NAME`` evaluates the loaded weights with a weight map of ``varsim.variants`` (its parameters as the
+same ``--VARIANT-PARAM`` flags as ``varsim simulate``, generated from the registry): an inference-only map (topk,
+critical, adaptive_temperature) on any model, or any map on a softmax-trained model. The table's header and the
+JSON's ``"attention"`` entry name the map used.
 """
 
 from __future__ import annotations
@@ -15,6 +22,7 @@ import os
 from pathlib import Path
 
 from varsim._common.validate import parse_int
+from varsim.cli.simulate import _register_variants, _variant_dest, _variant_kwargs, variant_option
 
 
 def register(parser: argparse.ArgumentParser) -> None:
@@ -33,6 +41,23 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-o", "--output", metavar="FILE",
                         help="also write the JSON result to FILE (never a checkpoint or a run's own files)")
     parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None)
+    _register_variants(parser, default=None, default_help="default: the map the model was trained with")
+
+
+def attention_kwargs(args) -> dict:
+    """``attention`` and ``attention_params`` for :func:`varsim.train.evaluate` from the flags: a parameter flag
+    without ``--attention``, or of another variant than the one named, is refused (ValueError naming the flag)."""
+    from varsim.variants import VARIANTS
+
+    if args.attention is None:
+        for name, spec in VARIANTS.items():
+            for p in spec.params:
+                if getattr(args, _variant_dest(name, p.name), None) is not None:
+                    raise ValueError(f"{variant_option(name, p.name)} applies to --attention {name}, "
+                                     "and no --attention was given")
+        return {"attention": None, "attention_params": None}
+    kwargs = _variant_kwargs(args)
+    return {"attention": kwargs.pop("attention"), "attention_params": kwargs}
 
 
 def check_output(output, source) -> Path:
@@ -70,6 +95,7 @@ def run(args) -> int:
 
     if args.threads is not None and args.threads < 0:
         raise ValueError(f"threads must be >= 0, got {args.threads}")
+    attention = attention_kwargs(args)
     if args.output is not None:
         check_output(args.output, args.checkpoint)
     result = evaluate(
@@ -81,6 +107,7 @@ def run(args) -> int:
         progress=args.progress,
         blas_threads=args.threads or None,
         max_hours=args.max_hours,
+        **attention,
     )
     if args.output is not None:
         atomic_write_json(args.output, result)
@@ -89,8 +116,17 @@ def run(args) -> int:
     else:
         print(f"{result['task']} checkpoint {result['checkpoint']} (step {result['step']}), "
               f"{result['n_examples']} examples per length")
+        print(f"attention {_describe(result['attention'])}"
+              + ("" if result["attention"] == result["trained_attention"]
+                 else f" (trained with {_describe(result['trained_attention'])})"))
         print(f"{'N':>7} {'accuracy':>9} {'95% CI':>17} {'time':>7}")
         for n, a, lo, hi, t in zip(result["lengths"], result["accuracy"], result["ci_low"], result["ci_high"],
                                    result["time_s"]):
             print(f"{n:>7} {a:>9.4f} [{lo:.4f}, {hi:.4f}] {t:>6.2f}s")
     return 0
+
+
+def _describe(attention: dict) -> str:
+    """``topk(k=8)``, ``softmax``."""
+    params = ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in attention["params"].items())
+    return attention["name"] + (f"({params})" if params else "")

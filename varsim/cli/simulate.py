@@ -196,13 +196,14 @@ def _variant_dest(variant: str, param: str) -> str:
     return f"variant__{variant}__{param}"
 
 
-def _register_variants(parser: argparse.ArgumentParser) -> None:
-    """``--attention NAME`` and one flag per variant parameter, generated from the registry."""
+def _register_variants(parser: argparse.ArgumentParser, default: str | None = "softmax",
+                       default_help: str = "default softmax") -> None:
+    """``--attention NAME`` (default ``default``) and one flag per variant parameter, generated from the registry."""
     from varsim.variants import VARIANTS
 
     group = parser.add_argument_group("attention variant (varsim.variants)")
-    group.add_argument("--attention", default="softmax", metavar="NAME",
-                       help=f"weight map: {' | '.join(VARIANTS)} (default softmax)")
+    group.add_argument("--attention", default=default, metavar="NAME",
+                       help=f"weight map: {' | '.join(VARIANTS)} ({default_help})")
     for name, spec in VARIANTS.items():
         for p in spec.params:
             flag = variant_option(name, p.name)

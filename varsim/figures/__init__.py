@@ -17,6 +17,10 @@ The real-model figures (``fig_probe_*``) are drawn from the ``varsim probe-model
 that ship with the package (``varsim/figures/data/probe``, see :mod:`varsim.figures.probe`); ``--probe-results FILE
 ...`` draws a user's own probe files instead. They need no computation, so quick mode draws the same real data
 (no smoke-test stamp).
+The remedies figures (``fig_remedies_*``, :mod:`varsim.figures.remedies`) read a ``varsim reproduce DIR --preset
+remedies`` directory given as ``--remedies-results DIR``. No remedies records are committed yet: without that option
+``varsim figures`` skips them with one line on stderr and draws the others (naming one of them explicitly with
+``--only`` is an error instead).
 
 Each figure's data is stored next to it as ``<name>.json``, so ``--replot`` redraws without recomputing. Importing
 this package loads neither Matplotlib nor NumPy.
@@ -47,7 +51,12 @@ FIGURES: dict[str, str] = {
     "fig_probe_slopes": "varsim.figures.fig_probe_slopes",
     "fig_probe_decomposition": "varsim.figures.fig_probe_decomposition",
     "fig_variants_ipr": "varsim.figures.fig_variants_ipr",
+    "fig_remedies_accuracy": "varsim.figures.fig_remedies_accuracy",
+    "fig_remedies_paired": "varsim.figures.fig_remedies_paired",
+    "fig_remedies_weight": "varsim.figures.fig_remedies_weight",
 }
+#: Figures drawn from a remedies results directory (``--remedies-results``); skipped (one line) without one.
+REMEDIES_PREFIX = "fig_remedies_"
 
 #: Where the figures go by default: ``figures/out`` under the current directory (the checkout's root, usually).
 DEFAULT_OUTDIR = Path("figures") / "out"
@@ -94,6 +103,7 @@ def make(
     results=None,
     rerun: bool = False,
     probe_results=None,
+    remedies_results=None,
 ) -> dict[str, list[Path]]:
     """Compute and plot the figures ``names`` (default: all) into ``outdir``; return the written files.
 
@@ -102,14 +112,18 @@ def make(
     read the committed records (default), the ``varsim reproduce`` directory ``results``, or, with ``rerun``, a
     full reproduction run (or resumed) into ``results`` (default ``results/reproduce``) first; ``quick`` runs a
     tiny one instead (smoke test). The real-model figures (``fig_probe_*``) read the committed probe results, or
-    the ``varsim probe-model`` JSON files ``probe_results``.
+    the ``varsim probe-model`` JSON files ``probe_results``. The remedies figures read the remedies results directory ``remedies_results``;
+    without it they are skipped with one line on stderr when ``names`` is None (all figures), and refused
+    (ValueError) when named.
     """
     from varsim._common.atomic import atomic_write_json, check_writable
     from varsim._common.validate import check_int
 
     from .probe import ProbeSource
+    from .remedies import RemediesSource
     from .reproduction import ReproductionSource
 
+    explicit = names is not None
     names = list(FIGURES) if names is None else list(names)
     if not names:
         raise ValueError("names must not be empty")
@@ -121,7 +135,22 @@ def make(
     probe_source = ProbeSource(probe_results)
     if not replot and any(name.startswith("fig_probe_") for name in names):
         probe_source.check()  # a corrupt or partial probe file fails here, before any drawing
-    sources = {"fig_probe_": probe_source}  # figure-name prefix -> its data source; the others get `source`
+    remedies = RemediesSource(remedies_results, quick=quick)
+    wanted = [name for name in names if name.startswith(REMEDIES_PREFIX)]
+    if replot and not explicit:  # redraw the remedies figures whose data an earlier run stored, skip the others
+        wanted = [name for name in wanted if not (Path(outdir) / f"{name}.json").is_file()]
+    if wanted:
+        if explicit or (remedies.available and not replot):
+            if not replot:
+                remedies.check()  # ValueError naming remedies_results: missing source, summary or format
+        else:
+            print(f"varsim figures: skipping {', '.join(wanted)}: no remedies {'stored data' if replot else 'results'} "
+                  "(draw them with "
+                  "--remedies-results DIR, a `varsim reproduce DIR --preset remedies` directory)", file=sys.stderr)
+            modules = [m for name, m in zip(names, modules) if name not in wanted]
+            names = [name for name in names if name not in wanted]
+    # figure-name prefix -> its data source; the others get `source`
+    sources = {"fig_probe_": probe_source, REMEDIES_PREFIX: remedies}
     if isinstance(outdir, str) and not outdir.strip():
         raise ValueError("outdir must not be empty")
     outdir = Path(outdir)
@@ -132,6 +161,8 @@ def make(
         outdir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ValueError(f"outdir {str(outdir)!r} cannot be created ({exc.strerror})") from None
+    if not names:
+        return {}
     check_writable(outdir / f"{names[0]}.png", "outdir")  # fail now, not after minutes of simulation
     show = sys.stderr.isatty() if progress is None else bool(progress)
 
@@ -177,6 +208,9 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     parser.add_argument("--probe-results", nargs="+", default=None, metavar="FILE",
                         help="draw the real-model figures (fig_probe_*) from these `varsim probe-model` JSON files "
                              "instead of the committed results of SmolLM2 and MiniLM")
+    parser.add_argument("--remedies-results", default=None, metavar="DIR",
+                        help="draw the remedies figures (fig_remedies_*) from this `varsim reproduce DIR --preset "
+                             "remedies` directory; without it they are skipped")
     parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                         help="status on stderr (default: when stderr is a terminal)")
     return parser
@@ -193,6 +227,7 @@ def run_args(args: argparse.Namespace) -> int:
         results=args.results,
         rerun=args.rerun,
         probe_results=getattr(args, "probe_results", None),
+        remedies_results=args.remedies_results,
     )
     for paths in written.values():
         for path in paths:

@@ -47,6 +47,8 @@ def evaluate(
     progress: bool | None = None,
     blas_threads: int | None = 1,
     max_hours: float | None = None,
+    attention: str | None = None,
+    attention_params: dict | None = None,
 ) -> dict:
     """Accuracy at each set size in ``lengths`` on ``n_examples`` fresh examples each.
 
@@ -61,10 +63,19 @@ def evaluate(
     the fast one: the model's matrix products are small (D = 64), so extra BLAS threads mostly synchronize and
     spin (``benchmarks/bench_evaluate.py`` measures it).
 
+    ``attention``: evaluate with another weight map of :data:`varsim.variants.WEIGHT_MAPS` (``attention_params``
+    its parameters, validated by the registry), applied to the loaded weights by
+    :meth:`~varsim.nn.model.Transformer.with_attention`: an inference-only map (``topk``, ``critical``,
+    ``adaptive_temperature``) on any model, or any map on a softmax-trained model; the model's own map is allowed
+    too. ``None`` (default): the map the model was trained with. The result's ``"attention"`` entry names the map
+    used and its parameters, and ``"trained_attention"`` the one in the model's configuration.
+
     Sizes whose memory exceeds the machine's, or whose estimated time exceeds ``max_hours`` (default
     ``varsim.train.budget.EVALUATE_MAX_HOURS``), are refused before any work (ValueError naming the parameter).
     """
     model, config_dict, ckpt, step = _resolve_model(checkpoint_or_model)
+    trained = {"name": model.config.attention, "params": dict(model.config.attention_params)}
+    model = _override_attention(model, attention, attention_params)
     mcfg = model.config
     lengths = check_int_grid("lengths", lengths, minimum=1)
     for i, length in enumerate(lengths):
@@ -105,11 +116,39 @@ def evaluate(
         "batch_size": batch_size,
         "seed": seed if isinstance(seed, int) else seed_seq.entropy,
         "time_s": times,
+        "attention": {"name": mcfg.attention, "params": dict(mcfg.attention_params)},
+        "trained_attention": trained,
         "config": config_dict,
         "checkpoint": ckpt,
         "step": step,
         "provenance": provenance(),
     }
+
+
+def _override_attention(model, attention, attention_params):
+    """``model`` itself when ``attention`` is None, else a copy evaluating with that weight map; ValueError naming
+    ``attention`` for an unknown map or for a trained map on a model trained with a different map other than
+    softmax (its learned weights assume their own map), ValueError naming the parameter for a bad one."""
+    from varsim.variants import VARIANTS, get_variant
+
+    if attention is None:
+        if attention_params:
+            raise ValueError("attention_params given without attention (name the weight map they belong to)")
+        return model
+    spec = get_variant(attention)  # unknown name: ValueError listing the valid ones
+    if attention_params is not None and not isinstance(attention_params, dict):
+        raise ValueError(f"attention_params must be a dict, got {type(attention_params).__name__}")
+    own = model.config.attention
+    if not (spec.inference_only or own == "softmax" or spec.name == own):
+        inference = ", ".join(k for k, v in VARIANTS.items() if v.inference_only)
+        raise ValueError(f"attention {spec.name!r} on a model trained with {own!r}: use an inference-only map "
+                         f"({inference}), the model's own map, or a softmax-trained model")
+    params = spec.check_params(attention_params)
+    learned = model.config.attention_spec.trained_param
+    if spec.name == own and learned is not None and params[learned] != model.config.attention_params[learned]:
+        raise ValueError(f"attention_params: {own!r} parameter {learned!r} is learned per head in this model; "
+                         "its trained values are used, so it cannot be set at evaluation")
+    return model.with_attention(spec.name, params)
 
 
 def _resolve_model(obj):

@@ -1,0 +1,84 @@
+"""Remedies figure: test accuracy vs set size N per attention variant, one panel per task and depth.
+
+Mean over seeds with the 95% Student-t interval as a band (cut to [0, 1]); trained variants solid, inference-only
+maps (the softmax runs' weights with another weight map) dashed. The dotted line marks chance, the dashed grey one
+the longest training length. Drawn from a remedies results directory (``varsim figures --remedies-results DIR``);
+the statistics are :func:`varsim.experiments.remedies_summary.aggregate_remedies`'s. The legend sits below the
+panels, off the curves.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from . import _style
+from .remedies import chance_of, header, panels_of, source_of, variant_style
+
+NAME = "fig_remedies_accuracy"
+
+
+def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, source=None) -> dict:
+    """Per (task, architecture, norm, depth): accuracy vs N of every variant with its interval."""
+    src = source_of(quick, source)
+    summary, st = src["summary"], src["settings"]
+    panels = panels_of(summary)
+    for p in panels:
+        p["lines"] = [
+            {"variant": g["variant"], "kind": g["kind"], "n_seeds": g["n_seeds"], "mean": g["accuracy"]["mean"],
+             "ci_low": g["accuracy"]["ci_low"], "ci_high": g["accuracy"]["ci_high"],
+             "learned": g["in_distribution"]["learned"]}
+            for g in summary["groups"]
+            if (g["task"], g["architecture"], g["norm"], g["depth"]) == (p["task"], p["architecture"], p["norm"],
+                                                                         p["depth"]) and "accuracy" in g]
+        p["chance"] = chance_of(st, p["task"])
+    return {"name": NAME, **header(src, quick), "seeds": st["seeds"], "lengths": st["eval_lengths"],
+            "train_max": st["train"].get("train_max", 16), "confidence": summary.get("confidence", 0.95),
+            "panels": panels}
+
+
+def plot(data: dict, outdir) -> list:
+    """Draw the figure from :func:`compute`'s data; returns the PNG and PDF paths."""
+    return _style.draw_and_save(draw, data, outdir, NAME)
+
+
+def draw(data: dict):
+    """One panel per task and depth; one shared legend below the panels."""
+    A = _style.array
+    n = A(data["lengths"])
+    panels = data["panels"]
+    conf = int(round(100 * data["confidence"]))
+    with _style.style():
+        fig, axes = _style.plt.subplots(1, len(panels), figsize=(3.9 * len(panels), 3.9), squeeze=False,
+                                        sharex=True, sharey=True, layout="constrained")
+        handles = {}
+        for ax, p in zip(axes[0], panels):
+            for ln in p["lines"]:
+                sty = variant_style(ln["variant"], p["order"], ln["kind"])
+                label = ln["variant"] + (" (inference-only)" if ln["kind"] != "trained" else "")
+                (h,) = ax.plot(n, A(ln["mean"]), label=label, **sty)
+                handles.setdefault(ln["variant"], h)
+                ax.fill_between(n, A(ln["ci_low"]), A(ln["ci_high"]), color=sty["color"], alpha=0.12, lw=0)
+            handles["chance"] = ax.axhline(p["chance"], color="k", ls=":", lw=1.0, label="chance")
+            handles["train"] = ax.axvline(data["train_max"], color="0.5", ls="--", lw=0.8,
+                                          label=f"longest training set ($N = {data['train_max']}$)")
+            ax.set_ylim(0, 1.02)
+            ax.set_title(p["title"])
+            ax.set_xlabel("set size $N$")
+            ax.set_xscale("log", base=2)
+            _style.log2_ticks(ax, float(n.min()), float(n.max()))
+        axes[0][0].set_ylabel(f"test accuracy\n(mean, {conf}% t interval over {data['seeds']} seeds)")
+        fig.legend(handles=list(handles.values()), loc="outside lower center", ncol=4, fontsize=8)
+        fig.suptitle("Accuracy vs N per attention variant (solid: trained with it; dashed: inference-only map on the "
+                     "softmax weights)", fontsize=9.5)
+        return _style.finish(fig, data)
+
+
+def main(argv=None) -> int:
+    """Make just this figure (``python -m varsim.figures.fig_remedies_accuracy --remedies-results DIR``)."""
+    from varsim.figures import main as make_main
+
+    return make_main(["--only", NAME, *(sys.argv[1:] if argv is None else argv)])
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

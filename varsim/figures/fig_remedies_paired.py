@@ -1,0 +1,101 @@
+"""Remedies figure: paired accuracy differences variant − softmax vs N, with intervals and Holm-corrected tests.
+
+Per seed, a variant minus softmax at the same N (same initialization, data and test sets; the same weights for the
+inference-only maps), mean over seeds with its 95% Student-t interval. A filled marker: the paired t-test rejects
+"no difference" at 5% after Holm's step-down correction over every paired test of the grid (all tasks, depths,
+variants and N, as :func:`varsim.experiments.remedies_summary.aggregate_remedies` computes it); an open marker:
+not significant after the correction. One panel per task and depth; legend below the panels.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+from . import _style
+from .remedies import header, panels_of, source_of, variant_style
+
+NAME = "fig_remedies_paired"
+ALPHA = 0.05
+
+
+def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, source=None) -> dict:
+    """Per panel: every variant's paired difference against softmax with its Holm-adjusted p-values."""
+    src = source_of(quick, source)
+    summary, st = src["summary"], src["settings"]
+    panels = panels_of(summary)
+    for p in panels:
+        p["diffs"] = [
+            {"variant": d["variant"], "kind": d["kind"], "n_seeds": len(d["seeds"]), "mean": d["mean_diff"],
+             "ci_low": d["ci_low"], "ci_high": d["ci_high"], "p_ttest": d["p_ttest"], "p_holm": d["p_holm"]}
+            for d in summary["paired"]
+            if (d["task"], d["architecture"], d["norm"], d["depth"]) == (p["task"], p["architecture"], p["norm"],
+                                                                         p["depth"]) and "mean_diff" in d]
+    return {"name": NAME, **header(src, quick), "seeds": st["seeds"], "lengths": st["eval_lengths"],
+            "train_max": st["train"].get("train_max", 16), "alpha": ALPHA,
+            "confidence": summary.get("confidence", 0.95), "correction": summary["correction"], "panels": panels}
+
+
+def plot(data: dict, outdir) -> list:
+    """Draw the figure from :func:`compute`'s data; returns the PNG and PDF paths."""
+    return _style.draw_and_save(draw, data, outdir, NAME)
+
+
+def draw(data: dict):
+    """Paired differences vs N, the variants side by side at each N; one shared legend below the panels."""
+    from matplotlib.lines import Line2D
+
+    A = _style.array
+    n = A(data["lengths"])
+    panels = data["panels"]
+    conf = int(round(100 * data["confidence"]))
+    with _style.style():
+        fig, axes = _style.plt.subplots(1, len(panels), figsize=(3.9 * len(panels), 3.9), squeeze=False,
+                                        sharex=True, sharey=True, layout="constrained")
+        handles = {}
+        for ax, p in zip(axes[0], panels):
+            k = len(p["diffs"])
+            for j, d in enumerate(p["diffs"]):
+                sty = variant_style(d["variant"], p["order"], d["kind"])
+                shift = 2.0 ** (0.5 * (j - (k - 1) / 2) / max(k, 1))  # side by side within a third of an octave
+                mean, lo, hi = A(d["mean"]), A(d["ci_low"]), A(d["ci_high"])
+                sig = A(d["p_holm"]) <= data["alpha"]  # NaN (no test) counts as not significant
+                x = n * shift
+                ax.errorbar(x, mean, np.abs(np.vstack([mean - lo, hi - mean])), fmt="none", ecolor=sty["color"],
+                            elinewidth=1.0)
+                (h,) = ax.plot(x, mean, color=sty["color"], ls=sty["ls"], lw=0.8, alpha=0.7,
+                               marker=sty["marker"], ms=0,
+                               label=d["variant"] + (" (inference-only)" if d["kind"] != "trained" else ""))
+                ax.plot(x[sig], mean[sig], ls="none", marker=sty["marker"], color=sty["color"], ms=5)
+                ax.plot(x[~sig], mean[~sig], ls="none", marker=sty["marker"], color=sty["color"], mfc="white", ms=5)
+                handles.setdefault(d["variant"], Line2D([], [], color=sty["color"], ls=sty["ls"],
+                                                        marker=sty["marker"], ms=5, label=h.get_label()))
+            ax.axhline(0, color="k", lw=0.9)
+            ax.axvline(data["train_max"], color="0.5", ls="--", lw=0.8)
+            ax.set_title(p["title"])
+            ax.set_xlabel("set size $N$")
+            ax.set_xscale("log", base=2)
+            _style.log2_ticks(ax, float(n.min()), float(n.max()))
+        axes[0][0].set_ylabel(f"paired accuracy difference\nvariant − softmax ({conf}% t interval)")
+        extra = [Line2D([], [], color="0.3", marker="o", ls="none", ms=5,
+                        label=f"Holm-adjusted paired t-test p ≤ {data['alpha']:g}"),
+                 Line2D([], [], color="0.3", marker="o", mfc="white", ls="none", ms=5,
+                        label="not significant after Holm"),
+                 Line2D([], [], color="0.5", ls="--", lw=0.8, label=f"longest training set ($N = {data['train_max']}$)")]
+        fig.legend(handles=[*handles.values(), *extra], loc="outside lower center", ncol=4, fontsize=8)
+        fig.suptitle(f"Paired differences variant − softmax (same seed; same weights for inference-only maps), "
+                     f"{conf}% t intervals over {data['seeds']} seeds;\nfilled marker: significant at "
+                     f"{data['alpha']:g} after the Holm correction ({data['correction']})", fontsize=9.5)
+        return _style.finish(fig, data)
+
+
+def main(argv=None) -> int:
+    """Make just this figure (``python -m varsim.figures.fig_remedies_paired --remedies-results DIR``)."""
+    from varsim.figures import main as make_main
+
+    return make_main(["--only", NAME, *(sys.argv[1:] if argv is None else argv)])
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,88 @@
+"""Remedies figure: the attention weight on the correct item vs N per variant, one panel per task and depth.
+
+The weight the best head puts on the correct item (``probes.attn_correct.max_head`` of each run: mean over the probe
+sets), mean over seeds with its 95% Student-t interval as a band; the dotted line is 1/N, the weight of a uniform
+map. Trained variants solid, inference-only maps dashed. Log-log axes: a weight decaying like 1/N is a line of slope
+-1. Drawn from a remedies results directory; legend below the panels.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+from . import _style
+from .remedies import header, panels_of, source_of, variant_style
+
+NAME = "fig_remedies_weight"
+
+
+def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, source=None) -> dict:
+    """Per panel: every variant's weight on the correct item per probed N, with its interval."""
+    src = source_of(quick, source)
+    summary, st = src["summary"], src["settings"]
+    panels = panels_of(summary)
+    for p in panels:
+        p["lines"] = [
+            {"variant": g["variant"], "kind": g["kind"], "n_seeds": g["n_seeds"],
+             "mean": g["weight_correct"]["mean"], "ci_low": g["weight_correct"]["ci_low"],
+             "ci_high": g["weight_correct"]["ci_high"]}
+            for g in summary["groups"]
+            if (g["task"], g["architecture"], g["norm"], g["depth"]) == (p["task"], p["architecture"], p["norm"],
+                                                                         p["depth"]) and "weight_correct" in g]
+    return {"name": NAME, **header(src, quick), "seeds": st["seeds"], "lengths": st["probe_lengths"],
+            "train_max": st["train"].get("train_max", 16), "confidence": summary.get("confidence", 0.95),
+            "panels": panels}
+
+
+def plot(data: dict, outdir) -> list:
+    """Draw the figure from :func:`compute`'s data; returns the PNG and PDF paths."""
+    return _style.draw_and_save(draw, data, outdir, NAME)
+
+
+def draw(data: dict):
+    """Weight on the correct item vs N (log-log) per variant; 1/N for reference; one legend below the panels."""
+    A = _style.array
+    n = A(data["lengths"])
+    panels = data["panels"]
+    conf = int(round(100 * data["confidence"]))
+    with _style.style():
+        fig, axes = _style.plt.subplots(1, len(panels), figsize=(3.9 * len(panels), 3.9), squeeze=False,
+                                        sharex=True, sharey=True, layout="constrained")
+        handles = {}
+        for ax, p in zip(axes[0], panels):
+            for ln in p["lines"]:
+                sty = variant_style(ln["variant"], p["order"], ln["kind"])
+                label = ln["variant"] + (" (inference-only)" if ln["kind"] != "trained" else "")
+                (h,) = ax.plot(n, A(ln["mean"]), label=label, **sty)
+                handles.setdefault(ln["variant"], h)
+                # a log axis cannot show 0: the band's lower end is kept above the smallest positive value drawn
+                lo = np.maximum(A(ln["ci_low"]), 1e-6)
+                ax.fill_between(n, lo, A(ln["ci_high"]), color=sty["color"], alpha=0.12, lw=0)
+            handles["uniform"] = ax.plot(n, 1.0 / n, color="k", ls=":", lw=1.0, label="$1/N$ (uniform weights)")[0]
+            handles["train"] = ax.axvline(data["train_max"], color="0.5", ls="--", lw=0.8,
+                                          label=f"longest training set ($N = {data['train_max']}$)")
+            ax.set_yscale("log")
+            ax.set_ylim(top=1.05)
+            ax.set_title(p["title"])
+            ax.set_xlabel("set size $N$")
+            ax.set_xscale("log", base=2)
+            _style.log2_ticks(ax, float(n.min()), float(n.max()))
+        axes[0][0].set_ylabel(f"weight on the correct item, best head\n(mean, {conf}% t interval over "
+                              f"{data['seeds']} seeds)")
+        fig.legend(handles=list(handles.values()), loc="outside lower center", ncol=4, fontsize=8)
+        fig.suptitle("Attention weight on the correct item vs N per attention variant (solid: trained with it; "
+                     "dashed: inference-only map on the softmax weights)", fontsize=9.5)
+        return _style.finish(fig, data)
+
+
+def main(argv=None) -> int:
+    """Make just this figure (``python -m varsim.figures.fig_remedies_weight --remedies-results DIR``)."""
+    from varsim.figures import main as make_main
+
+    return make_main(["--only", NAME, *(sys.argv[1:] if argv is None else argv)])
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
