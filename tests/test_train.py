@@ -104,9 +104,19 @@ def test_wilson_interval_inverts_the_score_test(k, n):
     for p0 in (lo, hi):
         if 0 < p0 < 1:
             assert abs(k / n - p0) == pytest.approx(z * math.sqrt(p0 * (1 - p0) / n), rel=1e-9)
-    assert wilson_interval(0, 0) == (0.0, 1.0)
+    with pytest.raises(ValueError, match="trials"):
+        wilson_interval(0, 0)  # no interval from no data (the one implementation refuses zero trials)
     with pytest.raises(ValueError, match="successes"):
         wilson_interval(11, 10)
+
+
+def test_wilson_interval_has_one_home():
+    """varsim.train and varsim.experiments.stats export the same function (one implementation, one meaning);
+    catches a second copy with its own arguments (e.g. ``z=`` instead of ``confidence=``) creeping back."""
+    from varsim._common import intervals
+    from varsim.experiments import stats
+
+    assert wilson_interval is intervals.wilson_interval is stats.wilson_interval
 
 
 def test_non_finite_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path):
