@@ -36,7 +36,7 @@ def _bisect_threshold(x, power):
 
 
 def test_registry_lists_every_variant_of_remedies():
-    """The nine weight maps of REMEDIES 2 are registered with the parameters the issue names, only sigmoid does not
+    """The nine weight maps of REMEDIES 2 are registered with the parameters REMEDIES 2 names, only sigmoid does not
     sum to 1, and ipr_norm is an output normalization (not a weight map)."""
     assert set(WEIGHT_MAPS) == {"softmax", "ssmax", "logn", "critical", "adaptive_temperature", "topk", "entmax15",
                                 "sparsemax", "sigmoid"}

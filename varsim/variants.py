@@ -189,10 +189,6 @@ def entropy(logits) -> np.ndarray:
 # Weight maps: plain NumPy references (batched over leading axes)
 
 
-def _w_softmax(z, n):
-    return _softmax(z)
-
-
 def _w_scaled(factor_fn):
     def ref(z, n, **params):
         f = np.asarray(factor_fn(n, **params), dtype=np.float64)[..., None]
