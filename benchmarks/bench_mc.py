@@ -10,9 +10,10 @@ implementations) at d_k = d_v = 64 and N in {64, 1024, 16384} for
 - a plain NumPy float64 brute force (``standard_normal`` K and V, softmax, weighted sum),
 - a PyTorch CPU float32 brute force (``normal_`` into preallocated K and V, ``bmm``), if torch is installed,
 
-then the ratios against the targets of issue 2, section 6, and the wall time to reach a 1% relative SE of
-Var(o_j) at N = 16384 (beta = 1) for both varsim samplers. All implementations run in this one process on the
-same machine with the same thread count; the numbers are only comparable within one run.
+then the ratios against the speed targets (:data:`TARGETS`: full >= 8x NumPy and >= 2.5x torch, logits + RB >=
+200M keys/s), and the wall time to reach a 1% relative SE of Var(o_j) at N = 16384 (beta = 1) for both varsim
+samplers. All implementations run in this one process on the same machine with the same thread count; the numbers
+are only comparable within one run.
 """
 
 from __future__ import annotations

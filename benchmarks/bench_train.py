@@ -1,9 +1,9 @@
 """Training-step time of varsim's NumPy transformer against an identical PyTorch CPU model; evaluation throughput.
 
-    /work/venv/bin/python benchmarks/bench_train.py [--threads 2] [--repeats 200] [--eval-n 16384] [--quick]
+    python benchmarks/bench_train.py [--threads 2] [--repeats 200] [--eval-n 16384] [--quick]
 
-What is timed, per configuration (float32, batch 64, set size 16, H = 4 heads; the first two rows are the issue's
-targets, the third adds the dictionary task with LayerNorm after attention):
+What is timed, per configuration (float32, batch 64, set size 16, H = 4 heads; the first two rows are the
+configurations with speed targets, the third adds the dictionary task with LayerNorm after attention):
   varsim   ``Transformer.loss_and_grads`` (input features, forward, cross-entropy, backward) + ``Adam.step``
   torch    the same architecture written with torch ops on the same parameters (checked to give the same logits and
            gradients), forward + ``F.cross_entropy`` + ``backward()`` + ``torch.optim.Adam.step`` (default settings);

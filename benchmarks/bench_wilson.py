@@ -13,7 +13,7 @@ import time
 import numpy as np
 from scipy import stats
 
-from varsim.experiments.stats import wilson_interval
+from varsim._common.intervals import wilson_interval
 
 
 def main() -> None:

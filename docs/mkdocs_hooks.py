@@ -1,6 +1,7 @@
 """MkDocs hooks for the varsim site (see mkdocs.yml).
 
-* the notebooks in ``notebooks/`` become ``notebooks/<name>.py`` pages (rendered and executed by mkdocs-jupyter);
+* the notebooks in ``varsim/notebooks/`` (shipped in the package for ``varsim demo``) become ``notebooks/<name>.py``
+  pages (rendered and executed by mkdocs-jupyter);
 * ``docs/THEORY.md`` and ``docs/PAPER.md`` become ``reference/THEORY.md`` and ``reference/PAPER.md``;
 * the marker ``<!-- varsim-cli-reference -->`` in ``cli.md`` is replaced by every command's ``--help``, generated
   from the argparse parsers (``varsim.cli.build_parser``), so the page cannot drift from the code.
@@ -20,9 +21,9 @@ CLI_MARKER = "<!-- varsim-cli-reference -->"
 
 @event_priority(100)  # before mkdocs-jupyter turns the notebooks/*.py files into notebook pages
 def on_files(files, config):
-    # real files under the repository root (src_uri notebooks/<name>.py): mkdocs-jupyter needs a src_dir
-    for path in sorted((ROOT / "notebooks").glob("[0-9]*.py")):
-        files.append(File(f"notebooks/{path.name}", src_dir=str(ROOT), dest_dir=config.site_dir,
+    # real files under the package directory (src_uri notebooks/<name>.py): mkdocs-jupyter needs a src_dir
+    for path in sorted((ROOT / "varsim" / "notebooks").glob("[0-9]*.py")):
+        files.append(File(f"notebooks/{path.name}", src_dir=str(ROOT / "varsim"), dest_dir=config.site_dir,
                           use_directory_urls=config.use_directory_urls))
     for name in ("THEORY.md", "PAPER.md"):
         files.append(File.generated(config, f"reference/{name}", abs_src_path=str(ROOT / "docs" / name)))

@@ -65,7 +65,7 @@ def test_wilson_coverage_is_nominal():
 
 
 def test_wilson_rejects_bad_counts():
-    for k, n in [(-1, 10), (11, 10), (1, 0), (0.5, 3)]:
+    for k, n in [(-1, 10), (11, 10), (1, 0), (0.5, 3), (math.nan, 3), ("a", 3), (1, math.inf)]:
         with pytest.raises(ValueError):
             stats.wilson_interval(k, n)
     with pytest.raises(ValueError, match="confidence"):

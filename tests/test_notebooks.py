@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from varsim.cli import main
+from varsim.notebooks import notebooks_dir
 
-NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+NOTEBOOKS = notebooks_dir()  # varsim/notebooks/: the one copy, shipped in the package
 SLOW = {"04_train_and_fail.py"}
 ALL = sorted(p.name for p in NOTEBOOKS.glob("[0-9]*.py"))
 
@@ -37,8 +38,11 @@ def test_notebook_executes_with_its_assertions(name, tmp_path):
 
 
 def test_notebooks_are_stripped_percent_sources():
-    """Diff-friendly: py:percent text with a Markdown title, no stored outputs or execution counts."""
+    """Diff-friendly: py:percent text with a Markdown title, no stored outputs or execution counts; the one copy is
+    the package's (no second ``notebooks/`` folder at the repository root to drift from it)."""
     assert len(ALL) >= 4
+    assert NOTEBOOKS == Path(__file__).resolve().parents[1] / "varsim" / "notebooks"
+    assert not (NOTEBOOKS.parents[1] / "notebooks").exists()
     for name in ALL:
         text = (NOTEBOOKS / name).read_text()
         assert "format_name: percent" in text and "# %% [markdown]\n# # " in text, name

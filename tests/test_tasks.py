@@ -60,7 +60,7 @@ def test_dictionary_keys_distinct_query_present_target_is_its_value(set_size, vo
 
 
 def test_dictionary_at_full_vocabulary_is_a_permutation_and_fast():
-    """N = key_vocab = 16384 at batch 64: each row is a permutation of the vocabulary (the issue's largest test)."""
+    """N = key_vocab = 16384 at batch 64 (N at its largest): each row is a permutation of the vocabulary."""
     t0 = time.perf_counter()
     b = make_batch("dictionary", 64, 16384, rng(4))
     elapsed = time.perf_counter() - t0

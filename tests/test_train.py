@@ -104,9 +104,19 @@ def test_wilson_interval_inverts_the_score_test(k, n):
     for p0 in (lo, hi):
         if 0 < p0 < 1:
             assert abs(k / n - p0) == pytest.approx(z * math.sqrt(p0 * (1 - p0) / n), rel=1e-9)
-    assert wilson_interval(0, 0) == (0.0, 1.0)
+    with pytest.raises(ValueError, match="trials"):
+        wilson_interval(0, 0)  # no interval from no data (the one implementation refuses zero trials)
     with pytest.raises(ValueError, match="successes"):
         wilson_interval(11, 10)
+
+
+def test_wilson_interval_has_one_home():
+    """varsim.train and varsim.experiments.stats export the same function (one implementation, one meaning);
+    catches a second copy with its own arguments (e.g. ``z=`` instead of ``confidence=``) creeping back."""
+    from varsim._common import intervals
+    from varsim.experiments import stats
+
+    assert wilson_interval is intervals.wilson_interval is stats.wilson_interval
 
 
 def test_non_finite_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path):
@@ -282,6 +292,32 @@ def _peak_bytes(fn):
         return tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
+
+
+@pytest.mark.parametrize("model", [
+    dict(task="argmax"),
+    dict(task="argmax", attention="ssmax", n_blocks=2, pre_ln=True, norm="layernorm"),
+    dict(task="dictionary", key_encoding="embedding", key_vocab=64, item_mlp_depth=3, predictor_depth=2),
+    dict(task="dictionary", key_encoding="binary", key_vocab=64, n_blocks=3, d_model=16, n_heads=2),
+])
+def test_parameter_shapes_match_the_built_model_and_feed_the_cost_estimate(model):
+    """varsim.nn.model.parameter_shapes(config) lists the built model's parameters (names, order, shapes) without
+    building it, and the training cost counts exactly those parameters. Catches the cost estimate reaching into a
+    half-made Transformer (which broke for weight maps with a learned parameter, ssmax) or a shape table that drifts
+    from the model's."""
+    from varsim.nn.model import parameter_shapes
+    from varsim.train import budget
+
+    config = ModelConfig(**model)
+    built = Transformer(config, seed=0).params
+    shapes = parameter_shapes(config)
+    assert list(shapes) == list(built)
+    assert shapes == {k: v.shape for k, v in built.items()}
+    assert budget._state(config, copies=1)[1] == sum(v.size for v in built.values())
+    train_config = TrainConfig(task=config.task, model={k: v for k, v in model.items() if k != "task"})
+    assert budget.training_cost(train_config).state_bytes > 6 * sum(v.nbytes for v in built.values())
+    with pytest.raises(ValueError, match="config"):
+        parameter_shapes(model)
 
 
 @pytest.mark.parametrize("cfg", _MEASURED, ids=lambda c: f"{c['task']}-{c.get('model', {}).get('n_blocks', 1)}")

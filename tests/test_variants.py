@@ -36,7 +36,7 @@ def _bisect_threshold(x, power):
 
 
 def test_registry_lists_every_variant_of_remedies():
-    """The nine weight maps of REMEDIES 2 are registered with the parameters the issue names, only sigmoid does not
+    """The nine weight maps of REMEDIES 2 are registered with the parameters REMEDIES 2 names, only sigmoid does not
     sum to 1, and ipr_norm is an output normalization (not a weight map)."""
     assert set(WEIGHT_MAPS) == {"softmax", "ssmax", "logn", "critical", "adaptive_temperature", "topk", "entmax15",
                                 "sparsemax", "sigmoid"}
@@ -47,6 +47,30 @@ def test_registry_lists_every_variant_of_remedies():
     assert [k for k, v in VARIANTS.items() if not v.sums_to_one] == ["sigmoid"]
     assert {k for k, v in VARIANTS.items() if v.is_scaled_softmax} == {"softmax", "ssmax", "logn", "critical"}
     assert "ipr_norm" not in VARIANTS and get_output_normalization("ipr_norm").reference is ipr_norm
+
+
+def test_output_normalization_params_are_validated_by_the_registry():
+    """OutputNormalization.check_params fills defaults and refuses unknown or bad parameters, and the model's
+    ``check_output_params`` gives exactly its answers (one home for the rule). Catches a registry entry whose
+    parameters are not checked (a negative eps under the square root) or a second copy of the rules that drifts."""
+    from varsim.nn.weightmaps import check_output_params
+
+    spec = get_output_normalization("ipr_norm")
+    assert spec.param_names == ("eps",)
+    assert spec.check_params() == {"eps": 0.0} == check_output_params("ipr_norm")
+    assert spec.check_params(eps=1e-6) == {"eps": 1e-6} == check_output_params("ipr_norm", {"eps": 1e-6})
+    assert spec.check_params({"eps": None}) == {"eps": 0.0}
+    for bad, match in [({"eps": -1.0}, "ipr_norm parameter 'eps'.*>= 0"), ({"eps": math.nan}, "'eps'.*finite"),
+                       ({"scale": 2.0}, "attention_output 'ipr_norm' has no parameter.*scale.*its parameters: eps")]:
+        with pytest.raises(ValueError, match=match):
+            spec.check_params(bad)
+        with pytest.raises(ValueError, match=match):
+            check_output_params("ipr_norm", bad)
+    assert check_output_params("none") == {}
+    with pytest.raises(ValueError, match="attention_output 'none' takes no parameters"):
+        check_output_params("none", {"eps": 0.0})
+    with pytest.raises(ValueError, match="unknown attention_output 'layer'.*none, ipr_norm"):
+        check_output_params("layer")
 
 
 @pytest.mark.parametrize(

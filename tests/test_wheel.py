@@ -1,8 +1,9 @@
 """The package as users install it: a wheel, not an editable checkout.
 
-The fast test builds the wheel and checks what it holds (the figure package and its data, no top-level ``figures``
-package). The slow one installs it into a fresh virtual environment and runs ``varsim figures --quick`` from a
-directory outside the checkout, so nothing can be imported from the source tree.
+The fast test builds the wheel and checks what it holds (the figure package and its data, the teaching notebooks, no
+top-level ``figures`` package). The slow one installs it into a fresh virtual environment and runs ``varsim figures
+--quick`` and ``varsim demo --copy`` from a directory outside the checkout, so nothing can be imported from the source
+tree.
 """
 
 from __future__ import annotations
@@ -30,11 +31,13 @@ def wheel(tmp_path_factory) -> Path:
 
 
 def test_wheel_holds_the_figure_package_and_no_top_level_figures(wheel):
-    """The wheel ships varsim.figures (every registered figure module, the records source) and the committed
-    records directory if present; no top-level ``figures`` package and nothing outside ``varsim``.
+    """The wheel ships varsim.figures (every registered figure module, the records source), the committed records
+    directory if present and the teaching notebooks of ``varsim demo``; no top-level ``figures`` package and nothing
+    outside ``varsim``.
 
-    Catches a packaging that leaves the figure code in the repository only (``varsim figures`` would fail from a
-    wheel) or installs a top-level ``figures`` package that shadows other projects'."""
+    Catches a packaging that leaves the figure code or the notebooks in the repository only (``varsim figures`` or
+    ``varsim demo`` would fail from a wheel) or installs a top-level ``figures`` package that shadows other
+    projects'."""
     from varsim.figures import FIGURES
     from varsim.figures.reproduction import COMMITTED_DIR
 
@@ -48,6 +51,11 @@ def test_wheel_holds_the_figure_package_and_no_top_level_figures(wheel):
     committed = sorted(p.name for p in COMMITTED_DIR.glob("*")) if COMMITTED_DIR.is_dir() else []
     for name in committed:
         assert f"varsim/figures/data/reproduction/{name}" in names
+    assert "varsim/cli/demo.py" in names and "varsim/notebooks/__init__.py" in names
+    from varsim.notebooks import list_notebooks
+
+    for path, _ in list_notebooks():  # `varsim demo` reads them from the installed package
+        assert f"varsim/notebooks/{path.name}" in names
     meta = next(n for n in names if n.endswith("METADATA"))
     text = zipfile.ZipFile(wheel).read(meta).decode()
     assert "Name: varsim-attention" in text
@@ -56,7 +64,8 @@ def test_wheel_holds_the_figure_package_and_no_top_level_figures(wheel):
 @pytest.mark.slow
 def test_varsim_figures_quick_from_a_wheel_in_a_fresh_venv(wheel, tmp_path):
     """Install the wheel (dependencies from the package index, pip's cache) into a new venv and run ``varsim figures
-    --quick`` from a directory outside the checkout: every figure is written. Measured ~6-8 min on the loaded 2-core
+    --quick`` from a directory outside the checkout: every figure is written; ``varsim demo --copy`` writes every
+    notebook. Measured ~6-8 min on the loaded 2-core
     machine (venv + install ~1 min, Numba compilation and the quick reproduction the rest)."""
     env_dir = tmp_path / "venv"
     venv.EnvBuilder(with_pip=True, clear=True).create(env_dir)
@@ -78,3 +87,10 @@ def test_varsim_figures_quick_from_a_wheel_in_a_fresh_venv(wheel, tmp_path):
     probe = subprocess.run([str(bindir / "python"), "-c", "import varsim.figures as f; print(f.__file__)"],
                            cwd=work, env=env, capture_output=True, text=True, check=True)
     assert str(env_dir) in probe.stdout and str(ROOT) not in probe.stdout
+    # the teaching notebooks come with the wheel (py sources: jupytext is not a dependency of the wheel)
+    res = subprocess.run([str(bindir / "varsim"), "demo", "--copy", str(work / "class"), "--format", "py"], cwd=work,
+                         env=env, capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr[-2000:]
+    from varsim.notebooks import list_notebooks
+
+    assert sorted(p.name for p in (work / "class").iterdir()) == [p.name for p, _ in list_notebooks()]

@@ -113,6 +113,26 @@ class Param:
         return fvalue
 
 
+def _check_param_values(label: str, owner: str, params: tuple[Param, ...], given: dict) -> dict:
+    """``given`` checked against the declared ``params`` of ``owner`` (a weight map or an output normalization,
+    ``label`` its name in messages): every parameter converted and bounded, defaults filled in; an unknown or a
+    missing required parameter raises ``ValueError``. A value of None means "the default"."""
+    names = tuple(p.name for p in params)
+    unknown = sorted(set(given) - set(names))
+    if unknown:
+        raise ValueError(f"{label} has no parameter(s) {', '.join(unknown)}; its parameters: "
+                         f"{', '.join(names) if names else 'none'}")
+    out = {}
+    for p in params:
+        if given.get(p.name) is not None:
+            out[p.name] = p.check(owner, given[p.name])
+        elif p.default is not None:
+            out[p.name] = p.default
+        else:
+            raise ValueError(f"{label} needs parameter {p.name!r} ({p.help})")
+    return out
+
+
 # ----------------------------------------------------------------------------------------------------------------------
 # Input handling shared by the references
 
@@ -167,10 +187,6 @@ def entropy(logits) -> np.ndarray:
 
 # ----------------------------------------------------------------------------------------------------------------------
 # Weight maps: plain NumPy references (batched over leading axes)
-
-
-def _w_softmax(z, n):
-    return _softmax(z)
 
 
 def _w_scaled(factor_fn):
@@ -305,21 +321,7 @@ class Variant:
 
     def check_params(self, params: dict | None = None, **kwargs) -> dict:
         """All parameters, validated and with defaults filled in; unknown or missing ones raise ``ValueError``."""
-        given = {**(params or {}), **kwargs}
-        unknown = sorted(set(given) - set(self.param_names))
-        if unknown:
-            expected = ", ".join(self.param_names) if self.params else "none"
-            raise ValueError(f"attention {self.name!r} has no parameter(s) {', '.join(unknown)}; "
-                             f"its parameters: {expected}")
-        out = {}
-        for p in self.params:
-            if p.name in given and given[p.name] is not None:
-                out[p.name] = p.check(self.name, given[p.name])
-            elif p.default is not None:
-                out[p.name] = p.default
-            else:
-                raise ValueError(f"attention {self.name!r} needs parameter {p.name!r} ({p.help})")
-        return out
+        return _check_param_values(f"attention {self.name!r}", self.name, self.params, {**(params or {}), **kwargs})
 
     def weights(self, logits, n=None, **params) -> np.ndarray:
         """Reference weights, same shape as ``logits`` (keys on the last axis; ``-inf`` masks an entry).
@@ -429,6 +431,16 @@ class OutputNormalization:
     description: str
     params: tuple[Param, ...]
     reference: Callable = field(repr=False)
+
+    @property
+    def param_names(self) -> tuple[str, ...]:
+        return tuple(p.name for p in self.params)
+
+    def check_params(self, params: dict | None = None, **kwargs) -> dict:
+        """All parameters, validated and with defaults filled in; unknown or missing ones raise ``ValueError``
+        (the same rules as :meth:`Variant.check_params`)."""
+        return _check_param_values(f"attention_output {self.name!r}", self.name, self.params,
+                                   {**(params or {}), **kwargs})
 
 
 OUTPUT_NORMALIZATIONS: dict[str, OutputNormalization] = {

@@ -1,44 +1,21 @@
 """``varsim demo``: list the teaching notebooks, copy them where a teacher wants them, say how to open them.
 
-The notebooks are py:percent text files in the repository's ``notebooks/`` (diff-friendly, no outputs); like the
-figure scripts they ship with the source repository, so this command works from a checkout (``pip install -e .``).
+The notebooks are py:percent text files shipped inside the package (``varsim/notebooks/``, see
+:mod:`varsim.notebooks`), so this command works from an installed wheel as well as from a checkout.
 ``--copy DIR`` writes them as ``.ipynb`` (converted with jupytext) or as the ``.py`` sources (``--format py``).
 """
 
 from __future__ import annotations
 
 import argparse
-import re
 from pathlib import Path
 
 from varsim._common.atomic import atomic_write_text
+from varsim.notebooks import list_notebooks, notebooks_dir
 
-__all__ = ["register", "run", "notebooks_dir", "list_notebooks"]
+__all__ = ["register", "run"]
 
 FORMATS = ("ipynb", "py")
-
-
-def notebooks_dir() -> Path:
-    """The checkout's ``notebooks/`` directory (next to the imported ``varsim`` package)."""
-    import varsim
-
-    root = Path(varsim.__file__).resolve().parents[1]
-    nbdir = root / "notebooks"
-    if not nbdir.is_dir() or not any(nbdir.glob("[0-9]*.py")):
-        raise ValueError(
-            f"demo: no notebooks/ next to the varsim package (looked in {str(root)!r}); the notebooks ship with the "
-            "source repository: clone it and `pip install -e .`, then rerun"
-        )
-    return nbdir
-
-
-def list_notebooks() -> list[tuple[Path, str]]:
-    """``(path, title)`` of every notebook, in order (the title is the first Markdown heading)."""
-    out = []
-    for path in sorted(notebooks_dir().glob("[0-9]*.py")):
-        match = re.search(r"^# # (.+)$", path.read_text(encoding="utf-8"), flags=re.MULTILINE)
-        out.append((path, match.group(1).strip() if match else path.stem))
-    return out
 
 
 def register(parser: argparse.ArgumentParser) -> None:

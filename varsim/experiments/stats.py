@@ -16,9 +16,10 @@ natural unit of replication is the seed and comparisons are *paired* by seed:
   pooled data, not the interval to compare variants with.
 
 The Student-t quantiles, the t-test and the sign-flip enumeration are SciPy's (``scipy.stats``); the Wilson
-interval is varsim's one vectorised formula (``varsim.train.metrics.wilson_bounds``), checked against
-``scipy.stats.binomtest(...).proportion_ci(method="wilson")`` in the tests and many times faster on arrays of counts
-(``benchmarks/bench_wilson.py``). Log-log slope fits live in ``varsim._common.fits``.
+interval is varsim's one vectorised implementation, :func:`varsim._common.intervals.wilson_interval` (re-exported
+here and by ``varsim.train``), checked against ``scipy.stats.binomtest(...).proportion_ci(method="wilson")`` in the
+tests and many times faster on arrays of counts (``benchmarks/bench_wilson.py``). Log-log slope fits live in
+``varsim._common.fits``.
 """
 
 from __future__ import annotations
@@ -28,9 +29,9 @@ import math
 import numpy as np
 from scipy import stats as _st
 
+from varsim._common.intervals import wilson_interval
 from varsim._common.seeding import child_generator
 from varsim._common.validate import check_real
-from varsim.train.metrics import wilson_bounds
 
 __all__ = [
     "wilson_interval",
@@ -66,29 +67,6 @@ def _sample(name: str, values, *, minimum: int = 1) -> np.ndarray:
     if not np.all(np.isfinite(arr)):
         raise ValueError(f"{name} must contain only finite values")
     return arr
-
-
-def wilson_interval(successes, trials, *, confidence: float = 0.95):
-    """Wilson score interval for a binomial proportion ``successes / trials``.
-
-    Works elementwise on arrays (returns ``(low, high)`` arrays) or on scalars (returns floats).
-    The interval always lies in [0, 1] and contains ``successes / trials``.
-    """
-    confidence = _check_confidence(confidence)
-    k = np.asarray(successes)
-    n = np.asarray(trials)
-    if not (np.issubdtype(k.dtype, np.integer) or np.all(np.mod(k, 1) == 0)):
-        raise ValueError("successes must be integer counts")
-    if not (np.issubdtype(n.dtype, np.integer) or np.all(np.mod(n, 1) == 0)):
-        raise ValueError("trials must be integer counts")
-    if np.any(n < 1):
-        raise ValueError("trials must be >= 1")
-    if np.any(k < 0) or np.any(k > n):
-        raise ValueError("successes must lie in [0, trials]")
-    low, high = wilson_bounds(k, n, _st.norm.ppf(0.5 + confidence / 2))
-    if low.ndim == 0:
-        return float(low), float(high)
-    return low, high
 
 
 def t_interval(values, *, confidence: float = 0.95) -> dict:

@@ -70,7 +70,9 @@ from .layers import (
 )
 from .norms import get_norm, layernorm_backward, layernorm_forward
 
-__all__ = ["ModelConfig", "Transformer", "TASKS", "KEY_ENCODINGS", "DTYPES", "DEFAULT_MEMORY_BUDGET"]
+__all__ = [
+    "ModelConfig", "Transformer", "parameter_shapes", "TASKS", "KEY_ENCODINGS", "DTYPES", "DEFAULT_MEMORY_BUDGET",
+]
 
 TASKS = ("argmax", "dictionary")
 KEY_ENCODINGS = ("binary", "embedding")
@@ -189,6 +191,72 @@ def _name_key(name: str) -> int:
     return int.from_bytes(hashlib.sha256(name.encode("utf-8")).digest()[:8], "little") >> 1
 
 
+def _n_features(config: ModelConfig) -> int:
+    """Width of one token's input features."""
+    if config.task == "argmax":
+        return 1 + config.n_classes
+    return (config.key_bits if config.key_encoding == "binary" else 0) + config.value_vocab + 1
+
+
+def _theta_name(config: ModelConfig, block: int) -> str | None:
+    """Name of block ``block``'s learned weight-map parameter (e.g. ``block0.attn.ssmax_s``), or None."""
+    spec = config.attention_spec
+    return None if spec.trained_param is None else f"block{block}.attn.{spec.name}_{spec.trained_param}"
+
+
+def _parameter_table(config: ModelConfig) -> list[tuple]:
+    """(name, shape, init std or the constant 'zeros'/'ones' or ("fill", value)) in the stable parameter order."""
+    c = config
+    d, f = c.d_model, c.hidden
+    out = []
+
+    def mlp(prefix, dims):
+        for i, (a, b) in enumerate(zip(dims[:-1], dims[1:])):
+            out.append((f"{prefix}.{i}.w", (a, b), 1.0 / math.sqrt(a)))
+            out.append((f"{prefix}.{i}.b", (b,), "zeros"))
+
+    def ln(prefix):
+        out.append((f"{prefix}.gamma", (d,), "ones"))
+        out.append((f"{prefix}.beta", (d,), "zeros"))
+
+    n_in = _n_features(c)
+    embed_dims = [n_in] + [f] * (c.item_mlp_depth - 1) + [d]
+    mlp("embed", embed_dims)
+    if c.task == "dictionary" and c.key_encoding == "embedding":
+        # one-hot key block of the first layer's input: same scale as a weight row with fan-in n_in + 1
+        out.append(("embed.key_table", (c.key_vocab, embed_dims[1]), 1.0 / math.sqrt(n_in + 1)))
+    if c.task == "argmax":
+        out.append(("query", (d,), 1.0))
+    for b in range(c.n_blocks):
+        p = f"block{b}"
+        if c.pre_ln:
+            ln(f"{p}.ln1")
+        out.append((f"{p}.attn.w_qkv", (d, 3 * d), 1.0 / math.sqrt(d)))
+        theta = c.attention_spec.theta_init(c.n_heads, np.dtype(c.dtype))
+        if theta is not None:  # the weight map's learned per-head parameter (ssmax: s), a constant start
+            out.append((_theta_name(c, b), theta.shape, ("fill", float(theta[0]))))
+        out.append((f"{p}.attn.b_qkv", (3 * d,), "zeros"))
+        for name, init in get_norm(c.norm).params:
+            out.append((f"{p}.attn_norm.{name}", (d,), init))
+        out.append((f"{p}.attn.w_o", (d, d), 1.0 / math.sqrt(d)))
+        out.append((f"{p}.attn.b_o", (d,), "zeros"))
+        if c.pre_ln:
+            ln(f"{p}.ln2")
+        mlp(f"{p}.mlp", [d, f, d])
+    if c.pre_ln:
+        ln("final_ln")
+    mlp("head", [d] + [f] * (c.predictor_depth - 1) + [c.n_outputs])
+    return out
+
+
+def parameter_shapes(config: ModelConfig) -> dict[str, tuple[int, ...]]:
+    """``{name: shape}`` of the parameters of ``Transformer(config)``, in their stable order, without allocating
+    them (cost estimates, checkpoint checks). ``embed.0.w`` has shape ``(n_features, width)``."""
+    if not isinstance(config, ModelConfig):
+        raise ValueError(f"config must be a ModelConfig, got {type(config).__name__}")
+    return {name: tuple(shape) for name, shape, _ in _parameter_table(config)}
+
+
 class Transformer:
     """The model of the module docstring, with parameters in ``params`` (an ordered ``{name: array}`` dict).
 
@@ -213,54 +281,11 @@ class Transformer:
     # Parameters
 
     def _n_features(self) -> int:
-        c = self.config
-        if c.task == "argmax":
-            return 1 + c.n_classes
-        return (c.key_bits if c.key_encoding == "binary" else 0) + c.value_vocab + 1
+        return _n_features(self.config)
 
     def _shapes(self):
-        """(name, shape, init std or the constant 'zeros'/'ones') in the stable parameter order."""
-        c = self.config
-        d, f = c.d_model, c.hidden
-        out = []
-
-        def mlp(prefix, dims):
-            for i, (a, b) in enumerate(zip(dims[:-1], dims[1:])):
-                out.append((f"{prefix}.{i}.w", (a, b), 1.0 / math.sqrt(a)))
-                out.append((f"{prefix}.{i}.b", (b,), "zeros"))
-
-        def ln(prefix):
-            out.append((f"{prefix}.gamma", (d,), "ones"))
-            out.append((f"{prefix}.beta", (d,), "zeros"))
-
-        n_in = self._n_features()
-        embed_dims = [n_in] + [f] * (c.item_mlp_depth - 1) + [d]
-        mlp("embed", embed_dims)
-        if c.task == "dictionary" and c.key_encoding == "embedding":
-            # one-hot key block of the first layer's input: same scale as a weight row with fan-in n_in + 1
-            out.append(("embed.key_table", (c.key_vocab, embed_dims[1]), 1.0 / math.sqrt(n_in + 1)))
-        if c.task == "argmax":
-            out.append(("query", (d,), 1.0))
-        for b in range(c.n_blocks):
-            p = f"block{b}"
-            if c.pre_ln:
-                ln(f"{p}.ln1")
-            out.append((f"{p}.attn.w_qkv", (d, 3 * d), 1.0 / math.sqrt(d)))
-            theta = c.attention_spec.theta_init(c.n_heads, np.float64)  # only its shape and start value are used
-            if theta is not None:  # the weight map's learned per-head parameter (ssmax: s), a constant start
-                out.append((self._theta_name(b), theta.shape, ("fill", float(theta[0]))))
-            out.append((f"{p}.attn.b_qkv", (3 * d,), "zeros"))
-            for name, init in get_norm(c.norm).params:
-                out.append((f"{p}.attn_norm.{name}", (d,), init))
-            out.append((f"{p}.attn.w_o", (d, d), 1.0 / math.sqrt(d)))
-            out.append((f"{p}.attn.b_o", (d,), "zeros"))
-            if c.pre_ln:
-                ln(f"{p}.ln2")
-            mlp(f"{p}.mlp", [d, f, d])
-        if c.pre_ln:
-            ln("final_ln")
-        mlp("head", [d] + [f] * (c.predictor_depth - 1) + [c.n_outputs])
-        return out
+        """(name, shape, init) of every parameter in the stable order (:func:`_parameter_table`)."""
+        return _parameter_table(self.config)
 
     def _init_params(self, seq: np.random.SeedSequence) -> None:
         for name, shape, init in self._shapes():
@@ -278,8 +303,7 @@ class Transformer:
 
     def _theta_name(self, block: int) -> str | None:
         """Name of block ``block``'s learned weight-map parameter (e.g. ``block0.attn.ssmax_s``), or None."""
-        spec = self.config.attention_spec
-        return None if spec.trained_param is None else f"block{block}.attn.{spec.name}_{spec.trained_param}"
+        return _theta_name(self.config, block)
 
     def with_attention(self, attention: str, params: dict | None = None, **kwargs) -> "Transformer":
         """A copy of this model that evaluates with another weight map, e.g. ``model.with_attention("topk", k=8)``.

@@ -370,12 +370,4 @@ def check_output_params(output: str, output_params: dict | None = None) -> dict:
         return {}
     if not isinstance(output, str) or output not in OUTPUT_NORMALIZATIONS:
         raise ValueError(f"unknown attention_output {output!r}; expected one of {', '.join(OUTPUT_CHOICES)}")
-    spec = get_output_normalization(output)
-    given = dict(output_params or {})
-    names = [p.name for p in spec.params]
-    unknown = sorted(set(given) - set(names))
-    if unknown:
-        raise ValueError(f"attention_output {output!r} has no parameter(s) {', '.join(unknown)}; "
-                         f"its parameters: {', '.join(names)}")
-    return {p.name: (p.check(output, given[p.name]) if given.get(p.name) is not None else p.default)
-            for p in spec.params}
+    return get_output_normalization(output).check_params(output_params)

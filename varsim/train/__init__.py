@@ -19,11 +19,12 @@ normalization (default one-block model, seeds 0-2): ``steps=1000, lr=5e-3, batch
 Nothing here imports varsim.sim.
 """
 
+from varsim._common.intervals import wilson_interval
 from varsim.train.checkpoint import latest_checkpoint, list_checkpoints, load_checkpoint, read_checkpoint
 from varsim.train.config import TrainConfig
 from varsim.train.evaluate import DEFAULT_LENGTHS, evaluate
 from varsim.train.loop import train, training_batch
-from varsim.train.metrics import read_metrics, wilson_interval
+from varsim.train.metrics import read_metrics
 
 __all__ = [
     "TrainConfig",

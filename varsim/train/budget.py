@@ -38,7 +38,6 @@ __all__ = [
     "STEP_OVERHEAD_S",
     "TRAIN_MAX_HOURS",
     "EVALUATE_MAX_HOURS",
-    "parameter_shapes",
     "training_cost",
     "evaluation_cost",
     "check_training_cost",
@@ -82,26 +81,11 @@ class Cost:
 # Sizes of the model
 
 
-def parameter_shapes(model_config) -> dict[str, tuple[int, ...]]:
-    """``{name: shape}`` of the parameters a :class:`varsim.nn.model.Transformer` with ``model_config`` would have,
-    computed without allocating them (from the model's own shape table)."""
-    from varsim.nn.model import Transformer
-
-    shell = Transformer.__new__(Transformer)  # the shape table needs only the config, not the parameters
-    shell.config = model_config
-    shell.dtype = __import__("numpy").dtype(model_config.dtype)  # the weight map's per-head parameter table needs it
-    return {name: tuple(shape) for name, shape, _ in shell._shapes()}
-
-
-def _n_features(mcfg) -> int:
-    if mcfg.task == "argmax":
-        return 1 + mcfg.n_classes
-    return (mcfg.key_bits if mcfg.key_encoding == "binary" else 0) + mcfg.value_vocab + 1
-
-
 def _state(mcfg, copies: int) -> tuple[int, int]:
     """(bytes of ``copies`` float copies of every parameter, plus the float64 draw of the largest at init; number
     of parameters). Blocks all have the same parameters, so the table is built for one and two blocks only."""
+    from varsim.nn.model import parameter_shapes
+
     one = [math.prod(s) for s in parameter_shapes(dataclasses.replace(mcfg, n_blocks=1)).values()]
     two = [math.prod(s) for s in parameter_shapes(dataclasses.replace(mcfg, n_blocks=2)).values()]
     count = sum(one) + (mcfg.n_blocks - 1) * (sum(two) - sum(one))
@@ -110,8 +94,10 @@ def _state(mcfg, copies: int) -> tuple[int, int]:
 
 
 def _embed_dims(mcfg) -> list[int]:
-    f, d = mcfg.hidden, mcfg.d_model
-    return [_n_features(mcfg)] + [f] * (mcfg.item_mlp_depth - 1) + [d]
+    from varsim.nn.model import parameter_shapes
+
+    shapes = parameter_shapes(dataclasses.replace(mcfg, n_blocks=1))  # the item MLP does not depend on the blocks
+    return [shapes["embed.0.w"][0]] + [shapes[f"embed.{i}.w"][1] for i in range(mcfg.item_mlp_depth)]
 
 
 def _forward_flops(mcfg, t: int) -> float:

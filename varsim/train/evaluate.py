@@ -9,13 +9,13 @@ from pathlib import Path
 import numpy as np
 
 from varsim._common import blas as _blas
+from varsim._common.intervals import wilson_interval
 from varsim._common.progress import Progress
 from varsim._common.provenance import provenance
 from varsim._common.seeding import child_generator, root_sequence
 from varsim._common.validate import check_int, check_int_grid
 from varsim.tasks import check_set_size, make_batch
 from varsim.train.budget import check_evaluation_cost
-from varsim.train.metrics import wilson_interval
 
 __all__ = ["evaluate", "DEFAULT_LENGTHS", "evaluation_batch"]
 

@@ -1,4 +1,4 @@
-"""Accuracy intervals and the per-run metrics log (JSON lines)."""
+"""The per-run metrics log (JSON lines). (Accuracy intervals: :mod:`varsim._common.intervals`.)"""
 
 from __future__ import annotations
 
@@ -6,44 +6,9 @@ import json
 import math
 from pathlib import Path
 
-import numpy as np
-
 from varsim._common.atomic import atomic_write_text
-from varsim._common.validate import check_int, check_real
 
-__all__ = ["wilson_bounds", "wilson_interval", "MetricsLog", "read_metrics", "scan_metrics"]
-
-_Z95 = 1.959963984540054  # Phi^{-1}(0.975)
-
-
-def wilson_bounds(successes, trials, z: float):
-    """The Wilson score interval ``(low, high)`` for counts already checked (``0 <= successes <= trials``,
-    ``trials >= 1``), elementwise on arrays; the one formula behind every accuracy interval in varsim.
-
-    Unlike the Wald interval p +- z sqrt(p(1-p)/n) it stays inside [0, 1] and does not collapse to a point at
-    p = 0 or 1, which matters for accuracies near 100% at short lengths and near chance at long ones.
-    """
-    k = np.asarray(successes, dtype=np.float64)
-    n = np.asarray(trials, dtype=np.float64)
-    p = k / n
-    denom = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / denom
-    half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    # at k = 0 (k = n) the lower (upper) end is exactly 0 (1); do not let rounding say otherwise
-    low = np.where(k == 0, 0.0, np.clip(centre - half, 0.0, 1.0))
-    high = np.where(k == n, 1.0, np.clip(centre + half, 0.0, 1.0))
-    return low, high
-
-
-def wilson_interval(successes: int, n: int, *, z: float = _Z95) -> tuple[float, float]:
-    """Wilson score interval (:func:`wilson_bounds`) for one accuracy, 95% by default; ``(0, 1)`` when ``n == 0``."""
-    n = check_int("n", n, minimum=0)
-    successes = check_int("successes", successes, minimum=0, maximum=n)
-    z = check_real("z", z, minimum=0.0, strict_min=True)
-    if n == 0:
-        return 0.0, 1.0
-    lo, hi = wilson_bounds(successes, n, z)
-    return float(lo), float(hi)
+__all__ = ["MetricsLog", "read_metrics", "scan_metrics"]
 
 
 def _parse_record(raw: bytes):
