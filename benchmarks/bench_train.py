@@ -50,10 +50,8 @@ if ARGS is not None:
 import numpy as np  # noqa: E402
 
 from varsim.nn.model import ModelConfig, Transformer  # noqa: E402
-from varsim.tasks import make_batch  # noqa: E402
-
 from varsim.nn.optim import Adam  # noqa: E402
-
+from varsim.tasks import make_batch  # noqa: E402
 
 CONFIGS = {
     "argmax, 1 block, D=64": dict(task="argmax", d_model=64, n_heads=4, n_blocks=1),

@@ -8,8 +8,7 @@ import sys
 
 import pytest
 
-from varsim.figures import FIGURES, load, make
-from varsim.figures import _style
+from varsim.figures import FIGURES, _style, load, make
 from varsim.figures._style import jsonable
 from varsim.figures.probe import COMMITTED_DIR, COMMITTED_FILES, ProbeSource, probe_command, read_probe
 

@@ -378,7 +378,8 @@ def test_layers_refuse_mismatched_shapes():
 
 
 def test_bad_activation_and_eps_are_named_errors():
-    """An unknown activation name or a negative or non-finite eps is a ValueError naming it, not a KeyError or a silent NaN."""
+    """An unknown activation name or a negative or non-finite eps is a ValueError naming it, not a KeyError or a
+    silent NaN."""
     import pytest
 
     from varsim.nn.layers import activation_forward

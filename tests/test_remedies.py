@@ -3,8 +3,6 @@ end to end (locally and on Dask), the summary's statistics and table."""
 
 import json
 import subprocess
-import sys
-import types
 
 import numpy as np
 import pytest

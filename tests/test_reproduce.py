@@ -5,13 +5,11 @@ and invariants, never particular accuracies.
 """
 
 import json
-from pathlib import Path
 
 import pytest
 
 from varsim.experiments import reproduce
 from varsim.experiments.reproduce import ReproductionSettings, run_reproduction
-
 
 
 def _numbers(rec):

@@ -158,7 +158,8 @@ def test_failure_message_is_actionable_and_reproducible():
     """The message names the statistic, the attention, every N with estimate, SE, reference and z, the
     configuration and the rng; measure_variance with the printed seed and budget gives the same estimate bitwise."""
     with pytest.raises(AssertionError) as info:
-        assert_variance_matches(mean_pooling, _var(), [64], d_k=D_K, d_v=D_V, value_mean=1.0, rng=np.random.SeedSequence(7))
+        assert_variance_matches(mean_pooling, _var(), [64], d_k=D_K, d_v=D_V, value_mean=1.0,
+                                rng=np.random.SeedSequence(7))
     msg = str(info.value)
     for part in ("Var(o_j)", "mean_pooling", "N=64", "expected 0.0388", "z = -", "value_mean=1.0", "rerun with rng=7",
                  "tolerance 5 SE + 1%"):

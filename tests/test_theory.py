@@ -236,7 +236,8 @@ def test_vectorised_shapes_and_scalars():
 def test_second_moment():
     """E[Y2^2]: N = 2 closed form (1e-10) and Var(Y2) >= 0. Catches a missing i != j term."""
     for beta in (0.5, 1.0, 3.0):
-        f = lambda dd, beta=beta: (1 - 0.5 / np.cosh(beta * dd / 2) ** 2) ** 2 * np.exp(-dd * dd / 4) / math.sqrt(4 * math.pi)
+        f = lambda dd, beta=beta: ((1 - 0.5 / np.cosh(beta * dd / 2) ** 2) ** 2 * np.exp(-dd * dd / 4)
+                                   / math.sqrt(4 * math.pi))
         ref = quad(f, -60, 60, epsabs=0, epsrel=1e-13, limit=500, points=[0.0])[0]
         assert T.ipr_second_moment(2, beta) == pytest.approx(ref, rel=1e-10)
     for n in (16, 1024, 1e9):
@@ -503,7 +504,8 @@ def _warning_grid():
     calls = []
     for b in (0.0, 1e-9, 1e-4, 0.3, 2.0, 27.0, 60.0, 1e4):
         for n in (1.0, 2.0, 1e300):
-            calls += [lambda n=n, b=b: T.ipr_series(n, b), lambda n=n, b=b: T.truncated_series(n, T.series_coefficients(b)),
+            calls += [lambda n=n, b=b: T.ipr_series(n, b),
+                      lambda n=n, b=b: T.truncated_series(n, T.series_coefficients(b)),
                       lambda n=n, b=b: T.effective_exponent(n, b), lambda n=n, b=b: T.phase(n, b)]
             if b <= 27.0:  # the quadratures (their cost grows like beta)
                 calls.append(lambda n=n, b=b: T.ipr_and_exponent(n, b))

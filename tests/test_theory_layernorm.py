@@ -60,7 +60,8 @@ def test_conditional_variance_matches_quadrature():
     for d_v in (2, 3, 8, 64):
         for y in (1e-7, 1e-3, 0.05, 1.0):
             a = 1.3**2 * y
-            ref = integrate.quad(lambda c, a=a, d_v=d_v: a * c / (a * c + 0.01) * stats.chi2.pdf(c * d_v, d_v - 1) * d_v,
+            ref = integrate.quad(lambda c, a=a, d_v=d_v: (a * c / (a * c + 0.01)
+                                                         * stats.chi2.pdf(c * d_v, d_v - 1) * d_v),
                                  0, np.inf, limit=400, epsabs=0, epsrel=1e-12)[0]
             assert T.layernorm_conditional_variance(y, d_v, 0.01, sigma_v=1.3) == pytest.approx(ref, rel=1e-9)
     assert T.layernorm_conditional_variance(0.3, 8, 0.0) == 1.0

@@ -36,7 +36,8 @@ class Progress:
         frac = self.done / self.total
         eta = elapsed * (1 - frac) / frac if frac > 0 else float("nan")
         self.stream.write(
-            f"\r{self.label} {self.done}/{self.total} ({100 * frac:5.1f}%) elapsed {elapsed:6.1f}s eta {eta:6.1f}s {extra}"
+            f"\r{self.label} {self.done}/{self.total} ({100 * frac:5.1f}%) elapsed {elapsed:6.1f}s "
+            f"eta {eta:6.1f}s {extra}"
         )
         self.stream.flush()
 

@@ -19,7 +19,7 @@ COMMANDS = {
     "simulate": ("varsim.cli.simulate", "Monte Carlo variance of the softmax attention output over a grid of N"),
     "sweep": ("varsim.cli.sweep", "simulate a grid of (attention variant, parameters, beta, N) locally or on Dask"),
     "theory": ("varsim.cli.theory", "exact and asymptotic E[sum w^2] and related theory values"),
-    "figures": ("varsim.cli.figures", "draw every figure (theory, reproduction from committed records) into figures/out"),
+    "figures": ("varsim.cli.figures", "draw every figure (theory; experiments from committed data) into figures/out"),
     "train": ("varsim.cli.train", "train the small transformer on a synthetic task"),
     "evaluate": ("varsim.cli.evaluate", "evaluate a checkpoint at many set sizes"),
     "reproduce": ("varsim.cli.reproduce", "run the paper's length-generalization experiment"),

@@ -26,9 +26,9 @@ import math
 
 import numpy as np
 
+from varsim._common.fits import loglog_fit
 from varsim._common.seeding import child_generator
 from varsim._common.validate import check_int, check_int_grid, check_positive_int
-from varsim._common.fits import loglog_fit
 
 __all__ = ["probe_model", "correct_item", "PROBE_KEYS"]
 

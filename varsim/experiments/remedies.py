@@ -5,9 +5,9 @@ fields ``attentions``, ``inference_attentions``, ``depths``, ``lr_grid``), run b
 (``varsim reproduce OUTDIR --preset remedies [--quick]``).
 
 Grid (:func:`remedies_settings`): both tasks x residual architecture x norm none x trained attention {softmax, ssmax,
-logn (n0 = 16, the largest training length;
-unclamped, so the schedule acts during training, where N < 16 gives a factor < 1), sigmoid, entmax15, softmax + ipr_norm} x depth {1, 2} x 6 seeds; train
-lengths vary within 1..16 as in the reproduction. Residual only: the reproduction found the no-residual models learn
+logn (n0 = 16, the largest training length; unclamped, so the schedule acts during training, where N < 16 gives a
+factor < 1), sigmoid, entmax15, softmax + ipr_norm} x depth {1, 2} x 6 seeds; train lengths vary within 1..16 as in
+the reproduction. Residual only: the reproduction found the no-residual models learn
 less reliably and the remedies question is about the attention map; halving the grid keeps it in the 90-minute budget
 (``benchmarks/bench_remedies.py`` measures it).
 

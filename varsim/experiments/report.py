@@ -126,7 +126,8 @@ def render_remedies_table(summary: dict) -> str:
         f"Multiple-comparison correction: {summary['correction']}.",
         "",
         f"Accuracy: mean over seeds [{conf}% t interval]. Differences: variant minus softmax, paired by seed (the "
-        f"inference-only maps on the same weights), mean [{conf}% t interval], Holm-adjusted p; * marks p_holm <= 0.05.",
+        f"inference-only maps on the same weights), mean [{conf}% t interval], Holm-adjusted p; "
+        "* marks p_holm <= 0.05.",
     ]
     groups, paired = summary["groups"], summary["paired"]
     keys = []

@@ -268,7 +268,8 @@ class ReproductionSettings:
 
 
 def run_id(task: str, architecture: str, norm: str, seed_index: int, *, attention=None, depth=None) -> str:
-    """``task-architecture-norm-s<seed>``; on the remedies axis ``task-architecture-norm-attention-d<depth>-s<seed>``."""
+    """``task-architecture-norm-s<seed>``; on the remedies axis
+    ``task-architecture-norm-attention-d<depth>-s<seed>``."""
     if attention is None and depth is None:
         return f"{task}-{architecture}-{norm}-s{seed_index}"
     return f"{task}-{architecture}-{norm}-{attention or 'default'}-d{depth or 0}-s{seed_index}"

@@ -112,8 +112,9 @@ def make(
     read the committed records (default), the ``varsim reproduce`` directory ``results``, or, with ``rerun``, a
     full reproduction run (or resumed) into ``results`` (default ``results/reproduce``) first; ``quick`` runs a
     tiny one instead (smoke test). The real-model figures (``fig_probe_*``) read the committed probe results, or
-    the ``varsim probe-model`` JSON files ``probe_results``. The remedies figures read the remedies results directory ``remedies_results``;
-    without it they are skipped with one line on stderr when ``names`` is None (all figures), and refused
+    the ``varsim probe-model`` JSON files ``probe_results``. The remedies figures read the remedies results directory
+    ``remedies_results``; without it they are skipped with one line on stderr when ``names`` is None (all
+    figures), and refused
     (ValueError) when named.
     """
     from varsim._common.atomic import atomic_write_json, check_writable

@@ -86,7 +86,7 @@ def draw(data: dict):
     tau = data["tau"]
     with _style.style():
         fig, (ax,) = _style.new_figure(width=6.0, height=4.3)
-        families = [(rf"fixed query, $|q|^2 = d_k$ ($\beta = \tau$)", data["fixed"],
+        families = [(r"fixed query, $|q|^2 = d_k$ ($\beta = \tau$)", data["fixed"],
                      rf"$e^{{\tau^2}} = {data['fixed']['limit']:.4f}$")]
         families += [(rf"random query, $d_k = {r['d_k']}$", r,
                       rf"$(1 - 2\tau^2/d)^{{-d/2}} = {r['limit']:.4f}$") for r in data["random"]]

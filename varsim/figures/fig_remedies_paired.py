@@ -82,7 +82,8 @@ def draw(data: dict):
                         label=f"Holm-adjusted paired t-test p ≤ {data['alpha']:g}"),
                  Line2D([], [], color="0.3", marker="o", mfc="white", ls="none", ms=5,
                         label="not significant after Holm"),
-                 Line2D([], [], color="0.5", ls="--", lw=0.8, label=f"longest training set ($N = {data['train_max']}$)")]
+                 Line2D([], [], color="0.5", ls="--", lw=0.8,
+                        label=f"longest training set ($N = {data['train_max']}$)")]
         fig.legend(handles=[*handles.values(), *extra], loc="outside lower center", ncol=4, fontsize=8)
         fig.suptitle(f"Paired differences variant − softmax (same seed; same weights for inference-only maps), "
                      f"{conf}% t intervals over {data['seeds']} seeds;\nfilled marker: significant at "

@@ -133,7 +133,7 @@ def draw(data: dict):
         extra = [Line2D([], [], color="0.3", marker="o", ls="none", ms=5,
                         label=f"difference: Holm-adjusted paired t-test p ≤ {data['alpha']:g}"),
                  Line2D([], [], color="0.3", marker="o", mfc="white", ls="none", ms=5,
-                        label=f"difference: not significant after Holm")]
+                        label="difference: not significant after Holm")]
         fig.legend(handles=[*handles.values(), *extra], loc="outside lower center", ncol=4, fontsize=8)
         fig.suptitle(f"Accuracy (top) and paired differences variant − none (bottom), {conf}% t intervals over "
                      f"seeds;\nfilled marker: paired t-test significant at {data['alpha']:g} after Holm correction "

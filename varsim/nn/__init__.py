@@ -40,17 +40,16 @@ from .norms import (
     NORMS,
     Normalization,
     get_norm,
-    register_norm,
     layernorm_backward,
     layernorm_forward,
     layernorm_per_head_backward,
     layernorm_per_head_forward,
+    register_norm,
     standardize_backward,
     standardize_forward,
     standardize_per_head_backward,
     standardize_per_head_forward,
 )
-
 from .optim import Adam, AdamW
 from .weightmaps import (
     INFERENCE_ONLY_MAPS,

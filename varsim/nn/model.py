@@ -54,7 +54,6 @@ from .attention import (
     self_attention_backward,
     self_attention_forward,
 )
-from .weightmaps import TRAINABLE_MAPS, AttentionSpec, make_attention
 from .layers import (
     ACTIVATIONS,
     activation_backward,
@@ -69,6 +68,7 @@ from .layers import (
     softmax_cross_entropy_forward,
 )
 from .norms import get_norm, layernorm_backward, layernorm_forward
+from .weightmaps import TRAINABLE_MAPS, AttentionSpec, make_attention
 
 __all__ = [
     "ModelConfig", "Transformer", "parameter_shapes", "TASKS", "KEY_ENCODINGS", "DTYPES", "DEFAULT_MEMORY_BUDGET",

@@ -57,7 +57,8 @@ def _build_tokenizer(reader, path: Path):
     tk = require("tokenizers", "building the GGUF tokenizer")
     model_kind = _field(reader, "tokenizer.ggml.model")
     if model_kind != "gpt2":
-        raise ValueError(f"model {str(path)!r}: tokenizer type {model_kind!r} is not supported (only byte-level BPE 'gpt2')")
+        raise ValueError(f"model {str(path)!r}: tokenizer type {model_kind!r} is not supported "
+                         "(only byte-level BPE 'gpt2')")
     pre_kind = _field(reader, "tokenizer.ggml.pre", "gpt2")
     if pre_kind not in PRE_TOKENIZERS:
         raise ValueError(f"model {str(path)!r}: pre-tokenizer {pre_kind!r} is not supported; "

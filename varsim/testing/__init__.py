@@ -59,8 +59,8 @@ _HYPOTHESIS_NAMES = {
 }
 
 try:  # register the Hypothesis profiles and export the strategies when Hypothesis is installed
-    from .profiles import MC_MAX_EXAMPLES, MC_PROFILE, MC_PROFILE_DERANDOMIZED, mc_settings, register_profiles
-    from .strategies import annealed_beta_max, attention_configs, n_grids, seeds, value_laws
+    from .profiles import MC_MAX_EXAMPLES, MC_PROFILE, MC_PROFILE_DERANDOMIZED, mc_settings, register_profiles  # noqa: F401
+    from .strategies import annealed_beta_max, attention_configs, n_grids, seeds, value_laws  # noqa: F401
 
     __all__ += list(_HYPOTHESIS_NAMES)
 except ImportError:  # pragma: no cover - exercised only without hypothesis
