@@ -108,3 +108,10 @@ def test_bad_variant_input_is_one_line(capsys, argv, word):
 def test_random_query_with_a_variant_is_refused(capsys):
     line = _fails(capsys, ["--n", "64", "--d", "16", "--query", "random", "--attention", "ssmax"])
     assert "query" in line and "ssmax" in line
+
+
+def test_sigmoid_underflow_is_marked_not_zero(capsys):
+    """At N = 1e300 the quadrature's E[s^2] underflows to 0 (true N E[s^2] ~ e^2/1e300 > 0): the cell is null, not a
+    printed 0 that a reader would take for the value."""
+    row = _json(capsys, ["--n", "1e300", "--beta", "1", "--attention", "sigmoid"])["rows"][0]
+    assert row["ipr"] is None and row["var"] is None and row["wsum"] == pytest.approx(T.sigmoid_moments(1e300, 1.0)[2])

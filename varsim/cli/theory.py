@@ -252,8 +252,13 @@ def compute_variant(model: dict, variant: dict, ns) -> list[dict]:
         y2, var_s1, s1 = (np.atleast_1d(np.asarray(a, dtype=np.float64)) for a in T.sigmoid_moments(n_arr, beta))
         sv, mu = variant["value_scale"], variant["value_mean"]
         for n, a, v, m in zip(n_arr, y2, var_s1, s1):
-            rows.append({"n": float(n), "ipr": float(a), "n_ipr": float(n) * float(a), "wsum_var": float(v),
-                         "wsum": float(m), "var": sv * sv * float(a) + mu * mu * float(v)})
+            # sigmoid > 0, so E[sum w^2] > 0 (and Var(sum w) > 0 for beta != 0): an exact 0 is the quadrature's
+            # underflow at huge N (N E[s^2] ~ e^{2 beta^2}/N needs E[s^2] below 1e-308), shown as n/a
+            a = None if a == 0.0 else float(a)
+            v = None if v == 0.0 and beta != 0.0 else float(v)
+            var = None if a is None or v is None else sv * sv * a + mu * mu * v
+            rows.append({"n": float(n), "ipr": a, "n_ipr": None if a is None else float(n) * a, "wsum_var": v,
+                         "wsum": float(m), "var": var})
     elif kind == "topk_bound":
         lower, upper = T.topk_ipr_bounds(params["k"])
         for n in n_arr:
@@ -291,7 +296,7 @@ def _variant_table(model: dict, variant: dict, rows: list[dict]) -> str:
                      f"E[sum w^2] by quadrature ({MARK} where beta_N > {1e4:g}); phase: THEORY.md 3.2")
     elif kind == "sigmoid":
         lines.append(f"Var(o_j) = sigma_v^2 E[sum w^2] + mu_v^2 Var(sum w) with sigma_v = {variant['value_scale']:g}, "
-                     f"mu_v = {variant['value_mean']:g} (REMEDIES 1, 3; exact quadrature)")
+                     f"mu_v = {variant['value_mean']:g} (REMEDIES 1, 3; exact quadrature; {MARK} where it underflows)")
     else:
         lines.append(f"top-k bound 1/k <= sum w^2 <= 1 for any logits (THEORY 4d); exact softmax value where k >= N, "
                      f"{MARK} otherwise (Monte Carlo: varsim simulate --attention topk)")
