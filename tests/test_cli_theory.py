@@ -138,7 +138,8 @@ def test_beta_at_the_documented_limit():
 def test_cli_stderr_is_empty():
     """A subprocess run over overflow-prone arguments (beta = 27 at N = 1 ... 1e300, a random query with
     d < 2 tau^2) writes nothing to stderr: no RuntimeWarning reaches the terminal."""
-    for argv in (["--n", "1", "16", "1e300", "--beta", "27"], ["--n", "64", "--d", "1", "--tau", "1.5", "--query", "random"]):
+    for argv in (["--n", "1", "16", "1e300", "--beta", "27"],
+                 ["--n", "64", "--d", "1", "--tau", "1.5", "--query", "random"]):
         res = subprocess.run([sys.executable, "-m", "varsim", "theory", *argv], capture_output=True, text=True,
                              timeout=600, check=False)
         assert res.returncode == 0 and res.stderr == "", res.stderr

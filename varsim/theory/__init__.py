@@ -11,7 +11,10 @@ For i.i.d. Gaussian keys and a fixed query the logits are i.i.d. ``N(0, beta^2)`
   :func:`random_query_series_coefficients` -- query ``q ~ N(0, I_d)`` (``random_query``);
 * :func:`rem_psi`, :func:`rem_thresholds`, :func:`effective_exponent`, :func:`phase`, :func:`frozen_a_n`,
   :func:`frozen_ipr` -- REM phases (``rem``);
-* LayerNorm (``layernorm``) and standardisation / SSMax (``remedies``).
+* LayerNorm (``layernorm``) and standardisation / SSMax (``remedies``);
+* attention variants of ``varsim.variants`` (``remedies``): :func:`variant_beta`, :func:`variant_ipr` (softmax with an
+  N-dependent temperature: ssmax, logn, critical; and sigmoid), :func:`sigmoid_moments`, :func:`sigmoid_variance`,
+  :func:`topk_ipr_bounds`, :func:`adaptive_switch_off_entropy`.
 
 Every function validates its arguments and raises ``ValueError`` naming the parameter.
 """
@@ -35,7 +38,18 @@ from varsim.theory.random_query import (
     random_query_series_coefficients,
 )
 from varsim.theory.rem import PHASES, effective_exponent, frozen_a_n, frozen_ipr, phase, rem_psi, rem_thresholds
-from varsim.theory.remedies import fixed_standardized_variance, ipr_normalized_variance, ssmax_beta, ssmax_ipr
+from varsim.theory.remedies import (
+    adaptive_switch_off_entropy,
+    fixed_standardized_variance,
+    ipr_normalized_variance,
+    sigmoid_moments,
+    sigmoid_variance,
+    ssmax_beta,
+    ssmax_ipr,
+    topk_ipr_bounds,
+    variant_beta,
+    variant_ipr,
+)
 from varsim.theory.series import generic_series_coefficients, ipr_series, series_coefficients, truncated_series
 
 __all__ = [
@@ -43,6 +57,7 @@ __all__ = [
     "N_MAX",
     "PHASES",
     "Estimate",
+    "adaptive_switch_off_entropy",
     "chi_nodes",
     "decay_exponent",
     "effective_exponent",
@@ -70,7 +85,12 @@ __all__ = [
     "rem_psi",
     "rem_thresholds",
     "series_coefficients",
+    "sigmoid_moments",
+    "sigmoid_variance",
     "ssmax_beta",
     "ssmax_ipr",
+    "topk_ipr_bounds",
     "truncated_series",
+    "variant_beta",
+    "variant_ipr",
 ]
