@@ -96,8 +96,8 @@ def _variants(args: argparse.Namespace) -> dict:
 
 def build_grid(args: argparse.Namespace):
     """The :class:`~varsim.experiments.sweep.SweepGrid` of the parsed flags."""
-    from varsim.cli.simulate import parse_grid
     from varsim._common.validate import check_real
+    from varsim.cli.simulate import parse_grid
     from varsim.experiments.sweep import SweepGrid
 
     betas = []
