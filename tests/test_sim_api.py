@@ -104,7 +104,7 @@ def test_result_fields_and_rerun_from_config():
 def test_json_round_trip(tmp_path):
     """to_json / from_json preserve every array, scalar and the config; the file is one record per N ("rows", with
     n, var, var_se, ipr, mean, global_mean, global_var in each) plus slope, slope_se, config, seed, provenance, and
-    the rows form a table in one line (the json_normalize-style use the issue asks for)."""
+    the rows form a table in one line (`pandas.json_normalize(d, "rows")`)."""
     res = simulate([16, 32, 64], query="random", **SMALL)
     path = res.to_json(tmp_path / "r.json")
     raw = json.loads(path.read_text())

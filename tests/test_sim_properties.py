@@ -5,7 +5,6 @@ quadrature); where ``varsim.theory.expected_ipr`` / ``random_query_ipr`` exist t
 numbers. Tolerance: ``|est - ref| <= 5 SE + 1% ref`` with the estimator's own batch-means SE; fixed seeds.
 """
 
-import importlib
 import math
 
 import numpy as np
@@ -14,16 +13,8 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
+from varsim import theory as th
 from varsim.sim import measure_variance, simulate
-
-
-def _theory():
-    """``varsim.theory`` if it already provides the exact IPR functions, else None."""
-    try:
-        mod = importlib.import_module("varsim.theory")
-    except ImportError:
-        return None
-    return mod if hasattr(mod, "expected_ipr") and hasattr(mod, "random_query_ipr") else None
 
 
 def _close(est, se, ref, rel=0.01):
@@ -41,9 +32,7 @@ def test_p2_fixed_query_level():
     res = simulate([256], d_k=16, d_v=16, n_sequences=2000, seed=2)
     _close(res.var[0], res.var_se[0], EXACT_B1_N256)
     _close(res.ipr[0], res.ipr_se[0], EXACT_B1_N256)
-    th = _theory()
-    if th is not None:
-        assert th.expected_ipr(256, 1.0) == pytest.approx(EXACT_B1_N256, rel=1e-5)
+    assert th.expected_ipr(256, 1.0) == pytest.approx(EXACT_B1_N256, rel=1e-5)
 
 
 def test_p2_value_law_and_per_coordinate_means():
@@ -88,9 +77,7 @@ def test_p5_frozen_side_level():
     _close(res.var[0], res.var_se[0], 0.54501)
     _close(res.ipr[0], res.ipr_se[0], 0.54501)
     assert res.beta[0] == pytest.approx(6.0)
-    th = _theory()
-    if th is not None:
-        assert th.expected_ipr(256, 6.0) == pytest.approx(0.54501, rel=1e-4)
+    assert th.expected_ipr(256, 6.0) == pytest.approx(0.54501, rel=1e-4)
 
 
 def test_p5_norm_and_temperature_enter_only_through_beta():
@@ -113,9 +100,7 @@ def test_p7_random_query_level(sampler):
     res = simulate([256], d_k=32, d_v=8, query="random", n_sequences=2000, seed=9, sampler=sampler)
     _close(256 * res.var[0], 256 * res.var_se[0], 2.70687)
     assert res.beta is None
-    th = _theory()
-    if th is not None:
-        assert 256 * th.random_query_ipr(256, 32, 1.0) == pytest.approx(2.70687, rel=1e-4)
+    assert 256 * th.random_query_ipr(256, 32, 1.0) == pytest.approx(2.70687, rel=1e-4)
 
 
 def test_coupled_values_do_not_vanish():
@@ -186,7 +171,6 @@ def test_logits_sampler_has_the_full_samplers_law(query):
     assert abs(full.var[0] - logits.var[0]) <= 5 * math.hypot(full.var_se[0], logits.var_se[0])
 
 
-@pytest.mark.skipif(_theory() is None, reason="varsim.theory.expected_ipr not available yet")
 @settings(max_examples=4)
 @given(
     n=st.integers(64, 2048),
@@ -197,9 +181,8 @@ def test_logits_sampler_has_the_full_samplers_law(query):
 def test_ipr_matches_exact_theory(n, d, beta):
     """Hypothesis over THEORY.md 7's safe ranges (N in [64, 2048], d in {8..64}, beta in [0, 1.5]), full sampler,
     M*N*d <= 1e7: mean sum w^2 and Var(o_j) agree with the exact quadrature varsim.theory.expected_ipr(N, beta)
-    (the fixed P2-P5 examples above cover the case without varsim.theory). Catches an ignored temperature or norm
+    (the fixed P2-P5 examples above check THEORY.md reference values). Catches an ignored temperature or norm
     anywhere in the range, and 1/d scaling for every d."""
-    th = _theory()
     m = max(32, min(4000, int(1e7 // (n * d))))
     exact = th.expected_ipr(n, beta)
     res = simulate([n], d_k=d, d_v=d, query_norm=beta * math.sqrt(d), n_sequences=m, seed=15)

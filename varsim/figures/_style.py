@@ -15,6 +15,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from varsim._common.atomic import atomic_write_bytes  # noqa: E402
+from varsim._common.jsonio import jsonable  # noqa: E402  (re-exported: one home for figure data as JSON)
 
 __all__ = ["plt", "COLORS", "MARKERS", "SMOKE_TEST_LABEL", "style", "new_figure", "finish", "save", "draw_and_save",
            "computed_footer", "jsonable", "array", "pm", "log2_ticks"]
@@ -149,23 +150,6 @@ def save(fig, outdir, name: str) -> list[Path]:
         paths.append(atomic_write_bytes(outdir / f"{name}.{ext}", buf.getvalue()))
     plt.close(fig)
     return paths
-
-
-def jsonable(obj):
-    """Plain Python data (lists, floats, None for non-finite) so figure data can be stored as JSON."""
-    if isinstance(obj, dict):
-        return {str(k): jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [jsonable(v) for v in obj]
-    if isinstance(obj, np.ndarray):
-        return jsonable(obj.tolist())
-    if isinstance(obj, (bool, np.bool_)):
-        return bool(obj)
-    if isinstance(obj, (int, np.integer)):
-        return int(obj)
-    if isinstance(obj, (float, np.floating)):
-        return float(obj) if math.isfinite(float(obj)) else None
-    return obj
 
 
 def array(values) -> np.ndarray:
