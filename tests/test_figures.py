@@ -302,6 +302,18 @@ def test_missing_committed_records_fail_before_any_work(tmp_path, monkeypatch, c
     assert not (tmp_path / "o" / "fig_decay_exponent.json").exists()
 
 
+def test_all_figures_without_committed_records_skip_the_reproduction_ones(tmp_path, monkeypatch, capsys):
+    """`varsim figures` (no --only) on a build without committed records draws the rest, says in one line what it
+    skipped and exits 0; catches a Quickstart that fails outright, or silently omits figures, without data."""
+    monkeypatch.setattr(rp, "COMMITTED_DIR", tmp_path / "nothing")
+    monkeypatch.setattr(figures, "FIGURES", {k: figures.FIGURES[k] for k in ("fig_decay_exponent", "fig_repro_std")})
+    rc = main(["figures", "--outdir", str(tmp_path / "o"), "--no-progress"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 0 and len(err) == 1 and "skipping fig_repro_std" in err[0] and "--results" in err[0]
+    assert (tmp_path / "o" / "fig_decay_exponent.png").exists()
+    assert not (tmp_path / "o" / "fig_repro_std.json").exists()
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # Command line
 

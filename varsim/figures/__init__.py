@@ -131,8 +131,15 @@ def make(
     modules = [load(name) for name in names]  # validates every name before any work
     seed = check_int("seed", seed, minimum=0)
     source = ReproductionSource(quick=quick, seed=seed, results=results, rerun=rerun, progress=progress)
-    if not replot and any(name.startswith("fig_repro_") for name in names):
-        source.check()
+    repro = [name for name in names if name.startswith("fig_repro_")]
+    if repro and not replot:
+        if explicit or source.available:
+            source.check()  # ValueError naming results: no committed records and no --results / --rerun
+        else:  # drawing everything from a build without committed records: draw the rest, say what was left out
+            print(f"varsim figures: skipping {', '.join(repro)}: this build has no committed reproduction records "
+                  "(draw them with --results DIR, a `varsim reproduce DIR` directory, or --rerun)", file=sys.stderr)
+            modules = [m for name, m in zip(names, modules) if name not in repro]
+            names = [name for name in names if name not in repro]
     probe_source = ProbeSource(probe_results)
     if not replot and any(name.startswith("fig_probe_") for name in names):
         probe_source.check()  # a corrupt or partial probe file fails here, before any drawing

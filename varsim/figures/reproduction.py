@@ -307,9 +307,14 @@ class ReproductionSource:
         self.progress = sys.stderr.isatty() if progress is None else bool(progress)
         self._data: dict | None = None
 
+    @property
+    def available(self) -> bool:
+        """False only for the default source (committed records) when this build has none."""
+        return self.results is not None or self.quick or (COMMITTED_DIR / "runs.json").is_file()
+
     def check(self) -> None:
         """Fail before any work when the default source, the committed records, is missing from this build."""
-        if self.results is None and not self.quick and not (COMMITTED_DIR / "runs.json").is_file():
+        if not self.available:
             raise ValueError(f"results: this build has no committed reproduction records ({COMMITTED_DIR}); draw "
                              "the reproduction figures from a run directory with --results DIR, or run one with "
                              "--rerun (about 30 min on 2 cores)")
