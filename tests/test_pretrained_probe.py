@@ -162,6 +162,24 @@ def test_probe_end_to_end_and_resume(models, tmp_path, monkeypatch):
     assert len(data["layer_summary"]) == 2
 
 
+def test_probe_rng_spec7(models):
+    """SPEC 7: ``rng=`` an int or SeedSequence gives the result of ``seed=`` with that value bit for bit (windows and
+    bootstrap intervals), a Generator a reproducible run; ``seed`` with ``rng`` is a ValueError. Catches an ignored
+    ``rng`` (default seed used), ``rng`` mapped to other streams than ``seed``, a silent choice when both are given."""
+    gg, _ = models
+    kw = dict(text=_words(2000, 2), lengths=[8, 16], windows=3, layers=[0], bootstrap=5)
+    keys = ("per_length", "slopes", "settings")
+    ref = probe_model(gg, seed=4, **kw)
+    for rng in (4, np.random.SeedSequence(4)):
+        res = probe_model(gg, rng=rng, **kw)
+        assert all(res[k] == ref[k] for k in keys)
+    assert probe_model(gg, seed=0, **kw)["per_length"] != ref["per_length"]
+    a, b = (probe_model(gg, rng=np.random.default_rng(9), **kw) for _ in range(2))
+    assert all(a[k] == b[k] for k in keys) and isinstance(a["settings"]["seed"], list)
+    with pytest.raises(ValueError, match="not both"):
+        probe_model(gg, seed=1, rng=1, **kw)
+
+
 def test_probe_encoder_fixed_position(models):
     """Encoders use a fixed query position (default 0 = [CLS]); N counts [CLS] and [SEP]."""
     _, bert = models

@@ -47,6 +47,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from varsim._common.seeding import SEED_DEFAULT
 from varsim._common.validate import check_choice, check_int, check_real
 
 __all__ = ["SWEEP_FORMAT", "SweepGrid", "sweep_cells", "cell_key", "cell_spawn_key", "run_cell", "run_sweep",
@@ -312,13 +313,15 @@ def _record(settings: dict, entropy, cells: list[dict], grid: SweepGrid) -> dict
             "cells": cells, "provenance": provenance()}
 
 
-def run_sweep(grid: SweepGrid, *, output=None, seed=0, scheduler: str | None = None, workers: int | None = None,
-              progress: bool = False) -> dict:
+def run_sweep(grid: SweepGrid, *, output=None, seed=SEED_DEFAULT, scheduler: str | None = None,
+              workers: int | None = None, progress: bool = False, rng=None) -> dict:
     """Simulate every cell of ``grid``; returns ``{"format", "settings", "seed", "grid", "cells", "provenance",
     "resumed", "elapsed_s"}`` with the records of the grid's cells in grid order.
 
     ``output``: results file (JSON, atomic, resumable; see module docstring). ``seed``: root seed (int or
-    ``SeedSequence``). ``scheduler`` (a Dask address) or ``workers`` (local processes; default one per core,
+    ``SeedSequence``); or ``rng`` instead (SPEC 7: an int or ``SeedSequence``, the same cells bit for bit as ``seed``
+    with that value, or a ``numpy.random.Generator``, from which the root entropy is drawn and recorded in "seed");
+    giving both is an error. ``scheduler`` (a Dask address) or ``workers`` (local processes; default one per core,
     ``1`` runs in this process): see :func:`varsim.experiments.executor.run_jobs`; the numbers do not depend on them.
     Everything is validated before the first job: unknown variants or parameters, bad values, cells the simulator
     would refuse, a total estimated work above ``grid.max_work``, an unwritable ``output`` or one that is not a
@@ -326,13 +329,13 @@ def run_sweep(grid: SweepGrid, *, output=None, seed=0, scheduler: str | None = N
     """
     from varsim._common.atomic import atomic_write_json, check_writable
     from varsim._common.progress import Progress
-    from varsim._common.seeding import root_sequence
+    from varsim._common.seeding import resolve_seed
 
     from .executor import check_executor_args, run_jobs
 
     if not isinstance(grid, SweepGrid):
         raise ValueError(f"grid must be a SweepGrid, got {type(grid).__name__}")
-    root = root_sequence(seed)
+    root = resolve_seed(seed, rng)
     entropy = root.entropy
     check_executor_args(scheduler, workers)
     if not isinstance(progress, bool):

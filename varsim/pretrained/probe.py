@@ -41,7 +41,7 @@ from varsim._common import blas as _blas
 from varsim._common.atomic import atomic_write_json, atomic_write_with, check_writable
 from varsim._common.progress import Progress
 from varsim._common.provenance import provenance
-from varsim._common.seeding import child_generator, seed_entropy
+from varsim._common.seeding import SEED_DEFAULT, child_generator, resolve_seed, seed_entropy
 from varsim._common.validate import check_int, check_int_grid
 
 from .loading import SHIPPED, file_digest, load_model
@@ -210,11 +210,12 @@ def probe_model(
     layers=None,
     query_position: int | None = None,
     bos: bool = False,
-    seed=0,
+    seed=SEED_DEFAULT,
     bootstrap: int = DEFAULT_BOOTSTRAP,
     out=None,
     progress: bool = False,
     blas_threads: int = 1,
+    rng=None,
 ) -> dict:
     """Run the probe and return the result dict (also written to ``out`` as JSON when given).
 
@@ -229,6 +230,9 @@ def probe_model(
     query_position  query row (default: -1, the last token, for causal models; 0 for encoders)
     bos             prepend the BOS token (causal models); it counts as one of the N keys
     bootstrap       bootstrap resamples for the slope intervals (0: none)
+    seed, rng       the root seed (int or SeedSequence; None: fresh entropy), or instead ``rng`` (SPEC 7: an int or
+                    SeedSequence, the same windows and intervals bit for bit as ``seed`` with that value, or a
+                    numpy Generator, from which the root entropy is drawn and recorded); giving both is an error
     blas_threads    BLAS threads during the forward passes (default 1: faster on a loaded machine, see
                     varsim._common.blas)
     """
@@ -236,7 +240,7 @@ def probe_model(
     windows = check_int("windows", windows, minimum=3)
     bootstrap = check_int("bootstrap", bootstrap, minimum=0)
     blas_threads = check_int("blas_threads", blas_threads, minimum=1)
-    seed_entropy(seed)  # validates seed
+    seed = resolve_seed(seed, rng)  # one root SeedSequence for the windows and the bootstrap
     if text is not None and text_files:
         raise ValueError("text: give either text or text_files, not both")
     if out is not None:

@@ -10,7 +10,7 @@ import numpy as np
 
 from varsim._common.progress import Progress
 from varsim._common.provenance import provenance
-from varsim._common.seeding import child_generator, root_sequence
+from varsim._common.seeding import SEED_DEFAULT as _SEED_DEFAULT, child_generator, resolve_seed
 from varsim._common.validate import check_positive_int
 
 from ._config import DISTRIBUTIONS, SimConfig, chunk_sizes, make_config
@@ -24,38 +24,6 @@ _SQRT3 = math.sqrt(3.0)
 # measure_variance streams are keyed (N, chunk, _MEASURE_STREAM): independent of simulate's (N, chunk) streams
 # under the same seed (both derive from one SeedSequence; PCG64 and the kernel state would share its first words).
 _MEASURE_STREAM = 1
-
-
-class _DefaultSeed(int):
-    """The default ``seed=0``, distinguishable from an explicit 0 so that ``seed`` together with ``rng`` is refused."""
-
-    def __repr__(self):
-        return "0"
-
-
-_SEED_DEFAULT = _DefaultSeed(0)
-
-
-def resolve_seed(seed, rng) -> np.random.SeedSequence:
-    """The root ``SeedSequence`` from ``seed=`` or ``rng=`` (SPEC 7); giving both is an error.
-
-    ``rng`` may be an int or a ``SeedSequence`` (the same streams as ``seed`` with that value, bit for bit), or a
-    ``numpy.random.Generator``, from which 128 bits of entropy are drawn for a fresh ``SeedSequence`` (this advances
-    the generator; the result records that entropy, so ``rng=numpy.random.SeedSequence(result.seed)`` reruns it).
-    """
-    if rng is None:
-        return root_sequence(int(seed) if isinstance(seed, _DefaultSeed) else seed)
-    if not isinstance(seed, _DefaultSeed):
-        raise ValueError("give seed or rng, not both")
-    if isinstance(rng, np.random.Generator):
-        entropy = [int(x) for x in rng.integers(0, 2**32, size=4, dtype=np.uint64)]
-        return np.random.SeedSequence(entropy)
-    if isinstance(rng, (np.random.SeedSequence, int, np.integer)) and not isinstance(rng, (bool, np.bool_)):
-        try:
-            return root_sequence(rng)
-        except ValueError as exc:
-            raise ValueError(str(exc).replace("seed", "rng", 1)) from None
-    raise ValueError(f"rng must be an int, a numpy SeedSequence or a numpy Generator, got {type(rng).__name__}")
 
 
 def simulate(
