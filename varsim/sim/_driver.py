@@ -10,7 +10,8 @@ import numpy as np
 
 from varsim._common.progress import Progress
 from varsim._common.provenance import provenance
-from varsim._common.seeding import SEED_DEFAULT as _SEED_DEFAULT, child_generator, resolve_seed
+from varsim._common.seeding import SEED_DEFAULT as _SEED_DEFAULT
+from varsim._common.seeding import child_generator, resolve_seed
 from varsim._common.validate import check_positive_int
 
 from ._config import DISTRIBUTIONS, SimConfig, chunk_sizes, make_config
