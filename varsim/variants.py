@@ -407,8 +407,11 @@ def ipr_norm(o, w, v, eps: float = 0.0) -> np.ndarray:
     """IPR normalization of an attention output (THEORY 4b): ``(o - (sum_i w_i) vbar) / sqrt(sum_i w_i^2 + eps)``.
 
     ``o (..., d_v)``, ``w (..., N)``, ``v (..., N, d_v)``; ``vbar`` is the mean of the N values of each example.
-    With values independent of the keys, each output coordinate then has variance ``sigma_v^2`` for every N (with
-    ``eps = 0`` and softmax weights, up to the ``(1 - 1/N)``-order effect of estimating ``vbar`` from the example).
+    With values independent of the keys, ``eps = 0`` and weights summing to 1, ``o - vbar = sum_i (w_i - 1/N)(v_i -
+    mu_v)``, so each output coordinate has variance ``sigma_v^2 (1 - E[1 / (N sum_i w_i^2)])``: exactly
+    ``sigma_v^2`` only with the known mean ``mu_v`` in place of ``vbar`` (THEORY 4b). Centring on the example's own
+    mean costs a fraction that does not vanish with N for diffuse softmax weights (``-> e^{-beta^2}`` in the annealed
+    phase, e.g. 0.37 at beta = 1; notebook 5 measures it).
     """
     o = np.asarray(o, dtype=np.float64)
     w = np.asarray(w, dtype=np.float64)
