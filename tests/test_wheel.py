@@ -65,8 +65,8 @@ def test_wheel_holds_the_figure_package_and_no_top_level_figures(wheel):
 def test_varsim_figures_quick_from_a_wheel_in_a_fresh_venv(wheel, tmp_path):
     """Install the wheel (dependencies from the package index, pip's cache) into a new venv and run ``varsim figures
     --quick`` from a directory outside the checkout: every figure is written; ``varsim demo --copy`` writes every
-    notebook. Measured ~6-8 min on the loaded 2-core
-    machine (venv + install ~1 min, Numba compilation and the quick reproduction the rest)."""
+    notebook; the remedies figures, which have no data in the package yet, are skipped with a line naming them.
+    Measured: 2 min 44 s on the 2-core machine (pip's cache warm)."""
     env_dir = tmp_path / "venv"
     venv.EnvBuilder(with_pip=True, clear=True).create(env_dir)
     bindir = env_dir / ("Scripts" if os.name == "nt" else "bin")
@@ -78,9 +78,14 @@ def test_varsim_figures_quick_from_a_wheel_in_a_fresh_venv(wheel, tmp_path):
     res = subprocess.run([str(bindir / "varsim"), "figures", "--quick", "--outdir", str(work / "out"),
                           "--no-progress"], cwd=work, env=env, capture_output=True, text=True, timeout=3600)
     assert res.returncode == 0, res.stderr[-2000:]
-    from varsim.figures import FIGURES
+    from varsim.figures import FIGURES, REMEDIES_PREFIX
 
+    skipped = [name for name in FIGURES if name.startswith(REMEDIES_PREFIX)]  # no remedies results ship yet
+    assert all(name in res.stderr for name in skipped)
     for name in FIGURES:
+        if name in skipped:
+            assert not (work / "out" / f"{name}.png").exists()
+            continue
         for ext in ("png", "pdf", "json"):
             assert (work / "out" / f"{name}.{ext}").stat().st_size > 1000, (name, ext)
     # the figure code came from the venv, not from this checkout
