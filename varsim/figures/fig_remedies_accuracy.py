@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 
 from . import _style
-from .remedies import chance_of, header, panels_of, source_of, variant_style
+from .remedies import chance_of, header, panel_lines, panels_of, source_of, variant_style
 
 NAME = "fig_remedies_accuracy"
 
@@ -23,13 +23,8 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, sourc
     summary, st = src["summary"], src["settings"]
     panels = panels_of(summary)
     for p in panels:
-        p["lines"] = [
-            {"variant": g["variant"], "kind": g["kind"], "n_seeds": g["n_seeds"], "mean": g["accuracy"]["mean"],
-             "ci_low": g["accuracy"]["ci_low"], "ci_high": g["accuracy"]["ci_high"],
-             "learned": g["in_distribution"]["learned"]}
-            for g in summary["groups"]
-            if (g["task"], g["architecture"], g["norm"], g["depth"]) == (p["task"], p["architecture"], p["norm"],
-                                                                         p["depth"]) and "accuracy" in g]
+        p["lines"] = panel_lines(summary, p, "accuracy",
+                                 extra=lambda g: {"learned": g["in_distribution"]["learned"]})
         p["chance"] = chance_of(st, p["task"])
     return {"name": NAME, **header(src, quick), "seeds": st["seeds"], "lengths": st["eval_lengths"],
             "train_max": st["train"].get("train_max", 16), "confidence": summary.get("confidence", 0.95),

@@ -13,7 +13,7 @@ import sys
 import numpy as np
 
 from . import _style
-from .remedies import header, panels_of, source_of, variant_style
+from .remedies import header, panel_lines, panels_of, source_of, variant_style
 
 NAME = "fig_remedies_weight"
 
@@ -24,13 +24,7 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, sourc
     summary, st = src["summary"], src["settings"]
     panels = panels_of(summary)
     for p in panels:
-        p["lines"] = [
-            {"variant": g["variant"], "kind": g["kind"], "n_seeds": g["n_seeds"],
-             "mean": g["weight_correct"]["mean"], "ci_low": g["weight_correct"]["ci_low"],
-             "ci_high": g["weight_correct"]["ci_high"]}
-            for g in summary["groups"]
-            if (g["task"], g["architecture"], g["norm"], g["depth"]) == (p["task"], p["architecture"], p["norm"],
-                                                                         p["depth"]) and "weight_correct" in g]
+        p["lines"] = panel_lines(summary, p, "weight_correct")
     return {"name": NAME, **header(src, quick), "seeds": st["seeds"], "lengths": st["probe_lengths"],
             "train_max": st["train"].get("train_max", 16), "confidence": summary.get("confidence", 0.95),
             "panels": panels}

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-__all__ = ["RemediesSource", "variant_style", "panels_of", "header", "OKABE_ITO"]
+__all__ = ["RemediesSource", "variant_style", "panels_of", "panel_lines", "header", "OKABE_ITO"]
 
 #: The eight Okabe-Ito colours (black first: the softmax baseline).
 OKABE_ITO = ("#000000", "#E69F00", "#56B4E9", "#009E73", "#0072B2", "#D55E00", "#CC79A7", "#F0E442")
@@ -130,6 +130,16 @@ def panels_of(summary: dict) -> list[dict]:
         out.append({"task": task, "architecture": arch, "norm": norm, "depth": depth, "title": title,
                     "order": order})
     return out
+
+
+def panel_lines(summary: dict, panel: dict, statistic: str, extra=None) -> list[dict]:
+    """The panel's groups as lines of ``statistic`` (``"accuracy"``, ``"weight_correct"``): mean and interval per N,
+    plus the fields ``extra(group)`` returns."""
+    key = (panel["task"], panel["architecture"], panel["norm"], panel["depth"])
+    return [{"variant": g["variant"], "kind": g["kind"], "n_seeds": g["n_seeds"], "mean": g[statistic]["mean"],
+             "ci_low": g[statistic]["ci_low"], "ci_high": g[statistic]["ci_high"], **(extra(g) if extra else {})}
+            for g in summary["groups"]
+            if (g["task"], g["architecture"], g["norm"], g["depth"]) == key and statistic in g]
 
 
 def chance_of(settings: dict, task: str) -> float:
