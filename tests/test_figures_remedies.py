@@ -1,5 +1,6 @@
 """Remedies figures (fig_remedies_*): drawn from a remedies results directory (a tiny quick slice made once), stamped
-in quick mode, Holm named and significance marked, and skipped with one line when there is no remedies source."""
+in quick mode, Holm named and significance marked; drawn from the committed summary by default (written by
+``python -m varsim.figures.remedies``), and skipped with one line when a build has no remedies source."""
 
 from __future__ import annotations
 
@@ -109,10 +110,14 @@ def test_okabe_ito_distinct_styles_for_many_variants():
     assert variant_style("v0", order, "inference")["ls"] != variant_style("v0", order, "trained")["ls"]
 
 
-def test_without_a_source_they_are_skipped_with_one_line(tmp_path, capsys):
-    """`varsim figures` (all figures) without --remedies-results skips the remedies figures with one line and still
-    draws the others, exit 0; naming one with --only is a one-line error, exit 2."""
+def test_without_a_source_they_are_skipped_with_one_line(tmp_path, capsys, monkeypatch):
+    """A build without the committed summary: `varsim figures` (all figures) without --remedies-results skips the
+    remedies figures with one line and still draws the others, exit 0; naming one with --only is a one-line error,
+    exit 2."""
     import varsim.figures.fig_repro_accuracy as fra  # noqa: F401  (import cost outside the timed part)
+    import varsim.figures.remedies as fr
+
+    monkeypatch.setattr(fr, "COMMITTED_DIR", tmp_path / "no-committed-summary")
 
     # only the cheap figures plus the remedies ones would be drawn: make(None, ...) draws everything, so exercise the
     # skip through make with the registry narrowed to one core figure and the remedies figures
@@ -154,3 +159,53 @@ def test_paper_grid_directory_is_refused(tmp_path, capsys):
                "--outdir", str(tmp_path / "o"), "--no-progress"])
     err = capsys.readouterr().err
     assert rc == 2 and "not a remedies summary" in err
+
+
+def test_committed_summary_is_the_default_source(slice_run, tmp_path, monkeypatch, capsys):
+    """`python -m varsim.figures.remedies RESULTS DEST` copies the summary, table, settings and lr selection; with
+    DEST as the package's committed directory, `varsim figures` draws the remedies figures from it without
+    --remedies-results, also in quick mode, and does not stamp them as a smoke test unless the runs are tiny (these
+    are: 40 steps). Catches a committed source that is ignored or a quick-mode stamp on real committed results."""
+    import varsim.figures.remedies as fr
+
+    results, _, _, _, summary = slice_run
+    dest = tmp_path / "committed"
+    assert fr.main([str(results), str(dest)]) == 0
+    assert sorted(p.name for p in dest.iterdir()) == sorted(fr.COMMITTED_FILES)
+    assert json.loads((dest / "summary.json").read_text()) == summary
+    monkeypatch.setattr(fr, "COMMITTED_DIR", dest)
+    src = fr.RemediesSource(None, quick=True)
+    assert src.available and src.from_committed
+    d = src.load()
+    assert d["origin"] == "committed remedies results" and "varsim/figures/data/remedies" in d["footer"]
+    assert d["smoke_test"] is True  # tiny runs stay stamped
+    big = json.loads((dest / "summary.json").read_text())
+    big["settings"]["train"]["steps"] = 3000
+    (dest / "summary.json").write_text(json.dumps(big))
+    assert fr.RemediesSource(None, quick=True).load()["smoke_test"] is False
+    out = tmp_path / "figs"
+    rc = main(["figures", "--quick", "--only", "fig_remedies_weight", "--outdir", str(out), "--no-progress"])
+    assert rc == 0, capsys.readouterr().err
+    assert (out / "fig_remedies_weight.png").exists()
+
+
+def test_write_committed_refuses_incomplete_and_foreign(tmp_path, capsys):
+    """An incomplete remedies summary is not committed without --allow-incomplete; a paper-grid summary never."""
+    import varsim.figures.remedies as fr
+
+    (tmp_path / "r").mkdir()
+    (tmp_path / "r" / "summary.json").write_text(json.dumps(
+        {"format": fr_format(), "runs": {"missing": ["a"], "corrupt": []}, "settings": {}}))
+    assert fr.main([str(tmp_path / "r"), str(tmp_path / "d")]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "missing" in err
+    assert fr.main([str(tmp_path / "r"), str(tmp_path / "d"), "--allow-incomplete"]) == 0
+    (tmp_path / "r" / "summary.json").write_text(json.dumps({"format": "varsim.reproduce.summary/1"}))
+    assert fr.main([str(tmp_path / "r"), str(tmp_path / "d2")]) == 2
+    assert "not a remedies summary" in capsys.readouterr().err
+
+
+def fr_format():
+    from varsim.experiments.remedies_summary import REMEDIES_SUMMARY_FORMAT
+
+    return REMEDIES_SUMMARY_FORMAT

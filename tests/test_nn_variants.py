@@ -107,6 +107,30 @@ def test_every_map_forward_equals_the_registry(case):
         assert np.all(w[~np.broadcast_to(mask, w.shape)] == 0), name
 
 
+def test_fast_inference_maps_match_the_registry_on_ties_short_rows_and_diffuse_rows():
+    """The transformer's own topk / entmax15 / adaptive / critical forwards (written for speed at long N) on the
+    cases random logits rarely hit: exact ties at the k-th value (the registry's argpartition rule must decide, not
+    a >= threshold that keeps every tied key), causal rows with fewer unmasked keys than k, rows where every key is
+    an entmax candidate next to rows with one (the candidate prefix is the longest row's), and float32 logits.
+    Catches a top-k that keeps k + ties, one that keeps masked keys, and an entmax prefix cut per row too short."""
+    t = 9
+    causal = np.tril(np.ones((t, t), bool))[None, None]
+    z = np.round(np.random.default_rng(3).standard_normal((2, 2, t, t)), 1)  # rounded: many exact ties
+    z[0, 0, 4] = 0.0  # a row of equal logits (every key an entmax candidate, all tied for top-k)
+    z[0, 1, 5] = np.where(np.arange(t) == 2, 5.0, 0.0)  # one dominant key
+    for dtype, rtol in ((np.float64, 1e-12), (np.float32, 2e-5)):
+        zz = np.where(causal, z, -np.inf).astype(dtype)
+        for name, params in (("topk", {"k": 1}), ("topk", {"k": 3}), ("topk", {"k": 8}), ("entmax15", {}),
+                             ("adaptive_temperature", {}), ("critical", {"c": 1.0, "beta0": 2.0})):
+            w, _ = WM.weight_map_forward(name, zz.copy(), causal, None, **params)
+            for h in range(2):
+                ref = VR.weights(name, zz[:, h].astype(np.float64), **params)
+                np.testing.assert_allclose(w[:, h], ref, rtol=rtol, atol=1e-6 if dtype == np.float32 else 1e-14,
+                                           err_msg=f"{name} {params} {dtype.__name__}")
+            if name == "topk":
+                assert np.all(np.count_nonzero(w > 0, axis=-1) <= params["k"]), params
+
+
 def test_forward_keeps_float32_and_unmasked_n():
     """float32 logits give float32 weights; without a mask n = T (catches n taken from another axis)."""
     z = np.random.default_rng(0).standard_normal((2, 2, 1, 5)).astype(np.float32)

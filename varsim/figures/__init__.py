@@ -17,10 +17,10 @@ The real-model figures (``fig_probe_*``) are drawn from the ``varsim probe-model
 that ship with the package (``varsim/figures/data/probe``, see :mod:`varsim.figures.probe`); ``--probe-results FILE
 ...`` draws a user's own probe files instead. They need no computation, so quick mode draws the same real data
 (no smoke-test stamp).
-The remedies figures (``fig_remedies_*``, :mod:`varsim.figures.remedies`) read a ``varsim reproduce DIR --preset
-remedies`` directory given as ``--remedies-results DIR``. No remedies records are committed yet: without that option
-``varsim figures`` skips them with one line on stderr and draws the others (naming one of them explicitly with
-``--only`` is an error instead).
+The remedies figures (``fig_remedies_*``, :mod:`varsim.figures.remedies`) are drawn from the summary of the last full
+remedies run that ships with the package (``varsim/figures/data/remedies``), or from a ``varsim reproduce DIR
+--preset remedies`` directory given as ``--remedies-results DIR``. A build without that summary skips them with one
+line on stderr and draws the others (naming one of them explicitly with ``--only`` is an error instead).
 
 Each figure's data is stored next to it as ``<name>.json``, so ``--replot`` redraws without recomputing. Importing
 this package loads neither Matplotlib nor NumPy.
@@ -55,7 +55,7 @@ FIGURES: dict[str, str] = {
     "fig_remedies_paired": "varsim.figures.fig_remedies_paired",
     "fig_remedies_weight": "varsim.figures.fig_remedies_weight",
 }
-#: Figures drawn from a remedies results directory (``--remedies-results``); skipped (one line) without one.
+#: Figures drawn from the remedies summary (committed, or ``--remedies-results``); skipped (one line) without one.
 REMEDIES_PREFIX = "fig_remedies_"
 
 #: Where the figures go by default: ``figures/out`` under the current directory (the checkout's root, usually).
@@ -112,10 +112,9 @@ def make(
     read the committed records (default), the ``varsim reproduce`` directory ``results``, or, with ``rerun``, a
     full reproduction run (or resumed) into ``results`` (default ``results/reproduce``) first; ``quick`` runs a
     tiny one instead (smoke test). The real-model figures (``fig_probe_*``) read the committed probe results, or
-    the ``varsim probe-model`` JSON files ``probe_results``. The remedies figures read the remedies results directory
-    ``remedies_results``; without it they are skipped with one line on stderr when ``names`` is None (all
-    figures), and refused
-    (ValueError) when named.
+    the ``varsim probe-model`` JSON files ``probe_results``. The remedies figures read the committed remedies
+    summary or the remedies results directory ``remedies_results``; when there is neither they are skipped with one
+    line on stderr when ``names`` is None (all figures), and refused (ValueError) when named.
     """
     from varsim._common.atomic import atomic_write_json, check_writable
     from varsim._common.validate import check_int
@@ -218,7 +217,7 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
                              "instead of the committed results of SmolLM2 and MiniLM")
     parser.add_argument("--remedies-results", default=None, metavar="DIR",
                         help="draw the remedies figures (fig_remedies_*) from this `varsim reproduce DIR --preset "
-                             "remedies` directory; without it they are skipped")
+                             "remedies` directory instead of the committed summary of the last full remedies run")
     parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                         help="status on stderr (default: when stderr is a terminal)")
     return parser

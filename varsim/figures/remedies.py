@@ -3,9 +3,13 @@
 The source is a results directory of ``varsim reproduce DIR --preset remedies``: its ``summary.json`` (written by
 :func:`varsim.experiments.remedies_summary.aggregate_remedies` at the end of the run, or by ``varsim reproduce DIR
 --aggregate-only``) holds every statistic the figures draw: accuracy per N with t intervals, paired differences
-against softmax with Holm-adjusted p-values over the whole grid, and the weight on the correct item. No remedies
-records ship with the package yet, so without ``--remedies-results DIR`` ``varsim figures`` skips these figures
-with one line (and draws the others).
+against softmax with Holm-adjusted p-values over the whole grid, and the weight on the correct item.
+
+The summary of the last full remedies run ships with the package (:data:`COMMITTED_DIR`, written by
+``python -m varsim.figures.remedies RESULTS_DIR``: ``summary.json``, ``table.md``, ``settings.json``,
+``selection.json``): that is what ``varsim figures`` draws by default; ``--remedies-results DIR`` draws another run.
+The figures need no computation, so quick mode draws the committed numbers too (unstamped); a results directory of
+the quick preset's tiny models is stamped "smoke test, not results".
 
 Style: one Okabe-Ito colour, marker and line style per variant (more variants than colours: the line style and
 marker tell them apart too); trained variants are solid lines, inference-only maps (applied to the softmax runs'
@@ -14,10 +18,16 @@ weights) dashed.
 
 from __future__ import annotations
 
-import json
+import sys
 from pathlib import Path
 
-__all__ = ["RemediesSource", "variant_style", "panels_of", "panel_lines", "header", "OKABE_ITO"]
+__all__ = ["RemediesSource", "COMMITTED_DIR", "COMMITTED_FILES", "write_committed", "variant_style", "panels_of",
+           "panel_lines", "header", "OKABE_ITO"]
+
+#: The summary of the last full remedies run, shipped with the package.
+COMMITTED_DIR = Path(__file__).resolve().parent / "data" / "remedies"
+#: what :func:`write_committed` copies from a results directory (``selection.json`` only when the grid had an lr grid)
+COMMITTED_FILES = ("summary.json", "table.md", "settings.json", "selection.json")
 
 #: The eight Okabe-Ito colours (black first: the softmax baseline).
 OKABE_ITO = ("#000000", "#E69F00", "#56B4E9", "#009E73", "#0072B2", "#D55E00", "#CC79A7", "#F0E442")
@@ -36,24 +46,31 @@ def variant_style(label: str, order: list, kind: str) -> dict:
 
 
 class RemediesSource:
-    """The remedies results directory of one ``varsim figures`` call (``None``: no source; the figures are skipped).
+    """The remedies numbers of one ``varsim figures`` call: the results directory ``results``, else the committed
+    summary (:data:`COMMITTED_DIR`) when this build has one, else none (the figures are skipped).
 
-    ``quick``: the figures are stamped "smoke test, not results" (also when the directory's runs are the quick
-    preset's tiny models, at most :data:`QUICK_STEPS` training steps)."""
+    ``quick``: the figures of a results directory are stamped "smoke test, not results" (also when its runs are
+    the quick preset's tiny models, at most :data:`QUICK_STEPS` training steps); the committed numbers are real
+    results in either mode."""
 
-    def __init__(self, results=None, *, quick: bool = False):
+    def __init__(self, results=None, *, quick: bool = False, committed=None):
         if results is not None and not str(results).strip():
             raise ValueError("remedies_results must not be empty")
         self.results = None if results is None else Path(results)
         if self.results is not None and not self.results.is_dir():
             raise ValueError(f"remedies_results {str(self.results)!r} is not a directory (run `varsim reproduce DIR "
                              "--preset remedies` into it first)")
+        self.committed = Path(COMMITTED_DIR if committed is None else committed)
         self.quick = bool(quick)
         self._data: dict | None = None
 
     @property
+    def from_committed(self) -> bool:
+        return self.results is None and (self.committed / "summary.json").is_file()
+
+    @property
     def available(self) -> bool:
-        return self.results is not None
+        return self.results is not None or self.from_committed
 
     def check(self) -> None:
         """ValueError naming ``remedies_results`` when there is no source or its summary is missing/corrupt."""
@@ -63,35 +80,67 @@ class RemediesSource:
         """``{"summary", "settings", "footer", "smoke_test", "origin", "source"}``, read once."""
         if self._data is not None:
             return self._data
-        from varsim.experiments.remedies_summary import REMEDIES_SUMMARY_FORMAT
-
-        if self.results is None:
-            raise ValueError("remedies_results: no remedies results; draw these figures from a `varsim reproduce DIR "
-                             "--preset remedies` directory with --remedies-results DIR")
-        path = self.results / "summary.json"
-        try:
-            summary = json.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise ValueError(f"remedies_results: {str(path)!r} not found; run `varsim reproduce {self.results} "
-                             "--preset remedies` (or --aggregate-only) first") from None
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise ValueError(f"remedies_results: {str(path)!r} cannot be read ({exc})") from None
-        if not isinstance(summary, dict) or summary.get("format") != REMEDIES_SUMMARY_FORMAT:
-            got = summary.get("format") if isinstance(summary, dict) else type(summary).__name__
-            raise ValueError(f"remedies_results: {str(path)!r} is not a remedies summary (format {got!r}, expected "
-                             f"{REMEDIES_SUMMARY_FORMAT!r}; a paper-grid directory goes to --results)")
+        if not self.available:
+            raise ValueError("remedies_results: no remedies results in this build; draw these figures from a "
+                             "`varsim reproduce DIR --preset remedies` directory with --remedies-results DIR")
+        committed = self.from_committed
+        where = self.committed if committed else self.results
+        summary = read_summary(where, "remedies_results")
         st = summary["settings"]
         tiny = int(st.get("train", {}).get("steps", QUICK_STEPS + 1)) <= QUICK_STEPS
         runs = summary.get("runs", {})
         prov = summary.get("provenance") or {}
         commit = prov.get("git_commit")
-        footer = (f"remedies results directory {self.results}: {runs.get('found', '?')} runs, {st['seeds']} seeds"
+        origin = "committed remedies results" if committed else "remedies results directory"
+        shown = "varsim/figures/data/remedies" if committed else str(self.results)
+        footer = (f"{origin} {shown}: {runs.get('found', '?')} runs, {st['seeds']} seeds"
                   + (f", aggregated at commit {commit[:10]}" if commit else "")
                   + (f" ({str(prov.get('created_utc', ''))[:10]})" if prov.get("created_utc") else "")
                   + (f"; {len(runs['missing'])} runs missing" if runs.get("missing") else ""))
-        self._data = {"summary": summary, "settings": st, "footer": footer, "source": str(self.results),
-                      "origin": "remedies results directory", "smoke_test": self.quick or tiny}
+        self._data = {"summary": summary, "settings": st, "footer": footer, "source": str(where),
+                      "origin": origin, "smoke_test": tiny or (self.quick and not committed)}
         return self._data
+
+
+def read_summary(directory, name: str = "results") -> dict:
+    """The remedies ``summary.json`` of ``directory``; ValueError naming ``name`` when it is missing, unreadable or
+    not a remedies summary."""
+    from varsim._common.jsonio import read_json
+    from varsim.experiments.remedies_summary import REMEDIES_SUMMARY_FORMAT
+
+    path = Path(directory) / "summary.json"
+    if not path.is_file():
+        raise ValueError(f"{name}: {str(path)!r} not found; run `varsim reproduce {directory} --preset remedies` "
+                         "(or --aggregate-only) first")
+    summary = read_json(path, what=f"{name}: remedies summary", expect=None)
+    if not isinstance(summary, dict) or summary.get("format") != REMEDIES_SUMMARY_FORMAT:
+        got = summary.get("format") if isinstance(summary, dict) else type(summary).__name__
+        raise ValueError(f"{name}: {str(path)!r} is not a remedies summary (format {got!r}, expected "
+                         f"{REMEDIES_SUMMARY_FORMAT!r}; a paper-grid directory goes to --results)")
+    return summary
+
+
+def write_committed(results, dest=COMMITTED_DIR, *, allow_incomplete: bool = False) -> list[Path]:
+    """Copy the remedies summary of the results directory ``results`` (and its table, settings and lr selection)
+    to ``dest`` (default: the package data, :data:`COMMITTED_DIR`); return the written paths. Refused (ValueError)
+    for a summary with missing or corrupt runs unless ``allow_incomplete``."""
+    from varsim._common.atomic import atomic_write_bytes
+
+    src = Path(results)
+    summary = read_summary(src, "results")
+    runs = summary.get("runs", {})
+    if (runs.get("missing") or runs.get("corrupt")) and not allow_incomplete:
+        raise ValueError(f"results: {src} has {len(runs.get('missing', []))} missing and "
+                         f"{len(runs.get('corrupt', []))} corrupt runs; finish it with `varsim reproduce {src} "
+                         "--preset remedies`")
+    dest = Path(dest)
+    dest.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name in COMMITTED_FILES:
+        if (src / name).is_file():
+            atomic_write_bytes(dest / name, (src / name).read_bytes())
+            written.append(dest / name)
+    return written
 
 
 def header(src: dict, quick: bool) -> dict:
@@ -145,3 +194,25 @@ def panel_lines(summary: dict, panel: dict, statistic: str, extra=None) -> list[
 def chance_of(settings: dict, task: str) -> float:
     model = settings.get("model", {})
     return 1 / model.get("n_classes", 10) if task == "argmax" else 1 / model.get("value_vocab", 16)
+
+
+def main(argv=None) -> int:
+    """``python -m varsim.figures.remedies RESULTS_DIR [DEST]``: commit a finished remedies run's summary."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m varsim.figures.remedies", description=main.__doc__)
+    parser.add_argument("results", help="a finished `varsim reproduce DIR --preset remedies` directory")
+    parser.add_argument("dest", nargs="?", default=str(COMMITTED_DIR), help=f"default {COMMITTED_DIR}")
+    parser.add_argument("--allow-incomplete", action="store_true", help="also a summary with missing runs")
+    args = parser.parse_args(argv)
+    try:
+        for path in write_committed(args.results, args.dest, allow_incomplete=args.allow_incomplete):
+            print(f"{path} ({path.stat().st_size / 1024:.0f} kB)")
+    except ValueError as exc:
+        print(f"varsim.figures.remedies: error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

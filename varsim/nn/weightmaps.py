@@ -18,12 +18,14 @@ map                           forward                                           
 ``logn``                      ``softmax(f(n) z)``, ``f = ln n / ln n0`` (>= 1    same, times ``f``
                               when clamped)
 ``sigmoid``                   ``sigmoid(z - ln n)`` (no normalization)           ``dw w (1 - w)``
-``entmax15``                  ``[z/2 - t]_+^2``, sum 1 (the registry's sort)     ``g dw - g (sum g dw)/(sum g)``,
-                                                                                 ``g = sqrt(w)`` (see below)
+``entmax15``                  ``[z/2 - t]_+^2``, sum 1 (the registry's sort,      ``g dw - g (sum g dw)/(sum g)``,
+                              of the candidates ``z/2 > max z/2 - 1`` only)      ``g = sqrt(w)`` (see below)
 ``sparsemax``                 ``[z - t]_+``, sum 1 (the registry's sort)         ``1_S (dw - mean_S dw)``
-``critical``                  the registry's reference                           none (inference only)
-``adaptive_temperature``      the registry's reference                           none (inference only)
-``topk``                      the registry's reference                           none (inference only)
+``critical``                  ``softmax(c sqrt(2 ln n) z / beta0)``              none (inference only)
+``adaptive_temperature``      ``softmax(b(H) z)``, ``H`` the entropy of          none (inference only)
+                              ``softmax(z)``
+``topk``                      softmax over the k largest (partition; ties as     none (inference only)
+                              the registry's argpartition)
 ============================  =================================================  ==================================
 
 entmax15 backward: on the support S, ``w_i = g_i^2`` with ``g_i = z_i/2 - t`` and ``sum_S g_i^2 = 1``. Differentiating
@@ -50,7 +52,7 @@ from typing import Callable
 
 import numpy as np
 
-from varsim.variants import OUTPUT_NORMALIZATIONS, get_output_normalization, get_variant
+from varsim.variants import OUTPUT_NORMALIZATIONS, adaptive_temperature_factor, get_output_normalization, get_variant
 
 __all__ = [
     "AttentionSpec",
@@ -173,6 +175,76 @@ def _bwd_sigmoid(dw, w, cache):
     return dw * w * (1.0 - w), None
 
 
+def _critical_factor(n, p):
+    return p["c"] * np.sqrt(2.0 * np.log(n)) / p["beta0"]
+
+
+def _fwd_critical(z, key_mask, n, p, theta):
+    return _scaled_forward(z, key_mask, _critical_factor(n, p).astype(z.dtype, copy=False)), None
+
+
+def _fwd_adaptive(z, key_mask, n, p, theta):
+    # Entropy of softmax(z) per row, H = ln S - sum_j e_j zs_j / S with zs = z - max z, e = exp(zs), S = sum e, then
+    # softmax(b(H) z). Masked keys: e = 0 and zs is set to 0, so they add nothing (0 * -inf would be NaN).
+    zs = z - z.max(axis=-1, keepdims=True)
+    e = np.exp(zs)
+    total = e.sum(axis=-1, keepdims=True)
+    if key_mask is not None:
+        np.copyto(zs, 0.0, where=~np.broadcast_to(key_mask, zs.shape))
+    e *= zs
+    h = np.log(total.astype(np.float64)) - e.sum(axis=-1, keepdims=True, dtype=np.float64) / total
+    del zs, e
+    b = adaptive_temperature_factor(h).astype(z.dtype, copy=False)
+    return _scaled_forward(z, key_mask, b), None
+
+
+def _fwd_topk(z, key_mask, n, p, theta):
+    # Softmax over the k largest logits per row, the others masked. The k-th largest value by np.partition (values
+    # only; ~10x faster than argpartition), keep z >= it. Exact ties at a finite k-th value would keep more than k
+    # keys: then the registry's rule (argpartition's choice among the tied keys) decides. A row with fewer than k
+    # unmasked keys has k-th value -inf and keeps all of them, as the registry does.
+    k = p["k"]
+    size = z.shape[-1]
+    if k >= size:
+        return _softmax_(z), None
+    kth = z.max(axis=-1, keepdims=True) if k == 1 else np.partition(z, size - k, axis=-1)[..., size - k:size - k + 1]
+    keep = z >= kth
+    if np.any((np.count_nonzero(keep, axis=-1)[..., None] > k) & np.isfinite(kth)):
+        idx = np.argpartition(-z, k - 1, axis=-1)[..., :k]
+        top = np.take_along_axis(z, idx, axis=-1)
+        z.fill(-np.inf)
+        np.put_along_axis(z, idx, top, axis=-1)
+    else:
+        np.copyto(z, -np.inf, where=~keep)
+    return _softmax_(z), None
+
+
+def _fwd_entmax15(z, key_mask, n, p, theta):
+    # The registry's threshold algorithm (varsim.variants._w_entmax15) on the candidates only: with x = (z - max z)/2
+    # the threshold is t >= max x - 1 = -1, so only keys with x > -1 can be in the support. The K largest x of every
+    # row (K = the largest candidate count of any row) are partitioned out and sorted, in float64; the support and t
+    # computed on that prefix equal the full sort's. Masked keys are placed at x = -2 (never in the support).
+    z -= z.max(axis=-1, keepdims=True)
+    z *= 0.5
+    if key_mask is not None:
+        np.copyto(z, -2.0, where=~np.broadcast_to(key_mask, z.shape))
+    size = z.shape[-1]
+    k = int(max(1, np.count_nonzero(z > -1.0, axis=-1).max()))
+    top = np.partition(z, size - k, axis=-1)[..., size - k:] if k < size else z
+    srt = np.sort(top, axis=-1)[..., ::-1].astype(np.float64)  # descending; sorting before the cast: same order
+    j = np.arange(1, k + 1, dtype=np.float64)
+    mean = np.cumsum(srt, axis=-1) / j
+    meansq = np.cumsum(srt * srt, axis=-1) / j
+    delta = (1.0 - j * (meansq - mean * mean)) / j
+    t_all = mean - np.sqrt(np.maximum(delta, 0.0))
+    support = (t_all <= srt).sum(axis=-1, keepdims=True)
+    t = np.take_along_axis(t_all, support - 1, axis=-1).astype(z.dtype)
+    z -= t
+    np.maximum(z, 0.0, out=z)
+    z *= z
+    return z, None
+
+
 def _reference(name):
     """Forward by the registry's NumPy reference (float64), cast back to the logits' dtype."""
     ref = get_variant(name).reference
@@ -213,11 +285,11 @@ _IMPLS: dict[str, _MapImpl] = {
     "ssmax": _MapImpl(_fwd_ssmax, _bwd_ssmax, True, True, trained_param="s"),
     "logn": _MapImpl(_fwd_logn, _bwd_scaled, True, True),
     "sigmoid": _MapImpl(_fwd_sigmoid, _bwd_sigmoid, True, False),
-    "entmax15": _MapImpl(_reference("entmax15"), _bwd_entmax15, False, True),
+    "entmax15": _MapImpl(_fwd_entmax15, _bwd_entmax15, False, True),
     "sparsemax": _MapImpl(_reference("sparsemax"), _bwd_sparsemax, False, True),
-    "critical": _MapImpl(_reference("critical"), None, True, True),
-    "adaptive_temperature": _MapImpl(_reference("adaptive_temperature"), None, False, True),
-    "topk": _MapImpl(_reference("topk"), None, False, True),
+    "critical": _MapImpl(_fwd_critical, None, True, True),
+    "adaptive_temperature": _MapImpl(_fwd_adaptive, None, False, True),
+    "topk": _MapImpl(_fwd_topk, None, False, True),
 }
 
 TRAINABLE_MAPS: tuple[str, ...] = tuple(k for k, v in _IMPLS.items() if v.backward is not None)
