@@ -145,3 +145,46 @@ def test_cli_preset_flag_is_parsed(slice_dir, capsys):
     assert main(["reproduce", str(out), "--aggregate-only"]) == 0
     with pytest.raises(SystemExit):
         main(["reproduce", str(out), "--preset", "nope"])
+
+
+def _records(outdir, sub=""):
+    out = {}
+    for path in sorted((outdir / "runs" / sub).glob("*.json")):
+        rec = json.loads(path.read_text())
+        out[path.name] = {k: v for k, v in rec.items() if k not in ("timing", "provenance")}
+    return out
+
+
+def test_dask_matches_local_and_reused_selection_training_is_exact(slice_dir, tmp_path):
+    """The remedies slice on a Dask LocalCluster (no checkpoints: every main run trains) gives the same selection
+    and main records, number for number, as the local run, whose main runs of the selection seed start from their
+    lr-selection twin's finished training (``timing.train_reused_from``). Catches a reuse that takes the wrong lr's
+    or seed's training (the accuracies and probes would differ), a reuse of a different config, and randomness keyed
+    by worker or executor."""
+    distributed = pytest.importorskip("distributed")
+    out, _ = slice_dir
+    reused = {}
+    for path in (out / "runs").glob("*.json"):
+        rec = json.loads(path.read_text())
+        reused[rec["run_id"]] = rec["timing"].get("train_reused_from")
+    first = [rid for rid in reused if rid.endswith("-s0")]
+    assert first and all(reused[rid] == f"{rid.rsplit('-s', 1)[0]}-lr{_chosen_index(out, rid)}-s0" for rid in first)
+    assert all(reused[rid] is None for rid in reused if not rid.endswith("-s0"))  # seed 1 is not a selection seed
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False, protocol="tcp",
+                                  host="127.0.0.1", dashboard_address=None) as cluster:
+        remote = run_reproduction(tmp_path / "dask", settings=SLICE, scheduler=cluster.scheduler_address,
+                                  progress=False)
+    assert remote["failed"] == []
+    for sub in ("select", ""):
+        a, b = _records(out, sub), _records(tmp_path / "dask", sub)
+        assert sorted(a) == sorted(b) and a
+        for name in a:
+            assert a[name] == b[name], name
+    sa = json.loads((out / "summary.json").read_text())
+    sb = json.loads((tmp_path / "dask" / "summary.json").read_text())
+    assert sa["groups"] == sb["groups"] and sa["paired"] == sb["paired"]
+
+
+def _chosen_index(out, rid):
+    sel = json.loads((out / "selection.json").read_text())
+    return list(SLICE.lr_grid).index(sel["chosen"][rid.rsplit("-s", 1)[0]])

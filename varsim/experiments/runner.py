@@ -175,6 +175,14 @@ def _run_grid(out: Path, settings: ReproductionSettings, *, scheduler, workers, 
     def workdir(spec):
         return str(out / "checkpoints" / spec["run_id"]) if checkpoints else None
 
+    reused = {}
+    if checkpoints and settings.lr_grid:
+        for spec in todo:
+            src = _reuse_selection_training(out, settings, spec)
+            if src is not None:
+                reused[spec["run_id"]] = src
+        _log(show and bool(reused), f"reproduce: {len(reused)} main runs start from the finished training of their lr "
+                                    "selection run (same config: the same weights)")
     done = []
     failed = []
 
@@ -184,6 +192,8 @@ def _run_grid(out: Path, settings: ReproductionSettings, *, scheduler, workers, 
             failed.append({"run_id": spec["run_id"], "error": f"{type(rec.error).__name__}: {rec.error}"})
             _log(True, f"varsim reproduce: run {spec['run_id']} failed: {rec.error}")
             return
+        if spec["run_id"] in reused:
+            rec["timing"]["train_reused_from"] = reused[spec["run_id"]]
         atomic_write_json(run_path(out, spec["run_id"]), rec)
         done.append(spec["run_id"])
         if on_run is not None:
@@ -210,6 +220,42 @@ def _run_grid(out: Path, settings: ReproductionSettings, *, scheduler, workers, 
         "learned": agg["learned"],
         "elapsed_s": time.perf_counter() - t0,
     }
+
+
+def _reuse_selection_training(out: Path, settings: ReproductionSettings, spec: dict) -> str | None:
+    """Give a main run the finished training of its lr-selection twin; return the twin's run id, or None.
+
+    A main run of a selection seed at its cell's chosen lr has the same ``TrainConfig`` as the selection run of that
+    seed and lr, so training it again would give the same weights bit for bit (training is a pure function of its
+    config). When the twin's checkpoint directory holds a completed training of exactly that config and the main run
+    has no directory of its own yet, the twin's directory is copied to the main run's; ``train(resume=True)`` then
+    finds it complete and the worker evaluates the same model it would have trained. Anything else (no twin, a
+    diverged or unfinished twin, another config): None, and the run trains as usual."""
+    import shutil
+
+    from varsim._common.jsonio import read_json
+    from varsim.experiments.settings import cell_key
+
+    if spec["seed_index"] >= settings.lr_select_seeds or spec.get("lr") not in settings.lr_grid:
+        return None
+    dst = out / "checkpoints" / spec["run_id"]
+    if dst.exists():
+        return None
+    cell = (spec["task"], spec["architecture"], spec["norm"], spec["attention"], spec["depth"])
+    twin = f"{cell_key(cell)}-lr{list(settings.lr_grid).index(spec['lr'])}-s{spec['seed_index']}"
+    src = out / "checkpoints" / "select" / twin
+    try:
+        summary = read_json(src / "summary.json")
+        config = read_json(src / "config.json")
+    except ValueError:
+        return None
+    if summary.get("status") != "completed" or config.get("config") != spec["train_config"]:
+        return None
+    tmp = dst.with_name(dst.name + ".reuse-tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    shutil.copytree(src, tmp, ignore=shutil.ignore_patterns(".lock", ".ckpt-*.tmp"))
+    os.replace(tmp, dst)
+    return twin
 
 
 def _select_phase(out: Path, settings: ReproductionSettings, *, scheduler, workers, checkpoints, show):
