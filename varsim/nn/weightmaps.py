@@ -201,21 +201,23 @@ def _fwd_adaptive(z, key_mask, n, p, theta):
 def _fwd_topk(z, key_mask, n, p, theta):
     # Softmax over the k largest logits per row, the others masked. The k-th largest value by np.partition (values
     # only; ~10x faster than argpartition), keep z >= it. Exact ties at a finite k-th value would keep more than k
-    # keys: then the registry's rule (argpartition's choice among the tied keys) decides. A row with fewer than k
-    # unmasked keys has k-th value -inf and keeps all of them, as the registry does.
+    # keys: in those rows only, the registry's rule (argpartition's choice among the tied keys) decides. A row with
+    # fewer than k unmasked keys has k-th value -inf and keeps all of them, as the registry does.
     k = p["k"]
     size = z.shape[-1]
     if k >= size:
         return _softmax_(z), None
     kth = z.max(axis=-1, keepdims=True) if k == 1 else np.partition(z, size - k, axis=-1)[..., size - k:size - k + 1]
     keep = z >= kth
-    if np.any((np.count_nonzero(keep, axis=-1)[..., None] > k) & np.isfinite(kth)):
-        idx = np.argpartition(-z, k - 1, axis=-1)[..., :k]
-        top = np.take_along_axis(z, idx, axis=-1)
-        z.fill(-np.inf)
-        np.put_along_axis(z, idx, top, axis=-1)
-    else:
-        np.copyto(z, -np.inf, where=~keep)
+    tied = np.nonzero((np.count_nonzero(keep, axis=-1) > k) & np.isfinite(kth[..., 0]))  # rows with ties
+    rows = z[tied]  # (R, T) copies of the tied rows, before masking
+    np.copyto(z, -np.inf, where=~keep)
+    if rows.shape[0]:
+        idx = np.argpartition(-rows, k - 1, axis=-1)[:, :k]
+        top = np.take_along_axis(rows, idx, axis=-1)
+        rows.fill(-np.inf)
+        np.put_along_axis(rows, idx, top, axis=-1)
+        z[tied] = rows
     return _softmax_(z), None
 
 
