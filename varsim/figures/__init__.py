@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import json
 import sys
 import time
 from pathlib import Path
@@ -77,17 +76,12 @@ def _log(enabled: bool, message: str) -> None:
 
 def _read_stored(path: Path) -> dict:
     """The stored data of one figure (``--replot``), or a ValueError naming the file and what is wrong with it."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ValueError(f"replot: no stored data {str(path)!r}; run without --replot first") from None
-    except UnicodeDecodeError:
-        raise ValueError(f"replot: {str(path)!r} is not UTF-8 text") from None
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"replot: {str(path)!r} is not JSON ({exc.msg}, line {exc.lineno})") from None
-    except OSError as exc:
-        raise ValueError(f"replot: {str(path)!r} cannot be read ({exc.strerror})") from None
-    if not isinstance(data, dict) or data.get("name") != path.stem:
+    from varsim._common.jsonio import read_json
+
+    if not path.is_file():
+        raise ValueError(f"replot: no stored data {str(path)!r}; run without --replot first")
+    data = read_json(path, what="replot: stored figure data")
+    if data.get("name") != path.stem:
         raise ValueError(f"replot: {str(path)!r} does not hold the data of figure {path.stem!r}")
     return data
 

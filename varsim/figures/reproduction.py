@@ -126,16 +126,9 @@ def compact_run(rec: dict, *, keep_hist: bool | None = None) -> dict:
 
 
 def _read_json(path: Path, what: str):
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ValueError(f"{what}: {str(path)!r} does not exist") from None
-    except UnicodeDecodeError:
-        raise ValueError(f"{what}: {str(path)!r} is not UTF-8 text") from None
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{what}: {str(path)!r} is not JSON ({exc.msg}, line {exc.lineno})") from None
-    except OSError as exc:
-        raise ValueError(f"{what}: {str(path)!r} cannot be read ({exc.strerror})") from None
+    from varsim._common.jsonio import read_json
+
+    return read_json(path, what=f"{what}:", expect=None)
 
 
 def read_results(results_dir) -> dict:
