@@ -209,3 +209,19 @@ def fr_format():
     from varsim.experiments.remedies_summary import REMEDIES_SUMMARY_FORMAT
 
     return REMEDIES_SUMMARY_FORMAT
+
+
+def test_committed_remedies_summary_is_the_full_presets_and_its_table():
+    """The remedies summary shipped with the package (when there is one) is a summary of the full remedies preset
+    (not a quick run's), loads as the default source unstamped, and its table.md is the rendering of that summary.
+    Catches committing a quick or hand-edited summary, or a table out of step with the numbers."""
+    import varsim.figures.remedies as fr
+    from varsim.experiments.report import render_remedies_table
+
+    if not (fr.COMMITTED_DIR / "summary.json").is_file():
+        pytest.skip("this build ships no remedies summary")
+    summary = json.loads((fr.COMMITTED_DIR / "summary.json").read_text())
+    assert summary["settings"] == remedies_settings().to_dict()
+    d = fr.RemediesSource(None).load()
+    assert d["origin"] == "committed remedies results" and d["smoke_test"] is False
+    assert (fr.COMMITTED_DIR / "table.md").read_text() == render_remedies_table(summary)
