@@ -46,7 +46,6 @@ layers (:mod:`varsim.nn.attention`) take one (``None`` = plain softmax, the fast
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -132,13 +131,14 @@ def _bwd_scaled(dw, w, f):
     return dy, None
 
 
-def _logn_factor(n, p):
-    f = np.log(n) / math.log(p["n0"])
-    return np.maximum(f, 1.0) if p["clamp"] else f
+def _scale_factor(name, n, p, dtype):
+    """The registry's factor ``f(n)`` of a scaled softmax (``logn``, ``critical``) on the key counts ``n``, in
+    ``dtype`` (``p`` already validated)."""
+    return np.asarray(get_variant(name).beta_factor_fn(n, **p)).astype(dtype, copy=False)
 
 
 def _fwd_logn(z, key_mask, n, p, theta):
-    f = _logn_factor(n, p).astype(z.dtype, copy=False)
+    f = _scale_factor("logn", n, p, z.dtype)
     return _scaled_forward(z, key_mask, f), f
 
 
@@ -175,12 +175,8 @@ def _bwd_sigmoid(dw, w, cache):
     return dw * w * (1.0 - w), None
 
 
-def _critical_factor(n, p):
-    return p["c"] * np.sqrt(2.0 * np.log(n)) / p["beta0"]
-
-
 def _fwd_critical(z, key_mask, n, p, theta):
-    return _scaled_forward(z, key_mask, _critical_factor(n, p).astype(z.dtype, copy=False)), None
+    return _scaled_forward(z, key_mask, _scale_factor("critical", n, p, z.dtype)), None
 
 
 def _fwd_adaptive(z, key_mask, n, p, theta):
