@@ -79,8 +79,8 @@ KEY_ENCODINGS = ("binary", "embedding")
 DTYPES = ("float32", "float64")
 DEFAULT_MEMORY_BUDGET = 2 * 1024**3  # bytes of attention matrices a forward/backward pass may hold
 # Tokens per chunk in predict/analysis: bounds their memory for any batch size, and keeps a chunk's activations (and
-# a 2-block model's T x T attention) near the CPU cache: 2^13 evaluates 6x faster than 2^16 at N = 1024 for a
-# 2-block model and 2-9x for 1 block at N >= 256, with the same predictions (benchmarks/bench_eval_chunks.py).
+# a 2-block model's T x T attention) near the CPU cache: 2^13 evaluates 4.6x faster than 2^16 at N = 1024 for a
+# 2-block model and 1.2-1.5x for 1 block at N >= 256, with the same predictions (benchmarks/bench_eval_chunks.py).
 EVAL_CHUNK_TOKENS = 1 << 13
 
 

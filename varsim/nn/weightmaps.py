@@ -228,8 +228,8 @@ def _fwd_entmax15(z, key_mask, n, p, theta):
     #      once: t += (sum d^2 - 1) / (2 sum d), d = [x - t]_+.
     #   2. Exact finish: on the support S = {x > t} the root is the closed form t = mean_S - sqrt((1 - k (meansq_S -
     #      mean_S^2)) / k), k = |S| (the registry's formula at the support's size).
-    # Masked keys are placed at x = -2, below every threshold (t >= -1). 5-10x faster than sorting rows where many
-    # keys are candidates (diffuse attention, e.g. a trained model's first block; benchmarks/bench_inference_maps.py).
+    # Masked keys are placed at x = -2, below every threshold (t >= -1). No sort: 3-4x faster than the registry's
+    # reference on 4 x 4 x 1024 x 1024 causal logits, sharp or diffuse (benchmarks/bench_inference_maps.py).
     z -= z.max(axis=-1, keepdims=True)
     z *= 0.5
     if key_mask is not None:
