@@ -337,6 +337,50 @@ def test_query_row_shortcut_equals_full_row_every_map(case, name, output):
         np.testing.assert_allclose(row, full[:, i], rtol=1e-9, atol=1e-9)
 
 
+@SMALL
+@given(layer_case(), st.sampled_from((None, *VR.WEIGHT_MAPS)), st.sampled_from(["none", "ipr_norm"]),
+       st.booleans(), st.integers(1, 40))
+def test_row_blocked_self_attention_equals_full_every_map(case, name, output, row_masks, block):
+    """``self_attention_rows`` (inference, blocks of query rows) == ``self_attention_forward`` for every map, with
+    (B, T) and per-row (B, T, T) masks and blocks that split the rows anywhere; ``w0`` == query row 0's weights.
+    Catches a per-row mask not sliced with its block (rows would see another row's keys), the last short block
+    dropped, and ``w0`` taken from another row."""
+    b, t, h, dh, mask, rng, _, _ = case
+    spec = None if name is None else WM.make_attention(name, _params_for(name, rng), output)
+    theta = rng.uniform(0.3, 2.0, size=h) if spec is not None and spec.trained_param else None
+    km = mask
+    if row_masks:
+        km = np.repeat(mask[:, None, :], t, axis=1)
+        for i in range(t):
+            if km[:, i].sum(axis=1).min() > 1:
+                km[:, i, (i + 1) % t] = False
+    d = h * dh
+    x = rng.standard_normal((b, t, d))
+    w, bias = rng.standard_normal((d, 3 * d)), rng.standard_normal(3 * d)
+    full, cache = att.self_attention_forward(x, w, bias, h, km, spec, theta)
+    rows, w0 = att.self_attention_rows(x, w, bias, h, km, spec, theta, block_elements=block)
+    np.testing.assert_allclose(rows, full, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(w0, att.attention_weights(cache)[:, :, :1], rtol=1e-12, atol=1e-12)
+
+
+def test_row_blocked_model_evaluation_equals_the_training_forward():
+    """A 2-block model's predict/analysis (row-blocked first block, several blocks per chunk at N = 300) give the
+    training forward's logits and probe records to float32 rounding, for a trained map and an inference-only one."""
+    for attention, params in (("ssmax", None), ("topk", {"k": 4})):
+        cfg = ModelConfig(task="argmax", d_model=16, n_heads=2, n_classes=4, n_blocks=2)
+        model = Transformer(cfg, seed=1)
+        if attention != "softmax":
+            model = model.with_attention(attention, params)
+        batch = make_batch("argmax", 5, 300, _rng(2), n_classes=4)
+        record: dict = {}
+        logits, _ = model._forward(batch, record=record)
+        got = model.analysis(batch)
+        for key, want in record.items():
+            np.testing.assert_allclose(got[key], want, rtol=1e-5, atol=1e-6, err_msg=key)
+        np.testing.assert_allclose(got["logits"], logits, rtol=1e-5, atol=1e-6)
+        np.testing.assert_array_equal(model.predict(batch), np.argmax(logits, axis=1))
+
+
 def test_softmax_spec_takes_the_unchanged_fast_path():
     """``make_attention("softmax")`` and ``None`` give bit-identical results (the softmax path is the original code)."""
     rng = _rng(1)

@@ -172,6 +172,8 @@ def _run_grid(out: Path, settings: ReproductionSettings, *, scheduler, workers, 
         _log(True, f"varsim reproduce: note: {len(other_code)} finished run(s) were made at another git commit "
                    f"than the current {commit!r} (e.g. {other_code[0]}); use a fresh outdir to recompute them")
 
+    todo.sort(key=_cost_rank)  # longest first: the last runs to finish are short ones (records do not depend on order)
+
     def workdir(spec):
         return str(out / "checkpoints" / spec["run_id"]) if checkpoints else None
 
@@ -220,6 +222,12 @@ def _run_grid(out: Path, settings: ReproductionSettings, *, scheduler, workers, 
         "learned": agg["learned"],
         "elapsed_s": time.perf_counter() - t0,
     }
+
+
+def _cost_rank(spec: dict) -> tuple:
+    """Sort key putting the costly runs first: deeper models (a full self-attention block per extra block), then
+    those with more inference-only maps to evaluate; stable within a rank."""
+    return (-spec["train_config"]["model"]["n_blocks"], -len(spec.get("inference") or ()))
 
 
 def _reuse_selection_training(out: Path, settings: ReproductionSettings, spec: dict) -> str | None:
@@ -279,6 +287,7 @@ def _select_phase(out: Path, settings: ReproductionSettings, *, scheduler, worke
                 _log(True, f"varsim reproduce: redoing {spec['run_id']}: {exc} (moved to {path.name}.corrupt)")
         todo.append(spec)
     _log(show, f"reproduce: lr selection: {len(specs)} runs, {len(specs) - len(todo)} already finished")
+    todo.sort(key=_cost_rank)
     failed = []
 
     def finished(i: int, rec) -> None:

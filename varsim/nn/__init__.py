@@ -18,6 +18,7 @@ from .attention import (
     query_attention_forward,
     self_attention_backward,
     self_attention_forward,
+    self_attention_rows,
 )
 from .layers import (
     embedding_backward,
@@ -97,6 +98,7 @@ __all__ = [
     "attention_backward",
     "attention_weights",
     "self_attention_forward",
+    "self_attention_rows",
     "self_attention_backward",
     "query_attention_forward",
     "query_attention_backward",

@@ -40,6 +40,8 @@ __all__ = [
     "attention_backward",
     "self_attention_forward",
     "self_attention_backward",
+    "self_attention_rows",
+    "ROW_BLOCK_ELEMENTS",
     "query_attention_forward",
     "query_attention_backward",
     "attention_weights",
@@ -167,6 +169,43 @@ def self_attention_forward(x: np.ndarray, w_qkv: np.ndarray, b_qkv: np.ndarray, 
     out, att_cache = attention_forward(q, k, v, _head_mask(key_mask, b, t, t), attention, theta)  # (B, H, T, Dh)
     heads = out.transpose(0, 2, 1, 3).reshape(b, t, d)  # (B, T, H*Dh)
     return heads, (lin_cache, att_cache, n_heads)
+
+
+#: Logits per block of query rows in ``self_attention_rows``: 2^17 float32 values (512 KiB) stay in a core's L2 cache
+#: through the weight map's passes (max, exp, sum, divide), where a whole (B, H, T, T) tensor at T = 1025 streams
+#: from memory on every pass (benchmarks/bench_eval_chunks.py measures the two).
+ROW_BLOCK_ELEMENTS = 1 << 17
+
+
+def self_attention_rows(x: np.ndarray, w_qkv: np.ndarray, b_qkv: np.ndarray, n_heads: int, key_mask=None,
+                        attention: AttentionSpec | None = None, theta: np.ndarray | None = None, *,
+                        block_elements: int | None = None):
+    """``self_attention_forward`` for inference: the same head outputs (B, T, D), computed for a block of query rows
+    at a time so that the (B, H, rows, T) logits stay in cache, and no cache for a backward pass.
+
+    Returns ``(heads, w0)``: ``w0`` (B, H, 1, T) the weights of query row 0 (the model's query token), as
+    ``attention_weights`` would give them. Every row goes through the same arithmetic as in
+    ``self_attention_forward`` (the weight maps act row by row), so the outputs agree with it to rounding.
+    ``block_elements``: logits per block (default ``ROW_BLOCK_ELEMENTS``).
+    """
+    if x.ndim != 3:
+        raise ValueError(f"x must be (B, T, D), got shape {x.shape}")
+    b, t, d = x.shape
+    dh = _check_heads(d, n_heads)
+    _check_qkv_params(d, w_qkv, b_qkv)
+    per = max(1, (ROW_BLOCK_ELEMENTS if block_elements is None else block_elements) // max(1, b * n_heads * t))
+    qkv, _ = linear_forward(x, w_qkv, b_qkv)  # (B, T, 3D)
+    q, k, v = qkv.reshape(b, t, 3, n_heads, dh).transpose(2, 0, 3, 1, 4)  # 3 x (B, H, T, Dh), views
+    mask = _head_mask(key_mask, b, t, t)  # (B, 1, T|1, T) or None
+    out = np.empty((b, n_heads, t, dh), dtype=qkv.dtype)  # (B, H, T, Dh)
+    w0 = None
+    for r0 in range(0, t, per):  # blocks of query rows
+        r1 = min(t, r0 + per)
+        m = mask if mask is None or mask.shape[2] == 1 else mask[:, :, r0:r1]
+        out[:, :, r0:r1], cache = attention_forward(q[:, :, r0:r1], k, v, m, attention, theta)
+        if w0 is None:
+            w0 = cache[3][:, :, :1].copy()
+    return out.transpose(0, 2, 1, 3).reshape(b, t, d), w0
 
 
 def self_attention_backward(dheads: np.ndarray, cache):

@@ -53,6 +53,7 @@ from .attention import (
     query_attention_forward,
     self_attention_backward,
     self_attention_forward,
+    self_attention_rows,
 )
 from .layers import (
     ACTIVATIONS,
@@ -480,8 +481,9 @@ class Transformer:
     def _norm_params(self, prefix: str) -> dict:
         return {name: self.params[f"{prefix}.{name}"] for name, _ in get_norm(self.config.norm).params}
 
-    def _block_forward(self, i, x, key_mask, last, record=None):
-        """``x`` (B, T, D) -> (B, T, D); the last block returns only the query token's row, (B, D)."""
+    def _block_forward(self, i, x, key_mask, last, record=None, inference=False):
+        """``x`` (B, T, D) -> (B, T, D); the last block returns only the query token's row, (B, D).
+        ``inference``: full blocks run ``self_attention_rows`` (faster, no cache for a backward pass)."""
         c, p = self.config, self.params
         pre = f"block{i}"
         ln1 = None
@@ -494,6 +496,9 @@ class Transformer:
         if last:  # query-row shortcut: (B, D)
             heads, att = query_attention_forward(h[:, 0], h, w_qkv, b_qkv, c.n_heads, key_mask, spec, theta)
             x_res = x[:, 0]
+        elif inference:  # (B, T, D); att holds query row 0's weights (B, H, 1, T) only
+            heads, att = self_attention_rows(h, w_qkv, b_qkv, c.n_heads, key_mask, spec, theta)
+            x_res = x
         else:  # (B, T, D)
             heads, att = self_attention_forward(h, w_qkv, b_qkv, c.n_heads, key_mask, spec, theta)
             x_res = x
@@ -516,7 +521,7 @@ class Transformer:
         out = r + m
         if record is not None:
             q = (lambda z: z) if last else (lambda z: z[:, 0])
-            w = attention_weights(att)  # (B, H, Tq, T)
+            w = att if inference and not last else attention_weights(att)  # (B, H, Tq, T)
             record[f"{pre}.attn_pre_norm"] = q(a_pre).copy()
             record[f"{pre}.attn_post_norm"] = q(a_post).copy()
             record[f"{pre}.attn_weights"] = w[:, :, 0, 1:].copy()  # the query row, over the items (B, H, N)
@@ -560,7 +565,7 @@ class Transformer:
                 dh += dr
         return dh
 
-    def _forward(self, batch, record=None):
+    def _forward(self, batch, record=None, inference=False):
         c, p = self.config, self.params
         feats, keys_all, mask = self._inputs(batch)  # refuses set sizes beyond the memory budget
         b, n = mask.shape
@@ -576,7 +581,7 @@ class Transformer:
             full_mask = np.broadcast_to(row_mask[:, None, :], (b, t, t)).copy()  # (B, T, T)
             full_mask[:, 1:, 0] = True
             for i in range(c.n_blocks - 1):
-                x, cache = self._block_forward(i, x, full_mask, last=False, record=record)
+                x, cache = self._block_forward(i, x, full_mask, last=False, record=record, inference=inference)
                 block_caches.append(cache)
         q, cache = self._block_forward(c.n_blocks - 1, x, row_mask, last=True, record=record)  # (B, D)
         block_caches.append(cache)
@@ -653,7 +658,7 @@ class Transformer:
 
     def predict(self, batch) -> np.ndarray:
         """Predicted class (B,) int64; memory bounded by the chunk size, not by the batch size."""
-        out = [np.argmax(self._forward(chunk)[0], axis=1) for chunk in self._chunks(batch)]
+        out = [np.argmax(self._forward(chunk, inference=True)[0], axis=1) for chunk in self._chunks(batch)]
         return np.concatenate(out).astype(np.int64, copy=False)
 
     def analysis(self, batch) -> dict[str, np.ndarray]:
@@ -670,7 +675,7 @@ class Transformer:
         parts: dict[str, list] = {}
         for chunk in self._chunks(batch):
             record: dict[str, np.ndarray] = {}
-            logits, _ = self._forward(chunk, record=record)
+            logits, _ = self._forward(chunk, record=record, inference=True)
             record["logits"] = logits
             for k, v in record.items():
                 parts.setdefault(k, []).append(v)

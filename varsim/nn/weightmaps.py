@@ -53,6 +53,8 @@ import numpy as np
 
 from varsim.variants import OUTPUT_NORMALIZATIONS, adaptive_temperature_factor, get_output_normalization, get_variant
 
+from . import _kernels
+
 __all__ = [
     "AttentionSpec",
     "make_attention",
@@ -217,46 +219,21 @@ def _fwd_topk(z, key_mask, n, p, theta):
     return _softmax_(z), None
 
 
-_ENTMAX_MAX_NEWTON = 100
 
 
 def _fwd_entmax15(z, key_mask, n, p, theta):
-    # w = [x - t]_+^2 with x = (z - max z)/2 and t the root of f(t) = sum_j [x_j - t]_+^2 - 1 (the registry's
-    # varsim.variants._w_entmax15 finds it by a full sort). Here, without sorting:
-    #   1. Newton's method from t = max x - 1 = -1, where f >= 0. f is convex and decreasing, so every Newton step
-    #      stays below the root and the iterates rise to it (quadratically once the support is right), all rows at
-    #      once: t += (sum d^2 - 1) / (2 sum d), d = [x - t]_+.
-    #   2. Exact finish: on the support S = {x > t} the root is the closed form t = mean_S - sqrt((1 - k (meansq_S -
-    #      mean_S^2)) / k), k = |S| (the registry's formula at the support's size).
-    # Masked keys are placed at x = -2, below every threshold (t >= -1). No sort: 3-4x faster than the registry's
-    # reference on 4 x 4 x 1024 x 1024 causal logits, sharp or diffuse (benchmarks/bench_inference_maps.py).
-    z -= z.max(axis=-1, keepdims=True)
-    z *= 0.5
-    if key_mask is not None:
-        np.copyto(z, -2.0, where=~np.broadcast_to(key_mask, z.shape))
-    tol = 1e-7 if z.dtype == np.float32 else 1e-10
-    t = np.full(z.shape[:-1] + (1,), -1.0)
-    d = np.empty_like(z)
-    for _ in range(_ENTMAX_MAX_NEWTON):
-        np.subtract(z, t.astype(z.dtype), out=d)
-        np.maximum(d, 0.0, out=d)
-        s1 = d.sum(axis=-1, keepdims=True, dtype=np.float64)  # >= max x - t > 0
-        d *= d
-        step = (d.sum(axis=-1, keepdims=True, dtype=np.float64) - 1.0) / (2.0 * s1)
-        t += step
-        if step.max() <= tol:
-            break
-    support = z > t.astype(z.dtype)
-    k = np.count_nonzero(support, axis=-1)[..., None].astype(np.float64)
-    np.multiply(z, support, out=d)
-    mean = d.sum(axis=-1, keepdims=True, dtype=np.float64) / k
-    d *= d
-    meansq = d.sum(axis=-1, keepdims=True, dtype=np.float64) / k
-    t = mean - np.sqrt(np.maximum((1.0 - k * (meansq - mean * mean)) / k, 0.0))
-    z -= t.astype(z.dtype)
-    np.maximum(z, 0.0, out=z)
-    z *= z
-    return z, None
+    # Newton's method from below, then the closed form on the support, row by row in a Numba kernel
+    # (varsim.nn._kernels; no sort: faster than the registry's reference, varsim.variants, which sorts every row;
+    # benchmarks/bench_inference_maps.py measures both).
+    t = z.shape[-1]
+    z2 = np.ascontiguousarray(z.reshape(-1, t))
+    mask = _NO_MASK if key_mask is None else np.ascontiguousarray(np.broadcast_to(key_mask, z.shape).reshape(-1, t))
+    out = np.empty_like(z2)
+    _kernels.entmax15_rows(z2, mask, 1e-7 if z.dtype == np.float32 else 1e-10, out)
+    return out.reshape(z.shape), None
+
+
+_NO_MASK = np.zeros((0, 0), dtype=bool)
 
 
 def _reference(name):
