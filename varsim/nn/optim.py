@@ -21,7 +21,6 @@ from varsim._common.validate import check_int, check_real
 
 __all__ = ["LRSchedule", "Adam", "AdamW", "global_norm", "make_optimizer", "OPTIMIZERS"]
 
-OPTIMIZERS = ("adam", "adamw")
 
 
 def _decay_matrices(name: str, value: np.ndarray) -> bool:
@@ -115,8 +114,19 @@ class Adam:
         decay = _decay_matrices if decay is None else decay
         self.decayed = {k: bool(decay(k, p)) for k, p in params.items()}
         self.t = 0  # updates done
-        self.m = {k: np.zeros_like(p) for k, p in params.items()}
-        self.v = {k: np.zeros_like(p) for k, p in params.items()}
+        # The update runs on one flat array per dtype (a few NumPy calls per step instead of a dozen per parameter;
+        # the same elementwise arithmetic, so the same numbers). ``m`` and ``v`` are views into the flat moments.
+        self._groups = []
+        self.m, self.v = {}, {}
+        for dtype in dict.fromkeys(p.dtype for p in params.values()):
+            names = [k for k, p in params.items() if p.dtype == dtype]
+            sizes = np.cumsum([0] + [params[k].size for k in names])
+            m, v = np.zeros(sizes[-1], dtype=dtype), np.zeros(sizes[-1], dtype=dtype)
+            decayed = np.zeros(sizes[-1], dtype=bool)
+            for k, a, b in zip(names, sizes[:-1], sizes[1:]):
+                self.m[k], self.v[k] = m[a:b].reshape(params[k].shape), v[a:b].reshape(params[k].shape)
+                decayed[a:b] = self.decayed[k]
+            self._groups.append((dtype, names, list(zip(sizes[:-1], sizes[1:])), m, v, decayed))
 
     @property
     def lr(self) -> float:
@@ -139,25 +149,29 @@ class Adam:
         step_size = lr / (1.0 - b1**self.t)
         sqrt_bc2 = math.sqrt(1.0 - b2**self.t)
         for k, p in self.params.items():
-            g = np.asarray(grads[k], dtype=p.dtype)
-            if g.shape != p.shape:
-                raise ValueError(f"grads[{k!r}] has shape {g.shape}, parameter has {p.shape}")
+            if np.shape(grads[k]) != p.shape:
+                raise ValueError(f"grads[{k!r}] has shape {np.shape(grads[k])}, parameter has {p.shape}")
+        for dtype, names, spans, m, v, decayed in self._groups:
+            f = dtype.type
+            g = np.concatenate([np.asarray(grads[k], dtype=dtype).ravel() for k in names])
+            p = np.concatenate([self.params[k].ravel() for k in names])
             if scale != 1.0:
-                g = g * p.dtype.type(scale)
-            if self.weight_decay and self.decayed[k]:
+                g *= f(scale)
+            if self.weight_decay:
                 if self.decoupled:
-                    p *= p.dtype.type(1.0 - lr * self.weight_decay)
+                    np.multiply(p, f(1.0 - lr * self.weight_decay), out=p, where=decayed)
                 else:
-                    g = g + p.dtype.type(self.weight_decay) * p
-            m, v = self.m[k], self.v[k]
-            m *= p.dtype.type(b1)
-            m += p.dtype.type(1.0 - b1) * g
-            v *= p.dtype.type(b2)
-            v += p.dtype.type(1.0 - b2) * (g * g)
+                    np.add(g, f(self.weight_decay) * p, out=g, where=decayed)
+            m *= f(b1)
+            m += f(1.0 - b1) * g
+            v *= f(b2)
+            v += f(1.0 - b2) * (g * g)
             denom = np.sqrt(v)
-            denom /= p.dtype.type(sqrt_bc2)
-            denom += p.dtype.type(self.eps)
-            p -= p.dtype.type(step_size) * (m / denom)
+            denom /= f(sqrt_bc2)
+            denom += f(self.eps)
+            p -= f(step_size) * (m / denom)
+            for k, (a, b) in zip(names, spans):
+                self.params[k][...] = p[a:b].reshape(self.params[k].shape)
         return {"lr": lr, "grad_norm": norm, "clipped": scale != 1.0}
 
     def hyperparameters(self) -> dict:
@@ -216,10 +230,14 @@ class AdamW(Adam):
         super().__init__(params, weight_decay=weight_decay, **kwargs)
 
 
+#: optimizer name -> class
+OPTIMIZERS = {"adam": Adam, "adamw": AdamW}
+
+
 def make_optimizer(name: str, params: Mapping[str, np.ndarray], **kwargs) -> Adam:
-    """``"adam"`` or ``"adamw"`` by name, with the keyword arguments of :class:`Adam`."""
-    if name == "adam":
-        return Adam(params, **kwargs)
-    if name == "adamw":
-        return AdamW(params, **kwargs)
-    raise ValueError(f"unknown optimizer {name!r}; expected one of {', '.join(map(repr, OPTIMIZERS))}")
+    """``"adam"`` or ``"adamw"`` by name (``OPTIMIZERS``), with the keyword arguments of :class:`Adam`."""
+    try:
+        cls = OPTIMIZERS[name]
+    except (KeyError, TypeError):
+        raise ValueError(f"unknown optimizer {name!r}; expected one of {', '.join(map(repr, OPTIMIZERS))}") from None
+    return cls(params, **kwargs)
