@@ -105,7 +105,7 @@ def test_loss_and_grads_is_cross_entropy_of_forward():
 @pytest.mark.parametrize("task", ["argmax", "dictionary"])
 @pytest.mark.parametrize("n_blocks", [1, 2])
 def test_padding_does_not_change_outputs(task, n_blocks):
-    """An example padded with junk items gives the same logits as the unpadded example (the items' MLP sees the junk,
+    """An example padded with junk items gives the same logits as the unpadded example (the MLPs skip padded rows,
     attention must not). Catches a mask applied only in the last block, or padding that is attended to."""
     cfg = tiny(task, n_blocks=n_blocks, norm="layernorm")
     m = Transformer(cfg, seed=1)

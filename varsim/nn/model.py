@@ -190,6 +190,18 @@ class ModelConfig:
         return cls(**check_fields("model config", d, cls, required=("task",)))
 
 
+def _gather_rows(a: np.ndarray, sel: np.ndarray) -> np.ndarray:
+    """(B, T, K) -> (M, K): the rows at flat indices ``sel``."""
+    return a.reshape(-1, a.shape[-1])[sel]
+
+
+def _scatter_rows(rows: np.ndarray, sel: np.ndarray, b: int, t: int) -> np.ndarray:
+    """(M, K) -> (B, T, K): ``rows`` at flat indices ``sel``, zeros elsewhere."""
+    out = np.zeros((b * t, rows.shape[-1]), dtype=rows.dtype)
+    out[sel] = rows
+    return out.reshape(b, t, rows.shape[-1])
+
+
 def _name_key(name: str) -> int:
     """A stable 63-bit integer key for a parameter name (SeedSequence spawn keys must be non-negative ints)."""
     return int.from_bytes(hashlib.sha256(name.encode("utf-8")).digest()[:8], "little") >> 1
@@ -442,8 +454,13 @@ class Transformer:
         p = self.params
         return [(p[f"{prefix}.{i}.w"], p[f"{prefix}.{i}.b"]) for i in range(depth)]
 
-    def _embed_forward(self, feats, keys_all):
+    def _embed_forward(self, feats, keys_all, sel=None):
+        """-> (B, T, D); ``sel``: flat indices of the real tokens (None: all), the only rows the MLP computes."""
         c, p = self.config, self.params
+        b, t = feats.shape[:2]
+        if sel is not None:  # padded items: rows of zeros, never attended to
+            feats = _gather_rows(feats, sel)  # (M, n_in)
+            keys_all = None if keys_all is None else keys_all.reshape(-1)[sel]
         h, lin_cache = linear_forward(feats, p["embed.0.w"], p["embed.0.b"])  # (B, T, F) or (B, T, D)
         emb_cache = None
         if keys_all is not None:  # learned key rows: a one-hot key block of the first layer's input
@@ -454,17 +471,21 @@ class Transformer:
             h, act_cache = activation_forward(h, c.activation)
             layers = [(p[f"embed.{i}.w"], p[f"embed.{i}.b"]) for i in range(1, c.item_mlp_depth)]
             h, rest_cache = mlp_forward(h, layers, c.activation)  # (B, T, D)
+        if sel is not None:
+            h = _scatter_rows(h, sel, b, t)
         if c.task == "argmax":
             h[:, 0] = p["query"]  # the learned query token replaces the MLP's output on the (all-zero) row 0
-        return h, (lin_cache, emb_cache, act_cache, rest_cache)
+        return h, (lin_cache, emb_cache, act_cache, rest_cache, sel)
 
     def _embed_backward(self, dx, cache, grads):
         c = self.config
-        lin_cache, emb_cache, act_cache, rest_cache = cache
+        lin_cache, emb_cache, act_cache, rest_cache, sel = cache
         if c.task == "argmax":
             grads["query"] = dx[:, 0].sum(axis=0)
             dx = dx.copy()
             dx[:, 0] = 0.0
+        if sel is not None:
+            dx = _gather_rows(dx, sel)  # (M, D)
         dh = dx
         if c.item_mlp_depth > 1:
             dh, rest_grads = mlp_backward(dx, rest_cache)
@@ -481,9 +502,10 @@ class Transformer:
     def _norm_params(self, prefix: str) -> dict:
         return {name: self.params[f"{prefix}.{name}"] for name, _ in get_norm(self.config.norm).params}
 
-    def _block_forward(self, i, x, key_mask, last, record=None, inference=False):
+    def _block_forward(self, i, x, key_mask, last, record=None, inference=False, sel=None):
         """``x`` (B, T, D) -> (B, T, D); the last block returns only the query token's row, (B, D).
-        ``inference``: full blocks run ``self_attention_rows`` (faster, no cache for a backward pass)."""
+        ``inference``: full blocks run ``self_attention_rows`` (faster, no cache for a backward pass). ``sel``: flat
+        indices of a full block's real tokens (None: all), the only rows its MLP computes."""
         c, p = self.config, self.params
         pre = f"block{i}"
         ln1 = None
@@ -517,7 +539,11 @@ class Transformer:
         h2, ln2 = r, None
         if c.pre_ln:
             h2, ln2 = layernorm_forward(r, p[f"{pre}.ln2.gamma"], p[f"{pre}.ln2.beta"])
-        m, mlp_cache = mlp_forward(h2, self._layers(f"{pre}.mlp", 2), c.activation)
+        if sel is None or last:
+            m, mlp_cache = mlp_forward(h2, self._layers(f"{pre}.mlp", 2), c.activation)
+        else:  # padded items' rows stay 0: nothing reads them (masked as keys; the last block reads row 0 only)
+            m, mlp_cache = mlp_forward(_gather_rows(h2, sel), self._layers(f"{pre}.mlp", 2), c.activation)
+            m = _scatter_rows(m, sel, *h2.shape[:2])
         out = r + m
         if record is not None:
             q = (lambda z: z) if last else (lambda z: z[:, 0])
@@ -526,14 +552,18 @@ class Transformer:
             record[f"{pre}.attn_post_norm"] = q(a_post).copy()
             record[f"{pre}.attn_weights"] = w[:, :, 0, 1:].copy()  # the query row, over the items (B, H, N)
             record[f"{pre}.next_input"] = q(out).copy()
-        return out, (ln1, att, norm_cache, o_cache, ln2, mlp_cache, last)
+        return out, (ln1, att, norm_cache, o_cache, ln2, mlp_cache, last, None if last else sel)
 
     def _block_backward(self, i, dout, cache, grads):
         """-> dx (B, T, D), filling the block's parameter gradients into ``grads``."""
         c = self.config
         pre = f"block{i}"
-        ln1, att, norm_cache, o_cache, ln2, mlp_cache, last = cache
-        dh2, mlp_grads = mlp_backward(dout, mlp_cache)
+        ln1, att, norm_cache, o_cache, ln2, mlp_cache, last, sel = cache
+        if sel is None:
+            dh2, mlp_grads = mlp_backward(dout, mlp_cache)
+        else:
+            dh2, mlp_grads = mlp_backward(_gather_rows(dout, sel), mlp_cache)
+            dh2 = _scatter_rows(dh2, sel, *dout.shape[:2])
         for j, (dw, db) in enumerate(mlp_grads):
             grads[f"{pre}.mlp.{j}.w"], grads[f"{pre}.mlp.{j}.b"] = dw, db
         if c.pre_ln:
@@ -570,18 +600,24 @@ class Transformer:
         feats, keys_all, mask = self._inputs(batch)  # refuses set sizes beyond the memory budget
         b, n = mask.shape
         t = n + 1
-        x, embed_cache = self._embed_forward(feats, keys_all)  # (B, T, D)
         # the query token (row 0) sees the real items only
         row_mask = np.empty((b, t), dtype=bool)  # (B, T)
         row_mask[:, 0] = False
         row_mask[:, 1:] = mask
+        sel = None  # flat indices of the real tokens (the query and the real items) when some items are padding
+        if not mask.all():
+            tokens = row_mask.copy()
+            tokens[:, 0] = True
+            sel = np.flatnonzero(tokens)
+        x, embed_cache = self._embed_forward(feats, keys_all, sel)  # (B, T, D)
         block_caches = []
         if c.n_blocks > 1:
             # full blocks: items see the real items and the query token; the query row as above
             full_mask = np.broadcast_to(row_mask[:, None, :], (b, t, t)).copy()  # (B, T, T)
             full_mask[:, 1:, 0] = True
             for i in range(c.n_blocks - 1):
-                x, cache = self._block_forward(i, x, full_mask, last=False, record=record, inference=inference)
+                x, cache = self._block_forward(i, x, full_mask, last=False, record=record, inference=inference,
+                                               sel=sel)
                 block_caches.append(cache)
         q, cache = self._block_forward(c.n_blocks - 1, x, row_mask, last=True, record=record)  # (B, D)
         block_caches.append(cache)
