@@ -171,9 +171,11 @@ def self_attention_forward(x: np.ndarray, w_qkv: np.ndarray, b_qkv: np.ndarray, 
     return heads, (lin_cache, att_cache, n_heads)
 
 
-#: Logits per block of query rows in ``self_attention_rows``: 2^17 float32 values (512 KiB) stay in a core's L2 cache
-#: through the weight map's passes (max, exp, sum, divide), where a whole (B, H, T, T) tensor at T = 1025 streams
-#: from memory on every pass (benchmarks/bench_eval_chunks.py measures the two).
+#: Logits per block of query rows in ``self_attention_rows``: a block passes through the weight map's passes (max,
+#: exp, sum, divide) while it is still in cache, where a whole (B, H, T, T) chunk at T = 1025 (118 MiB) streams from
+#: memory on every pass. 2^17 is the size the committed remedies run used; ``benchmarks/bench_eval_chunks.py``
+#: compares sizes (on the idle machine 2^20 was faster still, left for a change that reruns the grid, since the
+#: block size changes float32 rounding).
 ROW_BLOCK_ELEMENTS = 1 << 17
 
 
