@@ -63,7 +63,7 @@ def chunk_table(st, tokens):
 
 
 def row_block_table(st, blocks):
-    chunk = M.EVAL_CHUNK_TOKENS
+    default, chunk = A.ROW_BLOCK_ELEMENTS, M.EVAL_CHUNK_TOKENS
     print(f"\n2-block models, N = 1024, chunks of {chunk} tokens: ms/example (CPU) with row blocks of "
           + ", ".join(f"2^{k}" for k in blocks) + " logits")
     maps = [(a, None) for a in ("softmax", "ssmax", "sigmoid", "entmax15")]
@@ -88,7 +88,7 @@ def row_block_table(st, blocks):
             label = inference or att
             print(f"{task:10s} {label:21s}: " + "  ".join(f"{x:8.2f}" for x in row)
                   + f"   ({row[0] / min(row[1:]):.2f}x)")
-        A.ROW_BLOCK_ELEMENTS = 1 << 17
+    A.ROW_BLOCK_ELEMENTS = default
 
 
 if __name__ == "__main__":

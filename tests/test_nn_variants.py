@@ -249,6 +249,16 @@ def layer_case(draw):
     return b, t, h, dh, mask, rng, spec, theta
 
 
+def _row_masks(mask):
+    """(B, T) -> per-row (B, T, T) masks: row i may not see key (i + 1) mod T unless it is its only key."""
+    t = mask.shape[1]
+    km = np.repeat(mask[:, None, :], t, axis=1)
+    for i in range(t):
+        if km[:, i].sum(axis=1).min() > 1:
+            km[:, i, (i + 1) % t] = False
+    return km
+
+
 def _with_theta(forward, backward, arrays, theta, rng):
     """Gradient check of a layer whose backward appends dtheta when ``theta`` is not None."""
     arrays = arrays + ([theta] if theta is not None else [])
@@ -272,12 +282,7 @@ def test_self_attention_gradients_every_trained_map(case, row_masks):
     wired with the pre-map instead of the post-map weights."""
     b, t, h, dh, mask, rng, spec, theta = case
     d = h * dh
-    km = mask
-    if row_masks:
-        km = np.repeat(mask[:, None, :], t, axis=1)
-        for i in range(t):
-            if km[:, i].sum(axis=1).min() > 1:
-                km[:, i, (i + 1) % t] = False
+    km = _row_masks(mask) if row_masks else mask
     x, w, bias = rng.standard_normal((b, t, d)), rng.standard_normal((d, 3 * d)), rng.standard_normal(3 * d)
     _with_theta(lambda x, w, bias, th: att.self_attention_forward(x, w, bias, h, km, spec, th),
                 att.self_attention_backward, [x, w, bias], theta, rng)
@@ -348,12 +353,7 @@ def test_row_blocked_self_attention_equals_full_every_map(case, name, output, ro
     b, t, h, dh, mask, rng, _, _ = case
     spec = None if name is None else WM.make_attention(name, _params_for(name, rng), output)
     theta = rng.uniform(0.3, 2.0, size=h) if spec is not None and spec.trained_param else None
-    km = mask
-    if row_masks:
-        km = np.repeat(mask[:, None, :], t, axis=1)
-        for i in range(t):
-            if km[:, i].sum(axis=1).min() > 1:
-                km[:, i, (i + 1) % t] = False
+    km = _row_masks(mask) if row_masks else mask
     d = h * dh
     x = rng.standard_normal((b, t, d))
     w, bias = rng.standard_normal((d, 3 * d)), rng.standard_normal(3 * d)

@@ -539,7 +539,7 @@ class Transformer:
         h2, ln2 = r, None
         if c.pre_ln:
             h2, ln2 = layernorm_forward(r, p[f"{pre}.ln2.gamma"], p[f"{pre}.ln2.beta"])
-        if sel is None or last:
+        if sel is None:
             m, mlp_cache = mlp_forward(h2, self._layers(f"{pre}.mlp", 2), c.activation)
         else:  # padded items' rows stay 0: nothing reads them (masked as keys; the last block reads row 0 only)
             m, mlp_cache = mlp_forward(_gather_rows(h2, sel), self._layers(f"{pre}.mlp", 2), c.activation)
@@ -552,7 +552,7 @@ class Transformer:
             record[f"{pre}.attn_post_norm"] = q(a_post).copy()
             record[f"{pre}.attn_weights"] = w[:, :, 0, 1:].copy()  # the query row, over the items (B, H, N)
             record[f"{pre}.next_input"] = q(out).copy()
-        return out, (ln1, att, norm_cache, o_cache, ln2, mlp_cache, last, None if last else sel)
+        return out, (ln1, att, norm_cache, o_cache, ln2, mlp_cache, last, sel)
 
     def _block_backward(self, i, dout, cache, grads):
         """-> dx (B, T, D), filling the block's parameter gradients into ``grads``."""

@@ -22,7 +22,6 @@ from varsim._common.validate import check_int, check_real
 __all__ = ["LRSchedule", "Adam", "AdamW", "global_norm", "make_optimizer", "OPTIMIZERS"]
 
 
-
 def _decay_matrices(name: str, value: np.ndarray) -> bool:
     return value.ndim >= 2
 

@@ -219,8 +219,6 @@ def _fwd_topk(z, key_mask, n, p, theta):
     return _softmax_(z), None
 
 
-
-
 def _fwd_entmax15(z, key_mask, n, p, theta):
     # Newton's method from below, then the closed form on the support, row by row in a Numba kernel
     # (varsim.nn._kernels; no sort: faster than the registry's reference, varsim.variants, which sorts every row;
