@@ -4,7 +4,10 @@
   pages (rendered and executed by mkdocs-jupyter);
 * ``docs/THEORY.md`` and ``docs/PAPER.md`` become ``reference/THEORY.md`` and ``reference/PAPER.md``;
 * the marker ``<!-- varsim-cli-reference -->`` in ``cli.md`` is replaced by every command's ``--help``, generated
-  from the argparse parsers (``varsim.cli.build_parser``), so the page cannot drift from the code.
+  from the argparse parsers (``varsim.cli.build_parser``), so the page cannot drift from the code;
+* ``docs/jupyter`` goes first on the Jupyter config path, so that the notebooks' execution has a time limit
+  (``jupyter_nbconvert_config.json``: a cell still running after 600 s fails the build with its name; nbclient's
+  default is to wait forever, which turned a hung kernel into a CI run killed at its time limit).
 """
 
 from __future__ import annotations
@@ -17,6 +20,15 @@ from mkdocs.structure.files import File
 
 ROOT = Path(__file__).resolve().parents[1]
 CLI_MARKER = "<!-- varsim-cli-reference -->"
+JUPYTER_CONFIG = ROOT / "docs" / "jupyter"
+
+
+def on_config(config):
+    # read by the NbConvertApp that mkdocs-jupyter makes for each notebook; JUPYTER_CONFIG_PATH entries take
+    # precedence over the user's own config dirs
+    old = os.environ.get("JUPYTER_CONFIG_PATH")
+    os.environ["JUPYTER_CONFIG_PATH"] = os.pathsep.join([str(JUPYTER_CONFIG)] + ([old] if old else []))
+    return config
 
 
 @event_priority(100)  # before mkdocs-jupyter turns the notebooks/*.py files into notebook pages
