@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 
 from . import _style
-from .remedies import chance_of, header, panel_lines, panels_of, source_of, variant_style
+from .remedies import chance_of, draw_lines, header, panel_lines, panel_row, panels_of, source_of
 
 NAME = "fig_remedies_accuracy"
 
@@ -38,30 +38,18 @@ def plot(data: dict, outdir) -> list:
 
 def draw(data: dict):
     """One panel per task and depth; one shared legend below the panels."""
-    A = _style.array
-    n = A(data["lengths"])
-    panels = data["panels"]
+    n = _style.array(data["lengths"])
     conf = int(round(100 * data["confidence"]))
     with _style.style():
-        fig, axes = _style.plt.subplots(1, len(panels), figsize=(3.9 * len(panels), 3.9), squeeze=False,
-                                        sharex=True, sharey=True, layout="constrained")
+        fig, axes = panel_row(data["panels"], data["lengths"])
         handles = {}
-        for ax, p in zip(axes[0], panels):
-            for ln in p["lines"]:
-                sty = variant_style(ln["variant"], p["order"], ln["kind"])
-                label = ln["variant"] + (" (inference-only)" if ln["kind"] != "trained" else "")
-                (h,) = ax.plot(n, A(ln["mean"]), label=label, **sty)
-                handles.setdefault(ln["variant"], h)
-                ax.fill_between(n, A(ln["ci_low"]), A(ln["ci_high"]), color=sty["color"], alpha=0.12, lw=0)
+        for ax, p in zip(axes, data["panels"]):
+            draw_lines(ax, n, p, handles)
             handles["chance"] = ax.axhline(p["chance"], color="k", ls=":", lw=1.0, label="chance")
             handles["train"] = ax.axvline(data["train_max"], color="0.5", ls="--", lw=0.8,
                                           label=f"longest training set ($N = {data['train_max']}$)")
             ax.set_ylim(0, 1.02)
-            ax.set_title(p["title"])
-            ax.set_xlabel("set size $N$")
-            ax.set_xscale("log", base=2)
-            _style.log2_ticks(ax, float(n.min()), float(n.max()))
-        axes[0][0].set_ylabel(f"test accuracy\n(mean, {conf}% t interval over {data['seeds']} seeds)")
+        axes[0].set_ylabel(f"test accuracy\n(mean, {conf}% t interval over {data['seeds']} seeds)")
         fig.legend(handles=list(handles.values()), loc="outside lower center", ncol=4, fontsize=8)
         fig.suptitle("Accuracy vs N per attention variant (solid: trained with it; dashed: inference-only map on the "
                      "softmax weights)", fontsize=9.5)

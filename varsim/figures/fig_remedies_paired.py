@@ -14,7 +14,7 @@ import sys
 import numpy as np
 
 from . import _style
-from .remedies import header, panels_of, source_of, variant_style
+from .remedies import header, panel_row, panels_of, source_of, variant_label, variant_style
 
 NAME = "fig_remedies_paired"
 ALPHA = 0.05
@@ -48,13 +48,11 @@ def draw(data: dict):
 
     A = _style.array
     n = A(data["lengths"])
-    panels = data["panels"]
     conf = int(round(100 * data["confidence"]))
     with _style.style():
-        fig, axes = _style.plt.subplots(1, len(panels), figsize=(3.9 * len(panels), 3.9), squeeze=False,
-                                        sharex=True, sharey=True, layout="constrained")
+        fig, axes = panel_row(data["panels"], data["lengths"])
         handles = {}
-        for ax, p in zip(axes[0], panels):
+        for ax, p in zip(axes, data["panels"]):
             k = len(p["diffs"])
             for j, d in enumerate(p["diffs"]):
                 sty = variant_style(d["variant"], p["order"], d["kind"])
@@ -65,19 +63,14 @@ def draw(data: dict):
                 ax.errorbar(x, mean, np.abs(np.vstack([mean - lo, hi - mean])), fmt="none", ecolor=sty["color"],
                             elinewidth=1.0)
                 (h,) = ax.plot(x, mean, color=sty["color"], ls=sty["ls"], lw=0.8, alpha=0.7,
-                               marker=sty["marker"], ms=0,
-                               label=d["variant"] + (" (inference-only)" if d["kind"] != "trained" else ""))
+                               marker=sty["marker"], ms=0, label=variant_label(d["variant"], d["kind"]))
                 ax.plot(x[sig], mean[sig], ls="none", marker=sty["marker"], color=sty["color"], ms=5)
                 ax.plot(x[~sig], mean[~sig], ls="none", marker=sty["marker"], color=sty["color"], mfc="white", ms=5)
                 handles.setdefault(d["variant"], Line2D([], [], color=sty["color"], ls=sty["ls"],
                                                         marker=sty["marker"], ms=5, label=h.get_label()))
             ax.axhline(0, color="k", lw=0.9)
             ax.axvline(data["train_max"], color="0.5", ls="--", lw=0.8)
-            ax.set_title(p["title"])
-            ax.set_xlabel("set size $N$")
-            ax.set_xscale("log", base=2)
-            _style.log2_ticks(ax, float(n.min()), float(n.max()))
-        axes[0][0].set_ylabel(f"paired accuracy difference\nvariant − softmax ({conf}% t interval)")
+        axes[0].set_ylabel(f"paired accuracy difference\nvariant − softmax ({conf}% t interval)")
         extra = [Line2D([], [], color="0.3", marker="o", ls="none", ms=5,
                         label=f"Holm-adjusted paired t-test p ≤ {data['alpha']:g}"),
                  Line2D([], [], color="0.3", marker="o", mfc="white", ls="none", ms=5,

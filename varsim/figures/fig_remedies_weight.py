@@ -10,10 +10,8 @@ from __future__ import annotations
 
 import sys
 
-import numpy as np
-
 from . import _style
-from .remedies import header, panel_lines, panels_of, source_of, variant_style
+from .remedies import draw_lines, header, panel_lines, panel_row, panels_of, source_of
 
 NAME = "fig_remedies_weight"
 
@@ -37,34 +35,20 @@ def plot(data: dict, outdir) -> list:
 
 def draw(data: dict):
     """Weight on the correct item vs N (log-log) per variant; 1/N for reference; one legend below the panels."""
-    A = _style.array
-    n = A(data["lengths"])
-    panels = data["panels"]
+    n = _style.array(data["lengths"])
     conf = int(round(100 * data["confidence"]))
     with _style.style():
-        fig, axes = _style.plt.subplots(1, len(panels), figsize=(3.9 * len(panels), 3.9), squeeze=False,
-                                        sharex=True, sharey=True, layout="constrained")
+        fig, axes = panel_row(data["panels"], data["lengths"])
         handles = {}
-        for ax, p in zip(axes[0], panels):
-            for ln in p["lines"]:
-                sty = variant_style(ln["variant"], p["order"], ln["kind"])
-                label = ln["variant"] + (" (inference-only)" if ln["kind"] != "trained" else "")
-                (h,) = ax.plot(n, A(ln["mean"]), label=label, **sty)
-                handles.setdefault(ln["variant"], h)
-                # a log axis cannot show 0: the band's lower end is kept above the smallest positive value drawn
-                lo = np.maximum(A(ln["ci_low"]), 1e-6)
-                ax.fill_between(n, lo, A(ln["ci_high"]), color=sty["color"], alpha=0.12, lw=0)
+        for ax, p in zip(axes, data["panels"]):
+            draw_lines(ax, n, p, handles, band_floor=1e-6)
             handles["uniform"] = ax.plot(n, 1.0 / n, color="k", ls=":", lw=1.0, label="$1/N$ (uniform weights)")[0]
             handles["train"] = ax.axvline(data["train_max"], color="0.5", ls="--", lw=0.8,
                                           label=f"longest training set ($N = {data['train_max']}$)")
             ax.set_yscale("log")
             ax.set_ylim(top=1.05)
-            ax.set_title(p["title"])
-            ax.set_xlabel("set size $N$")
-            ax.set_xscale("log", base=2)
-            _style.log2_ticks(ax, float(n.min()), float(n.max()))
-        axes[0][0].set_ylabel(f"weight on the correct item, best head\n(mean, {conf}% t interval over "
-                              f"{data['seeds']} seeds)")
+        axes[0].set_ylabel(f"weight on the correct item, best head\n(mean, {conf}% t interval over "
+                           f"{data['seeds']} seeds)")
         fig.legend(handles=list(handles.values()), loc="outside lower center", ncol=4, fontsize=8)
         fig.suptitle("Attention weight on the correct item vs N per attention variant (solid: trained with it; "
                      "dashed: inference-only map on the softmax weights)", fontsize=9.5)

@@ -18,11 +18,10 @@ weights) dashed.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
-__all__ = ["RemediesSource", "COMMITTED_DIR", "COMMITTED_FILES", "write_committed", "variant_style", "panels_of",
-           "panel_lines", "header", "OKABE_ITO"]
+__all__ = ["RemediesSource", "COMMITTED_DIR", "COMMITTED_FILES", "write_committed", "variant_style", "variant_label",
+           "panels_of", "panel_lines", "panel_row", "draw_lines", "header", "OKABE_ITO"]
 
 #: The summary of the last full remedies run, shipped with the package.
 COMMITTED_DIR = Path(__file__).resolve().parent / "data" / "remedies"
@@ -43,6 +42,45 @@ def variant_style(label: str, order: list, kind: str) -> dict:
     first = k < len(OKABE_ITO)  # past the eighth variant the colours repeat: another dash pattern tells them apart
     ls = ("-" if first else "-.") if kind == "trained" else ("--" if first else ":")
     return {"color": OKABE_ITO[k % len(OKABE_ITO)], "marker": _MARKERS[k % len(_MARKERS)], "ls": ls}
+
+
+def variant_label(variant: str, kind: str) -> str:
+    """The legend label of a variant: inference-only maps are marked as such."""
+    return variant + (" (inference-only)" if kind != "trained" else "")
+
+
+def panel_row(panels: list, lengths):
+    """A figure with one axes per panel side by side (shared axes; call inside ``_style.style()``), each titled,
+    with set size N on a log2 axis over ``lengths``. Returns ``(fig, axes)``."""
+    from . import _style
+
+    n = _style.array(lengths)
+    fig, axes = _style.plt.subplots(1, len(panels), figsize=(3.9 * len(panels), 3.9), squeeze=False, sharex=True,
+                                    sharey=True, layout="constrained")
+    for ax, p in zip(axes[0], panels):
+        ax.set_title(p["title"])
+        ax.set_xlabel("set size $N$")
+        ax.set_xscale("log", base=2)
+        _style.log2_ticks(ax, float(n.min()), float(n.max()))
+    return fig, list(axes[0])
+
+
+def draw_lines(ax, n, panel: dict, handles: dict, *, band_floor: float | None = None) -> None:
+    """The panel's lines (:func:`panel_lines`): the mean per N with its interval as a band; the first line of each
+    variant goes into ``handles`` (for one legend under all panels). ``band_floor``: the band's lower end is kept
+    above it (a log axis cannot show 0)."""
+    import numpy as np
+
+    from . import _style
+
+    for ln in panel["lines"]:
+        sty = variant_style(ln["variant"], panel["order"], ln["kind"])
+        (h,) = ax.plot(n, _style.array(ln["mean"]), label=variant_label(ln["variant"], ln["kind"]), **sty)
+        handles.setdefault(ln["variant"], h)
+        lo = _style.array(ln["ci_low"])
+        if band_floor is not None:
+            lo = np.maximum(lo, band_floor)
+        ax.fill_between(n, lo, _style.array(ln["ci_high"]), color=sty["color"], alpha=0.12, lw=0)
 
 
 class RemediesSource:
@@ -198,21 +236,12 @@ def chance_of(settings: dict, task: str) -> float:
 
 def main(argv=None) -> int:
     """``python -m varsim.figures.remedies RESULTS_DIR [DEST]``: commit a finished remedies run's summary."""
-    import argparse
+    from ._commit import commit_main
 
-    parser = argparse.ArgumentParser(prog="python -m varsim.figures.remedies", description=main.__doc__)
-    parser.add_argument("results", help="a finished `varsim reproduce DIR --preset remedies` directory")
-    parser.add_argument("dest", nargs="?", default=str(COMMITTED_DIR), help=f"default {COMMITTED_DIR}")
-    parser.add_argument("--allow-incomplete", action="store_true", help="also a summary with missing runs")
-    args = parser.parse_args(argv)
-    try:
-        for path in write_committed(args.results, args.dest, allow_incomplete=args.allow_incomplete):
-            print(f"{path} ({path.stat().st_size / 1024:.0f} kB)")
-    except ValueError as exc:
-        print(f"varsim.figures.remedies: error: {exc}", file=sys.stderr)
-        return 2
-    return 0
-
+    return commit_main(argv, prog="python -m varsim.figures.remedies", description=main.__doc__,
+                       results_help="a finished `varsim reproduce DIR --preset remedies` directory",
+                       default_dest=COMMITTED_DIR, write=write_committed,
+                       flags=[("--allow-incomplete", "also a summary with missing runs")])
 
 if __name__ == "__main__":
     raise SystemExit(main())

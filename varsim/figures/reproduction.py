@@ -379,20 +379,11 @@ class ReproductionSource:
 
 def main(argv=None) -> int:
     """``python -m varsim.figures.reproduction RESULTS_DIR [DEST]``: write the compact records of a finished run."""
-    import argparse
+    from ._commit import commit_main
 
-    parser = argparse.ArgumentParser(prog="python -m varsim.figures.reproduction", description=main.__doc__)
-    parser.add_argument("results", help="a finished `varsim reproduce` directory")
-    parser.add_argument("dest", nargs="?", default=str(COMMITTED_DIR), help=f"default {COMMITTED_DIR}")
-    args = parser.parse_args(argv)
-    try:
-        for path in write_compact(args.results, args.dest):
-            print(f"{path} ({path.stat().st_size / 1024:.0f} kB)")
-    except ValueError as exc:
-        print(f"varsim.figures.reproduction: error: {exc}", file=sys.stderr)
-        return 2
-    return 0
-
+    return commit_main(argv, prog="python -m varsim.figures.reproduction", description=main.__doc__,
+                       results_help="a finished `varsim reproduce` directory", default_dest=COMMITTED_DIR,
+                       write=write_compact)
 
 if __name__ == "__main__":
     raise SystemExit(main())
