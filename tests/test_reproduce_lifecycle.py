@@ -70,40 +70,75 @@ def _alive(proc) -> bool:
         return False
 
 
+def _long_grid(out):
+    """A reproduction (two workers, two runs whose training takes hours) in a child process, once both workers are
+    training: ``(parent, its descendants)``. The parent exits 130 on KeyboardInterrupt, as the CLI does."""
+    pytest.importorskip("psutil")
+    quick = ReproductionSettings.quick()
+    long_train = {**quick.train, "steps": 10**6, "checkpoint_every": 10**5}
+    parent = _python(f"""
+        import sys
+        from varsim.experiments import ReproductionSettings, run_reproduction
+        if __name__ == "__main__":
+            settings = ReproductionSettings.quick(seeds=2, tasks=("argmax",), norms=("none",), train={long_train!r})
+            try:
+                run_reproduction({str(out)!r}, settings=settings, workers=2, progress=False)
+            except KeyboardInterrupt:
+                sys.exit(130)
+    """)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:  # both workers have started training (their checkpoint directories exist)
+        started = list((out / "checkpoints").glob("*")) if (out / "checkpoints").exists() else []
+        if len(started) == 2 or parent.poll() is not None:
+            break
+        time.sleep(0.2)
+    try:
+        assert parent.poll() is None, parent.stderr.read()
+        assert len(started) == 2, "the workers did not start"
+        children = _descendants(parent.pid)
+        assert len([c for c in children if _alive(c)]) >= 2
+    except BaseException:
+        parent.kill()
+        parent.wait()
+        raise
+    return parent, children
+
+
+def _survivors(children, seconds: float = 10.0) -> list[int]:
+    """The pids still alive after ``seconds`` (killed, so that a failing test leaves nothing running)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and any(_alive(c) for c in children):
+        time.sleep(0.1)
+    survivors = [c.pid for c in children if _alive(c)]
+    for pid in survivors:
+        os.kill(pid, signal.SIGKILL)
+    return survivors
+
+
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL")
 def test_workers_exit_when_the_reproduction_is_killed(tmp_path):
     """SIGKILL the coordinating process while its two workers train runs that take minutes: every process it
     started is gone within a few seconds. Catches workers that finish (or keep waiting on) their job after their
     parent died."""
-    pytest.importorskip("psutil")
-    out = tmp_path / "repro"
-    quick = ReproductionSettings.quick()
-    long_train = {**quick.train, "steps": 10**6, "checkpoint_every": 10**5}
-    parent = _python(f"""
-        from varsim.experiments import ReproductionSettings, run_reproduction
-        if __name__ == "__main__":
-            settings = ReproductionSettings.quick(seeds=2, tasks=("argmax",), norms=("none",), train={long_train!r})
-            run_reproduction({str(out)!r}, settings=settings, workers=2, progress=False)
-    """)
+    parent, children = _long_grid(tmp_path / "repro")
+    os.kill(parent.pid, signal.SIGKILL)
+    parent.wait()
+    assert _survivors(children) == []
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to one process")
+def test_interrupted_reproduction_stops_its_runs_in_flight(tmp_path):
+    """SIGINT to the coordinating process alone (``kill -INT``; a terminal's Ctrl-C signals the workers too): it
+    exits within seconds, and so do its workers. Catches a parent that cancels the queue but waits for the runs in
+    flight (hours here) before it exits. A resume redoes those runs (tests/test_reproduce.py)."""
+    parent, children = _long_grid(tmp_path / "repro")
+    os.kill(parent.pid, signal.SIGINT)
     try:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:  # both workers have started training (their checkpoint directories exist)
-            started = list((out / "checkpoints").glob("*")) if (out / "checkpoints").exists() else []
-            if len(started) == 2 or parent.poll() is not None:
-                break
-            time.sleep(0.2)
-        assert parent.poll() is None, parent.stderr.read()
-        assert len(started) == 2, "the workers did not start"
-        children = _descendants(parent.pid)
-        workers = [c for c in children if _alive(c)]
-        assert len(workers) >= 2
-    finally:
-        os.kill(parent.pid, signal.SIGKILL)
+        rc = parent.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        parent.kill()
         parent.wait()
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and any(_alive(c) for c in children):
-        time.sleep(0.1)
-    survivors = [c.pid for c in children if _alive(c)]
-    for pid in survivors:  # do not leave them running if the test fails
-        os.kill(pid, signal.SIGKILL)
+        rc = None
+    survivors = _survivors(children)
+    assert rc == 130, parent.stderr.read()
     assert survivors == []

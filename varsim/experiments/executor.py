@@ -111,10 +111,25 @@ def open_executor(scheduler: str | None = None, workers: int | None = None) -> I
     try:
         yield pool
     except BaseException:
-        pool.shutdown(wait=False, cancel_futures=True)
+        _stop_now(pool)
         raise
     else:
         pool.shutdown(wait=True)
+
+
+def _stop_now(pool: cf.ProcessPoolExecutor) -> None:
+    """Cancel the queued jobs and end the workers' jobs in flight: an interrupted or failed grid exits now instead
+    of waiting for runs that may take minutes (jobs are pure and write atomically; a resume redoes them)."""
+    terminate = getattr(pool, "terminate_workers", None)  # Python >= 3.14
+    if terminate is not None:
+        terminate()
+        return
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for proc in processes:
+        proc.terminate()
+    for proc in processes:
+        proc.join(timeout=10)
 
 
 class JobFailure:
