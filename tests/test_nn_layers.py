@@ -13,29 +13,14 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from nn_checks import numeric_grads
+from nn_checks import row_masks as per_row_masks
 
 from varsim.nn import attention as att
 from varsim.nn import layers as L
 from varsim.nn import norms as NM
 
 SMALL = settings(max_examples=40)
-
-
-def numeric_grads(fn, arrays, dout, h=1e-6):
-    """Central-difference gradients of sum(fn(*arrays)[0] * dout) with respect to each array (modified in place)."""
-    out = []
-    for a in arrays:
-        g = np.zeros_like(a)
-        for i in range(a.size):
-            old = a.flat[i]
-            a.flat[i] = old + h
-            lp = float(np.sum(fn(*arrays)[0] * dout))
-            a.flat[i] = old - h
-            lm = float(np.sum(fn(*arrays)[0] * dout))
-            a.flat[i] = old
-            g.flat[i] = (lp - lm) / (2 * h)
-        out.append(g)
-    return out
 
 
 def assert_grads(fn, backward, arrays, rng, *, extra_out=None, rtol=1e-5, atol=1e-7):
@@ -47,7 +32,7 @@ def assert_grads(fn, backward, arrays, rng, *, extra_out=None, rtol=1e-5, atol=1
         grads = (grads,)
     grads = [g for g in grads if g is not None]
     assert len(grads) == len(arrays)
-    num = numeric_grads(fn, arrays, dout)
+    num = numeric_grads(lambda *a: fn(*a)[0], arrays, dout)
     for k, (g, n) in enumerate(zip(grads, num)):
         assert g.shape == arrays[k].shape and g.dtype == arrays[k].dtype
         np.testing.assert_allclose(g, n, rtol=rtol, atol=atol, err_msg=f"gradient {k}")
@@ -280,13 +265,7 @@ def test_self_attention_gradients(case, row_masks):
     d = h * dh
     x = rng.standard_normal((b, t, d))
     w, bias = rng.standard_normal((d, 3 * d)), rng.standard_normal(3 * d)
-    km = mask
-    if row_masks:  # per-row masks (B, T, T): row i may not see key (i + 1) mod T unless it is its only key
-        km = np.repeat(mask[:, None, :], t, axis=1)
-        for i in range(t):
-            j = (i + 1) % t
-            if km[:, i].sum(axis=1).min() > 1:
-                km[:, i, j] = False
+    km = per_row_masks(mask) if row_masks else mask
     assert_grads(
         lambda x, w, bias: att.self_attention_forward(x, w, bias, h, km), att.self_attention_backward, [x, w, bias], rng
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from nn_checks import batch_for, check_model_grads
 
 from varsim.nn import model as model_module
 from varsim.nn.layers import softmax_cross_entropy_backward, softmax_cross_entropy_forward
@@ -17,38 +18,6 @@ TINY = dict(d_model=8, n_heads=2, n_classes=4, key_vocab=32, value_vocab=5, d_hi
 
 def tiny(task, dtype="float64", **kw):
     return ModelConfig(task=task, dtype=dtype, **{**TINY, **kw})
-
-
-def batch_for(cfg, b, n, seed=0):
-    extra = {"n_classes": cfg.n_classes} if cfg.task == "argmax" else {"key_vocab": cfg.key_vocab,
-                                                                       "value_vocab": cfg.value_vocab}
-    return make_batch(cfg.task, b, n, np.random.default_rng(seed), **extra)
-
-
-def check_model_grads(cfg, *, n=(2, 5), b=3, per_param=3, seed=0):
-    """Central differences of sum(logits * dlogits) on ``per_param`` random entries of every parameter.
-
-    The tolerance is relative to the scale of the gradient; entries whose true gradient is 0 (e.g. the key bias,
-    which the softmax ignores) must come out ~0 analytically too."""
-    m = Transformer(cfg, seed=seed)
-    batch = batch_for(cfg, b, n, seed)
-    rng = np.random.default_rng(seed + 1)
-    logits, cache = m.forward(batch)
-    dl = rng.standard_normal(logits.shape)
-    grads = m.backward(dl, cache)
-    assert list(grads) == list(m.params)
-    h = 1e-6
-    for k, p in m.params.items():
-        assert grads[k].shape == p.shape and grads[k].dtype == p.dtype, k
-        for i in rng.choice(p.size, size=min(per_param, p.size), replace=False):
-            old = p.flat[i]
-            p.flat[i] = old + h
-            lp = float(np.sum(m.forward(batch)[0] * dl))
-            p.flat[i] = old - h
-            lm = float(np.sum(m.forward(batch)[0] * dl))
-            p.flat[i] = old
-            num = (lp - lm) / (2 * h)
-            assert abs(grads[k].flat[i] - num) <= 1e-5 * abs(num) + 1e-7, (k, i, grads[k].flat[i], num)
 
 
 # ----------------------------------------------------------------------------------------------------------------------

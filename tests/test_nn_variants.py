@@ -15,6 +15,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from nn_checks import check_model_grads, numeric_grads
+from nn_checks import row_masks as per_row_masks
 
 from varsim import variants as VR
 from varsim.nn import attention as att
@@ -32,23 +34,6 @@ PARAMS = {"logn": {"n0": 2.5}, "topk": {"k": 2}, "critical": {"c": 0.7, "beta0":
 
 def _rng(seed):
     return np.random.default_rng(seed)
-
-
-def numeric_grads(fn, arrays, dout, h=1e-6):
-    """Central-difference gradients of sum(fn(*arrays) * dout) with respect to each array (restored afterwards)."""
-    out = []
-    for a in arrays:
-        g = np.zeros_like(a)
-        for i in range(a.size):
-            old = a.flat[i]
-            a.flat[i] = old + h
-            lp = float(np.sum(fn(*arrays) * dout))
-            a.flat[i] = old - h
-            lm = float(np.sum(fn(*arrays) * dout))
-            a.flat[i] = old
-            g.flat[i] = (lp - lm) / (2 * h)
-        out.append(g)
-    return out
 
 
 def check_grads(fn, grads_fn, arrays, rng, rtol=1e-5, atol=1e-7):
@@ -249,16 +234,6 @@ def layer_case(draw):
     return b, t, h, dh, mask, rng, spec, theta
 
 
-def _row_masks(mask):
-    """(B, T) -> per-row (B, T, T) masks: row i may not see key (i + 1) mod T unless it is its only key."""
-    t = mask.shape[1]
-    km = np.repeat(mask[:, None, :], t, axis=1)
-    for i in range(t):
-        if km[:, i].sum(axis=1).min() > 1:
-            km[:, i, (i + 1) % t] = False
-    return km
-
-
 def _with_theta(forward, backward, arrays, theta, rng):
     """Gradient check of a layer whose backward appends dtheta when ``theta`` is not None."""
     arrays = arrays + ([theta] if theta is not None else [])
@@ -282,7 +257,7 @@ def test_self_attention_gradients_every_trained_map(case, row_masks):
     wired with the pre-map instead of the post-map weights."""
     b, t, h, dh, mask, rng, spec, theta = case
     d = h * dh
-    km = _row_masks(mask) if row_masks else mask
+    km = per_row_masks(mask) if row_masks else mask
     x, w, bias = rng.standard_normal((b, t, d)), rng.standard_normal((d, 3 * d)), rng.standard_normal(3 * d)
     _with_theta(lambda x, w, bias, th: att.self_attention_forward(x, w, bias, h, km, spec, th),
                 att.self_attention_backward, [x, w, bias], theta, rng)
@@ -353,7 +328,7 @@ def test_row_blocked_self_attention_equals_full_every_map(case, name, output, ro
     b, t, h, dh, mask, rng, _, _ = case
     spec = None if name is None else WM.make_attention(name, _params_for(name, rng), output)
     theta = rng.uniform(0.3, 2.0, size=h) if spec is not None and spec.trained_param else None
-    km = _row_masks(mask) if row_masks else mask
+    km = per_row_masks(mask) if row_masks else mask
     d = h * dh
     x = rng.standard_normal((b, t, d))
     w, bias = rng.standard_normal((d, 3 * d)), rng.standard_normal(3 * d)
@@ -399,30 +374,6 @@ def test_softmax_spec_takes_the_unchanged_fast_path():
 # The model
 
 TINY = dict(d_model=8, n_heads=2, n_classes=4, key_vocab=32, value_vocab=5, d_hidden=6, dtype="float64")
-
-
-def check_model_grads(cfg, *, n=(2, 5), b=3, per_param=3, seed=0):
-    """Central differences of sum(logits * dlogits) on ``per_param`` random entries of every parameter."""
-    m = Transformer(cfg, seed=seed)
-    extra = {"n_classes": cfg.n_classes} if cfg.task == "argmax" else {"key_vocab": cfg.key_vocab,
-                                                                       "value_vocab": cfg.value_vocab}
-    batch = make_batch(cfg.task, b, n, _rng(seed), **extra)
-    rng = _rng(seed + 1)
-    logits, cache = m.forward(batch)
-    dl = rng.standard_normal(logits.shape)
-    grads = m.backward(dl, cache)
-    assert list(grads) == list(m.params)
-    h = 1e-6
-    for k, p in m.params.items():
-        for i in rng.choice(p.size, size=min(per_param, p.size), replace=False):
-            old = p.flat[i]
-            p.flat[i] = old + h
-            lp = float(np.sum(m.forward(batch)[0] * dl))
-            p.flat[i] = old - h
-            lm = float(np.sum(m.forward(batch)[0] * dl))
-            p.flat[i] = old
-            num = (lp - lm) / (2 * h)
-            assert abs(grads[k].flat[i] - num) <= 1e-5 * abs(num) + 1e-7, (k, i, grads[k].flat[i], num)
 
 
 @pytest.mark.parametrize("name", TRAINED)
@@ -532,7 +483,9 @@ slow = pytest.mark.slow
         ("ssmax", {}, "none", 500, 0.9),
         pytest.param("logn", {"n0": 4.0}, "none", 500, 0.9, marks=slow),
         pytest.param("entmax15", {}, "none", 500, 0.9, marks=slow),
-        pytest.param("sigmoid", {}, "none", 1500, 0.9, marks=slow),
+        # sigmoid learns more slowly: at 1500 steps it was 0.894-0.914 at N = 16 over seeds 0-2 (SE 0.019 on 256
+        # examples), so float rounding alone could fail it; at 3500 steps 0.945-0.949
+        pytest.param("sigmoid", {}, "none", 3500, 0.9, marks=slow),
         # ipr_norm learns argmax more slowly (about 85% at N = 16 after 1500-2500 steps, 92% at N = 4): subtracting
         # the mean value adds the other items' values as noise. The check here is that it learns, not that it is as
         # fast as softmax.
