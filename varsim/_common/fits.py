@@ -11,19 +11,14 @@ import math
 
 import numpy as np
 
+from varsim._common.validate import check_finite_array
+
 __all__ = ["loglog_fit"]
 
 
 def _positive_series(name: str, values) -> np.ndarray:
-    try:
-        arr = np.asarray(values, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"{name} must be a 1-D array of numbers: {exc}") from None
-    if arr.ndim != 1:
-        raise ValueError(f"{name} must be 1-D, got shape {arr.shape}")
-    if arr.size < 2:
-        raise ValueError(f"{name} must have at least 2 values for a fit, got {arr.size}")
-    if not np.all(np.isfinite(arr)) or np.any(arr <= 0):
+    arr = check_finite_array(name, values, ndim=1, min_size=2)
+    if np.any(arr <= 0):
         raise ValueError(f"{name} must be finite and positive for a log-log fit")
     return arr
 

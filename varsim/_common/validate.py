@@ -73,14 +73,19 @@ def check_real(
     return fvalue
 
 
-def check_finite_array(name: str, value, *, ndim: int | None = None, dtype=np.float64) -> np.ndarray:
-    """Return a finite array (copy-free when possible) of the requested dimension."""
+def check_finite_array(
+    name: str, value, *, ndim: int | None = None, dtype=np.float64, min_size: int = 0
+) -> np.ndarray:
+    """Return a finite array (copy-free when possible) of the requested dimension, with at least ``min_size``
+    values."""
     try:
         arr = np.asarray(value, dtype=dtype)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"{name} must be numeric array-like: {exc}") from None
     if ndim is not None and arr.ndim != ndim:
         raise ValueError(f"{name} must have {ndim} dimension(s), got shape {arr.shape}")
+    if arr.size < min_size:
+        raise ValueError(f"{name} must have at least {min_size} value(s), got {arr.size}")
     if not np.all(np.isfinite(arr)):
         raise ValueError(f"{name} must contain only finite values")
     return arr

@@ -31,7 +31,7 @@ from scipy import stats as _st
 
 from varsim._common.intervals import wilson_interval
 from varsim._common.seeding import child_generator
-from varsim._common.validate import check_real
+from varsim._common.validate import check_finite_array, check_real
 
 __all__ = [
     "wilson_interval",
@@ -56,17 +56,7 @@ def _check_confidence(confidence) -> float:
 
 
 def _sample(name: str, values, *, minimum: int = 1) -> np.ndarray:
-    try:
-        arr = np.asarray(values, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"{name} must be a 1-D array of numbers: {exc}") from None
-    if arr.ndim != 1:
-        raise ValueError(f"{name} must be 1-D, got shape {arr.shape}")
-    if arr.size < minimum:
-        raise ValueError(f"{name} must have at least {minimum} value(s), got {arr.size}")
-    if not np.all(np.isfinite(arr)):
-        raise ValueError(f"{name} must contain only finite values")
-    return arr
+    return check_finite_array(name, values, ndim=1, min_size=minimum)
 
 
 def t_interval(values, *, confidence: float = 0.95) -> dict:
