@@ -1,6 +1,7 @@
 """The remedies axis of the reproduction: unchanged paper specs, settings validation, lr selection, a quick slice
 end to end (locally and on Dask), the summary's statistics and table."""
 
+import dataclasses
 import json
 import subprocess
 
@@ -93,6 +94,26 @@ def test_selection_uses_validation_only_and_picks_the_best_mean():
     assert all(("inference" in s) == (s["attention"] == "softmax") for s in main)
 
 
+def test_selection_ties_survive_float_rounding():
+    """Equal mean scores that float summation makes differ in the last bit are a tie, and the tie goes to the smaller
+    lr. Catches the rule applied to the float means as they come: the committed remedies run of 2026-12-01 chose
+    3e-3 for dictionary softmax, 1 block, whose per-seed scores (0.99870, 1.0) and (0.99935, 0.99935) have equal
+    means (0.9993489583333333 vs ...334)."""
+    st = dataclasses.replace(SLICE, lr_select_seeds=2)
+    lo, hi = st.lr_grid[0], st.lr_grid[1]
+    per_seed = {lo: (0.9986979166666666, 1.0), hi: (0.9993489583333334, 0.9993489583333334)}
+    assert sum(per_seed[lo]) / 2 < sum(per_seed[hi]) / 2  # the rounding the rule must see through
+    recs = {}
+    for s in selection_specs(st):
+        scores = per_seed.get(s["lr"], (0.5, 0.5))
+        recs[s["run_id"]] = {"spec": s, "validation": {"score": scores[s["seed_index"]]}}
+    assert set(select_lr(st, recs)["chosen"].values()) == {lo}
+    per_seed[hi] = (0.9993489583333334, 0.9999)  # a real difference (~1e-4) still wins
+    for s in selection_specs(st):
+        recs[s["run_id"]]["validation"]["score"] = per_seed.get(s["lr"], (0.5, 0.5))[s["seed_index"]]
+    assert set(select_lr(st, recs)["chosen"].values()) == {hi}
+
+
 def test_holm_is_one_home():
     """Holm's adjustment: k-th smallest times (m - k + 1), monotone, NaN left out; the figures use the same one."""
     from varsim.figures import fig_repro_accuracy
@@ -136,6 +157,42 @@ def test_quick_slice_end_to_end(slice_dir):
     assert "control_logn (inf.)" in table and "Holm" in table and "Learning-rate selection" in table
     again = run_reproduction(out, settings=SLICE, workers=2, progress=False)
     assert again["completed"] == [] and len(again["skipped"]) == n_main
+
+
+def test_resume_after_the_chosen_lr_changes_redoes_those_runs(slice_dir, tmp_path):
+    """A finished grid whose lr choice changes (here: a selection record edited so that the other lr of the softmax
+    cells wins; in practice a fixed selection rule) resumes: the main runs of those cells are redone at the new lr,
+    their old checkpoint directories set aside, the other runs kept. Catches a resume that fails on "cannot resume:
+    the config differs" because the run's checkpoint directory holds the training at the old lr."""
+    import shutil
+
+    from varsim.experiments.records import select_path
+
+    src, _ = slice_dir
+    out = tmp_path / "grid"
+    shutil.copytree(src, out)
+    old = json.loads((out / "selection.json").read_text())["chosen"]
+    flipped = {}
+    for spec in selection_specs(SLICE):
+        if spec["cell"].endswith("-softmax-d1"):
+            path = select_path(out, spec["run_id"])
+            rec = json.loads(path.read_text())
+            rec["validation"]["score"] = 1.0 if spec["lr"] != old[spec["cell"]] else 0.0
+            path.write_text(json.dumps(rec))
+            flipped[spec["cell"]] = [lr for lr in SLICE.lr_grid if lr != old[spec["cell"]]][0]
+    before = {p.name: p.read_bytes() for p in (out / "runs").glob("*.json")}
+    report = run_reproduction(out, settings=SLICE, workers=1, progress=False)
+    assert report["failed"] == []
+    redone = sorted(report["completed"])
+    softmax_d1 = sorted(s["run_id"] for s in job_specs(SLICE, {**old, **flipped})
+                        if s["attention"] == "softmax" and s["depth"] == 1)
+    assert redone == softmax_d1
+    for rid in redone:
+        rec = json.loads((out / "runs" / f"{rid}.json").read_text())
+        assert rec["spec"]["lr"] == list(flipped.values())[0]
+    assert sorted(p.name for p in (out / "checkpoints").glob("*.superseded")) == [f"{r}.superseded" for r in redone]
+    kept = {p.name: p.read_bytes() for p in (out / "runs").glob("*.json") if p.stem not in redone}
+    assert kept == {k: v for k, v in before.items() if k[:-5] not in redone}
 
 
 def test_cli_preset_flag_is_parsed(slice_dir, capsys):

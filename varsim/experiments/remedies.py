@@ -100,13 +100,19 @@ def remedies_settings(*, quick: bool = False, seeds: int | None = None, root_see
 PRESETS = {"remedies": remedies_settings}
 
 
+#: lr selection: scores closer than this are a tie (equal counts of correct answers summed in another order differ
+#: by ~1e-16; a score's resolution is 1 / (validation examples x lengths x seeds), ~1e-4 here)
+SCORE_TIE = 1e-9
+
+
 def select_lr(settings: ReproductionSettings, records: dict) -> dict:
     """Choose the lr of every cell from the selection records (``{run_id: record}`` of
     :func:`~varsim.experiments.settings.selection_specs`).
 
     Returns ``{"chosen": {cell: lr}, "cells": {cell: {"lr": [...], "score": [...], "per_seed": [[...]], "chosen"}},
     "rule"}``; the score of an lr is the mean over the selection seeds of the mean validation accuracy over the
-    validation lengths (a diverged run scores 0). ValueError when a record is missing.
+    validation lengths (a diverged run scores 0); the smallest lr whose score is within :data:`SCORE_TIE` of the
+    best is chosen. ValueError when a record is missing.
     """
     by_cell: dict = {}
     for rec in records.values():
@@ -125,8 +131,8 @@ def select_lr(settings: ReproductionSettings, records: dict) -> dict:
             row = [seeds[s] for s in sorted(seeds)]
             per_seed.append(row)
             scores.append(sum(row) / len(row))
-        best = max(range(len(scores)), key=lambda i: (scores[i], -settings.lr_grid[i]))
-        chosen[key] = settings.lr_grid[best]
+        top = max(scores)
+        chosen[key] = min(lr for lr, score in zip(settings.lr_grid, scores) if score >= top - SCORE_TIE)
         table[key] = {"lr": list(settings.lr_grid), "score": scores, "per_seed": per_seed, "chosen": chosen[key]}
     return {"chosen": chosen, "cells": table,
             "rule": f"mean validation accuracy over N in {list(settings.validation_lengths)} and the first "

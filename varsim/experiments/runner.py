@@ -177,6 +177,8 @@ def _run_grid(out: Path, settings: ReproductionSettings, *, scheduler, workers, 
     def workdir(spec):
         return str(out / "checkpoints" / spec["run_id"]) if checkpoints else None
 
+    if checkpoints:
+        _set_aside_superseded(out / "checkpoints", todo, show)
     reused = {}
     if checkpoints and settings.lr_grid:
         for spec in todo:
@@ -266,6 +268,34 @@ def _reuse_selection_training(out: Path, settings: ReproductionSettings, spec: d
     return twin
 
 
+def _set_aside_superseded(base: Path, todo: list, show: bool) -> list[str]:
+    """Move aside (to ``<run_id>.superseded``) the checkpoint directories under ``base`` of the runs to do whose
+    training config is not their spec's: made for other settings, e.g. another chosen lr after a change of the
+    selection rule. Resuming from them would refuse (the config differs), so the run could never be redone; set
+    aside, nothing is lost and the run trains afresh. Returns the run ids moved."""
+    import shutil
+
+    from varsim._common.jsonio import read_json
+
+    moved = []
+    for spec in todo:
+        d = base / spec["run_id"]
+        try:
+            config = read_json(d / "config.json")
+        except ValueError:  # no directory or no training yet (or unreadable: train() says so)
+            continue
+        if not isinstance(config, dict) or config.get("config") == spec["train_config"]:
+            continue
+        dest = d.with_name(d.name + ".superseded")
+        shutil.rmtree(dest, ignore_errors=True)
+        os.replace(d, dest)
+        moved.append(spec["run_id"])
+    if moved:
+        _log(show, f"reproduce: {len(moved)} checkpoint directories were made for another training config (e.g. "
+                   f"{moved[0]}); set aside as <run_id>.superseded")
+    return moved
+
+
 def _select_phase(out: Path, settings: ReproductionSettings, *, scheduler, workers, checkpoints, show):
     """Run (or resume) the lr selection runs, choose the lr per cell, write ``selection.json``.
 
@@ -287,6 +317,8 @@ def _select_phase(out: Path, settings: ReproductionSettings, *, scheduler, worke
                 _log(True, f"varsim reproduce: redoing {spec['run_id']}: {exc} (moved to {path.name}.corrupt)")
         todo.append(spec)
     _log(show, f"reproduce: lr selection: {len(specs)} runs, {len(specs) - len(todo)} already finished")
+    if checkpoints:
+        _set_aside_superseded(out / "checkpoints" / "select", todo, show)
     todo.sort(key=_cost_rank)
     failed = []
 
