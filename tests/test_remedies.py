@@ -7,6 +7,7 @@ import subprocess
 
 import numpy as np
 import pytest
+from repro_checks import run_records
 
 from varsim.experiments.remedies import remedies_settings, select_lr
 from varsim.experiments.runner import run_reproduction
@@ -195,6 +196,39 @@ def test_resume_after_the_chosen_lr_changes_redoes_those_runs(slice_dir, tmp_pat
     assert kept == {k: v for k, v in before.items() if k[:-5] not in redone}
 
 
+def test_recheck_recomputes_a_run_and_finds_a_changed_record(slice_dir, tmp_path, capsys):
+    """`varsim reproduce DIR --recheck RUN_ID ...` recomputes a main run and an lr-selection run with the current code:
+    identical numbers (exit 0), nothing written in DIR; a record whose numbers were changed is named with the field
+    that differs (exit 1); an unknown run id is refused before anything runs (exit 2, one line). Catches a recheck
+    that compares the volatile fields (timing, provenance), trusts the record instead of recomputing, or writes."""
+    import shutil
+
+    from varsim.cli import main
+    from varsim.experiments.records import select_path
+
+    src, report = slice_dir
+    out = tmp_path / "grid"
+    shutil.copytree(src, out)
+    rid = sorted(report["completed"])[0]
+    sel = sorted(p.stem for p in select_path(out, "x").parent.glob("*.json"))[0]
+    before = sorted(str(p.relative_to(out)) for p in out.rglob("*"))
+    assert main(["reproduce", str(out), "--recheck", rid, sel]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert len(lines) == 2 and all(": identical (record made at " in ln for ln in lines), lines
+    assert sorted(str(p.relative_to(out)) for p in out.rglob("*")) == before
+    path = out / "runs" / f"{rid}.json"
+    rec = json.loads(path.read_text())
+    rec["eval"]["correct"][0] += 1
+    rec["eval"]["accuracy"][0] = min(1.0, rec["eval"]["accuracy"][0] + 1e-3)
+    rec["eval"]["ci_high"][0] = 1.0
+    path.write_text(json.dumps(rec))
+    assert main(["reproduce", str(out), "--recheck", rid]) == 1
+    assert f"{rid}: DIFFERS in eval" in capsys.readouterr().out
+    assert main(["reproduce", str(out), "--recheck", rid, "no-such-run"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and "no-such-run" in captured.err and len(captured.err.strip().splitlines()) == 1
+
+
 def test_cli_preset_flag_is_parsed(slice_dir, capsys):
     from varsim.cli import main
 
@@ -202,14 +236,6 @@ def test_cli_preset_flag_is_parsed(slice_dir, capsys):
     assert main(["reproduce", str(out), "--aggregate-only"]) == 0
     with pytest.raises(SystemExit):
         main(["reproduce", str(out), "--preset", "nope"])
-
-
-def _records(outdir, sub=""):
-    out = {}
-    for path in sorted((outdir / "runs" / sub).glob("*.json")):
-        rec = json.loads(path.read_text())
-        out[path.name] = {k: v for k, v in rec.items() if k not in ("timing", "provenance")}
-    return out
 
 
 def test_dask_matches_local_and_reused_selection_training_is_exact(slice_dir, tmp_path):
@@ -233,7 +259,7 @@ def test_dask_matches_local_and_reused_selection_training_is_exact(slice_dir, tm
                                   progress=False)
     assert remote["failed"] == []
     for sub in ("select", ""):
-        a, b = _records(out, sub), _records(tmp_path / "dask", sub)
+        a, b = run_records(out, sub), run_records(tmp_path / "dask", sub)
         assert sorted(a) == sorted(b) and a
         for name in a:
             assert a[name] == b[name], name

@@ -9,12 +9,8 @@ import json
 import pytest
 
 from varsim.experiments import reproduce
+from varsim.experiments.records import record_numbers
 from varsim.experiments.reproduce import ReproductionSettings, run_reproduction
-
-
-def _numbers(rec):
-    """A run record without what legitimately differs between executions (wall time, provenance)."""
-    return {k: v for k, v in rec.items() if k not in ("timing", "provenance")}
 
 
 @pytest.fixture(scope="module")
@@ -107,7 +103,7 @@ def test_resume_skips_finished_and_redoes_corrupt_runs(quick_dir, tmp_path, caps
     assert (runs / f"{victims[0]}.json.corrupt").exists()
     assert "redoing argmax-residual-layernorm-s1" in capsys.readouterr().err
     for v in victims:
-        assert _numbers(json.loads((runs / f"{v}.json").read_text())) == _numbers(originals[v])
+        assert record_numbers(json.loads((runs / f"{v}.json").read_text())) == record_numbers(originals[v])
 
 
 def test_record_of_another_spec_is_not_trusted(quick_dir):

@@ -4,20 +4,13 @@ import json
 import sys
 
 import pytest
+from repro_checks import run_records
 
 from varsim.experiments import executor
 from varsim.experiments.reproduce import ReproductionSettings, run_reproduction
 
 # A slice of the quick grid: enough runs to be scheduled concurrently, cheap enough for the default suite.
 SETTINGS = ReproductionSettings.quick(tasks=("argmax", "dictionary"), norms=("none", "layernorm"), seeds=2)
-
-
-def _records(outdir):
-    out = {}
-    for path in sorted((outdir / "runs").glob("*.json")):
-        rec = json.loads(path.read_text())
-        out[path.name] = {k: v for k, v in rec.items() if k not in ("timing", "provenance")}
-    return out
 
 
 def test_dask_local_cluster_matches_local_executor(tmp_path):
@@ -40,7 +33,7 @@ def test_dask_local_cluster_matches_local_executor(tmp_path):
                                  progress=False)
         assert again["completed"] == [] and len(again["skipped"]) == 8
     assert local["failed"] == []
-    a, b = _records(tmp_path / "local"), _records(tmp_path / "dask")
+    a, b = run_records(tmp_path / "local"), run_records(tmp_path / "dask")
     assert sorted(a) == sorted(b) and len(a) == 8
     for name in a:
         assert a[name] == b[name], name

@@ -7,11 +7,13 @@ Examples::
     varsim reproduce results/reproduce --scheduler tcp://10.0.0.5:8786
     varsim reproduce results/reproduce --aggregate-only     # rebuild summary.json and table.md
     varsim reproduce results/remedies --preset remedies     # the attention-variant grid (REMEDIES.md 4)
+    varsim reproduce results/remedies --recheck RUN_ID      # recompute a finished run: same numbers as its record?
 
 Re-running the same command resumes: finished runs are kept, unreadable ones are reported and redone. One process
 at a time per results directory: a second one is refused while the first runs.
 Exit status: 0 when every run finished, 1 when some runs failed (re-run to retry them) or, with --aggregate-only,
-when runs are missing or corrupt (unless --allow-incomplete), 2 on bad input.
+when runs are missing or corrupt (unless --allow-incomplete) or, with --recheck, when a recomputed run differs from
+its record, 2 on bad input.
 """
 
 from __future__ import annotations
@@ -46,6 +48,9 @@ def register(parser: argparse.ArgumentParser) -> None:
                         help="only rebuild summary.json and table.md from the finished runs")
     parser.add_argument("--allow-incomplete", action="store_true",
                         help="with --aggregate-only: exit 0 even when runs are missing or corrupt")
+    parser.add_argument("--recheck", nargs="+", metavar="RUN_ID",
+                        help="only recompute these finished runs with the current code (in a temporary directory) and "
+                             "say whether their numbers equal the records'; exit status 1 if any differ")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                         help="one line per finished run on stderr (default: when it is a terminal)")
@@ -77,11 +82,34 @@ def _aggregate_only(outdir: str, *, allow_incomplete: bool) -> int:
     return 0
 
 
+def _recheck(outdir: str, run_ids: list, *, as_json: bool) -> int:
+    from pathlib import Path
+
+    from varsim.experiments.recheck import recheck_runs
+
+    if not Path(outdir).is_dir():
+        raise ValueError(f"outdir {outdir!r} is not a directory")
+
+    def say(r):
+        if not as_json:
+            made, now = (r["made_at"] or "unknown")[:7], (r["recomputed_at"] or "unknown")[:7]
+            verdict = "identical" if r["identical"] else "DIFFERS in " + ", ".join(r["differs"])
+            print(f"{r['run_id']}: {verdict} (record made at {made}, recomputed at {now} in {r['seconds']:.0f} s)",
+                  flush=True)
+
+    results = recheck_runs(outdir, run_ids, on_result=say)
+    if as_json:
+        print(json.dumps(results, indent=2))
+    return 0 if all(r["identical"] for r in results) else 1
+
+
 def run(args) -> int:
     from varsim.experiments import run_reproduction
 
     if args.aggregate_only:
         return _aggregate_only(args.outdir, allow_incomplete=args.allow_incomplete)
+    if args.recheck:
+        return _recheck(args.outdir, args.recheck, as_json=args.json)
     report = run_reproduction(
         args.outdir,
         quick=args.quick,

@@ -26,12 +26,21 @@ from varsim.experiments.settings import ReproductionSettings, job_specs, run_id
 
 __all__ = ["RUN_FORMAT", "SETTINGS_FORMAT", "CorruptRun", "runs_dir", "run_path", "load_run",
            "read_settings", "write_settings", "load_results", "runs_by_cell", "SELECT_FORMAT", "SELECTION_FORMAT",
-           "select_path", "load_select_run", "read_selection", "write_selection"]
+           "select_path", "load_select_run", "read_selection", "write_selection", "VOLATILE_FIELDS", "record_numbers"]
 
 RUN_FORMAT = "varsim.reproduce.run/1"
 SELECT_FORMAT = "varsim.reproduce.lr_select/1"
 SELECTION_FORMAT = "varsim.reproduce.selection/1"
 SETTINGS_FORMAT = "varsim.reproduce.settings/1"
+
+
+#: the fields of a run record that differ between executions of the same spec (wall and CPU time, commit, host)
+VOLATILE_FIELDS = ("timing", "provenance")
+
+
+def record_numbers(rec: dict) -> dict:
+    """A run record without its :data:`VOLATILE_FIELDS`: what two executions of one spec must agree on exactly."""
+    return {k: v for k, v in rec.items() if k not in VOLATILE_FIELDS}
 
 
 class CorruptRun(ValueError):
