@@ -86,13 +86,13 @@ def _long_grid(out):
             except KeyboardInterrupt:
                 sys.exit(130)
     """)
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:  # both workers have started training (their checkpoint directories exist)
-        started = list((out / "checkpoints").glob("*")) if (out / "checkpoints").exists() else []
-        if len(started) == 2 or parent.poll() is not None:
-            break
-        time.sleep(0.2)
     try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:  # both workers have started training (their checkpoint directories exist)
+            started = list((out / "checkpoints").glob("*")) if (out / "checkpoints").exists() else []
+            if len(started) == 2 or parent.poll() is not None:
+                break
+            time.sleep(0.2)
         assert parent.poll() is None, parent.stderr.read()
         assert len(started) == 2, "the workers did not start"
         children = _descendants(parent.pid)
