@@ -11,6 +11,8 @@ import numpy as np
 
 from varsim._common.validate import check_choice, check_finite_array, check_int, check_real
 
+from ._kernel_args import KEY_BLOCK, LOGIT_BLOCK
+
 __all__ = [
     "DISTRIBUTIONS", "SAMPLERS", "ESTIMATORS", "QUERIES", "MIN_CHUNKS", "DEFAULT_MAX_WORK", "SimConfig", "make_config",
     "chunk_sizes", "estimate_cost",
@@ -30,8 +32,6 @@ _MAX_ABS = 1e30
 #: the logits + Rao-Blackwell path at ~1.4e8 keys per CPU-second). ``simulate(max_work=...)`` /
 #: ``varsim simulate --max-work`` raise it for deliberately long runs.
 DEFAULT_MAX_WORK = 2e12
-_KEY_BLOCK = 32  # mirrors _kernels_attn.KEY_BLOCK (importing the kernel module here would compile nothing but
-#                  would import numba; the size only enters the memory estimate)
 
 
 def _memory_budget() -> float:
@@ -60,7 +60,7 @@ def estimate_cost(n_grid, *, d_k, d_v, n_sequences, sampler="full", coupled=Fals
     else:
         per_key = 1 + (d_v if draws_values else 0)
     work = float(n_sequences) * float(sum(grid)) * per_key
-    per_worker = 40.0 * (_KEY_BLOCK * max(d_k, d_v) + 1024 * max(d_v, 1)) + 24.0 * chunk * max(d_v, 1)
+    per_worker = 40.0 * (KEY_BLOCK * max(d_k, d_v) + LOGIT_BLOCK * max(d_v, 1)) + 24.0 * chunk * max(d_v, 1)
     if stores_keys:
         per_worker += 8.0 * n_max * (d_v + 2)
     if materialises:
@@ -139,6 +139,16 @@ class SimConfig:
         if self.q_fixed is None:
             return None
         return self.tau * float(np.linalg.norm(self.q_fixed)) / math.sqrt(self.d_k)
+
+    @property
+    def key_code(self) -> int:
+        """The kernels' code of ``key_dist`` (its index in :data:`DISTRIBUTIONS`)."""
+        return DISTRIBUTIONS.index(self.key_dist)
+
+    @property
+    def value_code(self) -> int:
+        """The kernels' code of ``value_dist``."""
+        return DISTRIBUTIONS.index(self.value_dist)
 
     @property
     def draws_values(self) -> bool:
