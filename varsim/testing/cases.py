@@ -3,9 +3,9 @@
 An :class:`AttentionCase` describes one batch; :meth:`AttentionCase.arrays` draws it. :data:`REFERENCE_CASES` is the
 standard battery that :func:`varsim.testing.assert_matches_reference` runs by default: every case has a temperature
 ``tau != 1`` split from the query norm (``beta = tau |q| / sqrt(d_k)``), ``d_k != d_v``, a non-zero value mean and
-several sequences with their own keys; between them they cover huge logits (``beta >= 100``), one key, long
-sequences, several queries and heads, padding and causal masks (including a single query), non-Gaussian keys
-(uniform, Rademacher with tied logits, Student-t) and float32 inputs.
+several sequences with their own keys; between them they cover huge logits (``beta = 400``: logits beyond the
+float64 range of ``exp``), one key, long sequences, several queries and heads, padding and causal masks
+(including a single query), non-Gaussian keys (uniform, Rademacher with tied logits, Student-t) and float32 inputs.
 """
 
 from __future__ import annotations
@@ -93,6 +93,9 @@ class AttentionCase:
         check_choice("key_law", self.key_law, KEY_LAWS)
         check_choice("mask", self.mask, MASKS)
         check_choice("dtype", self.dtype, CASE_DTYPES)
+        if self.mask == "causal" and self.n_queries > self.n_keys:
+            raise ValueError(f"n_queries: a causal case needs n_queries <= n_keys (bottom-right alignment), got "
+                             f"{self.n_queries} > {self.n_keys}")
 
     def describe(self) -> str:
         """One line: the case's name and every field that shapes it."""
@@ -126,7 +129,7 @@ class AttentionCase:
 REFERENCE_CASES = (
     AttentionCase("moderate", batch=3, n_keys=24, d_k=16, d_v=6, tau=0.7, beta=1.5, value_mean=1.5, value_scale=2.0,
                   seed=1),
-    AttentionCase("huge-logits", batch=3, n_keys=20, d_k=8, d_v=5, tau=1.6, beta=120.0, value_mean=-2.0, seed=2),
+    AttentionCase("huge-logits", batch=3, n_keys=20, d_k=8, d_v=5, tau=1.6, beta=400.0, value_mean=-2.0, seed=2),
     AttentionCase("one-key", batch=2, n_keys=1, d_k=4, d_v=3, tau=1.3, beta=2.0, value_mean=0.5, seed=3),
     AttentionCase("long", batch=2, n_keys=1024, d_k=32, d_v=3, tau=2.0, beta=2.5, value_mean=1.0, seed=4),
     AttentionCase("multi-query", batch=2, n_queries=5, n_keys=12, d_k=12, d_v=7, tau=0.8, beta=2.0,

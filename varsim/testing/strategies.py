@@ -89,6 +89,7 @@ def _configs(draw, n, grid_points, d_k, d_v, beta, tau, queries, key_dists, valu
     b_hi = beta[1] if regime == "any" else min(beta[1], annealed_beta_max(grid[0]))
     b_hi = max(b_hi, beta[0])
     t = draw(st.floats(*tau))
+    t = _away_from_one(t) if tau[0] <= _away_from_one(t) <= tau[1] else t
     if query == "fixed":
         b = draw(st.floats(beta[0], b_hi))
         norm = b * math.sqrt(dk) / t  # beta = tau |q| / sqrt(d_k)
@@ -109,7 +110,7 @@ def attention_configs(
     grid_points: int = 2,
     d_k=(8, 32),
     d_v=(1, 8),
-    beta=(0.0, 1.2),
+    beta=(0.5, 3.0),
     tau=(0.5, 2.0),
     queries=("fixed",),
     key_dists=("gaussian",),
@@ -127,8 +128,11 @@ def attention_configs(
     ----------
     n : (min, max) lengths; ``grid_points`` lengths at most per configuration.
     d_k, d_v : (min, max) dimensions (``d_k >= 8`` keeps a 1/d scale distinguishable from 1/sqrt(d)).
-    beta : (min, max) logit scale ``tau |q| / sqrt(d_k)`` of a fixed query (capped by the regime).
-    tau : (min, max) temperature; the query norm is set so that ``tau |q| / sqrt(d_k) = beta``.
+    beta : (min, max) logit scale ``tau |q| / sqrt(d_k)`` of a fixed query (capped by the regime: at the default
+        lengths the annealed cap is 0.85 at N = 16 and 1.48 at N = 512). Near 0 every attention is mean pooling
+        and a temperature or scale bug is invisible, hence the default minimum 0.5.
+    tau : (min, max) temperature, kept 0.1 away from 1 when the range allows; the query norm is set so that
+        ``tau |q| / sqrt(d_k) = beta``.
     queries : query laws to draw from (``"random"``: the exact reference costs ~1 s per length).
     key_dists : key laws (the exact references need ``"gaussian"``).
     value_dists, value_mean, value_scale : value law, constant mean and scale.
@@ -182,6 +186,7 @@ def _cases(draw, batch, heads, n_queries, n_keys, d_k, d_v, tau, beta, huge_beta
     mean = draw(st.floats(*value_mean)) * draw(st.sampled_from((1.0, -1.0)))
     mask = draw(st.sampled_from(masks))
     L = draw(st.integers(*n_queries))
+    L = min(L, n) if mask == "causal" else L
     return AttentionCase(
         name="drawn", batch=draw(st.integers(*batch)), heads=draw(st.integers(*heads)), n_queries=L, n_keys=n,
         d_k=dk, d_v=max(dv, 1), tau=_away_from_one(draw(st.floats(*tau))), beta=b, value_mean=mean,
