@@ -128,7 +128,7 @@ class _Torch:
         self.device = device or "cpu"
 
     def asarray(self, arr, floating=True):
-        t = self.torch.from_numpy(np.ascontiguousarray(arr))
+        t = self.torch.from_numpy(np.array(arr))  # a writable copy
         return t.to(device=self.device, dtype=self.dtype) if floating else t.to(self.device)
 
     def rounding(self, arr):
@@ -231,7 +231,7 @@ class Adapted:
                         k1 = dict(kw)
                         if "mask" in kw:
                             k1["mask"] = self.lib.asarray(kw["mask"][b, 0, l_], floating=False)
-                        out = self.fn(conv(q[b, h, l_]), conv(K[b, h]), conv(V[b, h]), **k1)
+                        out = self.fn(conv(q[b, h, l_].copy()), conv(K[b, h].copy()), conv(V[b, h].copy()), **k1)
                         o, w = self._unpack(out, (d_v,), (N,))
                         os.append(o)
                         ws.append(w)
@@ -252,8 +252,8 @@ class Adapted:
             o_shape, w_shape = (S, d_v), (S, N)
             m = None if "mask" not in kw else np.broadcast_to(kw["mask"], (B, H, L, N)).reshape(S, N)
         if m is not None:
-            kw["mask"] = self.lib.asarray(np.ascontiguousarray(m), floating=False)
-        out = self.fn(*(conv(np.ascontiguousarray(a)) for a in args), **kw)
+            kw["mask"] = self.lib.asarray(np.array(m), floating=False)
+        out = self.fn(*(conv(np.array(a)) for a in args), **kw)  # copies: the function may write to them
         o, w = self._unpack(out, o_shape, w_shape)
         return o.reshape(B, H, L, d_v), (None if w is None else w.reshape(B, H, L, N))
 

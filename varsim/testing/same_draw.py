@@ -67,8 +67,9 @@ class ReferenceReport:
     def describe(self) -> str:
         ran = [r for r in self.results if not r.skipped]
         failed = [r for r in ran if not r.passed]
-        head = (f"attention_fn {self.fn} {'matches' if not failed else 'does not match'} the reference "
-                f"{self.reference} on {len(ran) - len(failed)} of {len(ran)} same-draw case(s) (tolerance "
+        verdict = (f"matches the reference {self.reference} on all {len(ran)}" if not failed else
+                   f"does not match the reference {self.reference}: {len(failed)} of {len(ran)}")
+        head = (f"attention_fn {self.fn} {verdict} same-draw case(s) {'' if not failed else 'fail '}(tolerance "
                 f"{self.tol_factor:g} eps (1 + Lmax + sqrt N) max|V|)")
         lines = [head + (":" if failed else "")]
         worst = self.worst
