@@ -188,3 +188,19 @@ def test_torch_low_precision_outputs_reach_the_checks():
         assert assert_matches_reference(attn, cases).passed
     o, dtype = to_numpy(_torch().ones(2, dtype=_torch().bfloat16))
     assert dtype == "bfloat16" and o.dtype == np.float64
+
+
+def test_torch_tutorial_example_runs():
+    """docs/site/examples/test_torch_sdpa.py (the PyTorch tutorial's code): the naive is_causal wrapper fails on
+    exactly the two cases with fewer queries than keys, the fixed one passes, also in bfloat16 statistically."""
+    _torch()
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "docs" / "site" / "examples" / "test_torch_sdpa.py"
+    spec = importlib.util.spec_from_file_location("varsim_docs_torch_example", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    for name in dir(mod):
+        if name.startswith("test_"):
+            getattr(mod, name)()
