@@ -204,3 +204,26 @@ def test_torch_tutorial_example_runs():
     for name in dir(mod):
         if name.startswith("test_"):
             getattr(mod, name)()
+
+
+def test_case_precision_reaches_every_library():
+    """Without a fixed dtype the float32 case hands float32 arrays to NumPy, array-API and torch functions alike."""
+    seen = {}
+
+    def recorder(name):
+        def fn(q, K, V, tau=1.0, mask=None):
+            seen.setdefault(name, set()).add(str(q.dtype).split(".")[-1])
+            return softmax_attention_nd(*(np.asarray(a, dtype=np.float64) for a in (q, K, V)), tau=tau,
+                                        mask=None if mask is None else np.asarray(mask))[0]
+        return fn
+
+    libs = [("numpy", "numpy"), ("xp", xp)]
+    try:
+        import torch  # noqa: F401
+
+        libs.append(("torch", "torch"))
+    except ImportError:
+        pass
+    for name, array in libs:
+        assert_matches_reference(adapt(recorder(name), array=array, layout="bhld"))
+        assert seen[name] == {"float64", "float32"}, seen

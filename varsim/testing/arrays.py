@@ -56,7 +56,7 @@ def _describe(value) -> str:
 
 def _dtype_name(value) -> str:
     dt = getattr(value, "dtype", None)
-    return str(dt).removeprefix("torch.") if dt is not None else "float64"
+    return str(dt).split(".")[-1] if dt is not None else "float64"
 
 
 def to_numpy(value, *, fn="attention_fn", what="output") -> tuple[np.ndarray, str]:
@@ -124,12 +124,14 @@ class _Torch:
         import torch
 
         self.torch = torch
-        self.dtype = getattr(torch, dtype or "float64")
+        self.dtype = None if dtype is None else getattr(torch, dtype)
         self.device = device or "cpu"
 
     def asarray(self, arr, floating=True):
         t = self.torch.from_numpy(np.array(arr))  # a writable copy
-        return t.to(device=self.device, dtype=self.dtype) if floating else t.to(self.device)
+        if floating and self.dtype is not None:
+            return t.to(device=self.device, dtype=self.dtype)
+        return t.to(self.device)
 
     def rounding(self, arr):
         return self.torch.from_numpy(np.ascontiguousarray(arr)).to(self.dtype).double().numpy()
@@ -141,11 +143,12 @@ class _Namespace:
             raise ValueError(f"dtype 'bfloat16' is not an array-API dtype (namespace {xp.__name__})")
         self.xp = xp
         self.name = xp.__name__
-        self.dtype = getattr(xp, dtype or "float64")
-        self.np_dtype = np.dtype(dtype or "float64")
+        self.np_dtype = None if dtype is None else np.dtype(dtype)
 
     def asarray(self, arr, floating=True):
-        return self.xp.asarray(arr.astype(self.np_dtype) if floating else arr, dtype=self.dtype if floating else None)
+        if floating and self.np_dtype is not None:
+            arr = arr.astype(self.np_dtype)
+        return self.xp.asarray(arr)
 
     def rounding(self, arr):
         return arr.astype(self.np_dtype)
