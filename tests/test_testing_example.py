@@ -23,12 +23,13 @@ def _load():
 
 
 def test_example_is_short_passes_and_takes_under_10_s():
+    """At most 45 lines; its three tests pass in under 10 s of CPU."""
     assert len(EXAMPLE.read_text().splitlines()) <= 45
     mod = _load()
-    start = time.perf_counter()
+    start = time.process_time()
     for name in TESTS:
         getattr(mod, name)()  # the Hypothesis tests, as pytest would run them
-    assert time.perf_counter() - start < 10.0
+    assert time.process_time() - start < 10.0
 
 
 def test_example_catches_a_one_over_d_scale():
@@ -45,15 +46,16 @@ def test_example_catches_a_one_over_d_scale():
 
 def test_a_failing_property_fails_in_seconds():
     """A bug only the Monte Carlo property sees (the same-draw tests are skipped here) fails the Hypothesis test
-    within 10 s: no shrinking, and the early stop ends a check whose pilot is far off."""
+    within 10 s of CPU (CPU time: robust to a loaded machine): no shrinking, and the early stop ends a check whose
+    pilot is far off."""
     mod = _load()
     right = mod.my_attention
     mod.my_attention = lambda q, K, V, tau=1.0, mask=None: right(q, K, V, tau=0.5 * tau, mask=mask)
-    start = time.perf_counter()
+    start = time.process_time()
     with pytest.raises(AssertionError, match="does not match the reference at"):
         mod.test_my_attention_matches_the_theory()
-    assert time.perf_counter() - start < 10.0
-    start = time.perf_counter()
+    assert time.process_time() - start < 10.0
+    start = time.process_time()
     with pytest.raises(AssertionError, match="x tolerance"):
         mod.test_same_draw_drawn_cases()
-    assert time.perf_counter() - start < 10.0
+    assert time.process_time() - start < 10.0

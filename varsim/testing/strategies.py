@@ -182,7 +182,7 @@ def _cases(draw, batch, heads, n_queries, n_keys, d_k, d_v, tau, beta, huge_beta
         dv = dv + 1 if dv < d_v[1] else dv - 1
     lo, hi = math.log(n_keys[0]), math.log(n_keys[1])
     n = min(n_keys[1], max(n_keys[0], int(round(math.exp(draw(st.floats(lo, hi)))))))
-    b = draw(st.floats(*huge_beta)) if huge_beta and draw(st.integers(0, 4)) == 4 else draw(st.floats(*beta))
+    b = draw(st.floats(*huge_beta)) if huge_beta and draw(st.integers(0, 4)) == 0 else draw(st.floats(*beta))
     mean = draw(st.floats(*value_mean)) * draw(st.sampled_from((1.0, -1.0)))
     mask = draw(st.sampled_from(masks))
     L = draw(st.integers(*n_queries))
@@ -205,7 +205,7 @@ def attention_cases(
     d_v=(1, 16),
     tau=(0.25, 4.0),
     beta=(0.5, 3.0),
-    huge_beta=(100.0, 1000.0),
+    huge_beta=(300.0, 3000.0),
     value_mean=(0.25, 3.0),
     key_laws=KEY_LAWS,
     masks=MASKS,
