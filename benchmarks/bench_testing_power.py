@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import multiprocessing
 import time
 import zlib
 from pathlib import Path
@@ -136,12 +137,33 @@ def _drawn(k: int) -> str:
     return "\n".join(lines) + f"\n\n{k} configurations drawn by `attention_configs()`, {cpu:.0f} s of CPU.\n"
 
 
+def _cell(cell):
+    """One row of the table: threshold, null runs and CPU time of one (statistic, rel_se, beta, N)."""
+    statistic, rel_se, b, m, reps, null_reps = cell
+    seed0 = zlib.crc32(repr((statistic, b, m, rel_se)).encode())
+    t0 = time.process_time()
+    thr, counts = _threshold(statistic, b, m, reps, rel_se, seed0)
+    null = _null(statistic, b, m, null_reps, rel_se, seed0 + 10**6)
+    runs = null_reps + sum(2 * reps for _ in counts)
+    cpu = (time.process_time() - t0) / runs
+    hi = float(wilson_interval(null["fails"], null["runs"])[1])
+    rec = {"statistic": statistic, "beta": b, "n": m, "rel_se": rel_se, "threshold": thr,
+           "detections": {str(k): v for k, v in counts.items()}, "reps": reps, **null,
+           "false_alarm_upper95": hi, "cpu_s_per_check": cpu}
+    thr_text = f"{100 * thr:.0f}%" if thr is not None else f"> {100 * DELTAS[-1]:.0f}%"
+    row = (f"| `{LABELS[statistic]}` | {b:g} | {m} | {rel_se:g} | {thr_text} | {null['fails']}/{null['runs']} "
+           f"(< {100 * hi:.1f}%) | {null['max_abs_z']:.1f} | {null['mean_sequences']:.0f} | {1000 * cpu:.0f} ms |")
+    print(row, flush=True)
+    return row, rec
+
+
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--reps", type=int, default=40, help="runs per delta and sign (default 40)")
     p.add_argument("--null-reps", type=int, default=100, help="runs of the correct attention per cell (default 100)")
     p.add_argument("--quick", action="store_true", help="a smoke run: 8 reps, one cell per assertion")
     p.add_argument("--out", type=Path, default=ROOT / "build", help="folder of the JSON record")
+    p.add_argument("--workers", type=int, default=2, help="processes (default 2)")
     p.add_argument("--drawn", type=int, default=0, help="only: false alarms on this many drawn configurations")
     args = p.parse_args(argv)
     if args.drawn:
@@ -151,28 +173,13 @@ def main(argv=None) -> None:
         return
     reps, null_reps = (8, 8) if args.quick else (args.reps, args.null_reps)
     betas, lengths = ((1.0,), (64,)) if args.quick else ((0.5, 1.0, 1.5), (64, 256))
-    rows, record = [], []
-    for statistic in ("var", "ipr", "mean"):
-        for beta in betas:
-            for n in lengths:
-                knob = (statistic, beta, n) == ("var", 1.0, 64) and not args.quick
-                cells = [(0.03, beta, n)] + ([(0.01, beta, n)] if knob else [])
-                for rel_se, b, m in cells:
-                    seed0 = zlib.crc32(repr((statistic, b, m, rel_se)).encode())
-                    t0 = time.process_time()
-                    thr, counts = _threshold(statistic, b, m, reps, rel_se, seed0)
-                    null = _null(statistic, b, m, null_reps, rel_se, seed0 + 10**6)
-                    runs = null_reps + sum(2 * reps for _ in counts)
-                    cpu = (time.process_time() - t0) / runs
-                    hi = float(wilson_interval(null["fails"], null["runs"])[1])
-                    record.append({"statistic": statistic, "beta": b, "n": m, "rel_se": rel_se, "threshold": thr,
-                                   "detections": {str(k): v for k, v in counts.items()}, "reps": reps, **null,
-                                   "false_alarm_upper95": hi, "cpu_s_per_check": cpu})
-                    thr_text = f"{100 * thr:.0f}%" if thr is not None else f"> {100 * DELTAS[-1]:.0f}%"
-                    rows.append(f"| `{LABELS[statistic]}` | {b:g} | {m} | {rel_se:g} | {thr_text} | "
-                                f"{null['fails']}/{null['runs']} (< {100 * hi:.1f}%) | {null['max_abs_z']:.1f} | "
-                                f"{null['mean_sequences']:.0f} | {1000 * cpu:.0f} ms |")
-                    print(rows[-1], flush=True)
+    cells = [(statistic, rel_se, beta, n, reps, null_reps)
+             for statistic in ("var", "ipr", "mean") for beta in betas for n in lengths
+             for rel_se in ((0.03, 0.01) if (statistic, beta, n) == ("var", 1.0, 64) and not args.quick else (0.03,))]
+    with multiprocessing.get_context("spawn").Pool(args.workers) as pool:
+        results = pool.map(_cell, cells, chunksize=1)
+    rows = [row for row, _ in results]
+    record = [rec for _, rec in results]
     head = ("| assertion | beta | N | rel_se | detects (>= 95%) | false alarms (95% upper bound) | max abs z (null) "
             "| sequences (null, mean) | CPU per check |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     table = head + "\n" + "\n".join(rows) + "\n"
