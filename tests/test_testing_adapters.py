@@ -153,7 +153,7 @@ def test_early_stop_spends_only_the_pilot_and_can_be_switched_off():
     assert not fast.passed and fast.n_sequences == 64 and "stopped after the pilot" in fast.note
     full = check_statistic(mean_pooling, "var", expected, [64], d_k=16, d_v=8, query_norm=8.0, early_stop=None,
                            rng=0)[0]
-    assert not full.passed and full.n_sequences >= 64 and not full.note
+    assert not full.passed and full.n_sequences >= 256 and not full.note  # the smallest measurement
     with pytest.raises(ValueError, match="early_stop"):
         check_statistic(mean_pooling, "var", expected, [64], early_stop=2.0)
 
