@@ -206,19 +206,21 @@ for b in range(8):
     p_all.append(batch["priority"][b] - batch["priority"][b, best])
     s_all.append(np.log(wb / wb[best]))
 p_all, s_all = np.concatenate(p_all), np.concatenate(s_all)
-slope = np.polyfit(p_all, s_all, 1)[0]  # learned score per unit of priority
+near = p_all > -0.2  # the items close to the best one: they share its weight
+slope = np.polyfit(p_all[near], s_all[near], 1)[0]  # learned score per unit of priority, near the top
 fig, ax = plt.subplots(figsize=(6, 3.8))
 ax.plot(p_all, s_all, ".", ms=2, alpha=0.4, label="items of 8 sets of N = 1024")
-ax.plot([-1, 0], [-slope, 0], "r-", label=f"linear fit: slope lambda = {slope:.0f}")
+ax.plot([-0.2, 0], [-0.2 * slope, 0], "r-", lw=2, label=f"slope near the top: lambda = {slope:.0f}")
 ax.set(xlabel="priority - priority of the best item", ylabel="score - score of the best item",
        title="the learned attention score")
 ax.legend()
 plt.show()
 
 # %% [markdown]
-# The trained model scores each item by about $\lambda \times$ its priority (plus a little noise from the label).
-# Priorities are uniform on $[0, 1)$, so with $N$ items the best one's score sum is dominated by the many items
-# just below it: $\sum_i e^{\lambda p_i} \approx N \int_0^1 e^{\lambda p}\,dp = N (e^\lambda - 1)/\lambda$, and
+# The trained model's score rises with the priority, steadily near the top: there it is about $\lambda \times$ the
+# priority (plus a little noise from the label), and the items near the top are the ones that matter, because the
+# others get weights smaller by factors like $e^{-20}$. Priorities are uniform on $[0, 1)$, so with $N$ items the
+# softmax's denominator is dominated by the many items just below the best one: $\sum_i e^{\lambda p_i} \approx N \int_0^1 e^{\lambda p}\,dp = N (e^\lambda - 1)/\lambda$, and
 #
 # $$w_\text{best} \approx \frac{e^{\lambda p_\text{max}}}{N (e^\lambda - 1)/\lambda} \approx \frac{\lambda}{N}
 # \qquad (\lambda \gg 1,\ p_\text{max} \approx 1):$$

@@ -402,8 +402,9 @@ for ax, panel in zip(np.atleast_1d(axes), panels):
                 **variant_style(g["variant"], panel["order"], g["kind"]))
     ax.set(xscale="log", xlabel="set size N", title=panel["title"])
 np.atleast_1d(axes)[0].set_ylabel("test accuracy (mean over seeds)")
-np.atleast_1d(axes)[-1].legend(fontsize=7, loc="lower left")
-fig.tight_layout()
+handles, labels = np.atleast_1d(axes)[0].get_legend_handles_labels()
+fig.legend(handles, labels, loc="lower center", ncol=4, fontsize=8, bbox_to_anchor=(0.5, -0.02))
+fig.tight_layout(rect=(0, 0.14, 1, 1))
 plt.show()
 
 # %%
@@ -452,28 +453,31 @@ for panel in panels:
 
 # %% [markdown]
 # ## Explore: move $\beta$ and $N$
-# With a live notebook (and `ipywidgets`) the sliders set the logit scale and the length; the left panel shows the
-# exact $\mathbb{E}[\sum w^2]$ of each map with an exact formula, the right one the weight each map keeps on a
-# planted key (margin `MARGIN`, 200 draws). On a static page the same figure is drawn below for a few fixed values.
+# With a live notebook (and `ipywidgets`) the sliders set the logit scale and the length; the left panel shows
+# $\mathbb{E}[\sum w^2]$ of each map (200 sequences, and the exact value where there is one), the right one the
+# weight each map keeps on a planted key (margin `MARGIN`). On a static page the same figure is drawn below for a few fixed values.
 
 
 # %%
 def explore(beta=BETA, log2_n=12):
     n = int(2**log2_n)
     names = list(REMEDIES)
-    exact_ipr = [variant_ipr(nm, n, beta, **REMEDIES[nm]) if nm != "topk" else np.nan for nm in names]
+    params = {**REMEDIES, "critical": {"c": 1.0, "beta0": beta}}  # critical follows the slider's beta
     z = beta * np.random.default_rng(SEED).standard_normal((200, n))
+    y2_mc = [np.mean(np.sum(weights(nm, z, **params[nm]) ** 2, axis=1)) for nm in names]
+    exact_ipr = [variant_ipr(nm, n, beta, **params[nm]) if nm != "topk" else np.nan for nm in names]
     z[:, 0] += MARGIN
-    w0 = [weights(nm, z, **REMEDIES[nm])[:, 0].mean() for nm in names]
+    w0 = [weights(nm, z, **params[nm])[:, 0].mean() for nm in names]
     fig, axes = plt.subplots(1, 2, figsize=(11, 3.6))
-    axes[0].bar(names, exact_ipr, color=COLORS[: len(names)])
+    axes[0].bar(names, y2_mc, color=COLORS[: len(names)], label="Monte Carlo (200 sequences)")
+    axes[0].plot(names, exact_ipr, "k_", ms=30, mew=2, label="exact (topk: none)")
     axes[0].axhline(1 / n, color="k", ls=":", label="1/N (uniform)")
-    axes[0].set(yscale="log", ylabel="exact E[sum w^2] (topk: no formula)", title=f"beta = {beta:.2f}, N = {n}")
-    axes[0].legend()
+    axes[0].set(yscale="log", ylabel="E[sum w^2]", title=f"beta = {beta:.2f}, N = {n}", ylim=(None, 30 * max(y2_mc)))
+    axes[0].legend(fontsize=8)
     axes[1].bar(names, w0, color=COLORS[: len(names)])
-    axes[1].axhline(np.exp(MARGIN) / n, color="k", ls=":", label="e^m / N")
+    axes[1].axhline(min(1.0, np.exp(MARGIN) / n), color="k", ls=":", label="min(1, e^m / N)")
     axes[1].set(yscale="log", ylabel="E[w_0], planted key", title=f"margin m = {MARGIN:g}")
-    axes[1].legend()
+    axes[1].legend(fontsize=8)
     fig.tight_layout()
     plt.show()
 
