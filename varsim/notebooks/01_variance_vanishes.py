@@ -148,6 +148,13 @@ runs = {beta: simulate(N_GRID, d_k=D_K, d_v=D_V, tau=beta, n_sequences=N_SEQUENC
 print(runs[BETAS[0]].table())
 
 # %% [markdown]
+# The columns: `N`; `Var(o_j)`, the output variance pooled over the $d_v$ coordinates, and its `SE`; `N*Var`, which
+# tends to $e^{\beta^2}$ if the $1/N$ law holds; `E[sum w^2]`, the mean IPR measured on the same sequences;
+# `mean(o_j)`, the mean of one output coordinate (0 here: the values have mean 0); `glob.mean` and `glob.var`, the
+# mean and variance *across* the $d_v$ coordinates of one output, averaged over sequences (the quantities a
+# LayerNorm would compute; `glob.var` is close to `Var(o_j)` because the coordinates are independent given the
+# keys). The last lines: the fitted log-log slope (section 4) and the configuration that reproduces the run.
+#
 # Every Monte Carlo point must lie within 5 standard errors (+1%) of the exact value: the rule all of varsim's
 # statistical tests use. The *z-score* is (estimate - exact) / SE; with a correct simulator it behaves like a
 # standard normal number, so $|z| > 5$ would mean a bug, not bad luck.

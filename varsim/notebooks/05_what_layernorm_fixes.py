@@ -205,7 +205,8 @@ ax = axes[1]
 ax.errorbar(n_arr, w0_mean, yerr=w0_se, fmt="o", color=COLORS[2], label="weight on the correct key E[w_0]")
 ax.plot(n_arr, np.exp(MARGIN) / n_arr, "--", color=COLORS[2], label="e^m / N")
 ax.plot(n_arr, share, "s-", color=COLORS[3], label="cos(LN(o), v_0): correct value's share")
-ax.set(xscale="log", yscale="log", xlabel="sequence length N", title=f"... not the selection (margin m = {MARGIN:g})")
+ax.set(xscale="log", yscale="log", xlabel="sequence length N", ylabel="weight, or cosine with v_0",
+       title=f"... not the selection (margin m = {MARGIN:g})")
 ax.legend()
 fig.tight_layout()
 plt.show()
