@@ -54,6 +54,10 @@ __all__ = [
     "OutputNormalization",
     "VARIANTS",
     "WEIGHT_MAPS",
+    "TRAINABLE_MAPS",
+    "INFERENCE_ONLY_MAPS",
+    "THEORY_KINDS",
+    "KERNELS",
     "OUTPUT_NORMALIZATIONS",
     "get_variant",
     "get_output_normalization",
@@ -287,13 +291,27 @@ def _w_sigmoid(z, n):
 # Specs
 
 
+#: What exact theory says about a weight map (``Variant.theory``; :func:`varsim.theory.remedies.variant_theory`):
+#: ``exact_ipr`` softmax at the effective scale ``f(N) beta`` (needs ``beta_factor_fn``), ``sigmoid_moments`` the exact
+#: moments of ``sigmoid(beta g - ln N)``, ``bound`` the top-k bound ``1/k <= sum w^2 <= 1`` (exact softmax where
+#: ``k >= N``), ``none`` Monte Carlo only.
+THEORY_KINDS: tuple[str, ...] = ("exact_ipr", "sigmoid_moments", "bound", "none")
+
+#: The branches of the simulator's ``map_*`` kernels (``Variant.kernel``; ``varsim.sim._variant_codes`` numbers them):
+#: ``scaled_softmax`` streams ``softmax(f(N) z)`` with the factor packed; the others apply the map to all logits.
+KERNELS: tuple[str, ...] = ("scaled_softmax", "adaptive_temperature", "topk", "entmax15", "sparsemax", "sigmoid")
+
+
 @dataclass(frozen=True)
 class Variant:
-    """A weight map: its parameters, whether its weights sum to 1, and its NumPy reference.
+    """A weight map and what it can do: its parameters, whether its weights sum to 1, its NumPy reference, its theory
+    kind, its simulator kernel and whether the transformer can train with it.
 
     ``beta_factor_fn`` is set for softmax with an N-dependent inverse temperature (``softmax``, ``ssmax``, ``logn``,
-    ``critical``): the weights are ``softmax(beta_factor(n) * z)``. ``inference_only`` marks the variants REMEDIES 4
-    applies to trained softmax models only (their map has no trained parameter or gradient here).
+    ``critical``): the weights are ``softmax(beta_factor(n) * z)``. ``theory``: one of :data:`THEORY_KINDS`.
+    ``kernel``: one of :data:`KERNELS`; ``kernel_params`` the parameters packed, in order, into the kernel's float
+    vector (the scaled softmax packs its factor instead). ``trainable``: the transformer has a backward pass for it
+    (``varsim.nn.weightmaps``); the others are inference-only, applied to trained softmax models (REMEDIES 4).
     ``sparse``: the map gives exact zeros.
     """
 
@@ -302,9 +320,27 @@ class Variant:
     params: tuple[Param, ...]
     sums_to_one: bool
     reference: Callable = field(repr=False)
+    theory: str
+    kernel: str
+    trainable: bool
     beta_factor_fn: Callable | None = field(default=None, repr=False)
-    inference_only: bool = False
+    kernel_params: tuple[str, ...] = ()
     sparse: bool = False
+
+    def __post_init__(self):
+        if self.theory not in THEORY_KINDS:
+            raise ValueError(f"attention {self.name!r}: theory must be one of {', '.join(THEORY_KINDS)}, "
+                             f"got {self.theory!r}")
+        if self.kernel not in KERNELS:
+            raise ValueError(f"attention {self.name!r}: kernel must be one of {', '.join(KERNELS)}, "
+                             f"got {self.kernel!r}")
+        if (self.beta_factor_fn is not None) != (self.kernel == "scaled_softmax"):
+            raise ValueError(f"attention {self.name!r}: the scaled_softmax kernel goes with a beta_factor_fn")
+        if self.theory == "exact_ipr" and self.beta_factor_fn is None:
+            raise ValueError(f"attention {self.name!r}: theory 'exact_ipr' needs a beta_factor_fn")
+        unknown = set(self.kernel_params) - {p.name for p in self.params}
+        if unknown:
+            raise ValueError(f"attention {self.name!r}: kernel_params {sorted(unknown)} are not its parameters")
 
     @property
     def param_names(self) -> tuple[str, ...]:
@@ -360,22 +396,32 @@ _K = Param("k", "int", default=8, minimum=1, maximum=2**62, help="topk: number o
 VARIANTS: dict[str, Variant] = {
     v.name: v
     for v in (
-        Variant("softmax", "softmax(z)", (), True, _w_scaled(_factor_softmax), _factor_softmax),
+        Variant("softmax", "softmax(z)", (), True, _w_scaled(_factor_softmax), theory="exact_ipr",
+                kernel="scaled_softmax", trainable=True, beta_factor_fn=_factor_softmax),
         Variant("ssmax", "softmax(s ln(N) z) (scalable softmax)", (_S,), True, _w_scaled(_factor_ssmax),
-                _factor_ssmax),
+                theory="exact_ipr", kernel="scaled_softmax", trainable=True, beta_factor_fn=_factor_ssmax),
         Variant("logn", "softmax(ln(N)/ln(N0) z), factor clamped to >= 1 when clamp", (_N0, _CLAMP), True,
-                _w_scaled(_factor_logn), _factor_logn),
+                _w_scaled(_factor_logn), theory="exact_ipr", kernel="scaled_softmax", trainable=True,
+                beta_factor_fn=_factor_logn),
         Variant("critical", "softmax(c sqrt(2 ln N) z / beta0) (REM scaling)", (_C, _BETA0), True,
-                _w_scaled(_factor_critical), _factor_critical, inference_only=True),
+                _w_scaled(_factor_critical), theory="exact_ipr", kernel="scaled_softmax", trainable=False,
+                beta_factor_fn=_factor_critical),
         Variant("adaptive_temperature", "softmax(b(H) z), b from the entropy H of softmax(z)", (), True, _w_adaptive,
-                inference_only=True),
-        Variant("topk", "softmax over the k largest logits", (_K,), True, _w_topk, inference_only=True, sparse=True),
-        Variant("entmax15", "1.5-entmax: [z/2 - t]_+^2, sum 1", (), True, _w_entmax15, sparse=True),
-        Variant("sparsemax", "sparsemax: [z - t]_+, sum 1", (), True, _w_sparsemax, sparse=True),
-        Variant("sigmoid", "sigmoid(z - ln N), not normalized", (), False, _w_sigmoid),
+                theory="none", kernel="adaptive_temperature", trainable=False),
+        Variant("topk", "softmax over the k largest logits", (_K,), True, _w_topk, theory="bound", kernel="topk",
+                trainable=False, kernel_params=("k",), sparse=True),
+        Variant("entmax15", "1.5-entmax: [z/2 - t]_+^2, sum 1", (), True, _w_entmax15, theory="none",
+                kernel="entmax15", trainable=True, sparse=True),
+        Variant("sparsemax", "sparsemax: [z - t]_+, sum 1", (), True, _w_sparsemax, theory="none",
+                kernel="sparsemax", trainable=True, sparse=True),
+        Variant("sigmoid", "sigmoid(z - ln N), not normalized", (), False, _w_sigmoid, theory="sigmoid_moments",
+                kernel="sigmoid", trainable=True),
     )
 }
 WEIGHT_MAPS: tuple[str, ...] = tuple(VARIANTS)
+#: The maps the transformer trains with (a backward pass), and the inference-only ones.
+TRAINABLE_MAPS: tuple[str, ...] = tuple(k for k, v in VARIANTS.items() if v.trainable)
+INFERENCE_ONLY_MAPS: tuple[str, ...] = tuple(k for k, v in VARIANTS.items() if not v.trainable)
 
 
 def _unknown(kind: str, name, valid) -> ValueError:
