@@ -98,10 +98,28 @@ def test_trainable_maps_have_a_backward_and_inference_only_maps_none():
     from varsim.nn import weightmaps
 
     assert set(TRAINABLE_MAPS) | set(INFERENCE_ONLY_MAPS) == set(VARIANTS)
-    assert set(weightmaps._IMPLS) == set(VARIANTS)
-    for name, impl in weightmaps._IMPLS.items():
-        assert (impl.backward is not None) == get_variant(name).trainable, name
+    assert set(TRAINABLE_MAPS) <= set(weightmaps._IMPLS) <= set(VARIANTS)
+    for name in VARIANTS:
+        assert (weightmaps._impl(name).backward is not None) == get_variant(name).trainable, name
         assert weightmaps.make_attention(name).trainable == get_variant(name).trainable
+
+
+def test_an_inference_only_map_without_its_own_forward_runs_the_reference(monkeypatch):
+    """A map registered inference-only with only a NumPy reference works in the transformer (its forward is the
+    reference, with the row's key count), and refuses a backward."""
+    from varsim.nn import weightmaps
+
+    monkeypatch.delitem(weightmaps._IMPLS, "topk")
+    z = np.random.default_rng(0).standard_normal((2, 3, 1, 40))
+    mask = np.ones(z.shape, dtype=bool)
+    mask[0, :, :, 30:] = False
+    zm = np.where(mask, z, -np.inf)
+    spec = weightmaps.make_attention("topk", {"k": 4})
+    u, w, cache = spec.forward(zm.copy(), mask)
+    np.testing.assert_allclose(w, get_variant("topk").weights(zm, k=4), rtol=1e-13, atol=0)
+    assert not spec.shift_invariant
+    with pytest.raises(ValueError, match="inference-only"):
+        spec.backward(np.ones_like(z), cache)
 
 
 @pytest.mark.parametrize("name", list(VARIANTS))

@@ -28,6 +28,21 @@ name                          weights                                           
 :meth:`Variant.beta_factor` gives the factor ``f(n)`` multiplying the logits, so for logits of scale ``beta`` the
 effective scale is ``f(n) beta`` and the exact theory of softmax applies at that scale (``varsim.theory.remedies``).
 
+Each entry declares what it can do, and consumers ask the entry instead of comparing names: ``theory``, its theory
+kind (:data:`THEORY_KINDS`; :func:`varsim.theory.remedies.variant_theory` turns a kind into numbers for the CLI, the
+sweeps and the figures); ``kernel`` and ``kernel_params``, the simulator's kernel branch and the parameters packed for
+it (``varsim.sim._variant_codes``); ``trainable``, whether the transformer has a backward pass for it
+(:data:`TRAINABLE_MAPS`; the others, :data:`INFERENCE_ONLY_MAPS`, are applied to trained models only). The CLI flags
+of its parameters are generated from ``params`` (``varsim.cli._options``).
+
+Adding a variant: its entry here (reference, parameters, capabilities); a Numba branch in ``varsim/sim/_kernels_map.py``
+(with its name in :data:`KERNELS` and its code in ``varsim/sim/_variant_codes.py``) unless it is a softmax with an
+N-dependent temperature (``beta_factor_fn``) or reuses a branch; a forward/backward pair in ``varsim/nn/weightmaps.py``
+if it is trainable (an inference-only map runs this reference unless it gets a faster forward there); a function in
+``varsim/theory/remedies.py`` only for a new theory kind. The registry-parametrised tests
+(``tests/test_variant_capabilities.py``, ``tests/test_nn_variants.py``, ``tests/test_sim_variants_kernels.py``) then
+cover it; ``tests/test_variants.py`` pins the list of REMEDIES.
+
 Output normalizations (:data:`OUTPUT_NORMALIZATIONS`): ``ipr_norm``, ``o' = (o - (sum_i w_i) vbar) / sqrt(sum_i
 w_i^2)`` with ``vbar`` the per-example mean of the values (THEORY 4b); it complements the model's existing
 normalizations (``layernorm``, ``standardize``, per-head versions), which stay in ``varsim.nn.norms``.
@@ -81,7 +96,8 @@ _ADAPTIVE_MIN_ENTROPY = 0.5  # at or below this entropy the temperature is left 
 @dataclass(frozen=True)
 class Param:
     """One parameter of a variant: ``kind`` is ``"real"``, ``"int"`` or ``"bool"``; bounds apply to numbers
-    (``strict``: the minimum itself is excluded). ``default`` None means required."""
+    (``strict``: the minimum itself is excluded). ``default`` None means required. ``flag``: its command-line flag
+    when not the generated ``--VARIANT-PARAM`` (``varsim.cli._options.variant_option``)."""
 
     name: str
     kind: str
@@ -90,6 +106,7 @@ class Param:
     maximum: float | None = None
     strict: bool = False
     help: str = ""
+    flag: str | None = None
 
     def check(self, variant: str, value):
         """``value`` converted to the parameter's type, or ``ValueError`` naming ``variant`` and the parameter."""
@@ -391,7 +408,7 @@ _C = Param("c", "real", default=1.0, minimum=0.0, maximum=1e4,
            help="critical: c in softmax(c sqrt(2 ln N) z / beta0); frozen for c > 1")
 _BETA0 = Param("beta0", "real", default=1.0, minimum=0.0, maximum=1e30, strict=True,
                help="critical: base logit scale beta0 > 0 (the standard deviation of z)")
-_K = Param("k", "int", default=8, minimum=1, maximum=2**62, help="topk: number of kept logits k >= 1")
+_K = Param("k", "int", default=8, minimum=1, maximum=2**62, help="topk: number of kept logits k >= 1", flag="--topk")
 
 VARIANTS: dict[str, Variant] = {
     v.name: v

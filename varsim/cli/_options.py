@@ -172,11 +172,13 @@ def scalar_or_array(arr: np.ndarray):
 
 
 def variant_option(variant: str, param: str) -> str:
-    """The command-line flag of a variant parameter: ``--VARIANT-PARAM`` (``--ssmax-s``, ``--logn-n0``), except
-    ``--topk`` for top-k's ``k``."""
-    if (variant, param) == ("topk", "k"):
-        return "--topk"
-    return f"--{variant.replace('_', '-')}-{param.replace('_', '-')}"
+    """The command-line flag of a variant parameter: the one its registry entry names (``--topk`` for top-k's ``k``),
+    else ``--VARIANT-PARAM`` (``--ssmax-s``, ``--logn-n0``)."""
+    from varsim.variants import VARIANTS
+
+    spec = VARIANTS.get(variant)
+    flag = next((p.flag for p in spec.params if p.name == param), None) if spec is not None else None
+    return flag or f"--{variant.replace('_', '-')}-{param.replace('_', '-')}"
 
 
 def _dest(variant: str, param: str) -> str:

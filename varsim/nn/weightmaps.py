@@ -271,7 +271,7 @@ def _bwd_sparsemax(dw, w, cache):
 @dataclass(frozen=True)
 class _MapImpl:
     forward: Callable
-    backward: Callable | None  # None exactly for the registry's inference-only maps (tests check it)
+    backward: Callable | None  # None exactly for the registry's inference-only maps
     needs_n: bool
     shift_invariant: bool  # w(z + c) = w(z) for a per-row constant c
     trained_param: str | None = None  # the registry parameter that initialises a learned per-head vector
@@ -291,10 +291,14 @@ _IMPLS: dict[str, _MapImpl] = {
 
 
 def _impl(name: str) -> _MapImpl:
-    get_variant(name)  # unknown names: the registry's error, listing the valid ones
-    if name not in _IMPLS:  # registered after this module was written
-        raise ValueError(f"attention {name!r} is registered but has no transformer implementation")
-    return _IMPLS[name]
+    """The map's implementation; an inference-only map without its own forward here runs the registry's NumPy
+    reference (float64, with the key counts; not assumed shift-invariant, so the key bias is kept)."""
+    spec = get_variant(name)  # unknown names: the registry's error, listing the valid ones
+    if name in _IMPLS:
+        return _IMPLS[name]
+    if not spec.trainable:
+        return _MapImpl(_reference(name), None, True, False)
+    raise ValueError(f"attention {name!r} is registered as trainable but has no forward/backward pair here")
 
 
 def weight_map_forward(name: str, z: np.ndarray, key_mask=None, theta=None, **params):
@@ -312,12 +316,12 @@ def weight_map_forward(name: str, z: np.ndarray, key_mask=None, theta=None, **pa
 def weight_map_backward(dw: np.ndarray, cache):
     """-> ``(dz, dtheta)`` (``dtheta`` None for maps without a learned parameter); inference-only maps raise."""
     name, w, c = cache
-    if not get_variant(name).trainable:
+    if not _impl(name).backward:
         raise ValueError(
             f"attention {name!r} is inference-only (no backward pass): train with one of {', '.join(TRAINABLE_MAPS)} "
             "and apply it to the trained model with Transformer.with_attention"
         )
-    return _IMPLS[name].backward(dw, w, c)
+    return _impl(name).backward(dw, w, c)
 
 
 # ----------------------------------------------------------------------------------------------------------------------
@@ -366,7 +370,7 @@ class AttentionSpec:
 
     @property
     def impl(self) -> _MapImpl:
-        return _IMPLS[self.name]
+        return _impl(self.name)
 
     @property
     def is_plain_softmax(self) -> bool:
