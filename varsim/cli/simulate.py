@@ -40,10 +40,9 @@ from varsim.cli._options import (
     parse_numbers,
     scalar_or_array,
     variant_kwargs,
-    variant_option,
 )
 
-__all__ = ["register", "run", "parse_grid", "build_kwargs", "result_to_json", "variant_option"]
+__all__ = ["register", "run", "build_kwargs", "exact_variance", "result_to_json", "format_table"]
 
 def register(parser: argparse.ArgumentParser) -> None:
     add = parser.add_argument_group("sequence lengths").add_argument

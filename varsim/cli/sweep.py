@@ -29,6 +29,7 @@ from varsim.cli._options import (
     given_variant_params,
     int_option,
     parse_grid,
+    real_option,
     refuse_variant_params,
 )
 
@@ -40,7 +41,8 @@ def register(parser: argparse.ArgumentParser) -> None:
     add_attention_flag(axes, default=["softmax"], default_help="default softmax", multi=True,
                        what="weight maps to sweep")
     add = axes.add_argument
-    add("--beta", nargs="+", default=["1"], metavar="B", help="logit scales beta >= 0 (default 1)")
+    add("--beta", nargs="+", type=real_option(minimum=0.0), default=[1.0], metavar="B",
+        help="logit scales beta >= 0 (default 1)")
     add("--n", nargs="+", default=["16:65536:x4"], metavar="N",
         help="sequence lengths: integers and/or ranges START:STOP:xFACTOR or START:STOP:STEP (default 16:65536:x4)")
 
@@ -84,17 +86,9 @@ def _variants(args: argparse.Namespace) -> dict:
 
 def build_grid(args: argparse.Namespace):
     """The :class:`~varsim.experiments.sweep.SweepGrid` of the parsed flags."""
-    from varsim._common.validate import check_real
     from varsim.experiments.sweep import SweepGrid
 
-    betas = []
-    for token in args.beta:
-        try:
-            value = float(token)
-        except ValueError:
-            raise ValueError(f"beta: cannot parse {token!r} as a number") from None
-        betas.append(check_real("beta", value, minimum=0.0))
-    return SweepGrid(variants=_variants(args), betas=betas, n_grid=parse_grid(args.n, "n"),
+    return SweepGrid(variants=_variants(args), betas=args.beta, n_grid=parse_grid(args.n, "n"),
                      n_sequences=args.sequences, sampler=args.sampler, estimator=args.estimator, d_k=args.d_k,
                      d_v=args.d_v, value_mean=args.value_mean, value_scale=args.value_scale, max_work=args.max_work)
 
