@@ -305,6 +305,7 @@ def test_parameter_shapes_match_the_built_model_and_feed_the_cost_estimate(model
     building it, and the training cost counts exactly those parameters. Catches the cost estimate reaching into a
     half-made Transformer (which broke for weight maps with a learned parameter, ssmax) or a shape table that drifts
     from the model's."""
+    from varsim.nn import set_cost
     from varsim.nn.model import parameter_shapes
     from varsim.train import budget
 
@@ -313,7 +314,7 @@ def test_parameter_shapes_match_the_built_model_and_feed_the_cost_estimate(model
     shapes = parameter_shapes(config)
     assert list(shapes) == list(built)
     assert shapes == {k: v.shape for k, v in built.items()}
-    assert budget._state(config, copies=1)[1] == sum(v.size for v in built.values())
+    assert set_cost.state(config, copies=1)[1] == sum(v.size for v in built.values())
     train_config = TrainConfig(task=config.task, model={k: v for k, v in model.items() if k != "task"})
     assert budget.training_cost(train_config).state_bytes > 6 * sum(v.nbytes for v in built.values())
     with pytest.raises(ValueError, match="config"):

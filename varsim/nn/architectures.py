@@ -1,0 +1,66 @@
+"""Architectures: which model a :class:`~varsim.nn.config.ModelConfig` builds, and what it costs.
+
+One entry per model family, read by everything that builds or budgets a model (training, checkpoints, evaluation,
+:mod:`varsim.train.budget`): ``build(config, seed, memory_budget)`` makes the model, ``cost`` is a module with its
+parameter shapes, multiply-adds, elementwise work and activation memory (the functions of
+:mod:`varsim.nn.set_cost` for the set transformer), and ``sizes(config)`` lists the config's size fields with their
+defaults (the budget names the one furthest above its default when a cost is too high).
+
+Adding a model (e.g. a causal decoder): its module (the model, with ``forward``/``backward``/``predict``/
+``analysis`` and ``params`` as :class:`varsim.nn.model.Transformer` has them) and its cost module, one
+:func:`register_architecture` call here, and any fields it needs in :class:`~varsim.nn.config.ModelConfig`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from types import ModuleType
+from typing import Callable
+
+from varsim._common.validate import check_choice
+
+from . import set_cost
+from .model import DEFAULT_MEMORY_BUDGET, Transformer
+
+__all__ = ["Architecture", "ARCHITECTURES", "get_architecture", "register_architecture", "build_model"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Architecture:
+    """A model family: ``build(config, seed, memory_budget) -> model``, its ``cost`` module and ``sizes``."""
+
+    name: str
+    description: str
+    build: Callable
+    cost: ModuleType
+    sizes: Callable
+
+
+ARCHITECTURES: dict[str, Architecture] = {}
+
+
+def register_architecture(arch: Architecture) -> Architecture:
+    """Add ``arch`` to the registry; a name already taken raises ValueError."""
+    if arch.name in ARCHITECTURES:
+        raise ValueError(f"architecture {arch.name!r} is already registered")
+    ARCHITECTURES[arch.name] = arch
+    return arch
+
+
+def get_architecture(name: str) -> Architecture:
+    """The registered architecture ``name``; ValueError naming ``architecture`` and the choices otherwise."""
+    return ARCHITECTURES[check_choice("architecture", name, ARCHITECTURES)]
+
+
+def build_model(config, seed=0, *, memory_budget: int = DEFAULT_MEMORY_BUDGET):
+    """The model of ``config`` (its ``architecture``), initialized from ``seed``."""
+    return get_architecture(config.architecture).build(config, seed, memory_budget)
+
+
+register_architecture(Architecture(
+    "set_transformer",
+    "the set transformer with a query token (varsim.nn.model.Transformer): one or more blocks, no positions",
+    lambda config, seed, memory_budget: Transformer(config, seed, memory_budget=memory_budget),
+    set_cost,
+    set_cost.sizes,
+))
