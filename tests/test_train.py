@@ -436,3 +436,18 @@ def test_evaluate_runs_blas_single_threaded_by_default(trained, monkeypatch):
     evaluate(d, lengths=[4], n_examples=8, blas_threads=None)
     evaluate(d, lengths=[4], n_examples=8, blas_threads=2)
     assert seen == [1, 2]
+
+
+@pytest.mark.parametrize("content,match", [
+    ("{torn", "run config .* not valid JSON"),
+    ('{"provenance": {}}', "run config .* has no 'config' entry"),
+    ('{"config": {"task": "argmax", "steps": 7}}', "config differs .* steps"),
+])
+def test_resume_checks_the_config_json_of_a_run_stopped_before_its_first_checkpoint(tmp_path, content, match):
+    """A run directory with config.json but no checkpoint resumes only with the same config; a damaged config.json
+    is refused naming the file, before any model is built or anything is written."""
+    cfg = TrainConfig(task="argmax", model={"d_model": 8, "n_heads": 1}, steps=4, batch_size=4, log_every=2)
+    (tmp_path / "config.json").write_text(content)
+    with pytest.raises(ValueError, match=match):
+        train(cfg, tmp_path, resume=True, progress=False)
+    assert (tmp_path / "config.json").read_text() == content and not list_checkpoints(tmp_path)

@@ -17,7 +17,8 @@ Set-size domain: any N >= 1 (N = 1 is a well-defined, if trivial, instance) with
 (the dictionary: N <= key_vocab). Training defaults (``DEFAULT_TRAIN_RANGE``) are each task's
 ``default_train_range``.
 
-Adding a task: a module defining a :class:`Task` subclass and registering it, imported below.
+Adding a task: a module here defining a :class:`Task` subclass and registering it (:func:`register_task`), and its
+import below. Adding a key encoding: one :func:`register_key_encoding` call (:mod:`varsim.tasks.keys`).
 """
 
 from __future__ import annotations
@@ -35,14 +36,15 @@ from .keys import KEY_ENCODINGS, KeyEncoding, get_key_encoding, register_key_enc
 
 __all__ = [
     "TASKS", "DEFAULT_TRAIN_RANGE", "make_batch", "check_set_size", "batch_bytes", "correct_item", "chance_level",
-    "Task", "Field", "get_task", "register_task", "KEY_ENCODINGS", "KeyEncoding", "get_key_encoding",
+    "Task", "Field", "TASK_REGISTRY", "get_task", "register_task", "KEY_ENCODINGS", "KeyEncoding", "get_key_encoding",
     "register_key_encoding",
 ]
 
-#: the registered task names, in registration order
+#: the names of the tasks defined here (the reproduction's default grid); :data:`TASK_REGISTRY` holds every registered
+#: task, including ones registered later, and :func:`get_task` reads it
 TASKS = tuple(TASK_REGISTRY)
 
-#: (min, max) training set sizes when the caller does not choose them
+#: (min, max) training set sizes of the tasks defined here (each task's ``default_train_range``)
 DEFAULT_TRAIN_RANGE = {name: task.default_train_range for name, task in TASK_REGISTRY.items()}
 
 

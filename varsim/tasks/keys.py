@@ -31,26 +31,23 @@ class KeyEncoding:
     learned_table: bool = False
 
 
-_REGISTRY: dict[str, KeyEncoding] = {}
-#: names of the registered key encodings, in registration order (kept current by :func:`register_key_encoding`)
-KEY_ENCODINGS: tuple[str, ...] = ()
+#: the registry: name -> :class:`KeyEncoding`
+KEY_ENCODINGS: dict[str, KeyEncoding] = {}
 
 
 def register_key_encoding(encoding: KeyEncoding) -> KeyEncoding:
-    """Add ``encoding`` to the registry; a name already taken raises ValueError."""
-    global KEY_ENCODINGS
+    """Add ``encoding`` to :data:`KEY_ENCODINGS`; a name already taken raises ValueError."""
     if not isinstance(encoding, KeyEncoding):
         raise ValueError(f"encoding must be a KeyEncoding, got {type(encoding).__name__}")
-    if encoding.name in _REGISTRY:
+    if encoding.name in KEY_ENCODINGS:
         raise ValueError(f"key encoding {encoding.name!r} is already registered")
-    _REGISTRY[encoding.name] = encoding
-    KEY_ENCODINGS = tuple(_REGISTRY)
+    KEY_ENCODINGS[encoding.name] = encoding
     return encoding
 
 
 def get_key_encoding(name: str) -> KeyEncoding:
     """The registered encoding ``name``; ValueError naming ``key_encoding`` and the choices otherwise."""
-    return _REGISTRY[check_choice("key_encoding", name, _REGISTRY)]
+    return KEY_ENCODINGS[check_choice("key_encoding", name, KEY_ENCODINGS)]
 
 
 def binary_key_bits(key_vocab: int) -> int:
