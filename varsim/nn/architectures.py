@@ -17,7 +17,7 @@ import dataclasses
 from types import ModuleType
 from typing import Callable
 
-from varsim._common.validate import check_choice
+from varsim._common.registry import lookup, register
 
 from . import set_cost
 from .model import DEFAULT_MEMORY_BUDGET, Transformer
@@ -40,16 +40,13 @@ ARCHITECTURES: dict[str, Architecture] = {}
 
 
 def register_architecture(arch: Architecture) -> Architecture:
-    """Add ``arch`` to the registry; a name already taken raises ValueError."""
-    if arch.name in ARCHITECTURES:
-        raise ValueError(f"architecture {arch.name!r} is already registered")
-    ARCHITECTURES[arch.name] = arch
-    return arch
+    """Add ``arch`` to :data:`ARCHITECTURES`; a name already taken raises ValueError."""
+    return register(ARCHITECTURES, arch, what="architecture", kind=Architecture)
 
 
 def get_architecture(name: str) -> Architecture:
     """The registered architecture ``name``; ValueError naming ``architecture`` and the choices otherwise."""
-    return ARCHITECTURES[check_choice("architecture", name, ARCHITECTURES)]
+    return lookup(ARCHITECTURES, name, param="architecture")
 
 
 def build_model(config, seed=0, *, memory_budget: int = DEFAULT_MEMORY_BUDGET):

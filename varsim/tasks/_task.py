@@ -14,7 +14,8 @@ import dataclasses
 
 import numpy as np
 
-from varsim._common.validate import check_choice, check_int
+from varsim._common.registry import lookup, register
+from varsim._common.validate import check_int
 
 __all__ = ["Field", "Task", "register_task", "get_task", "TASK_REGISTRY"]
 
@@ -162,8 +163,6 @@ def register_task(task: Task) -> Task:
     another default, raises ValueError."""
     if not isinstance(task, Task) or not task.name:
         raise ValueError(f"task must be a named Task instance, got {task!r}")
-    if task.name in TASK_REGISTRY:
-        raise ValueError(f"task {task.name!r} is already registered")
     for other in TASK_REGISTRY.values():
         for k, v in task.vocab.items():
             if k in other.vocab and other.vocab[k] != v:
@@ -171,15 +170,14 @@ def register_task(task: Task) -> Task:
                                  f"{other.vocab[k]}")
     if task.output_vocab not in task.vocab:
         raise ValueError(f"task {task.name!r}: output_vocab {task.output_vocab!r} is not one of its vocab")
-    TASK_REGISTRY[task.name] = task
-    return task
+    return register(TASK_REGISTRY, task, what="task")
 
 
 def get_task(name) -> Task:
     """The registered task ``name``; ValueError naming ``task`` and the choices otherwise."""
     if isinstance(name, Task):
         return name
-    return TASK_REGISTRY[check_choice("task", name, TASK_REGISTRY)]
+    return lookup(TASK_REGISTRY, name, param="task")
 
 
 def check_vocab_sizes(vocab: dict) -> dict:

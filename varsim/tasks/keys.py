@@ -14,7 +14,7 @@ from typing import Callable
 
 import numpy as np
 
-from varsim._common.validate import check_choice
+from varsim._common.registry import lookup, register
 
 __all__ = ["KeyEncoding", "KEY_ENCODINGS", "get_key_encoding", "register_key_encoding", "binary_key_bits"]
 
@@ -37,17 +37,12 @@ KEY_ENCODINGS: dict[str, KeyEncoding] = {}
 
 def register_key_encoding(encoding: KeyEncoding) -> KeyEncoding:
     """Add ``encoding`` to :data:`KEY_ENCODINGS`; a name already taken raises ValueError."""
-    if not isinstance(encoding, KeyEncoding):
-        raise ValueError(f"encoding must be a KeyEncoding, got {type(encoding).__name__}")
-    if encoding.name in KEY_ENCODINGS:
-        raise ValueError(f"key encoding {encoding.name!r} is already registered")
-    KEY_ENCODINGS[encoding.name] = encoding
-    return encoding
+    return register(KEY_ENCODINGS, encoding, what="key encoding", kind=KeyEncoding)
 
 
 def get_key_encoding(name: str) -> KeyEncoding:
     """The registered encoding ``name``; ValueError naming ``key_encoding`` and the choices otherwise."""
-    return KEY_ENCODINGS[check_choice("key_encoding", name, KEY_ENCODINGS)]
+    return lookup(KEY_ENCODINGS, name, param="key_encoding")
 
 
 def binary_key_bits(key_vocab: int) -> int:
