@@ -180,3 +180,12 @@ def test_the_budget_reads_the_architecture_cost_and_the_model_refuses_by_it(monk
     model.forward(batch_for(cfg, 4, 30))
     with pytest.raises(ValueError, match="N=31 is too long"):
         model.forward(batch_for(cfg, 4, 31))
+
+
+def test_the_reproduction_grid_takes_a_registered_task_and_keeps_the_paper_tasks_by_default(counting):
+    from varsim.experiments.settings import ReproductionSettings, job_specs
+
+    assert ReproductionSettings.quick().tasks == ("argmax", "dictionary")
+    specs = job_specs(ReproductionSettings.quick(seeds=1, tasks=("counting",), norms=("none",)))
+    assert [s["run_id"] for s in specs] == ["counting-residual-none-s0"]
+    assert specs[0]["train_config"]["model"]["task"] == "counting"

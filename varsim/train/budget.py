@@ -147,18 +147,17 @@ def _model_sizes(mcfg) -> dict[str, tuple[float, float]]:
     """The sizes the model's parameters grow with: the architecture's, and the task's vocabularies (its key
     vocabulary only when the key encoding learns a table)."""
     out = get_architecture(mcfg.architecture).sizes(mcfg)
-    task = mcfg.task_spec
+    task, vocab = mcfg.task_spec, mcfg.vocab
     for name, default in task.vocab.items():
         if name != task.key_vocab or get_key_encoding(mcfg.key_encoding).learned_table:
-            out[name] = (getattr(mcfg, name), default)
+            out[name] = (vocab[name], default)
     return out
 
 
 def _key_sizes(mcfg) -> dict[str, tuple[float, float]]:
     """The task's key vocabulary, which a batch's memory grows with (:meth:`varsim.tasks.Task.batch_bytes`)."""
-    task = mcfg.task_spec
-    return {} if task.key_vocab is None else {task.key_vocab: (getattr(mcfg, task.key_vocab),
-                                                               task.vocab[task.key_vocab])}
+    task, name = mcfg.task_spec, mcfg.task_spec.key_vocab
+    return {} if name is None else {name: (mcfg.vocab[name], task.vocab[name])}
 
 
 def _max_seconds(max_hours, default: float) -> float:
