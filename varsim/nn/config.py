@@ -15,6 +15,7 @@ from varsim._common.validate import check_choice, check_fields, check_int, check
 from varsim.tasks import get_key_encoding, get_task
 from varsim.tasks.keys import binary_key_bits
 
+from .architectures import get_architecture
 from .layers import ACTIVATIONS
 from .norms import get_norm
 from .weightmaps import AttentionSpec, make_attention
@@ -61,10 +62,8 @@ class ModelConfig:
     architecture: str = DEFAULT_ARCHITECTURE
 
     def __post_init__(self):
-        from .architectures import ARCHITECTURES
-
         get_task(self.task)  # unknown names: ValueError listing the registered tasks
-        check_choice("architecture", self.architecture, ARCHITECTURES)
+        get_architecture(self.architecture)
         get_norm(self.norm)  # unknown names: ValueError listing the registered normalizations
         get_key_encoding(self.key_encoding)
         check_choice("dtype", self.dtype, DTYPES)

@@ -47,6 +47,7 @@ from varsim._common.validate import check_positive_int
 from varsim.tasks import KEY_ENCODINGS, TASKS, get_key_encoding
 
 from . import set_cost
+from .architectures import Architecture, register_architecture
 from .attention import (
     attention_weights,
     query_attention_backward,
@@ -490,3 +491,12 @@ class Transformer:
             for k, v in record.items():
                 parts.setdefault(k, []).append(v)
         return {k: np.concatenate(v, axis=0) for k, v in parts.items()}
+
+
+register_architecture(Architecture(
+    "set_transformer",
+    "the set transformer with a query token (this module): one or more blocks, no positions",
+    Transformer,
+    set_cost,
+    set_cost.sizes,
+))
