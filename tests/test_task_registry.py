@@ -189,3 +189,29 @@ def test_the_reproduction_grid_takes_a_registered_task_and_keeps_the_paper_tasks
     specs = job_specs(ReproductionSettings.quick(seeds=1, tasks=("counting",), norms=("none",)))
     assert [s["run_id"] for s in specs] == ["counting-residual-none-s0"]
     assert specs[0]["train_config"]["model"]["task"] == "counting"
+
+
+def _argmax_batch():
+    b = make_batch("argmax", 3, (2, 5), np.random.default_rng(0), n_classes=4)
+    b["priority"][~b["mask"]] = np.nan  # padding may hold anything
+    b["label"][~b["mask"]] = 99
+    return b
+
+
+@pytest.mark.parametrize("change,match", [
+    (lambda b: b.pop("label"), r"argmax batch is missing \['label'\]"),
+    (lambda b: b.update(mask=b["mask"].astype(int)), r"batch\['mask'\] must be a bool"),
+    (lambda b: b["mask"].__setitem__(1, False), "at least one real item"),
+    (lambda b: b.update(priority=b["priority"].astype(np.float32)[:, :2]), r"batch\['priority'\] must be a float"),
+    (lambda b: b["priority"].__setitem__((0, 0), np.inf), r"batch\['priority'\] has non-finite values"),
+    (lambda b: b.update(label=b["label"].astype(float)), r"batch\['label'\] must be an integer"),
+    (lambda b: b["label"].__setitem__((0, 0), 4), r"batch\['label'\] has ids outside \[0, 4\)"),
+])
+def test_a_batch_is_checked_against_the_task_schema(change, match):
+    task = get_task("argmax")
+    good = task.check_batch(_argmax_batch(), {"n_classes": 4})
+    assert np.isfinite(good["priority"]).all() and good["label"].max() < 4  # padding read as 0
+    bad = _argmax_batch()
+    change(bad)
+    with pytest.raises(ValueError, match=match):
+        task.check_batch(bad, {"n_classes": 4})

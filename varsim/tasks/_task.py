@@ -119,40 +119,43 @@ class Task:
         missing = [k for k in (*(f.name for f in self.fields), "mask") if k not in batch]
         if missing:
             raise ValueError(f"{self.name} batch is missing {missing}")
-        mask = np.asarray(batch["mask"])
-        if mask.ndim != 2 or mask.dtype != np.bool_:
-            raise ValueError(f"batch['mask'] must be a bool (B, N) array, got {mask.dtype}{mask.shape}")
-        b, n = mask.shape
-        if b == 0 or n == 0:
-            raise ValueError(f"batch must have at least one example and one item, got mask shape {mask.shape}")
-        if not mask.any(axis=1).all():
-            raise ValueError("every example needs at least one real item (a mask row is all False)")
+        mask = _check_mask(batch["mask"])
         out = {"mask": mask}
         for f in self.fields:
-            shape = (b, n) if f.per == "item" else (b,)
-            a = np.asarray(batch[f.name])
-            if f.kind == "float":
-                if a.shape != shape or not np.issubdtype(a.dtype, np.floating):
-                    raise ValueError(
-                        f"batch[{f.name!r}] must be a float array of shape {shape}, got {a.dtype}{a.shape}")
-                if a.ndim == 2:
-                    a = np.where(mask, a, 0.0)
-                if not np.isfinite(a).all():
-                    raise ValueError(f"batch[{f.name!r}] has non-finite values at real items")
-            else:
-                if a.shape != shape or not np.issubdtype(a.dtype, np.integer):
-                    raise ValueError(
-                        f"batch[{f.name!r}] must be an integer array of shape {shape}, got {a.dtype}{a.shape}")
-                if a.ndim == 2:  # padded items may hold anything: read them as id 0
-                    a = np.where(mask, a, 0)
-                size = vocab[f.vocab]
-                if a.size and (a.min() < 0 or a.max() >= size):
-                    raise ValueError(f"batch[{f.name!r}] has ids outside [0, {size})")
-            out[f.name] = a
+            out[f.name] = _check_field(f, batch[f.name], mask, vocab)
         return out
 
     def __repr__(self) -> str:
         return f"<task {self.name!r}>"
+
+
+def _check_mask(mask) -> np.ndarray:
+    mask = np.asarray(mask)
+    if mask.ndim != 2 or mask.dtype != np.bool_:
+        raise ValueError(f"batch['mask'] must be a bool (B, N) array, got {mask.dtype}{mask.shape}")
+    if mask.shape[0] == 0 or mask.shape[1] == 0:
+        raise ValueError(f"batch must have at least one example and one item, got mask shape {mask.shape}")
+    if not mask.any(axis=1).all():
+        raise ValueError("every example needs at least one real item (a mask row is all False)")
+    return mask
+
+
+def _check_field(f: Field, a, mask: np.ndarray, vocab: dict) -> np.ndarray:
+    """Field ``f`` of a batch, checked against its schema; padded items' entries read as 0."""
+    a = np.asarray(a)
+    shape = mask.shape if f.per == "item" else mask.shape[:1]
+    kind = np.floating if f.kind == "float" else np.integer
+    if a.shape != shape or not np.issubdtype(a.dtype, kind):
+        what = "a float" if f.kind == "float" else "an integer"
+        raise ValueError(f"batch[{f.name!r}] must be {what} array of shape {shape}, got {a.dtype}{a.shape}")
+    if a.ndim == 2:  # padded items may hold anything
+        a = np.where(mask, a, 0.0 if f.kind == "float" else 0)
+    if f.kind == "float":
+        if not np.isfinite(a).all():
+            raise ValueError(f"batch[{f.name!r}] has non-finite values at real items")
+    elif a.size and (a.min() < 0 or a.max() >= vocab[f.vocab]):
+        raise ValueError(f"batch[{f.name!r}] has ids outside [0, {vocab[f.vocab]})")
+    return a
 
 
 TASK_REGISTRY: dict[str, Task] = {}
