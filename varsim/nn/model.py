@@ -103,8 +103,8 @@ class Transformer:
     """The model of the module docstring, with parameters in ``params`` (an ordered ``{name: array}`` dict).
 
     ``seed`` (int or SeedSequence) draws the initial parameters, each from a child stream keyed by its name: weights
-    N(0, 1/fan_in), biases 0, LayerNorm gains 1, the argmax query vector N(0, 1). ``memory_budget`` (bytes) bounds
-    the T x T attention matrices of the blocks before the last.
+    N(0, 1/fan_in), biases 0, LayerNorm gains 1, the learned query vector (a task with ``learned_query``) N(0, 1).
+    ``memory_budget`` (bytes) bounds the T x T attention matrices of the blocks before the last.
 
     ``forward``/``backward`` are the training path (the cache holds the activations); ``predict`` and ``analysis``
     are memory-lean evaluation paths that run the batch in chunks.

@@ -72,7 +72,9 @@ class Task:
     def write_features(self, arrays: dict, vocab: dict, key_encoding: str, items: np.ndarray,
                        query: np.ndarray) -> None:
         """Fill ``items`` (B, N, F) and ``query`` (B, F), zeros on entry, from a checked batch
-        (:meth:`check_batch`). With ``learned_query`` the query row is left at zero."""
+        (:meth:`check_batch`). With ``learned_query`` the query row is left at zero. The model lays the tokens out
+        in its own order (the set transformer: the query token first; a sequence model: the items, then the
+        query), so a task serves every architecture."""
         raise NotImplementedError
 
     # -- defaults a task may override ----------------------------------------------------------------------------
