@@ -180,8 +180,6 @@ def register_task(task: Task) -> Task:
 
 def get_task(name) -> Task:
     """The registered task ``name``; ValueError naming ``task`` and the choices otherwise."""
-    if isinstance(name, Task):
-        return name
     return lookup(TASK_REGISTRY, name, param="task")
 
 
