@@ -31,9 +31,7 @@ def evaluation_batch(model_config, length: int, chunk: int, size: int, seed) -> 
         size,
         int(length),
         child_generator(seed, int(length), int(chunk)),
-        n_classes=model_config.n_classes,
-        key_vocab=model_config.key_vocab,
-        value_vocab=model_config.value_vocab,
+        **model_config.vocab,
     )
 
 
@@ -79,7 +77,7 @@ def evaluate(
     mcfg = model.config
     lengths = check_int_grid("lengths", lengths, minimum=1)
     for i, length in enumerate(lengths):
-        check_set_size(mcfg.task, int(length), key_vocab=mcfg.key_vocab, name=f"lengths[{i}]")
+        check_set_size(mcfg.task, int(length), name=f"lengths[{i}]", **mcfg.vocab)
     n_examples = check_int("n_examples", n_examples, minimum=1)
     batch_size = check_int("batch_size", batch_size, minimum=1)
     seed_seq = root_sequence(seed)
