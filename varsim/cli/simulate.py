@@ -112,29 +112,18 @@ def build_kwargs(args: argparse.Namespace) -> dict:
             raise ValueError(f"d_k must be >= 1, got {args.d_k}")
         query_norm = beta * math.sqrt(args.d_k) / tau
     query_vector = None if args.query_vector is None else parse_numbers(args.query_vector, "query_vector")
+    # the flags named like the simulator's keywords, then the ones parsed or renamed here
+    same = ("d_k", "d_v", "tau", "query", "key_dist", "value_dist", "value_scale", "coupling_noise", "sampler",
+            "estimator", "coordinate", "chunk_size", "seed", "threads", "max_work")
     return dict(
+        {name: getattr(args, name) for name in same},
         n_grid=parse_grid(args.n, "n"),
-        d_k=args.d_k,
-        d_v=args.d_v,
-        tau=args.tau,
-        query=args.query,
         query_norm=query_norm,
         query_vector=query_vector,
-        key_dist=args.key_dist,
-        value_dist=args.value_dist,
         value_mean=scalar_or_array(parse_numbers(args.value_mean, "value_mean")),
-        value_scale=args.value_scale,
         coupling=None if args.coupling is None else scalar_or_array(parse_numbers(args.coupling, "coupling")),
-        coupling_noise=args.coupling_noise,
         n_sequences=args.sequences,
-        sampler=args.sampler,
-        estimator=args.estimator,
-        coordinate=args.coordinate,
-        chunk_size=args.chunk_size,
-        seed=args.seed,
-        threads=args.threads,
         progress=sys.stderr.isatty() if args.progress is None else args.progress,
-        max_work=args.max_work,
         **variant_kwargs(args),
     )
 
