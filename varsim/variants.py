@@ -38,8 +38,10 @@ of its parameters are generated from ``params`` (``varsim.cli._options``).
 Adding a variant: its entry here (reference, parameters, capabilities); a Numba branch in ``varsim/sim/_kernels_map.py``
 (with its name in :data:`KERNELS` and its code in ``varsim/sim/_variant_codes.py``) unless it is a softmax with an
 N-dependent temperature (``beta_factor_fn``) or reuses a branch; a forward/backward pair in ``varsim/nn/weightmaps.py``
-if it is trainable (an inference-only map runs this reference unless it gets a faster forward there); a function in
-``varsim/theory/remedies.py`` only for a new theory kind. The registry-parametrised tests
+if it is trainable (an inference-only map runs this reference unless it gets a faster forward there); its legend
+label in ``varsim/figures/fig_variants_ipr.py`` (the figure shows every map); a function in
+``varsim/theory/remedies.py`` and a table view in ``varsim/cli/theory.py`` only for a new theory kind. The
+registry-parametrised tests
 (``tests/test_variant_capabilities.py``, ``tests/test_nn_variants.py``, ``tests/test_sim_variants_kernels.py``) then
 cover it; ``tests/test_variants.py`` pins the list of REMEDIES.
 
