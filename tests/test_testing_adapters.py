@@ -102,8 +102,7 @@ def test_unknown_return_types_name_the_function_and_the_value(returned, pattern)
 
 def test_wrong_output_shape_is_an_assertion_naming_the_layout():
     with pytest.raises(AssertionError, match=r"shape \(2, 8\).*expected \(2, 6\).*layout 'batch'"):
-        assert_matches_reference(lambda q, K, V: np.zeros((q.shape[0], 8)), REFERENCE_CASES[0].__class__(
-            batch=2, d_k=16, d_v=6))
+        assert_matches_reference(lambda q, K, V: np.zeros((q.shape[0], 8)), AttentionCase(batch=2, d_k=16, d_v=6))
 
 
 def test_adapter_arguments_are_validated():
@@ -227,3 +226,20 @@ def test_case_precision_reaches_every_library():
     for name, array in libs:
         assert_matches_reference(adapt(recorder(name), array=array, layout="bhld"))
         assert seen[name] == {"float64", "float32"}, seen
+
+
+def test_reproduce_line_recreates_the_worst_draw():
+    """The arrays printed by the reproduce line are those the failing function saw (tau = 1 without a tau
+    parameter), so the user can debug the worst element directly."""
+    seen = []
+
+    def wrong(q, K, V):
+        seen.append(q.copy())
+        return 1.01 * softmax_attention_nd(q[:, None], K, V)[0][:, 0]
+
+    case = AttentionCase(batch=2, d_k=8, d_v=3, tau=0.7, beta=1.5, seed=4)
+    with pytest.raises(AssertionError, match=r"case.arrays\(rng=9, tau=1\)") as info:
+        assert_matches_reference(wrong, case, rng=9)
+    assert "tau=0.7" in str(info.value)  # the case itself still says which tau it would apply
+    q = case.arrays(9, tau=1.0)[0]
+    np.testing.assert_array_equal(q[:, 0, 0], seen[0])

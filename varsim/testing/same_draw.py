@@ -36,13 +36,15 @@ DEFAULT_REFERENCE = adapt(softmax_attention_nd, layout="bhld")
 @dataclasses.dataclass(frozen=True)
 class CaseResult:
     """One case: ``ratio`` is the worst ``|diff| / tolerance`` (inf for non-finite output), ``detail`` describes
-    that element; ``skipped`` gives the reason when the case did not run."""
+    that element; ``skipped`` gives the reason when the case did not run; ``tau`` is the temperature applied (1
+    when a function takes no ``tau``)."""
 
     case: AttentionCase
     passed: bool
     ratio: float
     detail: str
     skipped: str = ""
+    tau: float = 1.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -82,8 +84,8 @@ class ReferenceReport:
         lines += [f"  skipped {r.case.name}: {r.skipped}" for r in self.results if r.skipped]
         if failed:
             lines.append(f"  passed: {', '.join(r.case.name for r in ran if r.passed) or 'none'}")
-            lines.append(f"reproduce: q, K, V, mask = case.arrays(rng={self.rng}) for the case above "
-                         f"(varsim.testing.AttentionCase), or rerun with rng={self.rng}")
+            lines.append(f"reproduce: q, K, V, mask = case.arrays(rng={self.rng}, tau={worst.tau:g}) for the case "
+                         f"above (varsim.testing.AttentionCase), or rerun with rng={self.rng}")
         return "\n".join(lines)
 
 
@@ -142,7 +144,7 @@ def _run_case(fn: Adapted, ref: Adapted, case: AttentionCase, root, tol_factor, 
         if arr is not None:
             bad = _nonfinite(fn, arr, what, shape)
             if bad:
-                return CaseResult(case, False, math.inf, bad)
+                return CaseResult(case, False, math.inf, bad, tau=tau)
     eps = finfo_eps(dtype)
     lmax = tau / math.sqrt(case.d_k) * np.linalg.norm(q, axis=-1) * np.linalg.norm(K, axis=-1).max(axis=-1)[..., None]
     growth = tol_factor * eps * (1.0 + lmax + math.sqrt(case.n_keys))  # (B, H, L)
@@ -156,7 +158,7 @@ def _run_case(fn: Adapted, ref: Adapted, case: AttentionCase, root, tol_factor, 
         r, text = _worst(fn, o, np.matmul(w, V), tol_o, "o", shape)
         checks.append((r, text + " -- the output disagrees with the returned weights (o != w V)"))
     ratio, detail = max(checks, key=lambda c: c[0])
-    return CaseResult(case, ratio <= 1.0, ratio, detail)
+    return CaseResult(case, ratio <= 1.0, ratio, detail, tau=tau)
 
 
 def check_against_reference(attention_fn, cases=None, *, reference=None, tol_factor: float = 16.0,
