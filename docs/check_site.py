@@ -7,7 +7,8 @@ after the scripts have run. A page fails when
 * a raw Sphinx role (``:func:``, ``:class:`` ...) shows in its text;
 * it loads a script with an empty ``src`` or anything (script, stylesheet, font) from another host: the site must
   work offline;
-* an image it shows is missing from the site;
+* an image it shows is missing from the site, or has no description (alt text);
+* a notebook cell printed a warning (``...Warning`` in its stderr output);
 * (browser) a formula is left untypeset: a math span with no KaTeX output in it, a KaTeX error, or ``$``, ``\\(``,
   ``\\[`` math delimiters still in the visible text;
 * a page of the site is missing from the navigation, or the navigation links to a page the site does not have.
@@ -76,6 +77,12 @@ def page_problems(html: str, page: str, site: Path, rendered: bool) -> list[str]
             target = site / posixpath.normpath(posixpath.join(posixpath.dirname(page), unquote(parts.path)))
             if not target.is_file():
                 problems.append(f"{page}: image {url} is not in the site")
+    for img in main.find_all("img"):
+        if not img.get("alt", "").strip() or img["alt"].startswith("No description has been provided"):
+            problems.append(f"{page}: an image without a description (alt text): {img.get('src', '')[:60]!r}")
+    for output in main.select('[data-mime-type="application/vnd.jupyter.stderr"]'):
+        if warning := re.search(r"\b\w*Warning\b.*", output.get_text()):
+            problems.append(f"{page}: a notebook cell warned: {warning.group(0)[:120]!r}")
     for match in re.finditer(r"@font-face[^}]*?url\((['\"]?)(https?:)?//", html):
         problems.append(f"{page}: a web font from another host")
         break

@@ -3,7 +3,8 @@
 * the notebooks in ``varsim/notebooks/`` (shipped in the package for ``varsim demo``) become ``notebooks/<name>.py``
   pages (rendered and executed by mkdocs-jupyter); their pages lose the MathJax loader nbconvert writes (an empty
   ``src``: the site's own KaTeX typesets their math) and its ipywidgets loader (from a CDN; with no kernel behind a
-  static page the sliders could not work, and the notebooks draw a static fallback);
+  static page the sliders could not work, and the notebooks draw a static fallback), and their plots, which nbconvert
+  describes as "No description has been provided", are named after the notebook and section that draws them;
 * ``docs/THEORY.md`` and ``docs/PAPER.md`` become ``reference/THEORY.md`` and ``reference/PAPER.md``;
 * the marker ``<!-- varsim-cli-reference -->`` in ``cli.md`` is replaced by every command's ``--help``, generated
   from the argparse parsers (``varsim.cli.build_parser``), so the page cannot drift from the code;
@@ -33,6 +34,7 @@ import re
 import subprocess
 import sys
 import time
+from html import escape as html_escape
 from pathlib import Path
 
 from mkdocs.exceptions import PluginError
@@ -92,11 +94,19 @@ class _ForwardWarnings(logging.Handler):
         super().__init__(logging.WARNING)
 
     def emit(self, record):
-        if record.levelno >= logging.WARNING and not record.name.startswith("mkdocs"):
-            FORWARD_LOG.warning("%s: %s", record.name, record.getMessage())
+        if record.levelno < logging.WARNING or record.name.startswith("mkdocs"):
+            return
+        if record.msg == NBCONVERT_NO_ALT:  # on_post_page gives those plots their alt text
+            return
+        FORWARD_LOG.warning("%s: %s", record.name, record.getMessage())
 
 
 FORWARD_LOG = logging.getLogger("mkdocs.hooks.varsim")
+# nbconvert gives a cell's plot (which has no alt text) this placeholder, and warns with NBCONVERT_NO_ALT
+NBCONVERT_ALT_PLACEHOLDER = 'alt="No description has been provided for this image"'
+NBCONVERT_NO_ALT = "Alternative text is missing on %s image(s)."
+HEADING_OR_PLACEHOLDER = re.compile(r"<h[1-4][^>]*>(?P<heading>.*?)</h[1-4]>|" + re.escape(NBCONVERT_ALT_PLACEHOLDER),
+                                    re.S)
 
 
 def count_every_warning() -> None:
@@ -332,7 +342,23 @@ def on_page_markdown(markdown, page, config, files):
     return INCLUDE.sub(lambda m: include(m, page.file.src_uri, config, markdown), markdown)
 
 
+def plot_alt_text(html: str, title: str) -> str:
+    """``html`` with each plot nbconvert left without a description named after the notebook and its section."""
+    section_title = title
+
+    def replace(match: re.Match) -> str:
+        nonlocal section_title
+        if match["heading"] is not None:
+            section_title = re.sub(r"<[^>]+>|¶", "", match["heading"]).strip() or section_title
+            return match.group(0)
+        where = title if section_title == title else f"{title}, section {section_title}"
+        return f'alt="{html_escape(f"Plot drawn by the notebook ({where})")}"'
+
+    return HEADING_OR_PLACEHOLDER.sub(replace, html)
+
+
 def on_post_page(output, page, config):
     if page.file.src_uri.startswith("notebooks/"):
         output = NOTEBOOK_WIDGET_LOADER.sub("", NOTEBOOK_MATHJAX.sub("", output))
+        output = plot_alt_text(output, page.title or page.file.name)
     return output

@@ -122,9 +122,22 @@ def test_warnings_of_other_loggers_count_in_strict_mode():
         for name in ("griffe", "py.warnings", "mkdocs.plugins.x"):
             forward.handle(logging.LogRecord(name, logging.WARNING, __file__, 1, "careful %s", ("here",), None))
         forward.handle(logging.LogRecord("griffe", logging.INFO, __file__, 1, "fine", (), None))
+        forward.handle(logging.LogRecord("traitlets", logging.WARNING, __file__, 1, hooks.NBCONVERT_NO_ALT, (2,), None))
     finally:
         logging.getLogger("mkdocs.hooks.varsim").removeHandler(handler)
     assert [r.getMessage() for r in seen] == ["griffe: careful here", "py.warnings: careful here"]
+
+
+def test_notebook_plots_get_a_description_naming_notebook_and_section():
+    """Catches notebook plots left with nbconvert's "No description has been provided" (the warning it logs is
+    not counted because this hook supplies the description)."""
+    hooks = _hooks()
+    placeholder = hooks.NBCONVERT_ALT_PLACEHOLDER
+    html = f'<img {placeholder}><h2 id="s">Sample <b>it</b><a class="anchor-link">¶</a></h2><img src=a {placeholder}>'
+    out = hooks.plot_alt_text(html, "1. Title")
+    assert "No description" not in out
+    assert 'alt="Plot drawn by the notebook (1. Title)"' in out
+    assert 'alt="Plot drawn by the notebook (1. Title, section Sample it)"' in out
 
 
 def test_included_readme_sections_exist():

@@ -28,7 +28,8 @@ def _page(body: str, head: str = "") -> str:
 
 
 GOOD = _page('<p>The variance <span class="arithmatex"><span class="katex">x</span></span> falls; '
-             "it costs $5 and $6.</p><pre>:func:`in code is fine`</pre>",
+             "it costs $5 and $6.</p><pre>:func:`in code is fine`</pre>"
+             '<div data-mime-type="application/vnd.jupyter.stderr"><pre>progress: 3/5</pre></div>',
              '<script src="../assets/katex/katex.min.js"></script>')
 
 
@@ -44,6 +45,11 @@ def test_a_clean_page_passes(tmp_path):
     (_page("", '<script src="https://cdn.example/mathjax.js"></script>'), False, "another host"),
     (_page("", '<link rel="stylesheet" href="https://fonts.example/css">'), False, "another host"),
     (_page('<img src="gone.png">'), False, "not in the site"),
+    (_page('<img src="data:image/png;base64,AA==">'), False, "without a description"),
+    (_page('<img src="data:image/png;base64,AA==" alt="No description has been provided for this image">'), False,
+     "without a description"),
+    (_page('<div data-mime-type="application/vnd.jupyter.stderr"><pre>x.py:3: RuntimeWarning: overflow</pre></div>'),
+     False, "notebook cell warned"),
     (_page('<p><span class="arithmatex">\\(x^2\\)</span></p>'), True, "formula not typeset"),
     (_page("<p>so $\\beta = 1$ here</p>"), True, "math left as text"),
     (_page("<p>display \\[ x \\]</p>"), True, "math left as text"),
