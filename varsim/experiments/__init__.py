@@ -7,12 +7,9 @@
 - ``recheck``        recompute finished runs and compare them with their records (:func:`recheck_runs`)
 - ``aggregation``    seeds -> intervals and paired tests in ``summary.json`` (:func:`aggregate`)
 - ``report``         the Markdown table of a summary
-- ``probes``         distribution-shift measurements on a trained model (Figures 1-3 analogues)
 - ``stats``          Wilson and t intervals, paired differences and tests
-- ``executor``       local process pool or Dask cluster behind one ``run_jobs`` call
 - ``remedies``       the attention-variant grid (``--preset remedies``) and its learning-rate selection
 - ``remedies_summary`` that grid's summary: paired differences against softmax, Holm over the whole grid
-- ``sweep``          simulator sweeps over (variant, parameters, beta, N), locally or on Dask
 - ``reproduce``      all the public names of the reproduction in one place
 
 The names below are importable from this package; submodules are imported on first use, so importing this package
@@ -42,7 +39,6 @@ _LAZY = {
     "SUMMARY_FORMAT": "aggregation",
     "aggregate": "aggregation",
     "render_table": "report",
-    "run_sweep": "sweep",
 }
 
 __all__ = list(_LAZY)

@@ -40,7 +40,7 @@ def _log(enabled: bool, message: str) -> None:
 
 def _check_scheduler(scheduler: str) -> None:
     """Connect to the Dask scheduler once (ValueError naming ``scheduler`` when it cannot be reached)."""
-    from varsim.experiments.executor import open_executor
+    from varsim.jobs.executor import open_executor
 
     with open_executor(scheduler):
         pass
@@ -86,7 +86,7 @@ def run_reproduction(
 
     Scripts must call this under ``if __name__ == "__main__":`` (the local workers are spawned processes).
     """
-    from varsim.experiments.executor import check_executor_args
+    from varsim.jobs.executor import check_executor_args
 
     t0 = time.perf_counter()
     if settings is None:
@@ -132,7 +132,7 @@ def _run_grid(out: Path, settings: ReproductionSettings, *, scheduler, workers, 
               t0: float) -> dict:
     """The body of :func:`run_reproduction` once ``out`` is locked: pin the settings, sort the runs into finished,
     corrupt and to do, run the rest, aggregate."""
-    from varsim.experiments.executor import JobFailure, run_jobs
+    from varsim.jobs.executor import JobFailure, run_jobs
 
     if scheduler is not None:  # fail on an unreachable cluster before the directory is pinned to these settings
         _check_scheduler(scheduler)
@@ -300,8 +300,8 @@ def _select_phase(out: Path, settings: ReproductionSettings, *, scheduler, worke
     """Run (or resume) the lr selection runs, choose the lr per cell, write ``selection.json``.
 
     Returns ``(selection, failed)``; ``selection`` is None when some selection run failed (re-running resumes)."""
-    from varsim.experiments.executor import JobFailure, run_jobs
     from varsim.experiments.remedies import select_lr
+    from varsim.jobs.executor import JobFailure, run_jobs
 
     specs = selection_specs(settings)
     select_path(out, "x").parent.mkdir(parents=True, exist_ok=True)

@@ -82,8 +82,8 @@ def _select(spec: dict, workdir: Path) -> dict:
 
 def _evaluate_all(model, config, spec: dict) -> dict:
     """Test accuracy, in-distribution accuracy and probes of ``model`` on the spec's sets."""
-    from varsim.experiments.probes import probe_model
     from varsim.train import evaluate
+    from varsim.train.probes import probe_model
 
     t_start = time.perf_counter()
     ev_spec = spec["eval"]

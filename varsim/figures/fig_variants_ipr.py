@@ -1,6 +1,6 @@
 """Figure: E[sum w^2] against N for every attention variant of :mod:`varsim.variants`, one panel per common beta.
 
-Monte Carlo points with standard-error bars come from one :func:`varsim.experiments.sweep.run_sweep` call (logits
+Monte Carlo points with standard-error bars come from one :func:`varsim.sim.sweep.run_sweep` call (logits
 sampler with the Rao-Blackwell estimator, every cell seeded by its own key) over all variants, both betas and all N.
 Lines are exact where theory is: softmax, ssmax, logn and critical (softmax at the effective scale ``f(N) beta``,
 :func:`varsim.theory.remedies.variant_ipr`) and sigmoid (:func:`varsim.theory.remedies.sigmoid_moments`); top-k
@@ -73,7 +73,7 @@ def _exact_line(name: str, n: np.ndarray, beta: float, params: dict):
 
 def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, source=None) -> dict:
     """Run the sweep (all variants x betas x N) and the exact lines; returns plain data for :func:`plot`."""
-    from varsim.experiments.sweep import SweepGrid, run_sweep
+    from varsim.sim.sweep import SweepGrid, run_sweep
     from varsim.variants import get_variant
 
     from ._style import computed_footer

@@ -1,12 +1,12 @@
-"""varsim.experiments.probes on stand-in models whose attention statistics are known exactly."""
+"""varsim.train.probes on stand-in models whose attention statistics are known exactly."""
 
 import math
 
 import numpy as np
 import pytest
 
-from varsim.experiments import probes
 from varsim.tasks import make_batch
+from varsim.train import probes
 
 D, H, C = 8, 2, 10
 
