@@ -55,18 +55,24 @@ def run_path(outdir, rid: str) -> Path:
     return runs_dir(outdir) / f"{rid}.json"
 
 
+def _read_record(p: Path, what: str, fmt: str) -> dict:
+    """The JSON object of ``p`` if its ``format`` is ``fmt``, else :class:`CorruptRun`."""
+    try:
+        rec = read_json(p, what=what, expect=None)
+    except JSONFileError as exc:
+        raise CorruptRun(f"{p.name}: {exc}") from None
+    if not isinstance(rec, dict) or rec.get("format") != fmt:
+        raise CorruptRun(f"{p.name}: not a {fmt} record")
+    return rec
+
+
 def load_run(path, spec: dict | None = None) -> dict:
     """Read and check one run record; raise :class:`CorruptRun` saying what is wrong.
 
     With ``spec`` the record must be the result of exactly that spec.
     """
     p = Path(path)
-    try:
-        rec = read_json(p, what="run record", expect=None)
-    except JSONFileError as exc:
-        raise CorruptRun(f"{p.name}: {exc}") from None
-    if not isinstance(rec, dict) or rec.get("format") != RUN_FORMAT:
-        raise CorruptRun(f"{p.name}: not a {RUN_FORMAT} record")
+    rec = _read_record(p, "run record", RUN_FORMAT)
     missing = [k for k in ("run_id", "spec", "train", "in_distribution", "eval", "probes") if k not in rec]
     if missing:
         raise CorruptRun(f"{p.name}: missing {missing}")
@@ -96,12 +102,7 @@ def select_path(outdir, rid: str) -> Path:
 def load_select_run(path, spec: dict) -> dict:
     """Read and check one learning-rate selection record (:class:`CorruptRun` when it cannot be trusted)."""
     p = Path(path)
-    try:
-        rec = read_json(p, what="selection run record", expect=None)
-    except JSONFileError as exc:
-        raise CorruptRun(f"{p.name}: {exc}") from None
-    if not isinstance(rec, dict) or rec.get("format") != SELECT_FORMAT:
-        raise CorruptRun(f"{p.name}: not a {SELECT_FORMAT} record")
+    rec = _read_record(p, "selection run record", SELECT_FORMAT)
     if rec.get("spec") != spec:
         raise CorruptRun(f"{p.name}: was produced by a different spec (settings or code changed)")
     try:

@@ -3,7 +3,7 @@
 Mean over seeds with the 95% Student-t interval as a band (cut to [0, 1]); trained variants solid, inference-only
 maps (the softmax runs' weights with another weight map) dashed. The dotted line marks chance, the dashed grey one
 the longest training length. Drawn from a remedies results directory (``varsim figures --remedies-results DIR``);
-the statistics are :func:`varsim.experiments.remedies_summary.aggregate_remedies`'s. The legend sits below the
+the statistics are :func:`varsim.experiments.remedies_summary.summarize_remedies`'s. The legend sits below the
 panels, off the curves.
 """
 

@@ -3,7 +3,7 @@
 Per seed, a variant minus softmax at the same N (same initialization, data and test sets; the same weights for the
 inference-only maps), mean over seeds with its 95% Student-t interval. A filled marker: the paired t-test rejects
 "no difference" at 5% after Holm's step-down correction over every paired test of the grid (all tasks, depths,
-variants and N, as :func:`varsim.experiments.remedies_summary.aggregate_remedies` computes it); an open marker:
+variants and N, as :func:`varsim.experiments.remedies_summary.summarize_remedies` computes it); an open marker:
 not significant after the correction. One panel per task and depth; legend below the panels.
 """
 

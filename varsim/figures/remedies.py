@@ -1,7 +1,7 @@
 """Where the remedies figures (``fig_remedies_*``) get their numbers, and what they share.
 
 The source is a results directory of ``varsim reproduce DIR --preset remedies``: its ``summary.json`` (written by
-:func:`varsim.experiments.remedies_summary.aggregate_remedies` at the end of the run, or by ``varsim reproduce DIR
+:func:`varsim.experiments.remedies_summary.summarize_remedies` at the end of the run, or by ``varsim reproduce DIR
 --aggregate-only``) holds every statistic the figures draw: accuracy per N with t intervals, paired differences
 against softmax with Holm-adjusted p-values over the whole grid, and the weight on the correct item.
 
