@@ -87,8 +87,8 @@ def test_variance_figure_shows_the_exact_local_exponent_not_one_fitted_slope(qui
     """The bottom panel is the exact d ln Var / d ln N, equal to the finite-difference slope of the exact curve
     drawn above it; no legend entry claims one fitted slope.
 
-    Catches an exponent panel plotted with log2 N (0.69x the slope) or for the wrong beta, and the old single
-    "fitted slope" legend that hid a drift from -0.45 to -0.91 at beta = 2.
+    Catches an exponent panel plotted with log2 N (0.69x the slope) or for the wrong beta, and a single
+    "fitted slope" legend, which would hide the drift from -0.45 to -0.91 at beta = 2.
     """
     data = quick_run[2]["fig_variance_vs_n"]
     for c in data["curves"]:

@@ -81,17 +81,33 @@ def load_run(path, spec: dict | None = None) -> dict:
             raise CorruptRun(f"{p.name}: holds run {rec['run_id']!r}, expected {spec['run_id']!r}")
         if rec["spec"] != spec:
             raise CorruptRun(f"{p.name}: was produced by a different spec (settings or code changed)")
+    return _consistent(p, rec, _run_consistent, "accuracies or intervals")
+
+
+def _run_consistent(rec: dict) -> bool:
+    ev = rec["eval"]
+    n_len = len(rec["spec"]["eval"]["lengths"])
+    ok = ev["lengths"] == rec["spec"]["eval"]["lengths"] and all(
+        len(ev[k]) == n_len for k in ("correct", "accuracy", "ci_low", "ci_high"))
+    ok = ok and all(0.0 <= a <= 1.0 for a in ev["accuracy"] + [rec["in_distribution"]["accuracy"]])
+    return ok and all(lo <= a <= hi for a, lo, hi in zip(ev["accuracy"], ev["ci_low"], ev["ci_high"]))
+
+
+def _select_consistent(rec: dict) -> bool:
+    v = rec["validation"]
+    ok = v["lengths"] == rec["spec"]["validation"]["lengths"] and len(v["accuracy"]) == len(v["lengths"])
+    return ok and all(0.0 <= a <= 1.0 for a in v["accuracy"]) and 0.0 <= v["score"] <= 1.0
+
+
+def _consistent(p: Path, rec: dict, check, what: str) -> dict:
+    """``rec`` when ``check(rec)`` holds, else :class:`CorruptRun` naming ``what`` (a missing field counts as
+    inconsistent)."""
     try:
-        ev = rec["eval"]
-        n_len = len(rec["spec"]["eval"]["lengths"])
-        ok = ev["lengths"] == rec["spec"]["eval"]["lengths"] and all(
-            len(ev[k]) == n_len for k in ("correct", "accuracy", "ci_low", "ci_high"))
-        ok = ok and all(0.0 <= a <= 1.0 for a in ev["accuracy"] + [rec["in_distribution"]["accuracy"]])
-        ok = ok and all(lo <= a <= hi for a, lo, hi in zip(ev["accuracy"], ev["ci_low"], ev["ci_high"]))
+        ok = check(rec)
     except (KeyError, TypeError):
         ok = False
     if not ok:
-        raise CorruptRun(f"{p.name}: inconsistent accuracies or intervals")
+        raise CorruptRun(f"{p.name}: inconsistent {what}")
     return rec
 
 
@@ -105,15 +121,7 @@ def load_select_run(path, spec: dict) -> dict:
     rec = _read_record(p, "selection run record", SELECT_FORMAT)
     if rec.get("spec") != spec:
         raise CorruptRun(f"{p.name}: was produced by a different spec (settings or code changed)")
-    try:
-        v = rec["validation"]
-        ok = v["lengths"] == spec["validation"]["lengths"] and len(v["accuracy"]) == len(v["lengths"])
-        ok = ok and all(0.0 <= a <= 1.0 for a in v["accuracy"]) and 0.0 <= v["score"] <= 1.0
-    except (KeyError, TypeError):
-        ok = False
-    if not ok:
-        raise CorruptRun(f"{p.name}: inconsistent validation accuracies")
-    return rec
+    return _consistent(p, rec, _select_consistent, "validation accuracies")
 
 
 def write_selection(outdir, selection: dict) -> None:

@@ -50,17 +50,9 @@ def _check_scheduler(scheduler: str) -> None:
         pass
 
 
-def run_grid(
-    outdir,
-    settings: ReproductionSettings,
-    *,
-    summarize: Callable[[Path], dict],
-    scheduler: str | None = None,
-    workers: int | None = None,
-    checkpoints: bool | None = None,
-    progress: bool | None = None,
-    on_run: Callable[[dict], None] | None = None,
-) -> dict:
+def run_grid(outdir, settings: ReproductionSettings, *, summarize: Callable[[Path], dict], scheduler: str | None,
+             workers: int | None, checkpoints: bool | None, progress: bool | None,
+             on_run: Callable[[dict], None] | None) -> dict:
     """Run (or resume) the grid ``settings`` into ``outdir``, then ``summarize(outdir)`` (which writes
     ``summary.json`` and ``table.md`` and returns the summary); return a report (see
     :func:`varsim.experiments.run_reproduction`, whose arguments these are)."""

@@ -24,6 +24,7 @@ from . import _style
 from .probe import header, model_label, source_of
 
 NAME = "fig_probe_decomposition"
+SOURCE = "probe"  # the data it draws: a key of varsim.figures.SOURCES
 
 
 def select_heads(data: dict) -> list[dict]:

@@ -19,6 +19,7 @@ from . import _style
 from .probe import header, model_label, source_of
 
 NAME = "fig_probe_slopes"
+SOURCE = "probe"  # the data it draws: a key of varsim.figures.SOURCES
 QUANTITIES = (("std", "slope of the output std"), ("y2", r"slope of $E[\sum w^2]$"))
 CMAP = "RdBu_r"  # ColorBrewer diverging, readable with the common colour-vision deficiencies
 

@@ -22,6 +22,7 @@ from . import _style
 from .probe import header, model_label, source_of
 
 NAME = "fig_probe_std"
+SOURCE = "probe"  # the data it draws: a key of varsim.figures.SOURCES
 #: How many of the probed layers (the first ones) get a panel.
 N_LAYERS = 2
 COMPONENT = 0

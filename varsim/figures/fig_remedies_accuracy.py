@@ -15,6 +15,7 @@ from . import _style
 from .remedies import chance_of, draw_lines, header, panel_lines, panel_row, panels_of, source_of
 
 NAME = "fig_remedies_accuracy"
+SOURCE = "remedies"  # the data it draws: a key of varsim.figures.SOURCES
 
 
 def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, source=None) -> dict:

@@ -17,6 +17,7 @@ from . import _style
 from .remedies import header, panel_row, panels_of, source_of, variant_label, variant_style
 
 NAME = "fig_remedies_paired"
+SOURCE = "remedies"  # the data it draws: a key of varsim.figures.SOURCES
 ALPHA = 0.05
 
 

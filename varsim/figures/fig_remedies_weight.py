@@ -14,6 +14,7 @@ from . import _style
 from .remedies import draw_lines, header, panel_lines, panel_row, panels_of, source_of
 
 NAME = "fig_remedies_weight"
+SOURCE = "remedies"  # the data it draws: a key of varsim.figures.SOURCES
 
 
 def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, source=None) -> dict:

@@ -18,6 +18,7 @@ import numpy as np
 from . import _style
 
 NAME = "fig_repro_accuracy"
+SOURCE = "reproduction"  # the data it draws: a key of varsim.figures.SOURCES
 ALPHA = 0.05
 NORM_ORDER = ("none", "layernorm", "standardize", "layernorm_per_head", "standardize_per_head")
 

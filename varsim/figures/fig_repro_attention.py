@@ -17,6 +17,7 @@ from . import _style
 from .fig_repro_accuracy import header, norm_style, source_of
 
 NAME = "fig_repro_attention"
+SOURCE = "reproduction"  # the data it draws: a key of varsim.figures.SOURCES
 
 
 def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, source=None) -> dict:

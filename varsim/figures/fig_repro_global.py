@@ -16,6 +16,7 @@ from . import _style
 from .fig_repro_accuracy import header, norm_style, source_of
 
 NAME = "fig_repro_global"
+SOURCE = "reproduction"  # the data it draws: a key of varsim.figures.SOURCES
 NORMS = ("none", "layernorm")
 # (probe key, legend text, line style); "post" is drawn only where there is a norm
 STAGES = (("pre", "attention output", "-"), ("post", "after the norm", "--"), ("next", "next-layer input", ":"))

@@ -17,6 +17,7 @@ from . import _style
 from .fig_repro_accuracy import header, source_of
 
 NAME = "fig_repro_hist"
+SOURCE = "reproduction"  # the data it draws: a key of varsim.figures.SOURCES
 # (norm, stage, column title)
 COLUMNS = (("none", "pre", "no norm: attention output"),
            ("layernorm", "pre", "LayerNorm model: before the norm"),

@@ -18,6 +18,7 @@ from . import _style
 from .fig_repro_accuracy import header, norm_style, source_of
 
 NAME = "fig_repro_std"
+SOURCE = "reproduction"  # the data it draws: a key of varsim.figures.SOURCES
 STAGES = ("pre", "post")
 
 

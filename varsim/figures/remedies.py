@@ -114,6 +114,27 @@ class RemediesSource:
         """ValueError naming ``remedies_results`` when there is no source or its summary is missing/corrupt."""
         self.load()
 
+    @classmethod
+    def from_options(cls, options: dict) -> RemediesSource:
+        """The source :func:`varsim.figures.make`'s arguments ``options`` ask for."""
+        return cls(options["remedies_results"], quick=options["quick"])
+
+    def prepare(self, names: list[str], *, explicit: bool, replot: bool, outdir) -> tuple[list[str], str]:
+        """Before :func:`varsim.figures.make` draws the figures ``names``: check this source (ValueError), or, when
+        all figures are drawn and there is no remedies source (or, with ``replot``, no stored data in ``outdir``),
+        return ``(skipped, why)``."""
+        wanted = list(names)
+        if replot and not explicit:  # redraw the figures whose data an earlier run stored, skip the others
+            wanted = [name for name in wanted if not (Path(outdir) / f"{name}.json").is_file()]
+        if not wanted:
+            return [], ""
+        if explicit or (self.available and not replot):
+            if not replot:
+                self.check()  # ValueError naming remedies_results: missing source, summary or format
+            return [], ""
+        return wanted, (f"no remedies {'stored data' if replot else 'results'} (draw them with --remedies-results "
+                        "DIR, a `varsim reproduce DIR --preset remedies` directory)")
+
     def load(self) -> dict:
         """``{"summary", "settings", "footer", "smoke_test", "origin", "source"}``, read once."""
         if self._data is not None:
