@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import platform
 import sys
 import tempfile
 from pathlib import Path
@@ -107,22 +106,14 @@ def current() -> dict:
 
 
 def machine() -> dict:
-    """What bitwise equality depends on: CPU, the BLAS kernel threadpoolctl sees, NumPy and Numba versions."""
-    import numba
-    from threadpoolctl import threadpool_info
+    """What bitwise equality depends on: CPU, the BLAS kernel, NumPy and Numba versions."""
+    from varsim._common.provenance import compute_environment, versions
 
-    blas = [{k: i.get(k) for k in ("internal_api", "version", "architecture")}
-            for i in threadpool_info() if i.get("user_api") == "blas"]
-    cpu = platform.processor()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return {"cpu": cpu, "machine": platform.machine(), "blas": blas, "numpy": np.__version__,
-            "numba": numba.__version__, "python": platform.python_version()}
+    env, v = compute_environment(), versions()
+    return {"cpu": env["cpu"], "machine": env["machine"],
+            "blas": [{"internal_api": b["library"], "version": b["version"], "architecture": b["kernel"]}
+                     for b in env["blas"]],
+            "numpy": v["numpy"], "numba": v["numba"], "python": v["python"]}
 
 
 if __name__ == "__main__":

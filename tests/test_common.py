@@ -220,3 +220,18 @@ def test_loglog_fit_weighted_matches_numpy_polyfit():
     lx = np.log(n)
     a = (lx - lx.mean()) / np.sum((lx - lx.mean()) ** 2)
     assert mixed["se"] == pytest.approx(math.sqrt(np.sum((a * y_se / y) ** 2)), rel=1e-12)
+
+
+def test_provenance_names_the_cpu_and_the_blas_kernel():
+    """A record says what bitwise reproducibility depends on: without the BLAS kernel a recheck on another machine
+    cannot tell a tolerance-level difference from a bug. Run in a fresh interpreter, so it catches a
+    threadpool_info call made before NumPy loads (which sees no BLAS at all)."""
+    import subprocess
+    import sys
+
+    code = "import json; from varsim._common.provenance import provenance; print(json.dumps(provenance()['compute']))"
+    compute = json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                                        check=True).stdout)
+    assert compute["cpu"] and compute["machine"]
+    assert compute["blas"], "no BLAS library recorded"
+    assert all(b["library"] and b["kernel"] for b in compute["blas"])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import tempfile
 from pathlib import Path
 from typing import Any, Callable
@@ -15,6 +16,7 @@ __all__ = [
     "atomic_write_with",
     "check_writable",
     "check_writable_dir",
+    "is_special_file",
 ]
 
 
@@ -40,14 +42,33 @@ def check_writable_dir(directory, name: str = "output") -> Path:
     return d
 
 
+def is_special_file(path) -> bool:
+    """True for an existing file that is not a regular file or a directory (a device such as ``/dev/stdout`` or
+    ``/dev/full``, a FIFO, a socket): :func:`atomic_write_with` writes through it instead of replacing it."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+
+
 def check_writable(path, name: str = "output") -> Path:
     """Fail early, naming ``name``, if the file ``path`` cannot be created or replaced (empty path, missing or
-    unwritable directory, a directory in its place)."""
+    unwritable directory, a directory in its place, a symlink loop). A device or FIFO is accepted as it is: it is
+    written through, not replaced."""
     if not str(path).strip():
         raise ValueError(f"{name} path must not be empty")
     p = Path(path)
     parent = p.parent if str(p.parent) else Path(".")
-    if p.exists() and p.is_dir():
+    try:
+        os.stat(p)
+    except FileNotFoundError:
+        pass
+    except OSError as exc:  # a symlink loop, a name too long, a component that is a file
+        raise ValueError(f"{name} path {str(p)!r}: {exc.strerror or exc}") from None
+    if is_special_file(p):
+        return p
+    if p.is_dir():
         raise ValueError(f"{name} path {str(p)!r} is a directory")
     if parent.exists() and not parent.is_dir():
         raise ValueError(f"{name} path {str(p)!r} is under {str(parent)!r}, which is not a directory")
@@ -62,8 +83,17 @@ def _current_umask() -> int:
 
 
 def atomic_write_with(path, writer: Callable[[Any], None], *, binary: bool = True) -> Path:
-    """Call ``writer(fileobj)`` on a temporary file next to ``path``, fsync it, then rename over ``path``."""
+    """Call ``writer(fileobj)`` on a temporary file next to ``path``, fsync it, then rename over ``path``.
+
+    A device or FIFO at ``path`` (``/dev/stdout``, ``/dev/full``, a pipe) is written through, never replaced by a
+    regular file; a write error there (``/dev/full``: no space left) propagates as the ``OSError`` it is.
+    """
     p = Path(path)
+    if is_special_file(p):
+        with open(p, "wb" if binary else "w", **({} if binary else {"encoding": "utf-8"})) as fh:
+            writer(fh)
+            fh.flush()
+        return p
     parent = p.parent if str(p.parent) else Path(".")
     fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=parent)
     try:

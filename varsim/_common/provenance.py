@@ -8,7 +8,7 @@ import subprocess
 from importlib import metadata
 from pathlib import Path
 
-__all__ = ["versions", "provenance"]
+__all__ = ["versions", "provenance", "compute_environment"]
 
 _PACKAGES = ("varsim", "numpy", "scipy", "numba", "llvmlite", "matplotlib")
 
@@ -52,10 +52,38 @@ def _git_dirty() -> bool | None:
     return None if out is None else bool(out.strip())
 
 
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def compute_environment() -> dict:
+    """What bitwise reproducibility depends on beyond the versions: the CPU model and every BLAS library NumPy
+    loaded, with the kernel it chose (threadpoolctl's ``architecture``, e.g. OpenBLAS ``Haswell``) and its thread
+    count. Two results agree bitwise only when these match; elsewhere only within floating-point tolerance."""
+    import os
+
+    import numpy  # noqa: F401  (threadpoolctl sees only the libraries already loaded)
+    from threadpoolctl import threadpool_info
+
+    blas = [{"library": i.get("internal_api"), "version": i.get("version"), "kernel": i.get("architecture"),
+             "threads": i.get("num_threads"), "file": Path(i.get("filepath") or "").name}
+            for i in threadpool_info() if i.get("user_api") == "blas"]
+    env = {k: os.environ[k] for k in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE") if k in os.environ}
+    return {"cpu": _cpu_model(), "machine": platform.machine(), "blas": blas, **({"blas_env": env} if env else {})}
+
+
 def provenance() -> dict:
-    """Versions, platform, git commit and whether the tree was modified (when run from a checkout), UTC time."""
+    """Versions, platform, CPU and BLAS kernel (:func:`compute_environment`), git commit and whether the tree was
+    modified (when run from a checkout), UTC time."""
     return {
         "versions": versions(),
+        "compute": compute_environment(),
         "platform": platform.platform(),
         "machine": platform.machine(),
         "git_commit": _git_commit(),

@@ -9,7 +9,8 @@ For i.i.d. Gaussian keys and a fixed query the logits are i.i.d. ``N(0, beta^2)`
 * :func:`random_query_ipr`, :func:`random_query_decay_exponent`, :func:`random_query_ipr_and_exponent`,
   :func:`random_query_limit`,
   :func:`random_query_series_coefficients` -- query ``q ~ N(0, I_d)`` (``random_query``);
-* :func:`rem_psi`, :func:`rem_thresholds`, :func:`effective_exponent`, :func:`phase`, :func:`frozen_a_n`,
+* :func:`rem_psi`, :func:`rem_thresholds`, :func:`phase_boundaries` (in ln N), :func:`effective_exponent`,
+  :func:`phase`, :func:`frozen_a_n`,
   :func:`frozen_ipr` -- REM phases (``rem``);
 * LayerNorm (``layernorm``) and standardisation / SSMax (``remedies``);
 * attention variants of ``varsim.variants`` (``remedies``): :func:`variant_beta`, :func:`variant_ipr` (softmax with an
@@ -37,7 +38,16 @@ from varsim.theory.random_query import (
     random_query_limit,
     random_query_series_coefficients,
 )
-from varsim.theory.rem import PHASES, effective_exponent, frozen_a_n, frozen_ipr, phase, rem_psi, rem_thresholds
+from varsim.theory.rem import (
+    PHASES,
+    effective_exponent,
+    frozen_a_n,
+    frozen_ipr,
+    phase,
+    phase_boundaries,
+    rem_psi,
+    rem_thresholds,
+)
 from varsim.theory.remedies import (
     adaptive_switch_off_entropy,
     fixed_standardized_variance,
@@ -77,6 +87,7 @@ __all__ = [
     "layernorm_variance_eps",
     "layernorm_variance_eps_upper",
     "phase",
+    "phase_boundaries",
     "random_query_decay_exponent",
     "random_query_ipr",
     "random_query_ipr_and_exponent",

@@ -41,7 +41,7 @@ import numpy as np
 from scipy.special import log_ndtr
 
 from varsim._common.validate import check_real
-from varsim.theory._args import real_array, scalar_or_array
+from varsim.theory._args import broadcast_pair, real_array, scalar_or_grid
 
 __all__ = ["BETA_MAX", "N_MAX", "decay_exponent", "expected_ipr", "ipr_and_exponent", "ipr_second_moment"]
 
@@ -255,14 +255,47 @@ def _second_moment(n: float, beta: float) -> float:
 def _check_beta(beta) -> float:
     beta = abs(check_real("beta", beta))
     if beta > BETA_MAX:
-        raise ValueError(f"beta must satisfy |beta| <= {BETA_MAX:g} (the quadrature's cost grows like beta; this "
-                         f"deep in the frozen phase use frozen_ipr), got {beta:g}")
+        raise ValueError(_beta_max_message(beta))
     return beta
+
+
+def _beta_max_message(beta: float) -> str:
+    return (f"beta must satisfy |beta| <= {BETA_MAX:g} (the quadrature's cost grows like beta; this deep in the "
+            f"frozen phase use frozen_ipr), got {beta:g}")
 
 
 def _validate(n, beta):
     n_arr = real_array("n", n, minimum=1.0, maximum=N_MAX)
     return n_arr, _check_beta(beta)
+
+
+def broadcast_n_beta(n, beta, *, n_min: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+    """``n`` (``n_min <= n <= N_MAX``) and ``|beta|`` (``<= BETA_MAX``) validated and broadcast together."""
+    n_b, b_b = broadcast_pair("n", n, "beta", beta, first_min=n_min, first_max=N_MAX)
+    b_b = np.abs(b_b)
+    if np.any(b_b > BETA_MAX):
+        raise ValueError(_beta_max_message(float(b_b[b_b > BETA_MAX].flat[0])))
+    return n_b, b_b
+
+
+def _per_beta(n, beta, small, exact):
+    """Apply ``small(n_values, beta)`` (``beta < _BETA_TINY``) or ``exact(n_value, beta)`` (one quadrature grid per
+    distinct beta) over broadcast ``n``/``beta`` arrays; ``small`` and ``exact`` return tuples of outputs."""
+    outs = None
+    for b in np.unique(beta):
+        mask = beta == b
+        b = float(b)
+        if b < _BETA_TINY:
+            vals = small(n[mask], b)
+        else:
+            with _LOCK:
+                rows = [exact(float(v), b) for v in n[mask]]
+            vals = tuple(np.array(col) for col in zip(*rows))
+        if outs is None:
+            outs = tuple(np.empty(n.shape) for _ in vals)
+        for out, v in zip(outs, vals):
+            out[mask] = v
+    return outs
 
 
 def _small_beta(n_arr: np.ndarray, beta: float):
@@ -277,57 +310,64 @@ def _small_beta(n_arr: np.ndarray, beta: float):
 _BETA_TINY = 1e-4
 
 
+def _exact_pair(n: float, beta: float) -> tuple[float, float]:
+    log_e, g = _integrate(n, beta, True)
+    return math.exp(log_e), g
+
+
 def ipr_and_exponent(n, beta) -> tuple[np.ndarray, np.ndarray]:
-    """``(expected_ipr(n, beta), decay_exponent(n, beta))`` as arrays of ``n``'s shape, from one quadrature."""
-    n_arr, beta = _validate(n, beta)
-    if beta < _BETA_TINY:
-        return _small_beta(n_arr, beta)
-    with _LOCK:
-        pairs = [_integrate(float(v), beta, True) for v in n_arr.ravel()]
-    e = np.exp(np.array([p[0] for p in pairs])).reshape(n_arr.shape)
-    g = np.array([p[1] for p in pairs]).reshape(n_arr.shape)
-    return e, g
+    """``(expected_ipr(n, beta), decay_exponent(n, beta))`` as arrays of the broadcast shape of ``n`` and
+    ``beta``, from one quadrature per distinct beta."""
+    n_b, b_b = broadcast_n_beta(n, beta)
+    return _per_beta(n_b, b_b, _small_beta, _exact_pair)
 
 
 def expected_ipr(n, beta):
     """Exact ``E[sum_i w_i^2]`` for ``w = softmax(s)``, ``s_1..s_N`` i.i.d. ``N(0, beta^2)``.
 
-    ``n``: real ``1 <= n <= 1e300``, scalar or array (vectorised; one inner-integral grid per beta).
-    ``beta``: logit standard deviation, ``|beta| <= BETA_MAX = 1e4`` (its sign is irrelevant); ``beta = 0`` gives
-    ``1/n``.
-    Returns a float for scalar ``n``, else an array of ``n``'s shape. Relative accuracy ~1e-13.
-    By THEORY.md 1.1 this is ``Var(o_c) / sigma_v^2`` for values independent of the keys.
+    Parameters
+    ----------
+    n : float or array_like
+        Sequence length, real ``1 <= n <= 1e300``.
+    beta : float or array_like
+        Logit standard deviation, ``|beta| <= BETA_MAX = 1e4`` (its sign is irrelevant); ``beta = 0`` gives ``1/n``.
+        ``n`` and ``beta`` broadcast against each other: ``expected_ipr(ns, betas[:, None])`` is a
+        ``(len(betas), len(ns))`` table. One inner-integral grid per distinct beta.
+
+    Returns
+    -------
+    float or ndarray
+        A float when both are scalars, else an array of the broadcast shape. Relative accuracy ~1e-13.
+        By THEORY.md 1.1 this is ``Var(o_c) / sigma_v^2`` for values independent of the keys.
     """
-    n_arr, beta = _validate(n, beta)
-    if beta < _BETA_TINY:
-        return scalar_or_array(n, _small_beta(n_arr, beta)[0])
-    with _LOCK:
-        out = np.array([math.exp(_integrate(float(v), beta, False)[0]) for v in n_arr.ravel()])
-    return scalar_or_array(n, out.reshape(n_arr.shape))
+    n_b, b_b = broadcast_n_beta(n, beta)
+    out, = _per_beta(n_b, b_b, lambda v, b: (_small_beta(v, b)[0],),
+                     lambda v, b: (math.exp(_integrate(v, b, False)[0]),))
+    return scalar_or_grid(n, beta, out)
 
 
 def decay_exponent(n, beta):
     """Exact local decay exponent ``d ln E[sum w^2] / d ln N`` (THEORY.md 1.2), in ``[-1, 0]``.
 
-    Same arguments as :func:`expected_ipr`. About -1 in the annealed phase (``ln N > 3 beta^2/2``),
-    about 0 in the frozen phase (``ln N < beta^2/2``); compare :func:`varsim.theory.effective_exponent`.
+    Same arguments (and broadcasting) as :func:`expected_ipr`. About -1 in the annealed phase
+    (``ln N > 3 beta^2/2``), about 0 in the frozen phase (``ln N < beta^2/2``), with broad crossovers at finite N;
+    compare :func:`varsim.theory.effective_exponent`.
     """
-    return scalar_or_array(n, ipr_and_exponent(n, beta)[1])
+    return scalar_or_grid(n, beta, ipr_and_exponent(n, beta)[1])
 
 
 def ipr_second_moment(n, beta):
-    """Exact ``E[(sum_i w_i^2)^2]`` (same model as :func:`expected_ipr`), for ``2 <= n <= 1e300``.
+    """Exact ``E[(sum_i w_i^2)^2]`` (same model and broadcasting as :func:`expected_ipr`), for ``2 <= n <= 1e300``.
 
     Uses ``1/Z^4 = (1/6) int t^3 e^{-tZ} dt`` and ``(sum X_i^2)^2 = sum X_i^4 + sum_{i != j} X_i^2 X_j^2``.
     ``Var(sum w^2) = ipr_second_moment - expected_ipr**2`` sizes Monte Carlo runs and enters the
     LayerNorm-with-eps approximation of :mod:`varsim.theory.layernorm`.
     """
-    n_arr = real_array("n", n, minimum=2.0, maximum=N_MAX)
-    beta = _check_beta(beta)
-    if beta < _BETA_TINY:
+    n_b, b_b = broadcast_n_beta(n, beta, n_min=2.0)
+
+    def small(v, b):
         # Y2 = 1/N + O(beta^2) almost surely, so E[Y2^2] = 1/N^2 + 2 beta^2 (N-1)/N^3 + O(beta^4).
-        out = (1.0 + 2.0 * beta * beta * (n_arr - 1.0) / n_arr) / n_arr / n_arr  # n**2 would overflow at 1e300
-        return scalar_or_array(n, out)
-    with _LOCK:
-        out = np.array([_second_moment(float(v), beta) for v in n_arr.ravel()])
-    return scalar_or_array(n, out.reshape(n_arr.shape))
+        return ((1.0 + 2.0 * b * b * (v - 1.0) / v) / v / v,)  # n**2 would overflow at 1e300
+
+    out, = _per_beta(n_b, b_b, small, lambda v, b: (_second_moment(v, b),))
+    return scalar_or_grid(n, beta, out)

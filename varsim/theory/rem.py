@@ -19,10 +19,10 @@ import math
 
 import numpy as np
 
-from varsim._common.validate import check_real
-from varsim.theory._args import real_array, scalar_or_array
+from varsim.theory._args import broadcast_pair, real_array, scalar_or_array, scalar_or_grid
 
-__all__ = ["PHASES", "effective_exponent", "frozen_a_n", "frozen_ipr", "phase", "rem_psi", "rem_thresholds"]
+__all__ = ["PHASES", "effective_exponent", "frozen_a_n", "frozen_ipr", "phase", "phase_boundaries", "rem_psi",
+           "rem_thresholds"]
 
 #: Phase names returned by :func:`phase`, from small to large ``beta`` at fixed ``N``.
 PHASES = ("annealed", "intermediate", "frozen")
@@ -32,7 +32,8 @@ _B_FROZEN = math.sqrt(2.0)
 
 
 def rem_thresholds() -> tuple[float, float]:
-    """``(sqrt(2/3), sqrt(2))``: the values of ``b = beta/sqrt(ln N)`` where ``psi`` changes form."""
+    """``(sqrt(2/3), sqrt(2))``: the values of ``b = beta/sqrt(ln N)`` where ``psi`` changes form (in ``ln N`` at a
+    given beta: :func:`phase_boundaries`)."""
     return _B_ANNEALED, _B_FROZEN
 
 
@@ -50,38 +51,53 @@ def rem_psi(b):
 
 
 def _n_beta(n, beta):
-    n_arr = real_array("n", n, minimum=1.0)
-    beta = abs(check_real("beta", beta))
-    return n_arr, beta
+    n_b, b_b = broadcast_pair("n", n, "beta", beta, first_min=1.0)
+    return n_b, np.abs(b_b)
+
+
+def phase_boundaries(beta):
+    """The REM phase boundaries at ``beta``, in ``ln N``: ``(beta^2/2, 3 beta^2/2)``.
+
+    ``ln N`` below the first is the frozen phase (a few logits carry the weight), above the second the annealed one
+    (``E[sum w^2] ~ e^{beta^2}/N``), in between the intermediate phase. These are asymptotic (``beta -> inf`` at
+    fixed ``ln N / beta^2``); at finite beta the crossovers are broad: at ``beta = 2``, ``N = 4096`` (just past
+    ``3 beta^2/2``) the exact ``E[sum w^2]`` is still about 27% below ``e^{beta^2}/N``. ``beta``: finite, scalar
+    or array; returns two floats or two arrays of ``beta``'s shape. ``np.exp`` of them gives the boundaries in N
+    (they overflow to inf beyond ``beta ~ 26``).
+    """
+    b = np.abs(real_array("beta", beta))
+    lo, hi = 0.5 * b * b, 1.5 * b * b
+    if np.ndim(beta) == 0:
+        return float(lo.reshape(())), float(hi.reshape(()))
+    return lo, hi
 
 
 def effective_exponent(n, beta):
     """Predicted local decay exponent ``d ln E[sum w^2] / d ln N ~ clamp(1/2 - ln N / beta^2, -1, 0)``.
 
-    ``n``: real ``>= 1`` (scalar or array); ``beta``: finite. ``beta = 0`` gives ``-1`` (``E = 1/N`` exactly).
+    ``n``: real ``>= 1``; ``beta``: finite; scalars or arrays that broadcast together (``n`` of shape ``(k,)``
+    with ``beta`` of shape ``(m, 1)`` gives an ``(m, k)`` grid). ``beta = 0`` gives ``-1`` (``E = 1/N`` exactly).
     Compare :func:`varsim.theory.decay_exponent` for the exact value; the rule is the
     ``beta -> inf`` limit at fixed ``ln N / beta^2`` and is off by up to ~0.4 at ``beta = 2`` (THEORY.md 3.4).
     """
-    n_arr, beta = _n_beta(n, beta)
-    if beta == 0.0:
-        return scalar_or_array(n, np.full_like(n_arr, -1.0))
-    return scalar_or_array(n, np.clip(0.5 - np.log(n_arr) / (beta * beta), -1.0, 0.0))
+    n_b, b_b = _n_beta(n, beta)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rule = np.clip(0.5 - np.log(n_b) / (b_b * b_b), -1.0, 0.0)
+    return scalar_or_grid(n, beta, np.where(b_b == 0.0, -1.0, rule))
 
 
 def phase(n, beta):
     """REM phase of the *mean* IPR: ``'annealed'`` iff ``ln N > 3 beta^2/2``, ``'frozen'`` iff ``ln N < beta^2/2``,
-    else ``'intermediate'``. ``beta = 0`` is annealed for every ``N`` (``E = 1/N``).
+    else ``'intermediate'`` (:func:`phase_boundaries`). ``beta = 0`` is annealed for every ``N`` (``E = 1/N``).
 
-    Returns a ``str`` for scalar ``n``, else an array of ``str`` of ``n``'s shape.
+    Returns a ``str`` when ``n`` and ``beta`` are scalars, else an array of ``str`` of their broadcast shape.
     """
-    n_arr, beta = _n_beta(n, beta)
-    ln_n = np.log(n_arr)
-    b2 = beta * beta
-    if beta == 0.0:
-        labels = np.full(n_arr.shape, PHASES[0], dtype=object)
-    else:
-        labels = np.where(ln_n > 1.5 * b2, PHASES[0], np.where(ln_n < 0.5 * b2, PHASES[2], PHASES[1])).astype(object)
-    return str(labels.reshape(())[()]) if np.ndim(n) == 0 else labels
+    n_b, b_b = _n_beta(n, beta)
+    ln_n = np.log(n_b)
+    b2 = b_b * b_b
+    labels = np.where((b_b == 0.0) | (ln_n > 1.5 * b2), PHASES[0],
+                      np.where(ln_n < 0.5 * b2, PHASES[2], PHASES[1])).astype(object)
+    return str(labels.reshape(())[()]) if np.ndim(n) == 0 and np.ndim(beta) == 0 else labels
 
 
 def frozen_a_n(n):
@@ -104,8 +120,9 @@ def frozen_ipr(n, beta):
     elsewhere (negative once ``beta < a_N``). ``n``: real ``> 1``; ``beta``: finite, non-zero.
     An empirical finite-N refinement of ``1 - sqrt(2 ln N)/beta`` without an error bound (THEORY.md 6).
     """
-    a_n = np.asarray(frozen_a_n(n))
-    beta = abs(check_real("beta", beta))
-    if beta == 0.0:
+    n_b, b_b = broadcast_pair("n", n, "beta", beta, first_min=1.0)
+    if np.any(n_b <= 1.0):
+        raise ValueError(f"n must be > 1.0, got {float(n_b[n_b <= 1.0].flat[0])!r}")
+    if np.any(b_b == 0.0):
         raise ValueError("beta must be non-zero for the frozen-phase formula 1 - a_N/beta")
-    return scalar_or_array(n, 1.0 - a_n / beta)
+    return scalar_or_grid(n, beta, 1.0 - np.asarray(frozen_a_n(n_b)) / np.abs(b_b))
