@@ -7,7 +7,7 @@ Pairing: seed index ``s`` fixes the initialization seed, the training-data strea
 of every normalization and architecture (all derived from ``root_seed`` and ``s`` only), so "norm X minus none"
 is a paired difference per seed.
 
-Remedies axis (REMEDIES.md 4; off by default, so the paper reproduction's specs and records are unchanged):
+Remedies axis (REMEDIES.md 4; off by default: the paper grid's specs and records carry no remedies key):
 ``attentions`` (trained attention variants, each a label -> ModelConfig overrides), ``inference_attentions`` (weight
 maps applied at evaluation to the softmax-trained runs: same weights, same test sets), ``depths`` (``n_blocks``) and an
 ``lr_grid`` selected per (task, architecture, norm, attention, depth) on in-distribution validation sets only (see

@@ -7,7 +7,7 @@ Each figure module in :data:`FIGURES` provides
 - ``compute(quick=False, seed=0, *, progress=False, source=None) -> dict``: runs the simulator and the theory (or
   reads ``source``, the object its ``SOURCE`` names, e.g. a :class:`varsim.figures.reproduction.ReproductionSource`)
   and returns plain data, including a ``footer`` saying where the numbers come from;
-- ``draw(data) -> matplotlib Figure`` and ``plot(data, outdir) -> list[Path]`` (PNG + PDF).
+- ``draw(data) -> matplotlib Figure`` (:func:`plot` saves it as PNG + PDF).
 
 Each data source class has ``from_options(options)`` (built from :func:`make`'s keyword arguments), ``load()`` and
 ``prepare(names, *, explicit, replot, outdir)``, which checks it before any drawing (a ValueError naming the option)
@@ -42,7 +42,8 @@ import sys
 import time
 from pathlib import Path
 
-__all__ = ["FIGURES", "SOURCES", "DEFAULT_OUTDIR", "load", "data_source", "make", "register", "run_args", "main"]
+__all__ = ["FIGURES", "SOURCES", "DEFAULT_OUTDIR", "load", "data_source", "plot", "make", "register", "run_args",
+           "main"]
 
 #: The registry: figure name -> module (inside this package), in the order they are made. Add new figures here.
 FIGURES: dict[str, str] = {
@@ -89,6 +90,13 @@ def data_source(name: str) -> str | None:
     if kind is not None and kind not in SOURCES:
         raise ValueError(f"figure {name!r} names an unknown data source {kind!r}; expected one of {', '.join(SOURCES)}")
     return kind
+
+
+def plot(name: str, data: dict, outdir) -> list[Path]:
+    """Draw figure ``name`` from its ``compute`` data into ``outdir``; return the PNG and PDF paths."""
+    from ._style import draw_and_save
+
+    return draw_and_save(load(name).draw, data, outdir, name)
 
 
 def _log(enabled: bool, message: str) -> None:
@@ -181,7 +189,7 @@ def make(
             src = sources[kinds[name]] if kinds[name] is not None else None
             data = jsonable(module.compute(quick, seed, progress=show, source=src))
             atomic_write_json(data_path, data)
-        paths = module.plot(data, outdir)
+        paths = plot(name, data, outdir)
         written[name] = [data_path, *paths]
         _log(show, f"[{i}/{len(names)}] {name}: done in {time.perf_counter() - t0:.1f} s")
     _log(show and len(names) > 1, f"all {len(names)} figures in {time.perf_counter() - start:.1f} s -> {outdir}")

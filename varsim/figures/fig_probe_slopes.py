@@ -42,11 +42,6 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, sourc
     return {"name": NAME, **header(models, quick), "rows": rows}
 
 
-def plot(data: dict, outdir) -> list:
-    """Draw the figure from :func:`compute`'s data; returns the PNG and PDF paths."""
-    return _style.draw_and_save(draw, data, outdir, NAME)
-
-
 def draw(data: dict):
     """The Matplotlib figure of :func:`compute`'s data, with the provenance footer."""
     from matplotlib.colors import Normalize

@@ -63,11 +63,6 @@ def _slope_text(s: dict) -> str:
     return f"slope {s['median']:+.2f} (heads {s['min']:+.2f}..{s['max']:+.2f})"
 
 
-def plot(data: dict, outdir) -> list:
-    """Draw the figure from :func:`compute`'s data; returns the PNG and PDF paths."""
-    return _style.draw_and_save(draw, data, outdir, NAME)
-
-
 def draw(data: dict):
     """The Matplotlib figure of :func:`compute`'s data, with the provenance footer."""
     A = _style.array

@@ -75,11 +75,6 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, sourc
             "footer": _style.computed_footer(seed, quick), "smoke_reason": "few sequences, short N range"}
 
 
-def plot(data: dict, outdir) -> list:
-    """Draw the figure from :func:`compute`'s data; returns the PNG and PDF paths."""
-    return _style.draw_and_save(draw, data, outdir, NAME)
-
-
 def draw(data: dict):
     """The Matplotlib figure of :func:`compute`'s data (provenance footer and, in quick mode, smoke-test stamp)."""
     A = _style.array

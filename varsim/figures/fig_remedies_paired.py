@@ -38,11 +38,6 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, sourc
             "confidence": summary.get("confidence", 0.95), "correction": summary["correction"], "panels": panels}
 
 
-def plot(data: dict, outdir) -> list:
-    """Draw the figure from :func:`compute`'s data; returns the PNG and PDF paths."""
-    return _style.draw_and_save(draw, data, outdir, NAME)
-
-
 def draw(data: dict):
     """Paired differences vs N, the variants side by side at each N; one shared legend below the panels."""
     from matplotlib.lines import Line2D

@@ -56,11 +56,6 @@ def _slope_text(fit) -> str:
     return f"slope {fit['mean']:+.2f} [{lo:+.2f}, {hi:+.2f}]"
 
 
-def plot(data: dict, outdir) -> list:
-    """Draw the figure from :func:`compute`'s data; returns the PNG and PDF paths."""
-    return _style.draw_and_save(draw, data, outdir, NAME)
-
-
 def draw(data: dict):
     """The Matplotlib figure of :func:`compute`'s data (provenance footer and, in quick mode, smoke-test stamp)."""
     A = _style.array

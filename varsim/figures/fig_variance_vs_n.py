@@ -69,11 +69,6 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, sourc
             "footer": computed_footer(seed, quick), "smoke_reason": "few sequences, short N range"}
 
 
-def plot(data: dict, outdir) -> list:
-    """Draw the figure from :func:`compute`'s data; returns the PNG and PDF paths."""
-    return _style.draw_and_save(draw, data, outdir, NAME)
-
-
 def draw(data: dict):
     """The Matplotlib figure of :func:`compute`'s data: Var vs N, MC / exact - 1, exact local exponent."""
     A = _style.array

@@ -107,11 +107,6 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, sourc
             "panels": panels, "footer": computed_footer(seed, quick), "smoke_reason": "few sequences, N <= 1024"}
 
 
-def plot(data: dict, outdir) -> list:
-    """Draw the figure from :func:`compute`'s data; returns the PNG and PDF paths."""
-    return _style.draw_and_save(draw, data, outdir, NAME)
-
-
 def draw(data: dict):
     """One log-log panel of E[sum w^2] vs N per beta; a shared legend naming every variant."""
     A = _style.array
