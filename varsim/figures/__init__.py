@@ -43,7 +43,7 @@ import time
 from pathlib import Path
 
 __all__ = ["FIGURES", "SOURCES", "DEFAULT_OUTDIR", "load", "data_source", "plot", "make", "register", "run_args",
-           "main"]
+           "main", "figure_main"]
 
 #: The registry: figure name -> module (inside this package), in the order they are made. Add new figures here.
 FIGURES: dict[str, str] = {
@@ -253,6 +253,15 @@ def main(argv=None) -> int:
     except ValueError as exc:
         print(f"varsim figures: error: {exc}", file=sys.stderr)
         return 2
+
+
+def figure_main(name: str):
+    """The ``main(argv=None) -> int`` of figure module ``name``: :func:`main` with ``--only name``."""
+
+    def main_one(argv=None) -> int:
+        return main(["--only", name, *(sys.argv[1:] if argv is None else argv)])
+
+    return main_one
 
 
 if __name__ == "__main__":

@@ -9,9 +9,10 @@ the rule clamp(1/2 - ln N / beta^2, -1, 0) and the REM phase boundaries at ln N 
 from __future__ import annotations
 
 import math
-import sys
 
 import numpy as np
+
+from varsim.figures import figure_main
 
 from . import _style
 
@@ -108,11 +109,8 @@ def draw(data: dict):
         return _style.finish(fig, data)
 
 
-def main(argv=None) -> int:
-    """Make just this figure (``python -m varsim.figures.<name> [options]``)."""
-    from varsim.figures import main as make_main
-
-    return make_main(["--only", NAME, *(sys.argv[1:] if argv is None else argv)])
+#: ``python -m varsim.figures.fig_decay_exponent [options]``: make just this figure
+main = figure_main(NAME)
 
 
 if __name__ == "__main__":

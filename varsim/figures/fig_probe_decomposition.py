@@ -16,9 +16,9 @@ whose output std falls fastest (the strongest vanishing-variance signal), skippi
 
 from __future__ import annotations
 
-import sys
-
 import numpy as np
+
+from varsim.figures import figure_main
 
 from . import _style
 from .probe import header, model_label, source_of
@@ -100,11 +100,8 @@ def draw(data: dict):
         return _style.finish(fig, data)
 
 
-def main(argv=None) -> int:
-    """Make just this figure (``python -m varsim.figures.<name> [options]``)."""
-    from varsim.figures import main as make_main
-
-    return make_main(["--only", NAME, *(sys.argv[1:] if argv is None else argv)])
+#: ``python -m varsim.figures.fig_probe_decomposition [options]``: make just this figure
+main = figure_main(NAME)
 
 
 if __name__ == "__main__":

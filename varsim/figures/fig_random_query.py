@@ -10,11 +10,12 @@ fixed-query curve, and the two leading constants as horizontal lines.
 from __future__ import annotations
 
 import math
-import sys
 from functools import partial
 
 import numpy as np
 from matplotlib.lines import Line2D
+
+from varsim.figures import figure_main
 
 from . import _style
 
@@ -117,11 +118,8 @@ def draw(data: dict):
         return _style.finish(fig, data)
 
 
-def main(argv=None) -> int:
-    """Make just this figure (``python -m varsim.figures.<name> [options]``)."""
-    from varsim.figures import main as make_main
-
-    return make_main(["--only", NAME, *(sys.argv[1:] if argv is None else argv)])
+#: ``python -m varsim.figures.fig_random_query [options]``: make just this figure
+main = figure_main(NAME)
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ panels, off the curves.
 
 from __future__ import annotations
 
-import sys
+from varsim.figures import figure_main
 
 from . import _style
 from .remedies import chance_of, draw_lines, header, panel_lines, panel_row, panels_of, source_of
@@ -52,11 +52,8 @@ def draw(data: dict):
         return _style.finish(fig, data)
 
 
-def main(argv=None) -> int:
-    """Make just this figure (``python -m varsim.figures.fig_remedies_accuracy --remedies-results DIR``)."""
-    from varsim.figures import main as make_main
-
-    return make_main(["--only", NAME, *(sys.argv[1:] if argv is None else argv)])
+#: ``python -m varsim.figures.fig_remedies_accuracy --remedies-results DIR``: make just this figure
+main = figure_main(NAME)
 
 
 if __name__ == "__main__":

@@ -9,9 +9,9 @@ not significant after the correction. One panel per task and depth; legend below
 
 from __future__ import annotations
 
-import sys
-
 import numpy as np
+
+from varsim.figures import figure_main
 
 from . import _style
 from .remedies import header, panel_row, panels_of, source_of, variant_label, variant_style
@@ -80,11 +80,8 @@ def draw(data: dict):
         return _style.finish(fig, data)
 
 
-def main(argv=None) -> int:
-    """Make just this figure (``python -m varsim.figures.fig_remedies_paired --remedies-results DIR``)."""
-    from varsim.figures import main as make_main
-
-    return make_main(["--only", NAME, *(sys.argv[1:] if argv is None else argv)])
+#: ``python -m varsim.figures.fig_remedies_paired --remedies-results DIR``: make just this figure
+main = figure_main(NAME)
 
 
 if __name__ == "__main__":

@@ -11,9 +11,9 @@ Holm adjustment is made here, over the family shown. The legend sits below the p
 
 from __future__ import annotations
 
-import sys
-
 import numpy as np
+
+from varsim.figures import figure_main
 
 from . import _style
 
@@ -137,11 +137,8 @@ def draw(data: dict):
         return _style.finish(fig, data)
 
 
-def main(argv=None) -> int:
-    """Make just this figure (``python -m varsim.figures.fig_repro_accuracy [options]``)."""
-    from varsim.figures import main as make_main
-
-    return make_main(["--only", NAME, *(sys.argv[1:] if argv is None else argv)])
+#: ``python -m varsim.figures.fig_repro_accuracy [options]``: make just this figure
+main = figure_main(NAME)
 
 
 if __name__ == "__main__":

@@ -8,9 +8,9 @@ norm (solid), after it (dashed; LayerNorm fixes both to 0 and ~1 per vector), an
 
 from __future__ import annotations
 
-import sys
-
 import numpy as np
+
+from varsim.figures import figure_main
 
 from . import _style
 from .fig_repro_accuracy import header, norm_style, source_of
@@ -83,11 +83,8 @@ def draw(data: dict):
         return _style.finish(fig, data)
 
 
-def main(argv=None) -> int:
-    """Make just this figure (``python -m varsim.figures.<name> [options]``)."""
-    from varsim.figures import main as make_main
-
-    return make_main(["--only", NAME, *(sys.argv[1:] if argv is None else argv)])
+#: ``python -m varsim.figures.fig_repro_global [options]``: make just this figure
+main = figure_main(NAME)
 
 
 if __name__ == "__main__":

@@ -11,10 +11,11 @@ so the bottom panel draws that exact local exponent and the legend gives its ran
 from __future__ import annotations
 
 import math
-import sys
 
 import numpy as np
 from matplotlib.lines import Line2D
+
+from varsim.figures import figure_main
 
 from . import _style
 
@@ -123,11 +124,8 @@ def draw(data: dict):
         return _style.finish(fig, data)
 
 
-def main(argv=None) -> int:
-    """Make just this figure (``python -m varsim.figures.<name> [options]``)."""
-    from varsim.figures import main as make_main
-
-    return make_main(["--only", NAME, *(sys.argv[1:] if argv is None else argv)])
+#: ``python -m varsim.figures.fig_variance_vs_n [options]``: make just this figure
+main = figure_main(NAME)
 
 
 if __name__ == "__main__":

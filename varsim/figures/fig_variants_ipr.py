@@ -14,11 +14,11 @@ Softmax's weights flatten (E[sum w^2] -> e^{beta^2}/N); a variant whose curve st
 
 from __future__ import annotations
 
-import sys
-
 import numpy as np
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
+
+from varsim.figures import figure_main
 
 from . import _style
 
@@ -150,11 +150,8 @@ def draw(data: dict):
         return _style.finish(fig, data)
 
 
-def main(argv=None) -> int:
-    """Make just this figure (``python -m varsim.figures.fig_variants_ipr [options]``)."""
-    from varsim.figures import main as make_main
-
-    return make_main(["--only", NAME, *(sys.argv[1:] if argv is None else argv)])
+#: ``python -m varsim.figures.fig_variants_ipr [options]``: make just this figure
+main = figure_main(NAME)
 
 
 if __name__ == "__main__":
