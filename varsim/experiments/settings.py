@@ -1,7 +1,7 @@
 """The reproduction's grid and settings: which runs exist, and the full spec of each.
 
-Grid: task (argmax retrieval, dictionary lookup) x architecture (residual around attention on / off) x
-normalization after attention (none, layernorm, standardize, layernorm_per_head by default) x seed.
+Grid: task (argmax retrieval, dictionary lookup) x architecture (``ARCHITECTURES``: residual around attention on /
+off) x normalization after attention (none, layernorm, standardize, layernorm_per_head by default) x seed.
 
 Pairing: seed index ``s`` fixes the initialization seed, the training-data stream, the test sets and the probe sets
 of every normalization and architecture (all derived from ``root_seed`` and ``s`` only), so "norm X minus none"
@@ -21,13 +21,16 @@ import dataclasses
 import json
 
 from varsim._common.validate import check_choice, check_fields, check_int, check_int_grid, check_real
-from varsim.tasks import TASKS
+from varsim.tasks import TASK_REGISTRY
 
 __all__ = ["ReproductionSettings", "ARCHITECTURES", "DEFAULT_NORMS", "BASELINE_NORM", "BASELINE_ATTENTION",
            "REMEDY_FIELDS", "run_id", "job_specs", "selection_specs", "cells"]
 
-#: architecture name -> ``ModelConfig.residual``
-ARCHITECTURES = {"residual": True, "no_residual": False}
+#: the grid's architecture labels -> the :class:`varsim.nn.model.ModelConfig` fields each sets (its ``architecture``,
+#: a model of :mod:`varsim.nn.architectures`, when not the set transformer, and that model's switches)
+ARCHITECTURES = {"residual": {"residual": True}, "no_residual": {"residual": False}}
+#: the tasks of the paper's grid (any registered task of varsim.tasks may be named in ``tasks``)
+PAPER_TASKS = ("argmax", "dictionary")
 DEFAULT_NORMS = ("none", "layernorm", "standardize", "layernorm_per_head")
 BASELINE_NORM = "none"
 #: the label of the trained baseline attention in ``attentions`` (the inference-only maps are applied to its runs)
@@ -50,12 +53,12 @@ class ReproductionSettings:
     """Everything that determines the numbers of a reproduction (stored as ``settings.json``).
 
     ``model`` and ``train`` are overrides of :class:`varsim.nn.model.ModelConfig` and
-    :class:`varsim.train.TrainConfig` fields shared by every run (the grid sets ``task``, ``norm``, ``residual``,
-    ``seed`` and ``data_seed``). A run "learned" when its accuracy at N = ``train.train_max`` on
-    ``id_examples`` fresh examples is at least ``learned_threshold``.
+    :class:`varsim.train.TrainConfig` fields shared by every run (the grid sets ``task``, ``norm``, the fields of its
+    ``architectures`` (``residual``), ``seed`` and ``data_seed``). A run "learned" when its accuracy at
+    N = ``train.train_max`` on ``id_examples`` fresh examples is at least ``learned_threshold``.
     """
 
-    tasks: tuple = TASKS
+    tasks: tuple = PAPER_TASKS
     architectures: tuple = tuple(ARCHITECTURES)
     norms: tuple = DEFAULT_NORMS
     seeds: int = 6
@@ -94,7 +97,7 @@ class ReproductionSettings:
 
         from varsim.nn.norms import NORMS
 
-        set_("tasks", names("tasks", TASKS))
+        set_("tasks", names("tasks", TASK_REGISTRY))
         set_("architectures", names("architectures", ARCHITECTURES))
         set_("norms", names("norms", NORMS))
         set_("seeds", check_int("seeds", self.seeds, minimum=1))
@@ -103,7 +106,7 @@ class ReproductionSettings:
             if not isinstance(getattr(self, field), dict):
                 raise ValueError(f"{field} must be a dict of overrides, got {type(getattr(self, field)).__name__}")
             set_(field, dict(getattr(self, field)))
-        fixed = {"task", "norm", "residual"} & set(self.model)
+        fixed = ({"task", "norm"} | {k for a in self.architectures for k in ARCHITECTURES[a]}) & set(self.model)
         fixed |= {"task", "model", "seed", "data_seed"} & set(self.train)
         if fixed:
             raise ValueError(f"model/train overrides may not set {sorted(fixed)}: the grid sets them")
@@ -251,7 +254,7 @@ class ReproductionSettings:
         remedies axis (None: the paper grid's config, unchanged)."""
         from varsim.train import TrainConfig
 
-        model = {**self.model, "task": task, "norm": norm, "residual": ARCHITECTURES[architecture]}
+        model = {**self.model, "task": task, "norm": norm, **ARCHITECTURES[architecture]}
         if attention is not None:
             model.update(self.attentions[attention])
         if depth is not None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from varsim.figures import figure_main
+from varsim.tasks import chance_level
 
 from . import _style
 
@@ -49,7 +50,6 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, sourc
     """Per task and architecture: accuracy vs N per norm, and paired differences with Holm-adjusted p-values."""
     rep = source_of(quick, seed, source)
     summary, st = rep["summary"], rep["settings"]
-    chance = {"argmax": 1 / st["model"].get("n_classes", 10), "dictionary": 1 / st["model"].get("value_vocab", 16)}
     paired = {(p["task"], p["architecture"], p["norm"]): p for p in summary["paired"]}
     panels = []
     for task in st["tasks"]:
@@ -66,7 +66,7 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, sourc
                     diffs.append({"norm": g["norm"], "n_seeds": len(p["seeds"]), "mean": p["mean_diff"],
                                   "ci_low": p["ci_low"], "ci_high": p["ci_high"], "p_ttest": p["p_ttest"]})
             panels.append({"task": task, "architecture": arch, "lines": lines, "diffs": diffs,
-                           "chance": chance[task]})
+                           "chance": chance_level(task, st["model"])})
     # Holm over the whole family drawn: every (task, architecture, variant, N) difference in the figure
     family = [d for p in panels for d in p["diffs"]]
     raw = np.array([[np.nan if v is None else v for v in d["p_ttest"]] for d in family]) if family else np.zeros(0)

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from varsim.tasks import chance_level
+
 __all__ = ["RemediesSource", "COMMITTED_DIR", "COMMITTED_FILES", "write_committed", "variant_style", "variant_label",
            "panels_of", "panel_lines", "panel_row", "draw_lines", "header", "OKABE_ITO"]
 
@@ -251,8 +253,8 @@ def panel_lines(summary: dict, panel: dict, statistic: str, extra=None) -> list[
 
 
 def chance_of(settings: dict, task: str) -> float:
-    model = settings.get("model", {})
-    return 1 / model.get("n_classes", 10) if task == "argmax" else 1 / model.get("value_vocab", 16)
+    """Accuracy of a uniform guess at ``task`` with the settings' vocabulary sizes (the task's ``chance``)."""
+    return chance_level(task, settings.get("model", {}))
 
 
 def main(argv=None) -> int:

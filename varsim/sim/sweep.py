@@ -22,8 +22,8 @@ where each cell record holds its axes (``attention``, ``params``, ``beta``, ``n`
 estimates ``ipr`` = E[sum w^2], ``var`` = Var(o_j) (with ``_se``, batch-means standard errors), ``wsum``/``wsum_var``
 for maps that do not sum to 1, the theory (``theory``: ``"exact"``, ``"bound"`` or None; ``exact_ipr``,
 ``exact_var``, ``ipr_lower``/``ipr_upper``) and the z-scores ``z_ipr``, ``z_var`` against the exact values. Theory per
-variant: softmax with an N-dependent temperature (softmax, ssmax, logn, critical) and sigmoid exactly
-(:func:`varsim.theory.remedies.variant_ipr`, :func:`~varsim.theory.remedies.sigmoid_moments`); topk the bound
+variant: what the theory kind of its registry entry gives (:func:`varsim.theory.remedies.variant_theory`): softmax
+with an N-dependent temperature (softmax, ssmax, logn, critical) and sigmoid exactly; topk the bound
 ``1/k <= sum w^2 <= 1`` (exact softmax when ``k >= N``); the others have none (Monte Carlo only).
 
 Rerunning with the same ``output`` resumes: cells already in the file are not redone (the file's settings and seed
@@ -188,32 +188,22 @@ def _simulate_kwargs(cell: dict, settings: dict) -> dict:
 
 
 def cell_theory(cell: dict, settings: dict) -> dict:
-    """The theory of one cell: ``theory`` ("exact", "bound" or None), ``exact_ipr``, ``exact_var`` (``sigma_v^2
-    E[sum w^2] + mu_v^2 Var(sum w)``), ``ipr_lower``, ``ipr_upper``."""
-    from varsim.theory import remedies
-    from varsim.variants import get_variant
+    """The theory of one cell, from its variant's registry entry (:func:`varsim.theory.remedies.variant_theory`):
+    ``theory`` ("exact" where ``E[sum w^2]`` is exact at the cell, "bound" where only a bound is, else None),
+    ``exact_ipr``, ``exact_var`` (``sigma_v^2 E[sum w^2] + mu_v^2 Var(sum w)``), ``ipr_lower``, ``ipr_upper``."""
+    from varsim.theory.remedies import variant_theory
 
     out = {"theory": None, "exact_ipr": None, "exact_var": None, "ipr_lower": None, "ipr_upper": None}
-    spec = get_variant(cell["attention"])
-    n, beta, params = cell["n"], cell["beta"], cell["params"]
-    scale2, mu2 = settings["value_scale"] ** 2, settings["value_mean"] ** 2
     try:
-        if spec.name == "sigmoid":
-            y2, var_s1, _ = remedies.sigmoid_moments(float(n), beta)
-            ipr, extra = float(y2), mu2 * float(var_s1)
-        elif spec.is_scaled_softmax:
-            ipr, extra = float(remedies.variant_ipr(spec.name, float(n), beta, **params)), 0.0
-        elif spec.name == "topk" and params["k"] >= n:  # every logit kept: plain softmax
-            ipr, extra = float(remedies.variant_ipr("softmax", float(n), beta)), 0.0
-        elif spec.name == "topk":
-            lo, hi = remedies.topk_ipr_bounds(params["k"])
-            out.update(theory="bound", ipr_lower=lo, ipr_upper=hi)
-            return out
-        else:
-            return out
-    except ValueError:  # outside the quadrature's range (e.g. a huge beta): Monte Carlo only
+        th = variant_theory(cell["attention"], float(cell["n"]), cell["beta"], **cell["params"])
+    except ValueError:  # outside the quadrature's range (e.g. |beta| > 50 for sigmoid): Monte Carlo only
         return out
-    out.update(theory="exact", exact_ipr=ipr, exact_var=scale2 * ipr + extra, ipr_lower=ipr, ipr_upper=ipr)
+    ipr = th.ipr[0]
+    if ipr is not None:
+        exact_var = th.exact_var(settings["value_scale"] ** 2, settings["value_mean"] ** 2)[0]
+        out.update(theory="exact", exact_ipr=ipr, exact_var=exact_var, ipr_lower=ipr, ipr_upper=ipr)
+    elif th.ipr_lower is not None:
+        out.update(theory="bound", ipr_lower=th.ipr_lower[0], ipr_upper=th.ipr_upper[0])
     return out
 
 
