@@ -20,7 +20,8 @@ FLOORS = [
     {"varsim.theory", "varsim.nn"},
     {"varsim.sim", "varsim.train"},
     {"varsim.experiments", "varsim.testing"},
-    {"varsim.figures", "varsim.notebooks"},
+    {"varsim.figures"},
+    {"varsim.notebooks"},
     {"varsim.cli"},
     {"varsim.__main__"},
 ]

@@ -15,7 +15,8 @@ from the floors below it; ``tests/test_import_graph.py`` checks this):
 - ``varsim.train``       training, checkpoints, evaluation and the probes of a trained model.
 - ``varsim.experiments`` grids of training runs: the paper reproduction and the remedies grid.
 - ``varsim.testing``     helpers for users' test suites (Hypothesis strategies, variance assertions).
-- ``varsim.figures``     the figures (``varsim figures``); ``varsim.notebooks``, the teaching notebooks.
+- ``varsim.figures``     the figures (``varsim figures``).
+- ``varsim.notebooks``   the teaching notebooks (they may draw with the figures' helpers).
 - ``varsim.cli``         the ``varsim`` command, one module per subcommand.
 """
 
