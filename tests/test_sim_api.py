@@ -324,3 +324,11 @@ def test_one_generator_one_stream_everywhere():
     assert all(np.array_equal(c[k], e[k]) for k in c)
     with pytest.raises(ValueError, match="seed or rng"):
         Transformer(cfg, seed=1, rng=1)
+    from varsim.train import evaluate
+
+    ev = dict(lengths=[4, 9], n_examples=16, batch_size=8)
+    first = evaluate(Transformer(cfg, seed=0), rng=gen(), **ev)
+    assert first["seed"] == root.entropy
+    assert first["correct"] == evaluate(Transformer(cfg, seed=0), rng=root, **ev)["correct"]
+    assert evaluate(Transformer(cfg, seed=0), rng=5, **ev)["correct"] == evaluate(Transformer(cfg, seed=0), seed=5,
+                                                                                  **ev)["correct"]
