@@ -87,7 +87,8 @@ def simulate(
         ``(N, c)``, so results do not depend on ``threads`` and a grid point's numbers do not depend on the rest of
         the grid.
     rng : instead of ``seed``: an int or ``SeedSequence`` (identical results to ``seed`` with the same value) or a
-        ``numpy.random.Generator`` (entropy is drawn from it); giving both ``seed`` and ``rng`` is an error.
+        ``numpy.random.Generator`` (128 bits are drawn from it; ``result.seed`` records them, so ``seed=result.seed``
+        reruns the run); giving both ``seed`` and ``rng`` is an error (``varsim._common.seeding``).
     threads : worker threads (default ``numba.get_num_threads()``); never changes the numbers.
     progress : print progress to stderr.
     keep_samples : keep per-sequence ``sum w^2`` and ``o_coordinate``.
