@@ -81,3 +81,19 @@ def test_tiny_decoder_learns_in_distribution(task, tmp_path):
     ev = evaluate(tmp_path, lengths=(n,), n_examples=512, progress=False)
     low, _ = wilson_interval(ev["correct"][0], 512)
     assert low > 0.9, ev["accuracy"]
+
+
+def test_cli_trains_a_decoder_and_refuses_positions_on_the_set_model(tmp_path, capsys):
+    from varsim.cli import main
+
+    argv = ["train", "--task", "recall", "--architecture", "decoder", "--positions", "alibi", "--tie-head",
+            "--d-model", "8", "--heads", "2", "--blocks", "2", "--steps", "2", "--train-max", "3", "--key-vocab", "16",
+            "--outdir", str(tmp_path / "run"), "--no-progress"]
+    assert main(argv) == 0
+    model = load_checkpoint(tmp_path / "run")[0]
+    assert isinstance(model, Decoder) and model.config.positions == "alibi" and model.config.tie_head
+    capsys.readouterr()
+    assert main(["train", "--task", "argmax", "--positions", "rope", "--steps", "2",
+                 "--outdir", str(tmp_path / "bad"), "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "no token order" in err[0], err
