@@ -172,7 +172,7 @@ def build_config(args):
             model[field] = value
     _set_attention(args, model)
     if "task" not in base:
-        raise ValueError("task is required (--task argmax|dictionary, or a --config file)")
+        raise ValueError("task is required (--task argmax|dictionary|recall, or a --config file)")
     if model.get("task", base["task"]) != base["task"]:  # --task overrides the file's model.task too
         model["task"] = base["task"]
     base["model"] = model
