@@ -110,8 +110,10 @@ def _qkv_backward(dq, dk, dv, cache):
     if rope is not None:
         dq, dk = rope_backward(dq, *rope), rope_backward(dk, *rope)
     b, h, t, dh = dk.shape
-    dqkv = np.stack([dq, dk, dv]).transpose(1, 3, 0, 2, 4).reshape(b, t, 3 * h * dh)  # (B, T, 3D)
-    return linear_backward(dqkv, lin_cache)
+    dqkv = np.empty((b, t, 3, h, dh), dtype=dk.dtype)  # (B, T, 3, H, Dh), the layout of the fused projection
+    for j, g in enumerate((dq, dk, dv)):
+        dqkv[:, :, j] = g.transpose(0, 2, 1, 3)
+    return linear_backward(dqkv.reshape(b, t, 3 * h * dh), lin_cache)
 
 
 def _logits(q_rows, k, scale, r0, alibi, start):
