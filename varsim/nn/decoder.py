@@ -30,7 +30,9 @@ Layer by layer (shapes of the training pass; ``ModelConfig`` chooses the variant
     logits = zq Wh                               (B, C)  head.w (D, C), or tied: Wh = embed.w[o:o+C]^T, the
                                                  embedding rows of the task's one-hot of its output classes
 
-The last block computes only the query row (its keys and values over all T tokens), as nothing else is read.
+The token embedding is one linear layer and the head one linear map: the set model's ``item_mlp_depth`` and
+``predictor_depth`` do not apply (nor ``residual=False``, which the decoder refuses). The last block computes only the
+query row (its keys and values over all T tokens), as nothing else is read.
 Variable set sizes in a batch are left-padded: an example's real tokens end at the query, padding comes first, is
 never attended to by a real token, and positions count from the first real token (:mod:`varsim.nn.positions`).
 
