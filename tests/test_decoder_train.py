@@ -97,3 +97,16 @@ def test_cli_trains_a_decoder_and_refuses_positions_on_the_set_model(tmp_path, c
                  "--outdir", str(tmp_path / "bad"), "--no-progress"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "no token order" in err[0], err
+
+
+def test_length_shift_probe_runs_on_the_decoder():
+    """The set model's probe (varsim.train.probes) reads the decoder's analysis unchanged: the query row's weights
+    over the items, and an attention output whose spread falls with N for a fresh model (near-uniform attention:
+    slope about -1/2 in the first block)."""
+    from varsim.train.probes import probe_length_shift
+
+    model = Decoder(_config("argmax").model, seed=0)
+    r = probe_length_shift(model, "argmax", lengths=(8, 32, 128), n_sets=64, seed=0, hist_lengths=(),
+                           task_kwargs=model.config.vocab)
+    slope = r["slopes"]["pre_median"]
+    assert abs(slope["slope"] + 0.5) < 5 * slope["se"] + 0.1, slope
