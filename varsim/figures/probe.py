@@ -103,7 +103,7 @@ def probe_command(data: dict) -> str:
     src = data["text"].get("source")
     if isinstance(src, list):
         args += ["--text", *map(str, src)]
-    elif src not in (None, "python-docs"):
+    elif src not in (None, "python-docs") and "task" not in data["text"]:  # a trained model's windows: task examples
         args += ["--text", f"<{src}>"]
     args += ["--lengths", *map(str, st["lengths"]), "--windows", str(st["windows"]),
              "--layers", *map(str, st["layers"])]
@@ -129,8 +129,9 @@ def footer_line(data: dict, path: Path, committed: bool) -> str:
     model = data["model"].get("name") or data["model"].get("file")
     text = data["text"]
     src = text.get("source") if isinstance(text.get("source"), str) else "files"
-    return (f"{model}: {_where(path, committed)}, made at {made}{', ' + when if when else ''} (text {src}, "
-            f"{text.get('tokens')} tokens) by\n    {probe_command(data)}")
+    inputs = f"task {text['task']}" if "task" in text else f"text {src}, {text.get('tokens')} tokens"
+    return (f"{model}: {_where(path, committed)}, made at {made}{', ' + when if when else ''} ({inputs}) by\n"
+            f"    {probe_command(data)}")
 
 
 class ProbeSource:
