@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from varsim.cli import main
-from varsim.figures.probe import read_probe
+from varsim.figures.probe import model_label, probe_command, read_probe
 from varsim.nn.architectures import build_model
 from varsim.nn.config import ModelConfig
 from varsim.train.attention_probe import collect_trained, n_keys, probe_trained
@@ -68,7 +68,8 @@ def test_result_has_the_pretrained_layout_and_the_figures_read_it(kind, tmp_path
     assert res["n_keys"] == ([9, 17, 33] if kind == "decoder" else [4, 8, 16])
     assert res["model"]["spec"]["causal"] is (kind == "decoder")
     data = read_probe(out)
-    assert data["kind"] == "varsim.probe_model"
+    assert model_label(data).startswith("trained decoder (recall, rope" if kind == "decoder" else "trained set model")
+    assert "--text" not in probe_command(data)
 
 
 def test_same_seed_same_numbers_and_bad_layers():

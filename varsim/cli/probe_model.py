@@ -64,7 +64,8 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--windows", type=int_option(), default=DEFAULT_WINDOWS,
                         help="disjoint windows per N (default %(default)s)")
     parser.add_argument("--layers", nargs="+", default=None,
-                        help="layers to probe, e.g. 0-3 or 0,5 (default: smollm2 0-1, minilm 0-5, trained: all, other 0-1)")
+                        help="layers to probe, e.g. 0-3 or 0,5 (default: smollm2 0-1, minilm 0-5, trained: all, "
+                             "other 0-1)")
     parser.add_argument("--query-position", type=int_option(), default=None,
                         help="query row (default: last token for causal models, 0 = [CLS] for encoders)")
     parser.add_argument("--bos", action="store_true", help="prepend the BOS token (causal models)")

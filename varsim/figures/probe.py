@@ -202,5 +202,10 @@ def model_label(data: dict) -> str:
     name = {"smollm2": "SmolLM2-135M", "minilm": "all-MiniLM-L6-v2"}.get(data["model"].get("name"),
                                                                             data["model"].get("name") or "model")
     q = data["settings"].get("query_position")
+    if "task" in data["text"]:  # a trained varsim model (varsim.train.attention_probe)
+        cfg = spec.get("config", {})
+        kind = "decoder" if spec.get("causal") else "set model"
+        pos = f", {cfg['positions']}" if spec.get("causal") and cfg.get("positions") else ""
+        return f"trained {kind} ({data['text']['task']}{pos}, {cfg.get('attention', 'softmax')})"
     query = "last token" if q == -1 else ("[CLS]" if q == 0 and not spec.get("causal", True) else f"position {q}")
     return f"{name} (query: {query})"
