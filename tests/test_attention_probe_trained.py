@@ -98,3 +98,16 @@ def test_cli_probes_a_trained_run_directory(tmp_path, capsys):
     assert main(["probe-model", "--model", str(tmp_path / "run"), "--text", str(out)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--text" in err[0], err
+
+
+def test_std_figure_draws_a_trained_decoder_beside_smollm2(tmp_path):
+    from varsim.figures import fig_probe_std
+    from varsim.figures.probe import ProbeSource
+
+    out = tmp_path / "decoder.json"
+    probe_trained(_model("decoder"), lengths=[4, 8, 16], windows=8, bootstrap=10, seed=0, out=out)
+    fig = fig_probe_std.draw(fig_probe_std.compute(True, 0, source=ProbeSource([out, COMMITTED])))
+    titles = [ax.get_title() for ax in fig.axes if ax.get_visible() and ax.get_title()]
+    assert titles[:2] == ["trained decoder (recall, rope, softmax), layer 0",
+                          "trained decoder (recall, rope, softmax), layer 1"]
+    assert any(t.startswith("SmolLM2-135M") for t in titles[2:])
