@@ -190,6 +190,8 @@ def make(
 
 def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
     """The options of ``varsim figures`` (also ``python figures/make_all.py``, ``python -m varsim.figures``)."""
+    from varsim.cli._options import seed_option
+
     parser = parser or argparse.ArgumentParser(prog="varsim figures", description="Regenerate the varsim figures.")
     parser.add_argument("--quick", action="store_true",
                         help="small runs (seconds per figure; a tiny reproduction whose models do not learn): a smoke "
@@ -198,7 +200,7 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
                                                        "directory)")
     parser.add_argument("--only", nargs="+", default=None, metavar="NAME", help=f"only these figures: "
                                                                                 f"{', '.join(FIGURES)}")
-    parser.add_argument("--seed", type=int, default=0, help="root seed of every simulation (default 0)")
+    parser.add_argument("--seed", type=seed_option(), default=0, help="root seed of every simulation (default 0)")
     parser.add_argument("--replot", action="store_true", help="redraw from the stored <name>.json data")
     parser.add_argument("--results", default=None, metavar="DIR",
                         help="draw the reproduction figures from this `varsim reproduce` directory instead of the "

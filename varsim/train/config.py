@@ -8,7 +8,6 @@ A run is a pure function of its :class:`TrainConfig` (and the library versions):
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 from pathlib import Path
 from typing import Any
@@ -126,15 +125,18 @@ class TrainConfig:
         return cls(**check_fields("config", d, cls, required=("task",)))
 
     @classmethod
-    def from_file(cls, path) -> "TrainConfig":
-        p = Path(path)
+    def from_dict_in(cls, d, where: str) -> "TrainConfig":
+        """:meth:`from_dict` of a config read from ``where`` (a file): its errors name the file."""
         try:
-            d = json.loads(p.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise ValueError(f"config file {str(p)!r} does not exist") from None
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise ValueError(f"config file {str(p)!r} is not readable JSON: {exc}") from None
-        return cls.from_dict(d)
+            return cls.from_dict(d)
+        except ValueError as exc:
+            raise ValueError(f"{where}: {exc}") from None
+
+    @classmethod
+    def from_file(cls, path) -> "TrainConfig":
+        from varsim._common.jsonio import read_json
+
+        return cls.from_dict_in(read_json(path, what="config file"), f"config file {str(Path(path))!r}")
 
     @classmethod
     def coerce(cls, config) -> "TrainConfig":
