@@ -38,7 +38,7 @@ from pathlib import Path
 import numpy as np
 
 from varsim._common import blas as _blas
-from varsim._common.atomic import atomic_write_json, atomic_write_with, check_writable
+from varsim._common.atomic import atomic_write_json, atomic_write_with, check_writable, is_special_file
 from varsim._common.progress import Progress
 from varsim._common.provenance import provenance
 from varsim._common.seeding import SEED_DEFAULT, child_generator, resolve_seed, seed_entropy
@@ -301,7 +301,8 @@ def probe_model(
                   "sha256": file_digest(model_file), "spec": dataclasses.asdict(sp)}
     key = json.dumps({"settings": settings, "text": text_info["sha256"], "model": model_info["sha256"]},
                      sort_keys=True)
-    partial = None if out is None else out.with_name(out.name + ".partial.npz")
+    # a device or FIFO given as out (-o /dev/stdout) is written through, with no partial file beside it
+    partial = None if out is None or is_special_file(out) else out.with_name(out.name + ".partial.npz")
     arrays = _load_partial(partial, key) if partial is not None else {}
     arrays = {n: a for n, a in arrays.items() if n in lengths}
     if arrays and progress:
