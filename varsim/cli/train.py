@@ -5,7 +5,7 @@ Examples::
     varsim train --task argmax --norm layernorm --steps 2000 --outdir runs/argmax-ln
     varsim train --config run.json --outdir runs/x          # JSON with TrainConfig fields (model nested)
     varsim train --config run.json --lr 3e-3 --outdir runs/y  # flags override the file
-    varsim train --config run.json --outdir runs/x --resume   # continue an interrupted run
+    varsim train --outdir runs/x --resume                      # continue an interrupted run with its own config
     varsim train --task argmax --attention ssmax --ssmax-s 0.5 --outdir runs/ssmax   # another weight map
 
 ``--attention NAME`` trains with a weight map the registry declares trainable (``varsim.variants.TRAINABLE_MAPS``),
@@ -17,6 +17,8 @@ or the system refuses a write (full disk), 2 on bad input: unknown names, NaN/in
 beyond the machine or --max-hours, an empty or unwritable --outdir, a run directory in use by another process,
 a damaged metrics log on --resume.
 
+--resume reads the run's own config.json (no flags needed); flags given with it must agree with the run (only
+--checkpoint-every and --keep-checkpoints may change), and a directory that holds no run is refused.
 On --resume a torn last line of metrics.jsonl (a write cut short by a kill or a full disk) is dropped with a notice
 on stderr; a damaged line before it is refused naming the file and the line (repair or delete it, then resume).
 A run that stops before its first checkpoint in a new directory removes what it wrote, so the same command can be
