@@ -23,6 +23,11 @@ from varsim.cli._options import MAX_COUNT, count_option, int_option, output_file
 __all__ = ["register", "run", "parse_layers"]
 
 
+#: Bootstrap resamples beyond which the intervals no longer change (the default is 400); the bootstrap has no cost
+#: check of its own, so a larger count is refused rather than run for days.
+MAX_BOOTSTRAP = 100_000
+
+
 def parse_layers(tokens) -> list[int]:
     """``0 1 2``, ``0-3`` or ``0,2,5`` -> sorted layer indices."""
     out: set[int] = set()
@@ -62,8 +67,8 @@ def register(parser: argparse.ArgumentParser) -> None:
                         help="query row (default: last token for causal models, 0 = [CLS] for encoders)")
     parser.add_argument("--bos", action="store_true", help="prepend the BOS token (causal models)")
     parser.add_argument("--seed", type=seed_option(), default=0)
-    parser.add_argument("--bootstrap", type=count_option(0), default=DEFAULT_BOOTSTRAP,
-                        help="bootstrap resamples (default %(default)s)")
+    parser.add_argument("--bootstrap", type=int_option(0, MAX_BOOTSTRAP), default=DEFAULT_BOOTSTRAP,
+                        help=f"bootstrap resamples (default %(default)s, at most {MAX_BOOTSTRAP})")
     parser.add_argument("-o", "--out", type=output_file,
                         help="write the JSON result here (atomic; resumable via OUT.partial.npz)")
     parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,

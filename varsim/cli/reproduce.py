@@ -22,15 +22,18 @@ import argparse
 import json
 import sys
 
-from varsim.cli._options import count_option, seed_option, threads_option
+from varsim.cli._options import int_option, seed_option, threads_option
+
+#: More seeds per variant than any reproduction needs (the paper's uses 6); a larger count is a typo.
+MAX_SEEDS = 1000
 
 
 def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("outdir", help="results directory (settings.json, runs/, summary.json, table.md)")
     parser.add_argument("--quick", action="store_true",
                         help="tiny models, 2 seeds, few steps, N up to 256, residual architecture only")
-    parser.add_argument("--seeds", type=count_option(), default=None,
-                        help="seeds per variant (default 6; 2 with --quick)")
+    parser.add_argument("--seeds", type=int_option(1, MAX_SEEDS), default=None,
+                        help=f"seeds per variant (default 6; 2 with --quick; at most {MAX_SEEDS})")
     parser.add_argument("--root-seed", type=seed_option(), default=0, help="root of every seed of the grid (default 0)")
     parser.add_argument("--tasks", nargs="+", metavar="TASK", help="subset of: argmax dictionary")
     parser.add_argument("--architectures", nargs="+", metavar="ARCH", help="subset of: residual no_residual")
