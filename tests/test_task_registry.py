@@ -115,7 +115,7 @@ def test_chance_is_the_inverse_of_the_output_vocabulary():
 
 def test_a_registered_task_trains_gradchecks_is_budgeted_and_probed(counting, tmp_path):
     """Nothing outside the task's own class is written for it."""
-    from varsim.experiments.probes import probe_model
+    from varsim.train.probes import probe_length_shift
 
     b = make_batch("counting", 64, (1, 8), np.random.default_rng(0), n_classes=5)
     want = [min(int(np.sum(s[m] == p)), 4) for s, m, p in zip(b["symbol"], b["mask"], b["probe"])]
@@ -133,7 +133,7 @@ def test_a_registered_task_trains_gradchecks_is_budgeted_and_probed(counting, tm
     assert rec["status"] == "completed" and rec["steps_done"] == 6
 
     model = Transformer(tcfg.model, seed=0)
-    out = probe_model(model, "counting", lengths=[2, 4], n_sets=4, seed=0, hist_lengths=(),
+    out = probe_length_shift(model, "counting", lengths=[2, 4], n_sets=4, seed=0, hist_lengths=(),
                       task_kwargs=tcfg.task_kwargs())
     assert len(out["attn_correct"]["max_head"]) == 2
 

@@ -420,7 +420,7 @@ def test_evaluate_refuses_oversized_lengths_and_counts(trained):
 
 def test_evaluate_runs_blas_single_threaded_by_default(trained, monkeypatch):
     """The default BLAS thread count of evaluate() is 1 (benchmarks/bench_evaluate.py: several times
-    faster than NumPy's default on this small model); None leaves the pool alone. Catches the old default (None)."""
+    faster than NumPy's default on this small model); None leaves the pool alone. Catches a default of None."""
     from varsim._common import blas
 
     seen = []

@@ -2,7 +2,7 @@
 
 Every cell ``(variant, parameters, beta, N)`` is one :func:`varsim.sim.simulate` job (logits sampler with the
 Rao-Blackwell estimator by default), run on local worker processes or, with ``--scheduler ADDRESS``, on a Dask
-cluster; the numbers are the same either way (see :mod:`varsim.experiments.sweep`). The variant parameter flags are
+cluster; the numbers are the same either way (see :mod:`varsim.sim.sweep`). The variant parameter flags are
 those of ``varsim simulate`` (``--ssmax-s``, ``--logn-n0``, ``--topk``, ...), each taking one or more values.
 
 Examples::
@@ -92,8 +92,8 @@ def _variants(args: argparse.Namespace) -> dict:
 
 
 def build_grid(args: argparse.Namespace):
-    """The :class:`~varsim.experiments.sweep.SweepGrid` of the parsed flags."""
-    from varsim.experiments.sweep import SweepGrid
+    """The :class:`~varsim.sim.sweep.SweepGrid` of the parsed flags."""
+    from varsim.sim.sweep import SweepGrid
 
     return SweepGrid(variants=_variants(args), betas=args.beta, n_grid=parse_grid(args.n, "n"),
                      n_sequences=args.sequences, sampler=args.sampler, estimator=args.estimator, d_k=args.d_k,
@@ -142,7 +142,7 @@ def format_table(record: dict) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from varsim.experiments.sweep import run_sweep
+    from varsim.sim.sweep import run_sweep
 
     grid = build_grid(args)
     progress = sys.stderr.isatty() if args.progress is None else bool(args.progress)

@@ -7,12 +7,12 @@ Pairing: seed index ``s`` fixes the initialization seed, the training-data strea
 of every normalization and architecture (all derived from ``root_seed`` and ``s`` only), so "norm X minus none"
 is a paired difference per seed.
 
-Remedies axis (REMEDIES.md 4; off by default, so the paper reproduction's specs and records are unchanged):
+Remedies axis (REMEDIES.md 4; off by default: the paper grid's specs and records carry no remedies key):
 ``attentions`` (trained attention variants, each a label -> ModelConfig overrides), ``inference_attentions`` (weight
 maps applied at evaluation to the softmax-trained runs: same weights, same test sets), ``depths`` (``n_blocks``) and an
 ``lr_grid`` selected per (task, architecture, norm, attention, depth) on in-distribution validation sets only (see
-:mod:`varsim.experiments.remedies`). A field at its default is left out of ``to_dict``, so ``settings.json`` of a
-paper reproduction is byte-identical to the one written before these fields existed.
+:mod:`varsim.experiments.remedies`). A field at its default is left out of ``to_dict`` and of the specs, so a paper
+grid's ``settings.json`` and run records carry no remedies key (and the committed records stay valid).
 """
 
 from __future__ import annotations
@@ -229,8 +229,8 @@ class ReproductionSettings:
         return cls(**base)
 
     def to_dict(self) -> dict:
-        """All fields as on disk (tuples -> lists); the remedies fields only when they differ from their defaults,
-        so a paper reproduction's settings are exactly those written before the fields existed."""
+        """All fields as on disk (tuples -> lists); the remedies fields only when they differ from their defaults
+        (a paper grid's settings carry no remedies key)."""
         out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         for k, default in REMEDY_FIELDS.items():
             if out[k] == (tuple(default) if isinstance(default, tuple) else default):
@@ -318,8 +318,8 @@ def job_specs(settings: ReproductionSettings, selection: dict | None = None) -> 
     """One JSON-able spec per run, in a fixed order (task, architecture, norm, [attention, depth,] seed).
 
     On the remedies axis with an ``lr_grid``, ``selection`` maps each cell key (:func:`cell_key`) to its chosen lr
-    (:func:`varsim.experiments.remedies.select_lr`); the specs then carry ``attention``, ``depth``, ``lr`` and the
-    inference-only maps to apply. The paper grid's specs are exactly those written before the remedies axis.
+    (:func:`varsim.experiments.selection.select_lr`); the specs then carry ``attention``, ``depth``, ``lr`` and the
+    inference-only maps to apply. The paper grid's specs carry none of these keys.
     """
     if settings.lr_grid and selection is None:
         raise ValueError("selection: the lr of every cell must be selected before the main runs' specs exist")

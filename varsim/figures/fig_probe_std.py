@@ -14,14 +14,15 @@ median over heads of the probe's fitted log-log slopes (with their range over he
 
 from __future__ import annotations
 
-import sys
-
 import numpy as np
+
+from varsim.figures import figure_main
 
 from . import _style
 from .probe import header, model_label, source_of
 
 NAME = "fig_probe_std"
+SOURCE = "probe"  # the data it draws: a key of varsim.figures.SOURCES
 #: How many of the probed layers (the first ones) get a panel.
 N_LAYERS = 2
 COMPONENT = 0
@@ -62,11 +63,6 @@ def _slope_text(s: dict) -> str:
     return f"slope {s['median']:+.2f} (heads {s['min']:+.2f}..{s['max']:+.2f})"
 
 
-def plot(data: dict, outdir) -> list:
-    """Draw the figure from :func:`compute`'s data; returns the PNG and PDF paths."""
-    return _style.draw_and_save(draw, data, outdir, NAME)
-
-
 def draw(data: dict):
     """The Matplotlib figure of :func:`compute`'s data, with the provenance footer."""
     A = _style.array
@@ -102,11 +98,8 @@ def draw(data: dict):
         return _style.finish(fig, data)
 
 
-def main(argv=None) -> int:
-    """Make just this figure (``python -m varsim.figures.<name> [options]``)."""
-    from varsim.figures import main as make_main
-
-    return make_main(["--only", NAME, *(sys.argv[1:] if argv is None else argv)])
+#: ``python -m varsim.figures.fig_probe_std [options]``: make just this figure
+main = figure_main(NAME)
 
 
 if __name__ == "__main__":

@@ -11,15 +11,15 @@ Holm adjustment is made here, over the family shown. The legend sits below the p
 
 from __future__ import annotations
 
-import sys
-
 import numpy as np
 
+from varsim.figures import figure_main
 from varsim.tasks import chance_level
 
 from . import _style
 
 NAME = "fig_repro_accuracy"
+SOURCE = "reproduction"  # the data it draws: a key of varsim.figures.SOURCES
 ALPHA = 0.05
 NORM_ORDER = ("none", "layernorm", "standardize", "layernorm_per_head", "standardize_per_head")
 
@@ -77,11 +77,6 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, sourc
             "lengths": st["eval_lengths"], "train_max": st["train"].get("train_max", 16), "alpha": ALPHA,
             "confidence": summary.get("confidence", 0.95), "n_comparisons": int(np.isfinite(raw).sum()),
             "panels": panels}
-
-
-def plot(data: dict, outdir) -> list:
-    """Draw the figure from :func:`compute`'s data; returns the PNG and PDF paths."""
-    return _style.draw_and_save(draw, data, outdir, NAME)
 
 
 def draw(data: dict):
@@ -142,11 +137,8 @@ def draw(data: dict):
         return _style.finish(fig, data)
 
 
-def main(argv=None) -> int:
-    """Make just this figure (``python -m varsim.figures.fig_repro_accuracy [options]``)."""
-    from varsim.figures import main as make_main
-
-    return make_main(["--only", NAME, *(sys.argv[1:] if argv is None else argv)])
+#: ``python -m varsim.figures.fig_repro_accuracy [options]``: make just this figure
+main = figure_main(NAME)
 
 
 if __name__ == "__main__":

@@ -11,10 +11,11 @@ so the bottom panel draws that exact local exponent and the legend gives its ran
 from __future__ import annotations
 
 import math
-import sys
 
 import numpy as np
 from matplotlib.lines import Line2D
+
+from varsim.figures import figure_main
 
 from . import _style
 
@@ -67,11 +68,6 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, sourc
     return {"name": NAME, "quick": bool(quick), "seed": int(seed), "d_k": D_K, "d_v": D_V, "tau": TAU,
             "value_scale": 1.0, "sequences": {"logits_rb": m_logits, "full": m_full}, "curves": curves,
             "footer": computed_footer(seed, quick), "smoke_reason": "few sequences, short N range"}
-
-
-def plot(data: dict, outdir) -> list:
-    """Draw the figure from :func:`compute`'s data; returns the PNG and PDF paths."""
-    return _style.draw_and_save(draw, data, outdir, NAME)
 
 
 def draw(data: dict):
@@ -128,11 +124,8 @@ def draw(data: dict):
         return _style.finish(fig, data)
 
 
-def main(argv=None) -> int:
-    """Make just this figure (``python -m varsim.figures.<name> [options]``)."""
-    from varsim.figures import main as make_main
-
-    return make_main(["--only", NAME, *(sys.argv[1:] if argv is None else argv)])
+#: ``python -m varsim.figures.fig_variance_vs_n [options]``: make just this figure
+main = figure_main(NAME)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Figure: E[sum w^2] against N for every attention variant of :mod:`varsim.variants`, one panel per common beta.
 
-Monte Carlo points with standard-error bars come from one :func:`varsim.experiments.sweep.run_sweep` call (logits
+Monte Carlo points with standard-error bars come from one :func:`varsim.sim.sweep.run_sweep` call (logits
 sampler with the Rao-Blackwell estimator, every cell seeded by its own key) over all variants, both betas and all N.
 Lines and bands are what the theory kind of each variant's registry entry gives
 (:func:`varsim.theory.remedies.variant_theory`): exact for softmax, ssmax, logn and critical (softmax at the effective
@@ -15,11 +15,11 @@ Softmax's weights flatten (E[sum w^2] -> e^{beta^2}/N); a variant whose curve st
 
 from __future__ import annotations
 
-import sys
-
 import numpy as np
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
+
+from varsim.figures import figure_main
 
 from . import _style
 
@@ -65,7 +65,7 @@ _KIND_LABELS = {"exact_ipr": "MC + exact", "sigmoid_moments": "MC + exact", "bou
 
 def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, source=None) -> dict:
     """Run the sweep (all variants x betas x N) and the exact lines; returns plain data for :func:`plot`."""
-    from varsim.experiments.sweep import SweepGrid, run_sweep
+    from varsim.sim.sweep import SweepGrid, run_sweep
     from varsim.theory.remedies import variant_theory
     from varsim.variants import get_variant
 
@@ -101,11 +101,6 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, sourc
     return {"name": NAME, "quick": bool(quick), "seed": int(seed), "betas": list(BETAS), "sequences": sequences,
             "sampler": "logits", "estimator": "rao_blackwell", "sweep_elapsed_s": sweep["elapsed_s"],
             "panels": panels, "footer": computed_footer(seed, quick), "smoke_reason": "few sequences, N <= 1024"}
-
-
-def plot(data: dict, outdir) -> list:
-    """Draw the figure from :func:`compute`'s data; returns the PNG and PDF paths."""
-    return _style.draw_and_save(draw, data, outdir, NAME)
 
 
 def draw(data: dict):
@@ -154,11 +149,8 @@ def draw(data: dict):
         return _style.finish(fig, data)
 
 
-def main(argv=None) -> int:
-    """Make just this figure (``python -m varsim.figures.fig_variants_ipr [options]``)."""
-    from varsim.figures import main as make_main
-
-    return make_main(["--only", NAME, *(sys.argv[1:] if argv is None else argv)])
+#: ``python -m varsim.figures.fig_variants_ipr [options]``: make just this figure
+main = figure_main(NAME)
 
 
 if __name__ == "__main__":

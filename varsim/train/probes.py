@@ -31,7 +31,7 @@ from varsim._common.seeding import child_generator
 from varsim._common.validate import check_int, check_int_grid, check_positive_int
 from varsim.tasks import check_set_size, get_task, make_batch
 
-__all__ = ["probe_model", "correct_item", "PROBE_KEYS"]
+__all__ = ["probe_length_shift", "correct_item", "PROBE_KEYS"]
 
 # The analysis outputs the probes read, per block b: f"block{b}.<key>".
 PROBE_KEYS = ("attn_pre_norm", "attn_post_norm", "attn_weights", "next_input")
@@ -52,7 +52,7 @@ def _mean_se(x: np.ndarray) -> tuple[float, float]:
     return float(x.mean()), se
 
 
-def probe_model(
+def probe_length_shift(
     model,
     task: str,
     *,

@@ -5,7 +5,7 @@ parameters (the product is taken; parameters not listed keep their defaults), th
 sequence lengths ``N``, plus the simulation settings shared by every cell (sequences per cell, sampler, estimator,
 dimensions, value law). :func:`run_sweep` turns every cell ``(variant, parameters, beta, N)`` into one
 :func:`varsim.sim.simulate` job (fixed query with ``beta = tau``, one ``N``) and runs the jobs through
-:func:`varsim.experiments.executor.run_jobs`: local worker processes, or a Dask cluster with ``scheduler=ADDRESS``.
+:func:`varsim.jobs.executor.run_jobs`: local worker processes, or a Dask cluster with ``scheduler=ADDRESS``.
 
 Randomness: cell ``c`` simulates under the ``SeedSequence`` of the root seed with the spawn key ``cell_spawn_key(c)``,
 four 32-bit words of the SHA-256 of the cell's canonical key (variant, all parameters with defaults filled in, beta,
@@ -31,7 +31,7 @@ must match, else ``ValueError``); cells of the file outside the new grid are kep
 
 Usage::
 
-    from varsim.experiments.sweep import SweepGrid, run_sweep
+    from varsim.sim.sweep import SweepGrid, run_sweep
     grid = SweepGrid(variants={"ssmax": {"s": [0.25, 0.5, 1.0]}, "softmax": {}}, betas=[1, 2],
                      n_grid=[16, 256, 4096], n_sequences=4000)
     result = run_sweep(grid, output="sweep.json", seed=0)          # or scheduler="tcp://host:8786"
@@ -312,7 +312,7 @@ def run_sweep(grid: SweepGrid, *, output=None, seed=SEED_DEFAULT, scheduler: str
     ``SeedSequence``); or ``rng`` instead (SPEC 7: an int or ``SeedSequence``, the same cells bit for bit as ``seed``
     with that value, or a ``numpy.random.Generator``, from which the root entropy is drawn and recorded in "seed");
     giving both is an error. ``scheduler`` (a Dask address) or ``workers`` (local processes; default one per core,
-    ``1`` runs in this process): see :func:`varsim.experiments.executor.run_jobs`; the numbers do not depend on them.
+    ``1`` runs in this process): see :func:`varsim.jobs.executor.run_jobs`; the numbers do not depend on them.
     Everything is validated before the first job: unknown variants or parameters, bad values, cells the simulator
     would refuse, a total estimated work above ``grid.max_work``, an unwritable ``output`` or one that is not a
     sweep file or was made with other settings or another seed.
@@ -320,8 +320,7 @@ def run_sweep(grid: SweepGrid, *, output=None, seed=SEED_DEFAULT, scheduler: str
     from varsim._common.atomic import atomic_write_json, check_writable
     from varsim._common.progress import Progress
     from varsim._common.seeding import resolve_seed
-
-    from .executor import check_executor_args, run_jobs
+    from varsim.jobs.executor import check_executor_args, run_jobs
 
     if not isinstance(grid, SweepGrid):
         raise ValueError(f"grid must be a SweepGrid, got {type(grid).__name__}")
