@@ -157,3 +157,35 @@ def test_files_are_written_only_by_the_atomic_writer():
             if _WRITE.search(line):
                 offenders.append(f"{path.relative_to(root)}:{i}: {line.strip()}")
     assert not offenders, offenders
+
+
+def _int_fields(cls):
+    import dataclasses
+
+    return [f.name for f in dataclasses.fields(cls)
+            if isinstance(f.default, int) and not isinstance(f.default, bool)]
+
+
+def test_every_integer_field_of_a_config_file_refuses_absurd_values(tmp_path, capsys):
+    """A config file is input too: each integer field of TrainConfig and of its model set to 1e308 (or 10^30) is one
+    line naming the file and the field, exit 2, nothing created (it was an OverflowError traceback for batch_size,
+    train_max, d_model, d_hidden)."""
+    import json
+
+    from varsim.nn.config import ModelConfig
+    from varsim.train import TrainConfig
+
+    cases = [({f: v}, f) for f in _int_fields(TrainConfig) for v in (1e308, 10**30)]
+    cases += [({"model": {f: v}}, f) for f in [*_int_fields(ModelConfig), "d_hidden"] for v in (1e308, 10**30)]
+    assert len(cases) > 20
+    cfg = tmp_path / "cfg.json"
+    for fields, name in cases:
+        cfg.write_text(json.dumps({"task": "argmax", **fields}))
+        try:
+            code = main(["train", "--config", str(cfg), "--outdir", str(tmp_path / "run")])
+        except SystemExit as exc:
+            code = exc.code
+        err = capsys.readouterr().err
+        assert code == 2 and err.count("\n") == 1 and "Traceback" not in err, (fields, err)
+        assert "cfg.json" in err and name in err, (fields, err)
+        assert not (tmp_path / "run").exists()

@@ -21,7 +21,7 @@ import warnings
 
 import numpy as np
 
-from varsim._common.validate import check_int, parse_int
+from varsim._common.validate import MAX_COUNT, MAX_SEED, check_int, parse_int
 
 __all__ = [
     "MAX_COUNT", "MAX_SEED", "MAX_THREADS", "MAX_ABS", "int_option", "count_option", "seed_option", "threads_option",
@@ -38,11 +38,6 @@ _MAX_GRID = 10_000  # a longer grid is a typo (e.g. 1:1e9:1), not a simulation a
 # Numbers
 
 
-#: Largest count (sizes, steps, examples, sequences): far beyond any run the cost checks let start, and small enough
-#: that every cost estimate built from a few such counts stays a finite double.
-MAX_COUNT = 10**15
-#: Largest seed: what an int64 holds (seeds are recorded in checkpoints and JSON).
-MAX_SEED = 2**63 - 1
 #: Largest thread or worker-process count.
 MAX_THREADS = 4096
 #: Largest magnitude of a real model parameter (a scale, a temperature): the simulator's bound, which keeps products of
