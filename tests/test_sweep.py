@@ -337,3 +337,10 @@ def test_two_sweep_processes_on_one_file_keep_every_cell(tmp_path):
     assert sorted({(c["beta"], c["n"]) for c in cells}) == sorted((b, n) for b in (0.5, 1.0, 2.0, 3.0)
                                                                  for n in (16, 64, 256, 1024))
     assert len(cells) == 16
+
+
+def test_a_huge_beta_is_named_as_beta():
+    """The sweep runs each beta as the simulator's tau; a beta beyond its bound is reported as beta (it spoke of
+    tau)."""
+    with pytest.raises(ValueError, match=r"^beta must be <= 1e\+30"):
+        SweepGrid(variants={"softmax": {}}, betas=[1e308], n_grid=[16], n_sequences=64)
