@@ -98,6 +98,9 @@ def test_cli_probes_a_trained_run_directory(tmp_path, capsys):
     assert main(["probe-model", "--model", str(tmp_path / "run"), "--text", str(out)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--text" in err[0], err
+    assert main(["probe-model", "--model", str(tmp_path / "run"), "--query-position", "0"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--query-position" in err[0], err
 
 
 def test_std_figure_draws_a_trained_decoder_beside_smollm2(tmp_path):
