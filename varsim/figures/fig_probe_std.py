@@ -92,7 +92,7 @@ def draw(data: dict):
                 ax.set_title(f"{row['model']}, layer {p['layer']}")
                 ax.set_xlabel("number of keys $N$")
                 ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.17), fontsize=7.5, ncol=1)
-            axrow[0].set_ylabel(f"std over {row['windows']} text windows")
+            axrow[0].set_ylabel(f"std over {row['windows']} windows")
             for ax in axrow[len(row["panels"]):]:
                 ax.set_visible(False)
         return _style.finish(fig, data)

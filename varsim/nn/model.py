@@ -99,6 +99,18 @@ def _name_key(name: str) -> int:
     return int.from_bytes(hashlib.sha256(name.encode("utf-8")).digest()[:8], "little") >> 1
 
 
+def value_moments(h: np.ndarray, w_qkv: np.ndarray, b_qkv: np.ndarray, keys: np.ndarray):
+    """Mean and variance (B, D) over the keys ``keys`` (B, T) bool of the value vectors ``h Wv + bv`` of ``h``
+    (B, T, D): the per-window ``vbar`` and ``s2`` of the attention probe (:mod:`varsim.train.attention_probe`)."""
+    d = h.shape[-1]
+    v = (h @ w_qkv[:, 2 * d:] + b_qkv[2 * d:]).astype(np.float64)  # (B, T, D)
+    m = keys[..., None].astype(np.float64)
+    count = m.sum(axis=1)  # (B, 1)
+    mean = (v * m).sum(axis=1) / count
+    var = (((v - mean[:, None]) ** 2) * m).sum(axis=1) / count
+    return mean, var
+
+
 class Transformer:
     """The model of the module docstring, with parameters in ``params`` (an ordered ``{name: array}`` dict).
 
@@ -328,6 +340,11 @@ class Transformer:
             record[f"{pre}.attn_post_norm"] = q(a_post).copy()
             record[f"{pre}.attn_weights"] = w[:, :, 0, 1:].copy()  # the query row, over the items (B, H, N)
             record[f"{pre}.next_input"] = q(out).copy()
+            keys = key_mask if last else key_mask[:, 0]  # (B, T): the keys the query row sees
+            record[f"{pre}.key_weights"] = record[f"{pre}.attn_weights"]
+            record[f"{pre}.query_heads"] = q(heads).copy()
+            record[f"{pre}.attn_out"] = q(a).copy()
+            record[f"{pre}.value_mean"], record[f"{pre}.value_var"] = value_moments(h, w_qkv, b_qkv, keys)
         return out, (ln1, att, norm_cache, o_cache, ln2, mlp_cache, last, sel)
 
     def _block_backward(self, i, dout, cache, grads):
@@ -482,6 +499,11 @@ class Transformer:
         - ``block{b}.attn_post_norm`` (B, D): the same after the normalization (equal to pre_norm for norm="none");
         - ``block{b}.attn_weights`` (B, H, N): the query row's attention weights over the items (0 at padding);
         - ``block{b}.next_input`` (B, D): the query token's state after the block;
+        - for the attention probe (:mod:`varsim.train.attention_probe`): ``block{b}.key_weights`` (B, H, N) (as
+          ``attn_weights``: the keys the query sees), ``block{b}.query_heads`` (B, D) the head outputs before W_o
+          and any norm, ``block{b}.attn_out`` (B, D) the attention output added to the residual stream,
+          ``block{b}.value_mean`` and ``block{b}.value_var`` (B, D) the mean and variance of the value vectors over
+          the keys the query sees;
         plus ``logits`` (B, n_outputs).
         """
         parts: dict[str, list] = {}
