@@ -199,7 +199,7 @@ def make(
 def register(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """Add the options of ``varsim figures`` (also ``python figures/make_all.py``, ``python -m varsim.figures``) to
     ``parser``; return it."""
-    from varsim.cli._options import seed_option
+    from varsim._common.argtypes import seed_option
 
     parser.add_argument("--quick", action="store_true",
                         help="small runs (seconds per figure; a tiny reproduction whose models do not learn): a smoke "
