@@ -67,6 +67,31 @@ def test_focus_on_a_wrong_item_fails(run_dir):
         model.predict(batch, focus=item[:3])
 
 
+def test_oracle_control_in_a_remedies_grid_run():
+    """A remedies spec with the two controls as inference entries runs them through the worker on the softmax run:
+    the oracle's probe weight on the correct item is exactly 1 at every N, and its record carries the
+    decomposition. Catches a grid that cannot express a control (settings refuse 'oracle') or applies it to the
+    evaluation but not to the probes."""
+    from varsim.experiments.remedies import remedies_settings
+    from varsim.experiments.settings import cell_key, cells, job_specs
+    from varsim.experiments.worker import run_job
+
+    settings = remedies_settings(quick=True, seeds=1, tasks=("argmax",), depths=(1,), lr_grid=(3e-3,),
+                                 attentions={"softmax": {}},
+                                 inference_attentions={"oracle": {"attention": "oracle"},
+                                                       "permuted": {"attention": "permuted_softmax"}})
+    selection = {cell_key(c): 3e-3 for c in cells(settings)}
+    spec = next(s for s in job_specs(settings, selection) if s.get("inference"))
+    spec["train_config"]["steps"] = 20
+    spec["train_config"]["checkpoint_every"] = 20
+    rec = run_job((spec, None))
+    oracle, permuted = rec["inference"]["oracle"], rec["inference"]["permuted"]
+    assert oracle["probes"]["attn_correct"]["max_head"] == [1.0] * len(oracle["probes"]["lengths"])
+    assert oracle["ranking"]["ranking_correct"] == [1.0] * len(rec["eval"]["lengths"])
+    assert permuted["eval"]["correct"] == rec["eval"]["correct"]
+    assert rec["ranking"]["best_head"] and "ranking" not in rec["eval"]
+
+
 def test_oracle_points_the_query_row_of_every_block():
     """Two blocks: the query token's weights are exactly one-hot at the focus item in both blocks."""
     cfg = ModelConfig(task="argmax", d_model=16, n_heads=2, n_blocks=2)
@@ -126,3 +151,14 @@ def test_ranking_decomposition_matches_direct_computation(run_dir, results):
     assert r["accuracy_given_ranking_correct"][i] == hit[ok].mean()
     assert r["accuracy_given_ranking_wrong"][i] == hit[~ok].mean()
     assert r["correct_given_ranking_correct"][i] + r["correct_given_ranking_wrong"][i] == results[None]["correct"][i]
+
+
+def test_control_bad_input(run_dir):
+    """The oracle takes no parameters (evaluate and the grid's settings say so), and only the set transformer can be
+    pointed at an item."""
+    from varsim.experiments.remedies import remedies_settings
+
+    with pytest.raises(ValueError, match="takes no parameters"):
+        evaluate(run_dir, [8], 8, 8, 0, attention="oracle", attention_params={"k": 1}, progress=False)
+    with pytest.raises(ValueError, match="takes no parameters"):
+        remedies_settings(quick=True, inference_attentions={"o": {"attention": "oracle", "params": {"k": 1}}})

@@ -141,6 +141,7 @@ class Transformer:
         self.memory_budget = check_positive_int("memory_budget", memory_budget)
         self.dtype = np.dtype(config.dtype)
         self.params: dict[str, np.ndarray] = {}
+        self.control: str | None = None  # a control of varsim.variants.CONTROLS applied at inference (with_attention)
         self._init_params(resolve_seed(seed, rng))
 
     # ------------------------------------------------------------------------------------------------------------
@@ -177,13 +178,38 @@ class Transformer:
         map does not use (ssmax's ``s``) is dropped, one it needs and this model lacks starts at its initial value
         (``params``). Meant for evaluation: inference-only maps (topk, critical, adaptive_temperature) have no
         backward pass and refuse to train.
+
+        ``attention`` may also name a control of :data:`varsim.variants.CONTROLS`: one with a weight map is that map;
+        ``"oracle"`` (no weight map, no parameters) keeps this model's map and makes :meth:`predict` and
+        :meth:`analysis` point the query token at each example's correct item (the task's
+        :meth:`~varsim.tasks.Task.correct_item`; ``focus`` below). The copy's ``control`` names the control.
         """
-        config = dataclasses.replace(self.config, attention=attention, attention_params={**(params or {}), **kwargs})
+        from varsim.variants import CONTROLS
+
+        control = CONTROLS.get(attention) if isinstance(attention, str) else None
+        if control is not None and control.weight_map is None:
+            if params or kwargs:
+                raise ValueError(f"attention_params: the control {attention!r} takes no parameters")
+            config = self.config
+        else:
+            name = attention if control is None else control.weight_map
+            config = dataclasses.replace(self.config, attention=name, attention_params={**(params or {}), **kwargs})
         other = Transformer(config, seed=0, memory_budget=self.memory_budget)
         for k, v in other.params.items():
             if k in self.params:
                 np.copyto(v, self.params[k])
+        other.control = None if control is None else control.name
         return other
+
+    def _focus(self, batch, focus):
+        """The checked ``focus`` of :meth:`predict`, or the correct items when this model is the oracle control."""
+        if focus is None and self.control is not None:
+            from varsim.variants import get_control
+
+            if get_control(self.control).needs_correct_item:
+                self.config.task_spec.check_batch(batch, self.config.vocab)
+                focus = self.config.task_spec.correct_item(batch)
+        return _check_focus(focus, batch)
 
     @property
     def n_params(self) -> int:
@@ -501,8 +527,8 @@ class Transformer:
         ``focus``: None, or (B,) item indices: the query token then attends only to that item of each example, in
         every block (weight exactly 1 whatever the weight map; the items' own rows are unchanged). With the task's
         correct item (:meth:`varsim.tasks.Task.correct_item`) this is the ``oracle`` control of
-        :data:`varsim.variants.CONTROLS`."""
-        focus = _check_focus(focus, batch)
+        :data:`varsim.variants.CONTROLS` (``with_attention("oracle")`` gives a copy that does it by itself)."""
+        focus = self._focus(batch, focus)
         out = [np.argmax(self._forward(chunk, inference=True, focus=f)[0], axis=1)
                for chunk, f in self._chunks(batch, focus)]
         return np.concatenate(out).astype(np.int64, copy=False)
@@ -519,7 +545,7 @@ class Transformer:
         plus ``logits`` (B, n_outputs).
         """
         parts: dict[str, list] = {}
-        focus = _check_focus(focus, batch)
+        focus = self._focus(batch, focus)
         for chunk, f in self._chunks(batch, focus):
             record: dict[str, np.ndarray] = {}
             logits, _ = self._forward(chunk, record=record, inference=True, focus=f)

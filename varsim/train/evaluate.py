@@ -87,8 +87,6 @@ def evaluate(
     model, config_dict, ckpt, step = _resolve_model(checkpoint_or_model)
     trained = {"name": model.config.attention, "params": dict(model.config.attention_params)}
     control = _control(attention, attention_params, model)
-    if control is not None:
-        attention = control.weight_map
     model = _override_attention(model, attention, attention_params)
     mcfg = model.config
     task = mcfg.task_spec
@@ -115,10 +113,9 @@ def evaluate(
             for j in range(n_chunks):
                 size = min(batch_size, n_examples - j * batch_size)
                 batch = evaluation_batch(mcfg, int(length), j, size, seed_seq)
-                item = task.correct_item(batch) if decompose or control is not None else None
-                focus = item if control is not None and control.needs_correct_item else None
                 if decompose:
-                    out = model.analysis(batch, focus=focus)
+                    item = task.correct_item(batch)
+                    out = model.analysis(batch)
                     hit = np.argmax(out["logits"], axis=1) == batch["target"]
                     tally.add(out[last], item, hit)
                 else:
@@ -186,12 +183,14 @@ def _override_attention(model, attention, attention_params):
     """``model`` itself when ``attention`` is None, else a copy evaluating with that weight map; ValueError naming
     ``attention`` for an unknown map or for a trained map on a model trained with a different map other than
     softmax (its learned weights assume their own map), ValueError naming the parameter for a bad one."""
-    from varsim.variants import INFERENCE_ONLY_MAPS, get_variant
+    from varsim.variants import CONTROLS, INFERENCE_ONLY_MAPS, get_variant
 
     if attention is None:
         if attention_params:
             raise ValueError("attention_params given without attention (name the weight map they belong to)")
         return model
+    if attention in CONTROLS:
+        return model.with_attention(attention, attention_params)
     spec = get_variant(attention)  # unknown name: ValueError listing the valid ones
     if attention_params is not None and not isinstance(attention_params, dict):
         raise ValueError(f"attention_params must be a dict, got {type(attention_params).__name__}")

@@ -17,7 +17,8 @@ ranking-correct is the ceiling a sharpening map approaches, and ``P(ranking corr
 the ``oracle`` control (all weight on ``c``) has ranking correct by construction.
 
 "Best head": the head of the last block with the largest mean weight on the correct item over all examples at
-that set size (the probes' ``attn_correct.max_head``), chosen per set size.
+that set size, one head for all of them (chosen per set size). The probes' ``attn_correct.max_head`` instead takes
+each example's largest weight on the correct item over heads, which would choose the head with the answer in hand.
 """
 
 from __future__ import annotations
