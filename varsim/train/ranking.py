@@ -57,9 +57,9 @@ class RankingTally:
         self.n += b
 
     def result(self) -> dict:
-        """``{"best_head", "weight_correct", "ranking_correct", "n_ranking_correct", "accuracy_given_ranking_correct",
-        "accuracy_given_ranking_wrong", "correct_given_ranking_correct", "correct_given_ranking_wrong"}`` (an
-        accuracy is None when its condition never occurs)."""
+        """``{"best_head", "weight_correct", "ranking_correct", "n_ranking_correct", "n_ranking_wrong",
+        "accuracy_given_ranking_correct", "accuracy_given_ranking_wrong", "correct_given_ranking_correct",
+        "correct_given_ranking_wrong"}`` (an accuracy is None when its condition never occurs)."""
         h = int(np.argmax(self.weight_sum))
         n_ok = int(self.rank_ok[h])
         hit_ok = int(self.rank_ok_hit[h])
@@ -69,6 +69,7 @@ class RankingTally:
             "weight_correct": float(self.weight_sum[h] / self.n),
             "ranking_correct": n_ok / self.n,
             "n_ranking_correct": n_ok,
+            "n_ranking_wrong": n_bad,
             "accuracy_given_ranking_correct": hit_ok / n_ok if n_ok else None,
             "accuracy_given_ranking_wrong": hit_bad / n_bad if n_bad else None,
             "correct_given_ranking_correct": hit_ok,
