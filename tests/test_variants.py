@@ -49,8 +49,7 @@ def test_registry_lists_every_variant_of_remedies():
     assert {k for k, v in VARIANTS.items() if v.is_scaled_softmax} == {"softmax", "ssmax", "logn", "critical",
                                                                       "permuted_softmax"}
     # REMEDIES 4: these three are applied to trained softmax models only; REMEDIES 3: what theory covers
-    assert {k for k, v in VARIANTS.items() if not v.trainable} == {"critical", "adaptive_temperature", "topk",
-                                                                   "permuted_softmax"}
+    assert {k for k, v in VARIANTS.items() if not v.trainable} == {"critical", "adaptive_temperature", "topk"}
     assert {k: v.theory for k, v in VARIANTS.items()} == {
         "softmax": "exact_ipr", "ssmax": "exact_ipr", "logn": "exact_ipr", "critical": "exact_ipr",
         "sigmoid": "sigmoid_moments", "topk": "bound", "adaptive_temperature": "none", "entmax15": "none",

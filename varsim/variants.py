@@ -22,7 +22,25 @@ name                          weights                                           
 ``entmax15``                  ``[z/2 - t]_+^2``, ``t`` such that the weights sum to 1 (exact, sort-based)  yes
 ``sparsemax``                 ``[z - t]_+``, ``t`` such that the weights sum to 1 (exact, sort-based)      yes
 ``sigmoid``                   ``sigmoid(z - ln n)`` (no normalization)                                   no
+``permuted_softmax``          ``softmax(z)``, its normalizer summed over a fixed permutation of the      yes
+                              keys (:func:`key_permutation`): softmax up to summation order
 ============================  ========================================================================  ==========
+
+``permuted_softmax`` is the negative control of the remedies grid: mathematically softmax, so any difference to
+softmax is float rounding. It permutes the keys, takes the max-subtracted exponentials (elementwise, exactly
+softmax's), sums them in the permuted order and divides; the weights are returned in the original key order, so the
+product with the values is softmax's own (the same as permuting keys and values together, except that this sum
+keeps softmax's order). The only difference is the rounding of the normalizer's sum: a relative change of the
+weights of order the float epsilon. Applied at inference to a softmax model it checks the pairing of a comparison
+(its differences are 0 up to that rounding). It is also trainable (softmax's backward pass, its sum in the same
+permuted order): a model trained with it has softmax's initialization and data and differs from the softmax model
+only by rounding that training may amplify; in a 600-step tiny argmax model that stayed within one example of 512 at
+N <= 1024, so it is close to a pairing check too, not an independent draw of the null.
+
+Controls (:data:`CONTROLS`) say how the remedies grid's assay must behave by construction: ``oracle`` (positive: the
+query token attends only to the task's correct item, in every block; the ceiling of any attention-side remedy; it
+needs the correct item, ``needs_correct_item``, which :meth:`varsim.nn.model.Transformer.with_attention` arranges)
+and ``permuted_softmax`` (negative, the weight map above).
 
 ``ssmax``, ``logn`` and ``critical`` are softmax with an N-dependent inverse temperature:
 :meth:`Variant.beta_factor` gives the factor ``f(n)`` multiplying the logits, so for logits of scale ``beta`` the
@@ -456,7 +474,7 @@ VARIANTS: dict[str, Variant] = {
         Variant("sigmoid", "sigmoid(z - ln N), not normalized", (), False, _w_sigmoid, theory="sigmoid_moments",
                 kernel="sigmoid", trainable=True),
         Variant("permuted_softmax", "softmax(z) computed over a fixed permutation of the keys (negative control)", (),
-                True, _w_permuted_softmax, theory="exact_ipr", kernel="scaled_softmax", trainable=False,
+                True, _w_permuted_softmax, theory="exact_ipr", kernel="scaled_softmax", trainable=True,
                 beta_factor_fn=_factor_softmax),
     )
 }
