@@ -18,9 +18,14 @@ from __future__ import annotations
 import argparse
 import sys
 
-from varsim.cli._options import int_option, parse_grid
+from varsim.cli._options import MAX_COUNT, count_option, int_option, output_file, parse_grid, seed_option
 
 __all__ = ["register", "run", "parse_layers"]
+
+
+#: Bootstrap resamples beyond which the intervals no longer change (the default is 400); the bootstrap has no cost
+#: check of its own, so a larger count is refused rather than run for days.
+MAX_BOOTSTRAP = 100_000
 
 
 def parse_layers(tokens) -> list[int]:
@@ -54,17 +59,18 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--text", nargs="+", metavar="FILE", help="UTF-8 text files (default: built-in python-docs)")
     parser.add_argument("--lengths", nargs="+", metavar="N",
                         help="key counts N: list or START:STOP:xFACTOR (default: per model, up to 1024 / 512)")
-    parser.add_argument("--windows", type=int_option(), default=DEFAULT_WINDOWS,
+    parser.add_argument("--windows", type=count_option(3), default=DEFAULT_WINDOWS,
                         help="disjoint windows per N (default %(default)s)")
     parser.add_argument("--layers", nargs="+", default=None,
                         help="layers to probe, e.g. 0-3 or 0,5 (default: smollm2 0-1, minilm 0-5, other 0-1)")
-    parser.add_argument("--query-position", type=int_option(), default=None,
+    parser.add_argument("--query-position", type=int_option(-MAX_COUNT, MAX_COUNT), default=None,
                         help="query row (default: last token for causal models, 0 = [CLS] for encoders)")
     parser.add_argument("--bos", action="store_true", help="prepend the BOS token (causal models)")
-    parser.add_argument("--seed", type=int_option(), default=0)
-    parser.add_argument("--bootstrap", type=int_option(), default=DEFAULT_BOOTSTRAP,
-                        help="bootstrap resamples (default %(default)s)")
-    parser.add_argument("-o", "--out", help="write the JSON result here (atomic; resumable via OUT.partial.npz)")
+    parser.add_argument("--seed", type=seed_option(), default=0)
+    parser.add_argument("--bootstrap", type=int_option(0, MAX_BOOTSTRAP), default=DEFAULT_BOOTSTRAP,
+                        help=f"bootstrap resamples (default %(default)s, at most {MAX_BOOTSTRAP})")
+    parser.add_argument("-o", "--out", type=output_file,
+                        help="write the JSON result here (atomic; resumable via OUT.partial.npz)")
     parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                         help="progress on stderr (default: when stderr is a terminal)")
 

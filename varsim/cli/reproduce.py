@@ -23,16 +23,19 @@ import argparse
 import json
 import sys
 
-from varsim.cli._options import int_option
+from varsim.cli._options import int_option, seed_option, threads_option
+
+#: More seeds per variant than any reproduction needs (the paper's uses 6); a larger count is a typo.
+MAX_SEEDS = 1000
 
 
 def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("outdir", help="results directory (settings.json, runs/, summary.json, table.md)")
     parser.add_argument("--quick", action="store_true",
                         help="tiny models, 2 seeds, few steps, N up to 256, residual architecture only")
-    parser.add_argument("--seeds", type=int_option(), default=None,
-                        help="seeds per variant (default 6; 2 with --quick)")
-    parser.add_argument("--root-seed", type=int_option(), default=0, help="root of every seed of the grid (default 0)")
+    parser.add_argument("--seeds", type=int_option(1, MAX_SEEDS), default=None,
+                        help=f"seeds per variant (default 6; 2 with --quick; at most {MAX_SEEDS})")
+    parser.add_argument("--root-seed", type=seed_option(), default=0, help="root of every seed of the grid (default 0)")
     parser.add_argument("--tasks", nargs="+", metavar="TASK", help="subset of: argmax dictionary")
     parser.add_argument("--architectures", nargs="+", metavar="ARCH", help="subset of: residual no_residual")
     parser.add_argument("--norms", nargs="+", metavar="NORM",
@@ -44,16 +47,17 @@ def register(parser: argparse.ArgumentParser) -> None:
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--scheduler", metavar="ADDRESS",
                        help="run on a Dask cluster at ADDRESS (needs dask[distributed]; workers must import varsim)")
-    where.add_argument("--workers", type=int_option(), default=None,
+    where.add_argument("--workers", type=threads_option(), default=None,
                        help="local worker processes (default: one per core)")
     parser.add_argument("--checkpoints", action=argparse.BooleanOptionalAction, default=None,
                         help="keep training checkpoints in OUTDIR/checkpoints so interrupted runs resume "
                              "mid-training (default: on locally, off with --scheduler)")
-    parser.add_argument("--aggregate-only", action="store_true",
-                        help="only rebuild summary.json and table.md from the finished runs")
+    only = parser.add_mutually_exclusive_group()
+    only.add_argument("--aggregate-only", action="store_true",
+                      help="only rebuild summary.json and table.md from the finished runs")
     parser.add_argument("--allow-incomplete", action="store_true",
                         help="with --aggregate-only: exit 0 even when runs are missing or corrupt")
-    parser.add_argument("--recheck", nargs="+", metavar="RUN_ID",
+    only.add_argument("--recheck", nargs="+", metavar="RUN_ID",
                         help="only recompute these finished runs with the current code (in a temporary directory) and "
                              "say whether their numbers are bitwise equal to the records', else the largest "
                              "deviation of each field and whether it lies within tolerance; exit status 1 unless "
@@ -134,6 +138,9 @@ def _recheck_text(r: dict) -> str:
 def run(args) -> int:
     from varsim.experiments import run_reproduction
 
+    if args.allow_incomplete and not args.aggregate_only:
+        raise ValueError("--allow-incomplete applies to --aggregate-only only (a run or --recheck reports failures "
+                         "by its exit status whatever it is given)")
     if args.aggregate_only:
         return _aggregate_only(args.outdir, allow_incomplete=args.allow_incomplete)
     if args.recheck:

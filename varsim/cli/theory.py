@@ -27,7 +27,7 @@ import sys
 
 from varsim._common.provenance import versions
 from varsim._common.validate import check_choice, check_positive_int, check_real
-from varsim.cli._options import add_variant_flags, int_option, variant_kwargs
+from varsim.cli._options import MAX_ABS, add_variant_flags, count_option, real_option, variant_kwargs
 
 DEFAULT_N = (16, 64, 256, 1024, 4096)
 #: What a table cell shows where its quantity is not defined (JSON: null).
@@ -35,16 +35,21 @@ MARK = "n/a"
 
 
 def register(parser) -> None:
-    parser.add_argument("--n", type=float, nargs="+", default=list(DEFAULT_N), metavar="N",
+    from varsim.theory import BETA_MAX, N_MAX
+
+    parser.add_argument("--n", type=real_option(1.0, N_MAX), nargs="+", default=list(DEFAULT_N), metavar="N",
                         help="sequence lengths (real, 1 <= N <= 1e300; default: %(default)s)")
-    parser.add_argument("--beta", type=float, default=None, help="logit standard deviation (fixed query)")
-    parser.add_argument("--d", type=int_option(), default=None, help="key dimension d_k (use with --tau, --query)")
-    parser.add_argument("--tau", type=float, default=None, help="temperature (with --d; default 1)")
+    parser.add_argument("--beta", type=real_option(0.0, BETA_MAX), default=None,
+                        help=f"logit standard deviation of a fixed query, 0 <= beta <= {BETA_MAX:g} (the law depends "
+                             "on |beta| only: a negative beta is refused rather than silently replaced)")
+    parser.add_argument("--d", type=count_option(), default=None, help="key dimension d_k (use with --tau, --query)")
+    parser.add_argument("--tau", type=real_option(0.0, BETA_MAX), default=None,
+                        help=f"temperature, 0 <= tau <= {BETA_MAX:g} (with --d; default 1)")
     parser.add_argument("--query", default="fixed", help="with --d: 'fixed' (|q| = sqrt(d), beta = tau) or "
                                                          "'random' (q ~ N(0, I_d)); default fixed")
-    parser.add_argument("--value-mean", type=float, default=None, metavar="MU",
+    parser.add_argument("--value-mean", type=real_option(-MAX_ABS, MAX_ABS), default=None, metavar="MU",
                         help="--attention sigmoid: value mean mu_v for Var(o_j) (default 0)")
-    parser.add_argument("--value-scale", type=float, default=None, metavar="S",
+    parser.add_argument("--value-scale", type=real_option(0.0, MAX_ABS), default=None, metavar="S",
                         help="--attention sigmoid: value standard deviation sigma_v for Var(o_j) (default 1)")
     parser.add_argument("--json", action="store_true", help="print machine-readable JSON instead of a table")
     add_variant_flags(parser)
@@ -62,11 +67,11 @@ def _model(args) -> dict:
             raise ValueError("beta: give either --beta or --d/--tau, not both")
         if query == "random":
             raise ValueError("query: --query random needs --d (and --tau), not --beta")
-        return {"query": "fixed", "beta": abs(check_real("beta", args.beta))}
+        return {"query": "fixed", "beta": check_real("beta", args.beta, minimum=0.0)}
     if args.d is None:
         raise ValueError("beta: give --beta B, or --d D [--tau T] [--query fixed|random]")
     d = check_positive_int("d", args.d)
-    tau = abs(check_real("tau", 1.0 if args.tau is None else args.tau))
+    tau = check_real("tau", 1.0 if args.tau is None else args.tau, minimum=0.0)
     if query == "fixed":
         return {"query": "fixed", "d": d, "tau": tau, "beta": tau}
     return {"query": "random", "d": d, "tau": tau}

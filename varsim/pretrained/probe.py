@@ -38,7 +38,7 @@ from pathlib import Path
 import numpy as np
 
 from varsim._common import blas as _blas
-from varsim._common.atomic import atomic_write_json, atomic_write_with, check_writable
+from varsim._common.atomic import atomic_write_json, atomic_write_with, check_writable, is_special_file
 from varsim._common.progress import Progress
 from varsim._common.provenance import provenance
 from varsim._common.seeding import SEED_DEFAULT, child_generator, resolve_seed, seed_entropy
@@ -137,8 +137,9 @@ _SLOPED = {"std": lambda s: _log(s["std"]), "y2": lambda s: _log(s["y2"]),
            "std_iid": lambda s: 0.5 * _log(s["var_iid"]), "attn_out_std": lambda s: _log(s["attn_out_std"])}
 
 
-def summarize(arrays: dict, lengths, *, seed, bootstrap: int, chunk: int = 25) -> dict:
-    """Statistics per length and slopes with bootstrap intervals from the per-window arrays ``arrays[n]``."""
+def summarize(arrays: dict, lengths, *, seed, bootstrap: int, chunk: int = 25, on_resamples=None) -> dict:
+    """Statistics per length and slopes with bootstrap intervals from the per-window arrays ``arrays[n]``;
+    ``on_resamples(k)`` is called after each chunk of ``k`` bootstrap resamples (progress)."""
     lengths = [int(n) for n in lengths]
     x = np.log(np.asarray(lengths, dtype=float))
     per = [_stats(arrays[n], n) for n in lengths]
@@ -157,6 +158,8 @@ def summarize(arrays: dict, lengths, *, seed, bootstrap: int, chunk: int = 25) -
             st = {k: np.stack([s[k] for s in stats_b]) for k in stats_b[0]}  # (nN, B, ...)
             for name, f in _SLOPED.items():
                 boot[name].append(_slope(x, f(st)))
+            if on_resamples is not None:
+                on_resamples(nb)
         for name in _SLOPED:
             allb = np.concatenate(boot[name], axis=0)
             slopes[name]["lo"] = np.percentile(allb, 2.5, axis=0)
@@ -264,10 +267,12 @@ def probe_model(
                   "sha256": file_digest(model_file), "spec": dataclasses.asdict(m.spec)}
     key = json.dumps({"settings": settings, "text": text_info["sha256"], "model": model_info["sha256"]},
                      sort_keys=True)
-    partial = None if out is None else out.with_name(out.name + ".partial.npz")
+    # a device or FIFO given as out (-o /dev/stdout) is written through, with no partial file beside it
+    partial = None if out is None or is_special_file(out) else out.with_name(out.name + ".partial.npz")
     arrays, seconds = _probe_windows(m, tokens, settings, seed, partial, key, progress=progress,
                                      blas_threads=blas_threads)
-    summ = summarize(arrays, lengths, seed=seed, bootstrap=bootstrap)
+    with Progress(bootstrap, f"probe {name}: bootstrap", enabled=progress and bootstrap > 0) as bar:
+        summ = summarize(arrays, lengths, seed=seed, bootstrap=bootstrap, on_resamples=bar.update)
     sp = m.spec
     result = {
         "kind": "varsim.probe_model",
@@ -353,7 +358,8 @@ def _probe_windows(m, tokens, settings: dict, seed, partial: Path | None, key: s
     todo = [n for n in lengths if n not in arrays]
     seconds = {}
     name = m.source.get("name")
-    with _blas.blas_threads(blas_threads), Progress(windows * len(todo), f"probe {name}", enabled=progress) as bar:
+    with _blas.blas_threads(blas_threads), Progress(windows * len(todo), f"probe {name}: windows",
+                                                    enabled=progress) as bar:
         for n in todo:
             t0 = time.perf_counter()
             starts = draw_windows(len(tokens), n - n_special, windows, seed, n)

@@ -12,7 +12,11 @@ from __future__ import annotations
 
 import numba as nb
 
+from varsim._common.numba_cache import install as _install_cache
+
 from ._kernels_draws import full_sampler, logits_sampler
+
+_install_cache()  # before any @njit(cache=True): the cache stamp covers the modules a kernel compiles in
 
 _FAST = dict(nogil=True, cache=True, fastmath={"reassoc", "contract"})
 

@@ -27,9 +27,9 @@ What happens to a block is chosen by ``keep``, a constant of the calling kernel:
 The routines are inlined at Numba-IR level (``inline="always"``) once per chunk, so they compile with the calling
 kernel's flags (fast-math in the streaming kernels, strict in the map kernels), the branch not taken is removed, and
 nothing is passed per block (a call costs two atomic reference-count updates per array argument, as much as ~100
-draws). They compile only inside a kernel; importing this module compiles nothing. Numba's cache checks only the
-timestamp of the file that defines a kernel: after editing this file or ``_kernels_rng.py``, touch
-``_kernels_attn.py`` and ``_kernels_map.py`` (or delete ``varsim/sim/__pycache__/*.nbi`` / ``*.nbc``).
+draws). They compile only inside a kernel; importing this module compiles nothing. An edit here recompiles the
+kernels that inline it: their cache stamp covers every module of the package they import
+(``varsim._common.numba_cache``).
 """
 
 from __future__ import annotations
@@ -39,8 +39,12 @@ import math
 import numba as nb
 import numpy as np
 
+from varsim._common.numba_cache import install as _install_cache
+
 from ._kernel_args import KEY_BLOCK, LOGIT_BLOCK
 from ._kernels_rng import GAUSSIAN, _draw, _exp_shifted, _scratch
+
+_install_cache()  # before any @njit(cache=True): the cache stamp covers the modules a kernel compiles in
 
 _INLINE = dict(nogil=True, cache=True, inline="always")
 

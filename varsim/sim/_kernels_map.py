@@ -18,8 +18,12 @@ import math
 import numba as nb
 import numpy as np
 
+from varsim._common.numba_cache import install as _install_cache
+
 from ._kernels_draws import full_sampler, logits_sampler
 from ._variant_codes import ADAPTIVE, ENTMAX15, SCALED_SOFTMAX, SIGMOID, SPARSEMAX, TOPK
+
+_install_cache()  # before any @njit(cache=True): the cache stamp covers the modules a kernel compiles in
 
 _JIT = dict(nogil=True, cache=True)
 # adaptive temperature polynomial (varsim.variants.ADAPTIVE_POLY), highest power first

@@ -27,8 +27,12 @@ import math
 import numba as nb
 import numpy as np
 
+from varsim._common.numba_cache import install as _install_cache
+
 from ._rngstate import FIX, LANES
 from ._ziggurat import LAYER_BITS, LAYERS
+
+_install_cache()  # before any @njit(cache=True): the cache stamp covers the modules a kernel compiles in
 
 GAUSSIAN, UNIFORM, RADEMACHER = 0, 1, 2
 
