@@ -12,8 +12,9 @@ Examples::
 Re-running the same command resumes: finished runs are kept, unreadable ones are reported and redone. One process
 at a time per results directory: a second one is refused while the first runs.
 Exit status: 0 when every run finished, 1 when some runs failed (re-run to retry them) or, with --aggregate-only,
-when runs are missing or corrupt (unless --allow-incomplete) or, with --recheck, when a recomputed run differs from
-its record, 2 on bad input.
+when runs are missing or corrupt (unless --allow-incomplete) or, with --recheck, when a recomputed run is not
+bitwise equal to its record (within tolerance is accepted only when the record was made on another CPU, BLAS kernel,
+NumPy or Numba: varsim.experiments.recheck), 2 on bad input.
 """
 
 from __future__ import annotations
@@ -58,7 +59,9 @@ def register(parser: argparse.ArgumentParser) -> None:
                         help="with --aggregate-only: exit 0 even when runs are missing or corrupt")
     only.add_argument("--recheck", nargs="+", metavar="RUN_ID",
                         help="only recompute these finished runs with the current code (in a temporary directory) and "
-                             "say whether their numbers equal the records'; exit status 1 if any differ")
+                             "say whether their numbers are bitwise equal to the records', else the largest "
+                             "deviation of each field and whether it lies within tolerance; exit status 1 unless "
+                             "bitwise equal, or within tolerance on a different CPU/BLAS kernel")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                         help="one line per finished run on stderr (default: when it is a terminal)")
@@ -100,15 +103,36 @@ def _recheck(outdir: str, run_ids: list, *, as_json: bool) -> int:
 
     def say(r):
         if not as_json:
-            made, now = (r["made_at"] or "unknown")[:7], (r["recomputed_at"] or "unknown")[:7]
-            verdict = "identical" if r["identical"] else "DIFFERS in " + ", ".join(r["differs"])
-            print(f"{r['run_id']}: {verdict} (record made at {made}, recomputed at {now} in {r['seconds']:.0f} s)",
-                  flush=True)
+            print(_recheck_text(r), flush=True)
 
     results = recheck_runs(outdir, run_ids, on_result=say)
     if as_json:
         print(json.dumps(results, indent=2))
-    return 0 if all(r["identical"] for r in results) else 1
+    return 0 if all(r["ok"] for r in results) else 1
+
+
+def _recheck_text(r: dict) -> str:
+    """The verdict on one rechecked run: a headline, one line per field that differs, and the environments."""
+    made, now = (r["made_at"] or "unknown")[:7], (r["recomputed_at"] or "unknown")[:7]
+    env = r["environment"]
+    where = ("on the same CPU, BLAS kernel, NumPy and Numba: bitwise equality applies" if env["same"] else
+             "on a different environment (" + "; ".join(f"{k}: {a} -> {b}" for k, (a, b) in
+                                                      env["differences"].items()) + "): the tolerance applies")
+    verdict = r["verdict"].upper() if not r["ok"] else r["verdict"]
+    if r["verdict"] != "bitwise-equal" and env["same"]:
+        verdict += " (a defect: the same environment must give the same bits)"
+    lines = [f"{r['run_id']}: {verdict} (record made at {made}, recomputed at {now} in {r['seconds']:.0f} s, "
+             f"{where})"]
+    for f in r["fields"]:
+        judged = "within" if f["within"] else "BEYOND"
+        tol = "exact" if f["kind"] == "exact" else f"tolerance {f['tolerance']:.3g}"
+        lines.append(f"  {f['field']} ({f['kind']}): {f['differ']} of {f['values']} differ, max |d| "
+                     f"{f['max_abs']:.3g}, max relative {f['max_rel']:.3g}, {tol}: {judged}")
+    for k in r["removed"]:
+        lines.append(f"  {k}: in the record, not in the recomputation: BEYOND")
+    if r["added"]:
+        lines.append(f"  not in the record (newer fields, not judged): {', '.join(r['added'])}")
+    return "\n".join(lines)
 
 
 def run(args) -> int:

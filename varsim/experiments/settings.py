@@ -131,7 +131,7 @@ class ReproductionSettings:
 
     def _check_remedies(self, set_) -> None:
         """Validate the remedies fields (attention variants through the registry, depths, lr grid)."""
-        from varsim.variants import get_variant
+        from varsim.variants import CONTROLS, get_variant
 
         for field in ("attentions", "inference_attentions"):
             value = getattr(self, field)
@@ -155,7 +155,12 @@ class ReproductionSettings:
                                  f"got {ov!r}")
             if label in self.attentions:
                 raise ValueError(f"inference_attentions label {label!r} is also a trained attention label")
-            get_variant(ov["attention"]).check_params(ov.get("params") or {})  # ValueError naming the parameter
+            if ov["attention"] in CONTROLS and CONTROLS[ov["attention"]].weight_map is None:
+                if ov.get("params"):
+                    raise ValueError(f"inference_attentions[{label!r}]: the control {ov['attention']!r} takes no "
+                                     "parameters")
+            else:
+                get_variant(ov["attention"]).check_params(ov.get("params") or {})  # ValueError naming the parameter
         set_("depths", tuple(check_int("depths", d, minimum=1) for d in self.depths))
         if len(set(self.depths)) != len(self.depths):
             raise ValueError(f"depths has duplicates: {list(self.depths)}")
