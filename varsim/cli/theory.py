@@ -155,7 +155,7 @@ _COLUMNS = (
     ("series", "series c1..c4", "{:>14.6g}"),
     ("asymptote", "limit/N", "{:>11.6g}"),
     ("phase", "phase", "{:>13}"),
-    ("rem_exponent", "REM rule", "{:>9.3f}"),
+    ("rem_exponent", "large-beta rule", "{:>15.3f}"),
     ("frozen_ipr", "1-a_N/beta", "{:>11.4f}"),
 )
 
@@ -168,9 +168,11 @@ def _table(model: dict, rows: list[dict]) -> str:
     else:
         head = f"random query q ~ N(0, I_{model['d']}), tau = {model['tau']:g}"
         asym = "(1-2tau^2/d)^(-d/2)/N"
-    # Every column that applies to the model is shown, with MARK where its value is not defined at that N.
+    # Every column that applies to the model and has a value in some row is shown, with MARK where its value is not
+    # defined at that N; a column undefined in every row says nothing and is left out.
     fixed_only = ("phase", "rem_exponent", "frozen_ipr")
-    cols = [c for c in _COLUMNS if model["query"] == "fixed" or c[0] not in fixed_only]
+    cols = [c for c in _COLUMNS if (model["query"] == "fixed" or c[0] not in fixed_only)
+            and any(r.get(c[0]) is not None for r in rows)]
     widths = [len(fmt.format(0.0 if key not in ("phase",) else "annealed")) for key, _, fmt in cols]
     lines = [head, "  ".join(f"{name:>{w}}" for (_, name, _), w in zip(cols, widths))]
     for r in rows:
@@ -180,9 +182,13 @@ def _table(model: dict, rows: list[dict]) -> str:
             cells.append(f"{MARK:>{w}}" if v is None else fmt.format(v))
         lines.append("  ".join(cells))
     if model["query"] == "fixed":
-        notes = [(f"limit/N = {asym}; series = sum_k c_k/N^k, shown ({MARK} otherwise) only where its terms shrink "
-                  "with k (see --help)"),
-                 "phase/REM rule: THEORY.md 3.2-3.4; 1-a_N/beta: frozen-phase predictor, shown where beta > a_N"]
+        shown = {c[0] for c in cols}
+        series = f"; series = sum_k c_k/N^k, shown ({MARK} otherwise) only where its terms shrink with k (see --help)"
+        notes = [f"limit/N = {asym}" + (series if "series" in shown else ""),
+                 "phase and large-beta rule: random-energy-model limits (THEORY.md 3.2-3.4), reached as beta grows "
+                 "at fixed ln N/beta^2; at finite beta the crossovers are broad, and dlnE/dlnN is the exact exponent"]
+        if any(c[0] == "frozen_ipr" for c in cols):
+            notes.append("1-a_N/beta: frozen-phase predictor, shown where beta > a_N")
     else:
         # E_q[c_k] grows like (1 - k(k+1) tau^2/d)^(-d/2): the series needs far larger N than for a fixed query
         order = rows[0].get("series_order", 0)
