@@ -344,3 +344,15 @@ def test_a_huge_beta_is_named_as_beta():
     tau)."""
     with pytest.raises(ValueError, match=r"^beta must be <= 1e\+30"):
         SweepGrid(variants={"softmax": {}}, betas=[1e308], n_grid=[16], n_sequences=64)
+
+
+def test_cli_sweep_prints_the_variance_group_only_where_it_differs(capsys):
+    """Var(o_j) = E[sum w^2] at value scale 1 for weights summing to 1: the table printed the same numbers twice.
+    With a value mean, sigmoid's Var(o_j) has its extra term and both groups are shown."""
+    base = ["sweep", "--beta", "1", "--n", "16", "--sequences", "256", "--workers", "1"]
+    assert main([*base, "--attention", "softmax"]) == 0
+    text = capsys.readouterr().out
+    assert "Var(o_j) ± SE" not in text and "equals E[sum w^2] in every cell" in text
+    assert main([*base, "--attention", "softmax", "sigmoid", "--value-mean", "1"]) == 0
+    text = capsys.readouterr().out
+    assert "Var(o_j) ± SE" in text and "equals E[sum w^2]" not in text

@@ -125,10 +125,17 @@ def format_table(record: dict) -> str:
         ("E[sum w^2] ± SE", lambda c: fmt_estimate(c["ipr"], c["ipr_se"])),
         ("exact", theory),
         ("z", z),
-        ("Var(o_j) ± SE", lambda c: fmt_estimate(c["var"], c["var_se"])),
-        ("exact Var", lambda c: fmt_estimate(c["exact_var"])),
-        ("z Var", lambda c: "-" if c["z_var"] is None else f"{c['z_var']:+.1f}"),
     ]
+    # Var(o_j) = value_scale^2 E[sum w^2] (+ value_mean^2 Var(sum w) for maps whose weights do not sum to 1): where
+    # that makes the two column groups equal in every cell, one is printed and the note says so.
+    same = all(c["var"] == c["ipr"] and c["var_se"] == c["ipr_se"] and c["exact_var"] == c.get("exact_ipr")
+               for c in cells)
+    if not same:
+        columns += [
+            ("Var(o_j) ± SE", lambda c: fmt_estimate(c["var"], c["var_se"])),
+            ("exact Var", lambda c: fmt_estimate(c["exact_var"])),
+            ("z Var", lambda c: "-" if c["z_var"] is None else f"{c['z_var']:+.1f}"),
+        ]
     if any(c.get("wsum") is not None for c in cells):
         columns.append(("E[sum w] ± SE", lambda c: fmt_estimate(c.get("wsum"), c.get("wsum_se"))))
     s = record["settings"]
@@ -138,6 +145,9 @@ def format_table(record: dict) -> str:
              *format_columns(columns, cells, left=2)]
     lines.append("exact: varsim.theory (softmax with an N-dependent temperature, sigmoid); [lo, hi]: the top-k bound; "
                  "z = (MC - exact) / SE")
+    if same:
+        lines.append("Var(o_j) equals E[sum w^2] in every cell here (value scale 1, no value-mean term): one column "
+                     "group shows both (the JSON has both)")
     return "\n".join(lines)
 
 
