@@ -119,3 +119,16 @@ def test_library_override_rules():
     assert res["trained_attention"]["name"] == "ssmax"
     own = evaluate(ssmax_model, attention="ssmax", **kw)
     assert own["correct"] == evaluate(ssmax_model, **kw)["correct"]
+
+
+def test_oracle_control_from_the_command_line(run_dir, capsys):
+    """``--attention oracle`` (a control, not a weight map) puts all weight on the correct item: its accuracy does not
+    fall with N (catches a CLI that refuses the control or silently evaluates the trained softmax, whose accuracy
+    falls from N = 8 to 512 on this model), and a variant parameter beside it is refused."""
+    base = _evaluate(capsys, run_dir, "--lengths", "8", "512")
+    oracle = _evaluate(capsys, run_dir, "--lengths", "8", "512", "--attention", "oracle")
+    assert oracle["attention"]["name"] == "oracle"
+    assert oracle["correct"][1] > base["correct"][1]
+    assert abs(oracle["accuracy"][1] - oracle["accuracy"][0]) < 0.1
+    code, _, err = _run(capsys, ["evaluate", str(run_dir), *EVAL, "--attention", "oracle", "--topk", "3"])
+    assert code == 2 and err.count("\n") == 1 and "--topk" in err

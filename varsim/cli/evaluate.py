@@ -50,15 +50,22 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-o", "--output", type=output_file, metavar="FILE",
                         help="also write the JSON result to FILE (never a checkpoint or a run's own files)")
     parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None)
-    add_variant_flags(parser, default=None, default_help="default: the map the model was trained with")
+    add_variant_flags(parser, default=None, default_help="default: the map the model was trained with; also the "
+                                                        "controls of varsim.variants.CONTROLS, e.g. oracle: all "
+                                                        "weight on the correct item")
 
 
 def attention_kwargs(args) -> dict:
     """``attention`` and ``attention_params`` for :func:`varsim.train.evaluate` from the flags: a parameter flag
     without ``--attention``, or of another variant than the one named, is refused (ValueError naming the flag)."""
+    from varsim.variants import CONTROLS, VARIANTS
+
     if args.attention is None:
         refuse_variant_params(given_variant_params(args), (), "and no --attention was given")
         return {"attention": None, "attention_params": None}
+    if args.attention in CONTROLS and args.attention not in VARIANTS:  # a control that is not a weight map: no params
+        refuse_variant_params(given_variant_params(args), (), f"not a parameter of the control {args.attention}")
+        return {"attention": args.attention, "attention_params": {}}
     kwargs = variant_kwargs(args)
     return {"attention": kwargs.pop("attention"), "attention_params": kwargs}
 
