@@ -61,19 +61,19 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, sourc
     return {"name": NAME, **header(models, quick), "rows": rows}
 
 
-def plot(data: dict, outdir) -> list:
+def plot(data: dict, outdir, *, style=None, footer: bool = False) -> list:
     """Draw the figure from :func:`compute`'s data; returns the PNG and PDF paths."""
-    return _style.draw_and_save(draw, data, outdir, NAME)
+    return _style.draw_and_save(draw, data, outdir, NAME, style=style, footer=footer)
 
 
-def draw(data: dict):
+def draw(data: dict, ax=None, *, style=None, footer: bool = False):
     """The Matplotlib figure of :func:`compute`'s data, with the provenance footer."""
     A = _style.array
     c = _style.COLORS
     rows = data["rows"]
     ncols = max(len(r["heads"]) for r in rows)
-    with _style.style():
-        fig, axes = _style.plt.subplots(2 * len(rows), ncols, figsize=(4.2 * ncols, 5.4 * len(rows)), squeeze=False,
+    with _style.style(style):
+        fig, axes = _style.subplots(2 * len(rows), ncols, ax=ax, style=style, width=4.2, height=2.7,
                                         layout="constrained", gridspec_kw={"height_ratios": [1.4, 1] * len(rows)})
         for r, row in enumerate(rows):
             n = A(row["lengths"])
@@ -86,7 +86,7 @@ def draw(data: dict):
                 ax.set_xscale("log", base=2)
                 ax.set_yscale("log")
                 _style.log2_ticks(ax, float(n.min()), float(n.max()))
-                ax.set_title(f"{row['model']}\nlayer {hd['layer']}, head {hd['head']} ({hd['reason']})", fontsize=8.5)
+                ax.set_title(f"{row['model']}\nlayer {hd['layer']}, head {hd['head']} ({hd['reason']})", fontsize="medium")
                 bx.axhline(1.0, color="0.3", lw=0.8)
                 bx.plot(n, A(hd["iid_ratio"]), color=c[1], marker="^", ls="--", label="i.i.d. law / measured")
                 bx.plot(n, A(hd["offset_ratio"]), color=c[3], marker="D", ls=":", label="shared offset / measured")
@@ -97,11 +97,11 @@ def draw(data: dict):
                 if k == 0:
                     ax.set_ylabel(f"variance over {row['windows']} windows")
                     bx.set_ylabel("ratio to var_total")
-                    ax.legend(loc="best", fontsize=7.5)
-                    bx.legend(loc="best", fontsize=7.5)
+                    ax.legend(loc="best", fontsize="small")
+                    bx.legend(loc="best", fontsize="small")
             for ax in (*top[len(row["heads"]):], *bottom[len(row["heads"]):]):
                 ax.set_visible(False)
-        return _style.finish(fig, data)
+        return _style.finish(fig, data, footer=footer)
 
 
 def main(argv=None) -> int:

@@ -41,12 +41,12 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, sourc
     return {"name": NAME, **header(models, quick), "rows": rows}
 
 
-def plot(data: dict, outdir) -> list:
+def plot(data: dict, outdir, *, style=None, footer: bool = False) -> list:
     """Draw the figure from :func:`compute`'s data; returns the PNG and PDF paths."""
-    return _style.draw_and_save(draw, data, outdir, NAME)
+    return _style.draw_and_save(draw, data, outdir, NAME, style=style, footer=footer)
 
 
-def draw(data: dict):
+def draw(data: dict, ax=None, *, style=None, footer: bool = False):
     """The Matplotlib figure of :func:`compute`'s data, with the provenance footer."""
     from matplotlib.colors import Normalize
     from matplotlib.patches import Rectangle
@@ -54,7 +54,7 @@ def draw(data: dict):
     rows = data["rows"]
     heights = [len(r["layers"]) + 1.6 for r in rows]
     width = max(r["n_head"] for r in rows)
-    with _style.style():
+    with _style.style(style):
         fig = _style.plt.figure(figsize=(2 * (0.5 * width + 1.3), 0.5 * sum(heights) + 0.4), layout="constrained")
         axes = fig.subplots(len(rows), 2, squeeze=False, gridspec_kw={"height_ratios": heights})
         for col, (q, label) in enumerate(QUANTITIES):
@@ -72,7 +72,7 @@ def draw(data: dict):
                         if zero:
                             ax.add_patch(Rectangle((h - 0.5, i - 0.5), 1, 1, fill=False, hatch="///", ec="0.35",
                                                    lw=0))
-                        ax.text(h, i, f"{v[i, h]:+.2f}", ha="center", va="center", fontsize=7.5,
+                        ax.text(h, i, f"{v[i, h]:+.2f}", ha="center", va="center", fontsize="small",
                                 color="white" if abs(v[i, h]) > 0.62 * norm.vmax else "black",
                                 fontweight="normal" if zero else "bold")
                 ax.set_xticks(range(row["n_head"]))
@@ -81,11 +81,11 @@ def draw(data: dict):
                 ax.set_ylabel("layer")
                 ax.grid(False)
                 ax.set_title(f"{row['model']}\n{label}, N = {row['lengths'][0]}..{row['lengths'][1]} "
-                             f"(median 95% CI width {mp['median_width']:.2f})", fontsize=9)
+                             f"(median 95% CI width {mp['median_width']:.2f})", fontsize="medium")
             fig.colorbar(im, ax=list(axes[:, col]), shrink=0.8, label=label)
         fig.text(0.5, 0.0, "bold: 95% bootstrap interval excludes 0;  hatched: it contains 0", ha="center",
-                 va="top", fontsize=8)
-        return _style.finish(fig, data)
+                 va="top", fontsize="small")
+        return _style.finish(fig, data, footer=footer)
 
 
 def main(argv=None) -> int:

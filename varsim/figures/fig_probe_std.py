@@ -62,19 +62,19 @@ def _slope_text(s: dict) -> str:
     return f"slope {s['median']:+.2f} (heads {s['min']:+.2f}..{s['max']:+.2f})"
 
 
-def plot(data: dict, outdir) -> list:
+def plot(data: dict, outdir, *, style=None, footer: bool = False) -> list:
     """Draw the figure from :func:`compute`'s data; returns the PNG and PDF paths."""
-    return _style.draw_and_save(draw, data, outdir, NAME)
+    return _style.draw_and_save(draw, data, outdir, NAME, style=style, footer=footer)
 
 
-def draw(data: dict):
+def draw(data: dict, ax=None, *, style=None, footer: bool = False):
     """The Matplotlib figure of :func:`compute`'s data, with the provenance footer."""
     A = _style.array
     rows = data["rows"]
     ncols = max(len(r["panels"]) for r in rows)
     c = _style.COLORS
-    with _style.style():
-        fig, axes = _style.plt.subplots(len(rows), ncols, figsize=(4.6 * ncols, 4.1 * len(rows)), squeeze=False,
+    with _style.style(style):
+        fig, axes = _style.subplots(len(rows), ncols, ax=ax, style=style, width=4.6, height=4.1,
                                         layout="constrained")
         for row, axrow in zip(rows, axes):
             n = A(row["lengths"])
@@ -95,11 +95,11 @@ def draw(data: dict):
                 _style.log2_ticks(ax, float(n.min()), float(n.max()))
                 ax.set_title(f"{row['model']}, layer {p['layer']}")
                 ax.set_xlabel("number of keys $N$")
-                ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.17), fontsize=7.5, ncol=1)
+                ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.17), fontsize="small", ncol=1)
             axrow[0].set_ylabel(f"std over {row['windows']} text windows")
             for ax in axrow[len(row["panels"]):]:
                 ax.set_visible(False)
-        return _style.finish(fig, data)
+        return _style.finish(fig, data, footer=footer)
 
 
 def main(argv=None) -> int:

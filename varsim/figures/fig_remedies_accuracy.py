@@ -31,17 +31,17 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, sourc
             "panels": panels}
 
 
-def plot(data: dict, outdir) -> list:
+def plot(data: dict, outdir, *, style=None, footer: bool = False) -> list:
     """Draw the figure from :func:`compute`'s data; returns the PNG and PDF paths."""
-    return _style.draw_and_save(draw, data, outdir, NAME)
+    return _style.draw_and_save(draw, data, outdir, NAME, style=style, footer=footer)
 
 
-def draw(data: dict):
+def draw(data: dict, ax=None, *, style=None, footer: bool = False):
     """One panel per task and depth; one shared legend below the panels."""
     n = _style.array(data["lengths"])
     conf = int(round(100 * data["confidence"]))
-    with _style.style():
-        fig, axes = panel_row(data["panels"], data["lengths"])
+    with _style.style(style):
+        fig, axes = panel_row(data["panels"], data["lengths"], ax=ax, style=style)
         handles = {}
         for ax, p in zip(axes, data["panels"]):
             draw_lines(ax, n, p, handles)
@@ -50,10 +50,10 @@ def draw(data: dict):
                                           label=f"longest training set ($N = {data['train_max']}$)")
             ax.set_ylim(0, 1.02)
         axes[0].set_ylabel(f"test accuracy\n(mean, {conf}% t interval over {data['seeds']} seeds)")
-        fig.legend(handles=list(handles.values()), loc="outside lower center", ncol=4, fontsize=8)
-        fig.suptitle("Accuracy vs N per attention variant (solid: trained with it; dashed: inference-only map on the "
-                     "softmax weights)", fontsize=9.5)
-        return _style.finish(fig, data)
+        _style.legend_below(fig, list(handles.values()), fontsize="small")
+        _style.suptitle(fig, "Accuracy vs N per attention variant (solid: trained with it; dashed: inference-only map on the "
+                     "softmax weights)", fontsize="medium")
+        return _style.finish(fig, data, footer=footer)
 
 
 def main(argv=None) -> int:

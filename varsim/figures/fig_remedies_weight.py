@@ -28,17 +28,17 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, sourc
             "panels": panels}
 
 
-def plot(data: dict, outdir) -> list:
+def plot(data: dict, outdir, *, style=None, footer: bool = False) -> list:
     """Draw the figure from :func:`compute`'s data; returns the PNG and PDF paths."""
-    return _style.draw_and_save(draw, data, outdir, NAME)
+    return _style.draw_and_save(draw, data, outdir, NAME, style=style, footer=footer)
 
 
-def draw(data: dict):
+def draw(data: dict, ax=None, *, style=None, footer: bool = False):
     """Weight on the correct item vs N (log-log) per variant; 1/N for reference; one legend below the panels."""
     n = _style.array(data["lengths"])
     conf = int(round(100 * data["confidence"]))
-    with _style.style():
-        fig, axes = panel_row(data["panels"], data["lengths"])
+    with _style.style(style):
+        fig, axes = panel_row(data["panels"], data["lengths"], ax=ax, style=style)
         handles = {}
         for ax, p in zip(axes, data["panels"]):
             draw_lines(ax, n, p, handles, band_floor=1e-6)
@@ -49,10 +49,10 @@ def draw(data: dict):
             ax.set_ylim(top=1.05)
         axes[0].set_ylabel(f"weight on the correct item, best head\n(mean, {conf}% t interval over "
                            f"{data['seeds']} seeds)")
-        fig.legend(handles=list(handles.values()), loc="outside lower center", ncol=4, fontsize=8)
-        fig.suptitle("Attention weight on the correct item vs N per attention variant (solid: trained with it; "
-                     "dashed: inference-only map on the softmax weights)", fontsize=9.5)
-        return _style.finish(fig, data)
+        _style.legend_below(fig, list(handles.values()), fontsize="small")
+        _style.suptitle(fig, "Attention weight on the correct item vs N per attention variant (solid: trained with it; "
+                     "dashed: inference-only map on the softmax weights)", fontsize="medium")
+        return _style.finish(fig, data, footer=footer)
 
 
 def main(argv=None) -> int:

@@ -48,25 +48,25 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, sourc
             "lengths": st["probe_lengths"], "rows": rows}
 
 
-def plot(data: dict, outdir) -> list:
+def plot(data: dict, outdir, *, style=None, footer: bool = False) -> list:
     """Draw the figure from :func:`compute`'s data; returns the PNG and PDF paths."""
-    return _style.draw_and_save(draw, data, outdir, NAME)
+    return _style.draw_and_save(draw, data, outdir, NAME, style=style, footer=footer)
 
 
-def draw(data: dict):
+def draw(data: dict, ax=None, *, style=None, footer: bool = False):
     """The Matplotlib figure of :func:`compute`'s data (provenance footer and, in quick mode, smoke-test stamp)."""
     A = _style.array
     n = A(data["lengths"])
     rows = data["rows"]
     labels = {s: t for s, t, _ in STAGES}
     styles = {s: ls for s, _, ls in STAGES}
-    with _style.style():
-        fig, axes = _style.plt.subplots(len(rows), 2, figsize=(9.6, 3.2 * len(rows)), squeeze=False, sharex=True,
+    with _style.style(style):
+        fig, axes = _style.subplots(len(rows), 2, ax=ax, style=style, width=4.8, height=3.2, sharex=True,
                                         layout="constrained")
         for (ax_m, ax_v), row in zip(axes, rows):
             for ln in row["lines"]:
                 sty = norm_style(ln["norm"])
-                kw = dict(color=sty["color"], marker=sty["marker"], ls=styles[ln["stage"]], ms=3.5,
+                kw = dict(color=sty["color"], marker=sty["marker"], ls=styles[ln["stage"]],
                           label=f"{ln['norm']}: {labels[ln['stage']]}")
                 ax_m.plot(n, A(ln["mean"]), **kw)
                 ax_m.fill_between(n, A(ln["mean_min"]), A(ln["mean_max"]), color=sty["color"], alpha=0.12, lw=0)
@@ -79,12 +79,12 @@ def draw(data: dict):
             for ax in (ax_m, ax_v):
                 ax.set_xscale("log", base=2)
                 _style.log2_ticks(ax, float(n.min()), float(n.max()))
-            ax_v.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0, fontsize=7)
+            ax_v.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0, fontsize="small")
         for ax in axes[-1]:
             ax.set_xlabel("set size $N$")
-        fig.suptitle(f"Query-token statistics across features: mean over sets and {data['seeds']} seeds "
-                     "(band: range over seeds)", fontsize=9)
-        return _style.finish(fig, data)
+        _style.suptitle(fig, f"Query-token statistics across features: mean over sets and {data['seeds']} seeds "
+                     "(band: range over seeds)", fontsize="medium")
+        return _style.finish(fig, data, footer=footer)
 
 
 def main(argv=None) -> int:

@@ -55,20 +55,20 @@ def _slope_text(fit) -> str:
     return f"slope {fit['mean']:+.2f} [{lo:+.2f}, {hi:+.2f}]"
 
 
-def plot(data: dict, outdir) -> list:
+def plot(data: dict, outdir, *, style=None, footer: bool = False) -> list:
     """Draw the figure from :func:`compute`'s data; returns the PNG and PDF paths."""
-    return _style.draw_and_save(draw, data, outdir, NAME)
+    return _style.draw_and_save(draw, data, outdir, NAME, style=style, footer=footer)
 
 
-def draw(data: dict):
+def draw(data: dict, ax=None, *, style=None, footer: bool = False):
     """The Matplotlib figure of :func:`compute`'s data (provenance footer and, in quick mode, smoke-test stamp)."""
     A = _style.array
     n = A(data["lengths"])
     panels = data["panels"]
     ncols = 2 * len({p["architecture"] for p in panels})
     nrows = max(1, len(panels) // ncols)
-    with _style.style():
-        fig, axes = _style.plt.subplots(nrows, ncols, figsize=(3.9 * ncols, 3.4 * nrows), squeeze=False,
+    with _style.style(style):
+        fig, axes = _style.subplots(nrows, ncols, ax=ax, style=style, width=3.9, height=3.4,
                                         layout="constrained")
         for ax, p in zip(axes.ravel(), panels):
             for ln in p["lines"]:
@@ -86,12 +86,12 @@ def draw(data: dict):
             _style.log2_ticks(ax, float(n.min()), float(n.max()))
             where = "before the norm" if p["stage"] == "pre" else "after the norm"
             ax.set_title(f"{p['task']}, {p['architecture'].replace('_', ' ')}: {where}")
-            ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.14), fontsize=7.5, ncol=1)
+            ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.14), fontsize="small", ncol=1)
         for ax in axes.ravel():
             ax.set_xlabel("set size $N$")
         for row in axes:
             row[0].set_ylabel(f"std over {data['probe_sets']} sets of one coordinate")
-        return _style.finish(fig, data)
+        return _style.finish(fig, data, footer=footer)
 
 
 def main(argv=None) -> int:

@@ -107,17 +107,17 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, sourc
             "panels": panels, "footer": computed_footer(seed, quick), "smoke_reason": "few sequences, N <= 1024"}
 
 
-def plot(data: dict, outdir) -> list:
+def plot(data: dict, outdir, *, style=None, footer: bool = False) -> list:
     """Draw the figure from :func:`compute`'s data; returns the PNG and PDF paths."""
-    return _style.draw_and_save(draw, data, outdir, NAME)
+    return _style.draw_and_save(draw, data, outdir, NAME, style=style, footer=footer)
 
 
-def draw(data: dict):
+def draw(data: dict, ax=None, *, style=None, footer: bool = False):
     """One log-log panel of E[sum w^2] vs N per beta; a shared legend naming every variant."""
     A = _style.array
-    with _style.style():
+    with _style.style(style):
         panels = data["panels"]
-        fig, axes = _style.new_figure(len(panels), width=4.6, height=4.2, sharey=True,
+        fig, axes = _style.new_figure(len(panels), width=4.6, height=4.2, sharey=True, style=style, ax=ax,
                                        layout="constrained")
         n_all = [n for p in panels for s in p["series"] for n in s["n"]]
         handles = []
@@ -126,7 +126,7 @@ def draw(data: dict):
                 color, marker = _COLORS[i % len(_COLORS)], _MARKERS[i % len(_MARKERS)]
                 n = A(s["n"])
                 shift = 2 ** ((i - (len(panel["series"]) - 1) / 2) * 0.025)  # separate overlapping error bars
-                ax.errorbar(n * shift, A(s["ipr"]), A(s["ipr_se"]), fmt=marker, color=color, ms=4, lw=1.0,
+                ax.errorbar(n * shift, A(s["ipr"]), A(s["ipr_se"]), fmt=marker, color=color, lw=1.0,
                             zorder=3)
                 if s["exact"] is not None:
                     ax.plot(A(s["exact"]["n"]), A(s["exact"]["ipr"]), color=color, lw=1.3,
@@ -137,7 +137,7 @@ def draw(data: dict):
                     ax.axhline(s["bound"]["lower"], color=color, lw=0.9, ls=":", zorder=1)
                 if k == 0:
                     kind = {"exact": "MC + exact", "bound": "MC + bound", None: "MC only"}[s["theory"]]
-                    handles.append(Line2D([], [], color=color, marker=marker, ms=4,
+                    handles.append(Line2D([], [], color=color, marker=marker,
                                           ls=_LINESTYLES.get(s["attention"], "-"),
                                           lw=1.3 if s["exact"] is not None else 0, label=f"{s['label']}: {kind}"))
             ax.set_xscale("log", base=2)
@@ -147,12 +147,12 @@ def draw(data: dict):
             _style.log2_ticks(ax, min(n_all), max(n_all))
         axes[0].set_ylabel(r"$E[\sum_i w_i^2]$  $(= \mathrm{Var}(o_j) / \sigma_v^2)$")
         handles.append(Patch(color=_COLORS[5], alpha=0.25, label=r"top-$k$ bound $1/k \leq \sum w^2 \leq 1$"))
-        handles.append(Line2D([], [], color="k", marker="o", ls="none", ms=4,
+        handles.append(Line2D([], [], color="k", marker="o", ls="none",
                               label=f"MC ± SE, {data['sequences']} sequences per point (logits sampler + RB)"))
         handles.append(Line2D([], [], color="k", lw=1.3, label="exact (varsim.theory)"))
-        fig.suptitle("Weight concentration of the attention variants (Gaussian logits of scale $\\beta$)")
-        fig.legend(handles=handles, loc="outside lower center", ncol=2, fontsize=_style.MIN_FONT_SIZE + 0.5)
-        return _style.finish(fig, data)
+        _style.suptitle(fig, "Weight concentration of the attention variants (Gaussian logits of scale $\\beta$)")
+        _style.legend_below(fig, handles, fontsize="small")
+        return _style.finish(fig, data, footer=footer)
 
 
 def main(argv=None) -> int:

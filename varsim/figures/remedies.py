@@ -49,13 +49,13 @@ def variant_label(variant: str, kind: str) -> str:
     return variant + (" (inference-only)" if kind != "trained" else "")
 
 
-def panel_row(panels: list, lengths):
+def panel_row(panels: list, lengths, *, ax=None, style=None):
     """A figure with one axes per panel side by side (shared axes; call inside ``_style.style()``), each titled,
     with set size N on a log2 axis over ``lengths``. Returns ``(fig, axes)``."""
     from . import _style
 
     n = _style.array(lengths)
-    fig, axes = _style.plt.subplots(1, len(panels), figsize=(3.9 * len(panels), 3.9), squeeze=False, sharex=True,
+    fig, axes = _style.subplots(1, len(panels), ax=ax, style=style, width=3.9, height=3.9, sharex=True,
                                     sharey=True, layout="constrained")
     for ax, p in zip(axes[0], panels):
         ax.set_title(p["title"])
