@@ -78,6 +78,8 @@ def _texts(fig):
     out = []
     tick_labels = set()
     for ax in fig.axes:
+        if not ax.get_visible():
+            continue
         for axis in (ax.xaxis, ax.yaxis):
             for tick in axis.get_major_ticks() + axis.get_minor_ticks():
                 tick_labels.update((tick.label1, tick.label2))
@@ -85,6 +87,8 @@ def _texts(fig):
                 out += [t for t in (tick.label1, tick.label2) if t.get_visible() and t.get_text()]
     for t in fig.findobj(Text):
         if t in tick_labels or not t.get_visible() or not t.get_text().strip():
+            continue
+        if t.axes is not None and not t.axes.get_visible():
             continue
         if t.get_gid() == "varsim-smoke-watermark":
             continue

@@ -15,7 +15,18 @@ a helper is called::
 
 from __future__ import annotations
 
-__all__ = ["plot_result", "phase_diagram", "sweep_records", "sweep_frame"]
+__all__ = ["plot_result", "phase_diagram", "sweep_records", "sweep_frame", "style", "STYLE_NAMES"]
+
+#: The named figure styles: ``"default"``, ``"column"`` (3.3 in), ``"two-column"`` (6.9 in), ``"slides"``.
+STYLE_NAMES = ("default", "column", "two-column", "slides")
+
+
+def style(name=None):
+    """Context manager applying a figure style (a name of :data:`STYLE_NAMES` or a dict of rcParams, e.g. a
+    ``tueplots`` bundle) to what is drawn inside it: ``with plotting.style("column"): ...``."""
+    from varsim.figures import _style
+
+    return _style.style(name)
 
 
 def _axes(ax, style, aspect=0.75):

@@ -180,7 +180,11 @@ def legend_below(fig, handles, labels=None, *, ncol=None, **kw):
         kw["labels"] = labels
     if fig.get_layout_engine() is None:
         return fig.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=ncol, **kw)
-    return fig.legend(handles=handles, loc="outside lower center", ncol=ncol, **kw)
+    legend = fig.legend(handles=handles, loc="outside lower center", ncol=ncol, **kw)
+    # the figure grows by the legend's height, so the panels keep theirs (a long legend would squash them)
+    height = legend.get_window_extent(fig.canvas.get_renderer()).height / fig.dpi
+    fig.set_figheight(fig.get_figheight() + height + 0.05)
+    return legend
 
 
 def computed_footer(seed: int, quick: bool) -> str:
@@ -223,6 +227,23 @@ def _short(footer: str, width_in: float, fontsize: float) -> str:
     return textwrap.shorten(first + (" [...]" if more else ""), chars, placeholder=" [...]")
 
 
+def _declutter_log_labels(fig) -> None:
+    """Drop the minor tick labels of a log axis where they would collide with each other or the major labels
+    (Matplotlib labels minor ticks on a log axis spanning less than a decade, whatever the axes' size)."""
+    from matplotlib.ticker import NullFormatter
+
+    logs = [axis for ax in fig.axes for axis in (ax.xaxis, ax.yaxis) if axis.get_scale() == "log"]
+    if not logs:
+        return
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    for axis in logs:
+        boxes = [tick.label1.get_window_extent(renderer) for tick in axis._update_ticks()
+                 if tick.label1.get_visible() and tick.label1.get_text()]
+        if any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:]):
+            axis.set_minor_formatter(NullFormatter())
+
+
 def finish(fig, data: dict, *, footer: bool = False):
     """Record ``data``'s provenance in ``fig`` (written into the PNG/PDF metadata by :func:`save`); with ``footer``,
     add a one-line footer (``data["footer"]``, shortened to the figure's width) below everything; for quick-mode
@@ -230,6 +251,7 @@ def finish(fig, data: dict, *, footer: bool = False):
     from matplotlib.text import Annotation
 
     fig._varsim_metadata = metadata_text(data)
+    _declutter_log_labels(fig)
     content = _content_bbox(fig)
     footer = _short(data["footer"], fig.get_figwidth(), MIN_FONT_SIZE) if footer and data.get("footer") else None
     if footer:
@@ -240,10 +262,12 @@ def finish(fig, data: dict, *, footer: bool = False):
         text = f"{SMOKE_TEST_LABEL.upper()}: quick mode ({data.get('smoke_reason', 'tiny runs')})"
         fig.add_artist(Annotation(text, xy=(0.5, 1.0), xycoords=content, xytext=(0, 6), textcoords="offset points",
                                   ha="center", va="bottom",
-                                  fontsize=min(11.0, fig.get_figwidth() * 72 / (0.62 * len(text))), fontweight="bold", color="white",
+                                  fontsize=min(11.0, fig.get_figwidth() * 72 / (0.62 * len(text))),
+                                  fontweight="bold", color="white",
                                   bbox=dict(boxstyle="round,pad=0.3", fc=_SMOKE_COLOR, ec="none"),
                                   gid="varsim-smoke-test", zorder=20))
-        fig.text(0.5, 0.5, SMOKE_TEST_LABEL, fontsize=min(40, 6 * fig.get_figwidth()), color=_SMOKE_COLOR, alpha=0.18, rotation=25, ha="center",
+        fig.text(0.5, 0.5, SMOKE_TEST_LABEL, fontsize=min(40, 6 * fig.get_figwidth()), color=_SMOKE_COLOR,
+                 alpha=0.18, rotation=25, ha="center",
                  va="center", gid="varsim-smoke-watermark", zorder=0)
     return fig
 
@@ -323,10 +347,11 @@ def log2_ticks(ax, n_min: float, n_max: float, axis: str = "x") -> None:
     """Label a log axis with powers of two (sequence lengths read better as 2^k)."""
     lo, hi = int(math.floor(math.log2(n_min))), int(math.ceil(math.log2(n_max)))
     fig = ax.figure
-    size = ax.get_position().width * fig.get_figwidth() if axis == "x" else ax.get_position().height * fig.get_figheight()
+    box = ax.get_position()
+    size = box.width * fig.get_figwidth() if axis == "x" else box.height * fig.get_figheight()
     font = plt.rcParams["xtick.labelsize" if axis == "x" else "ytick.labelsize"]
     font = font if isinstance(font, (int, float)) else 8.0
-    fit = max(2, int(size * 72 / (2.6 * font)))  # labels 2^{kk} are about 2 font sizes wide, plus a gap
+    fit = max(2, int(0.8 * size * 72 / (3.0 * font)))  # labels 2^{kk}: about 2 font sizes wide, plus a gap
     step = max(1, -(-(hi - lo + 1) // fit))
     ticks = [2.0**k for k in range(lo, hi + 1, step)]
     labels = [f"$2^{{{k}}}$" for k in range(lo, hi + 1, step)]

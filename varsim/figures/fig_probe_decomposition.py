@@ -86,7 +86,8 @@ def draw(data: dict, ax=None, *, style=None, footer: bool = False):
                 ax.set_xscale("log", base=2)
                 ax.set_yscale("log")
                 _style.log2_ticks(ax, float(n.min()), float(n.max()))
-                ax.set_title(f"{row['model']}\nlayer {hd['layer']}, head {hd['head']} ({hd['reason']})", fontsize="medium")
+                ax.set_title(f"{row['model']}\nlayer {hd['layer']}, head {hd['head']} ({hd['reason']})",
+                             fontsize="medium")
                 bx.axhline(1.0, color="0.3", lw=0.8)
                 bx.plot(n, A(hd["iid_ratio"]), color=c[1], marker="^", ls="--", label="i.i.d. law / measured")
                 bx.plot(n, A(hd["offset_ratio"]), color=c[3], marker="D", ls=":", label="shared offset / measured")

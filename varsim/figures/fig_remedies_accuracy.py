@@ -51,8 +51,8 @@ def draw(data: dict, ax=None, *, style=None, footer: bool = False):
             ax.set_ylim(0, 1.02)
         axes[0].set_ylabel(f"test accuracy\n(mean, {conf}% t interval over {data['seeds']} seeds)")
         _style.legend_below(fig, list(handles.values()), fontsize="small")
-        _style.suptitle(fig, "Accuracy vs N per attention variant (solid: trained with it; dashed: inference-only map on the "
-                     "softmax weights)", fontsize="medium")
+        _style.suptitle(fig, "Accuracy vs N per attention variant (solid: trained with it; dashed: inference-only "
+                        "map on the softmax weights)", fontsize="medium")
         return _style.finish(fig, data, footer=footer)
 
 

@@ -86,7 +86,7 @@ def draw(data: dict, ax=None, *, style=None, footer: bool = False):
             _style.log2_ticks(ax, float(n.min()), float(n.max()))
             where = "before the norm" if p["stage"] == "pre" else "after the norm"
             ax.set_title(f"{p['task']}, {p['architecture'].replace('_', ' ')}: {where}")
-            ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.14), fontsize="small", ncol=1)
+            ax.legend(loc="best", fontsize="small")
         for ax in axes.ravel():
             ax.set_xlabel("set size $N$")
         for row in axes:

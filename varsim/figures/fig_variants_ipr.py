@@ -145,7 +145,8 @@ def draw(data: dict, ax=None, *, style=None, footer: bool = False):
             ax.set_title(rf"$\beta = {panel['beta']:g}$")
             ax.set_xlabel("sequence length $N$")
             _style.log2_ticks(ax, min(n_all), max(n_all))
-        axes[0].set_ylabel(r"$E[\sum_i w_i^2]$  $(= \mathrm{Var}(o_j) / \sigma_v^2)$")
+        narrow = fig.get_figwidth() < 4.5
+        axes[0].set_ylabel(r"$E[\sum_i w_i^2]$" + ("" if narrow else r"  $(= \mathrm{Var}(o_j) / \sigma_v^2)$"))
         handles.append(Patch(color=_COLORS[5], alpha=0.25, label=r"top-$k$ bound $1/k \leq \sum w^2 \leq 1$"))
         handles.append(Line2D([], [], color="k", marker="o", ls="none",
                               label=f"MC ± SE, {data['sequences']} sequences per point (logits sampler + RB)"))
