@@ -139,16 +139,21 @@ def subplots(nrows: int = 1, ncols: int = 1, *, ax=None, style=None, width: floa
         fig, flat = axes_grid(nrows * ncols, ax=ax)
         return fig, np.array(flat, dtype=object).reshape(nrows, ncols)
     spec = style_spec(style)
-    if nrows == 1 and spec["width"] is not None and ncols > spec["max_cols"]:
-        n = ncols
-        ncols = spec["max_cols"]
-        nrows = -(-n // ncols)
+    if spec["width"] is not None and ncols > spec["max_cols"]:
+        # too many columns for the style's width: the panels flow row by row into max_cols columns (the caller
+        # still indexes them [row, col]); axes shared by row would now share across the caller's rows
+        n = nrows * ncols
+        cols = spec["max_cols"]
+        rows = -(-n // cols)
         total = spec["width"]
-        fig, axes = plt.subplots(nrows, ncols, figsize=(total, total / ncols * height / width * nrows),
+        if kw.get("sharey") == "row":
+            kw["sharey"] = False
+        kw.pop("gridspec_kw", None)
+        fig, axes = plt.subplots(rows, cols, figsize=(total, total / cols * height / width * rows),
                                  squeeze=False, layout="constrained", **kw)
         for extra in axes.ravel()[n:]:
             extra.set_visible(False)
-        return fig, axes.ravel()[:n].reshape(1, n)
+        return fig, axes.ravel()[:n].reshape(nrows, ncols)
     total = spec["width"] or width * ncols
     return plt.subplots(nrows, ncols, figsize=(total, total / ncols * height / width * nrows), squeeze=False,
                         layout="constrained", **kw)
@@ -160,7 +165,7 @@ def suptitle(fig, text: str, **kw):
 
     size = kw.pop("fontsize", plt.rcParams["axes.titlesize"])
     points = size if isinstance(size, (int, float)) else plt.rcParams["font.size"]
-    chars = max(20, int(fig.get_figwidth() * 72 / (0.5 * points)))
+    chars = max(20, int(0.95 * fig.get_figwidth() * 72 / (0.58 * points)))
     lines = [textwrap.fill(part, chars) for part in text.split("\n")]
     return fig.suptitle("\n".join(lines), fontsize=size, **kw)
 
@@ -227,6 +232,21 @@ def _short(footer: str, width_in: float, fontsize: float) -> str:
     return textwrap.shorten(first + (" [...]" if more else ""), chars, placeholder=" [...]")
 
 
+def _wrap_titles(fig) -> None:
+    """Wrap each axes title that is wider than its axes onto more lines."""
+    import textwrap
+
+    for ax in fig.axes:
+        title = ax.title
+        text = title.get_text()
+        if not ax.get_visible() or not text or "$" in text:
+            continue
+        width_pt = 0.9 * ax.get_position().width * fig.get_figwidth() * 72
+        chars = max(12, int(width_pt / (0.6 * title.get_fontsize())))
+        if len(max(text.splitlines(), key=len)) > chars:
+            title.set_text("\n".join(textwrap.fill(line, chars) for line in text.splitlines()))
+
+
 def _declutter_log_labels(fig) -> None:
     """Drop the minor tick labels of a log axis where they would collide with each other or the major labels
     (Matplotlib labels minor ticks on a log axis spanning less than a decade, whatever the axes' size)."""
@@ -251,12 +271,14 @@ def finish(fig, data: dict, *, footer: bool = False):
     from matplotlib.text import Annotation
 
     fig._varsim_metadata = metadata_text(data)
+    _wrap_titles(fig)
     _declutter_log_labels(fig)
     content = _content_bbox(fig)
-    footer = _short(data["footer"], fig.get_figwidth(), MIN_FONT_SIZE) if footer and data.get("footer") else None
+    size = min(MIN_FONT_SIZE, plt.rcParams["font.size"] - 1)
+    footer = _short(data["footer"], fig.get_figwidth(), size) if footer and data.get("footer") else None
     if footer:
         fig.add_artist(Annotation(footer, xy=(0.0, 0.0), xycoords=content, xytext=(0, -6), textcoords="offset points",
-                                  ha="left", va="top", fontsize=MIN_FONT_SIZE, color="0.3", gid="varsim-footer",
+                                  ha="left", va="top", fontsize=size, color="0.3", gid="varsim-footer",
                                   zorder=20))  # drawn after the legends, whose boxes it reads
     if data.get("smoke_test", data.get("quick")):
         text = f"{SMOKE_TEST_LABEL.upper()}: quick mode ({data.get('smoke_reason', 'tiny runs')})"
