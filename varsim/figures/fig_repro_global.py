@@ -63,6 +63,7 @@ def draw(data: dict, ax=None, *, style=None, footer: bool = False):
     with _style.style(style):
         fig, axes = _style.subplots(len(rows), 2, ax=ax, style=style, width=4.8, height=3.2, sharex=True,
                                         layout="constrained")
+        narrow = fig.get_figwidth() < 4.5
         for (ax_m, ax_v), row in zip(axes, rows):
             for ln in row["lines"]:
                 sty = norm_style(ln["norm"])
@@ -73,13 +74,16 @@ def draw(data: dict, ax=None, *, style=None, footer: bool = False):
                 ax_v.plot(n, A(ln["var"]), **kw)
                 ax_v.fill_between(n, A(ln["var_min"]), A(ln["var_max"]), color=sty["color"], alpha=0.12, lw=0)
             where = f"{row['task']}, {row['architecture'].replace('_', ' ')}"
-            ax_m.set_title(f"{where}: mean across features")
-            ax_v.set_title(f"{where}: variance across features")
+            ax_m.set_title(f"{where}: mean" if narrow else f"{where}: mean across features")
+            ax_v.set_title(f"{where}: variance" if narrow else f"{where}: variance across features")
             ax_v.set_yscale("log")
             for ax in (ax_m, ax_v):
                 ax.set_xscale("log", base=2)
                 _style.log2_ticks(ax, float(n.min()), float(n.max()))
-            ax_v.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0, fontsize="small")
+            if not narrow:
+                ax_v.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0, fontsize="small")
+        if narrow:  # the same lines in every row: one legend below
+            _style.legend_below(fig, *axes[0][1].get_legend_handles_labels(), fontsize="small")
         for ax in axes[-1]:
             ax.set_xlabel("set size $N$")
         _style.suptitle(fig, f"Query-token statistics across features: mean over sets and {data['seeds']} seeds "
