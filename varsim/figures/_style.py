@@ -165,7 +165,7 @@ def suptitle(fig, text: str, **kw):
 
     size = kw.pop("fontsize", plt.rcParams["axes.titlesize"])
     points = size if isinstance(size, (int, float)) else plt.rcParams["font.size"]
-    chars = max(20, int(0.95 * fig.get_figwidth() * 72 / (0.58 * points)))
+    chars = max(20, int(0.95 * fig.get_figure(root=True).get_figwidth() * 72 / (0.58 * points)))
     lines = [textwrap.fill(part, chars) for part in text.split("\n")]
     return fig.suptitle("\n".join(lines), fontsize=size, **kw)
 
@@ -368,7 +368,7 @@ def pm(value, se) -> str:
 def log2_ticks(ax, n_min: float, n_max: float, axis: str = "x") -> None:
     """Label a log axis with powers of two (sequence lengths read better as 2^k)."""
     lo, hi = int(math.floor(math.log2(n_min))), int(math.ceil(math.log2(n_max)))
-    fig = ax.figure
+    fig = ax.get_figure(root=True)
     box = ax.get_position()
     size = box.width * fig.get_figwidth() if axis == "x" else box.height * fig.get_figheight()
     font = plt.rcParams["xtick.labelsize" if axis == "x" else "ytick.labelsize"]
