@@ -1,10 +1,24 @@
 """MkDocs hooks for the varsim site (see mkdocs.yml).
 
 * the notebooks in ``varsim/notebooks/`` (shipped in the package for ``varsim demo``) become ``notebooks/<name>.py``
-  pages (rendered and executed by mkdocs-jupyter);
+  pages (rendered and executed by mkdocs-jupyter); their pages lose the MathJax loader nbconvert writes (an empty
+  ``src``: the site's own KaTeX typesets their math) and its ipywidgets loader (from a CDN; with no kernel behind a
+  static page the sliders could not work, and the notebooks draw a static fallback), and their plots, which nbconvert
+  describes as "No description has been provided", are named after the notebook and section that draws them;
 * ``docs/THEORY.md`` and ``docs/PAPER.md`` become ``reference/THEORY.md`` and ``reference/PAPER.md``;
 * the marker ``<!-- varsim-cli-reference -->`` in ``cli.md`` is replaced by every command's ``--help``, generated
   from the argparse parsers (``varsim.cli.build_parser``), so the page cannot drift from the code;
+* ``<!-- varsim-include: PATH -->`` or ``<!-- varsim-include: PATH | HEADING -->`` is replaced by the file PATH of the
+  repository (or its section under the Markdown heading line HEADING, without that line), its headings moved so the
+  shallowest is ``##`` and its links rewritten for the site: so the results pages show the README's and the data
+  directories' own text, never a copy of it;
+* ``<!-- varsim-gallery -->`` is replaced by every figure of ``varsim.figures.FIGURES``, drawn at build time into
+  ``build/gallery`` (``VARSIM_DOCS_FIGURES=reuse`` keeps the PNGs an earlier build drew there, for quick local
+  rebuilds), each with its module's docstring as caption;
+* the version of the package and the commit the site is built from go in the header and footer, with a link to the
+  repository when one is known (``VARSIM_REPO_URL``, else ``[project.urls]`` of pyproject.toml);
+* every warning counts: those of loggers outside ``mkdocs.*`` and Python's ``warnings`` are logged again under
+  ``mkdocs.hooks.varsim``, so that ``--strict`` fails on them too;
 * ``docs/jupyter`` goes first on the Jupyter config path, so that the notebooks' execution has a time limit
   (``jupyter_nbconvert_config.json``: a cell still running after 600 s fails the build with its name; nbclient's
   default is to wait forever, which turned a hung kernel into a CI run killed at its time limit).
@@ -12,22 +26,114 @@
 
 from __future__ import annotations
 
+import ast
+import logging
 import os
+import posixpath
+import re
+import subprocess
+import sys
+import time
+from html import escape as html_escape
 from pathlib import Path
 
+from mkdocs.exceptions import PluginError
 from mkdocs.plugins import event_priority
 from mkdocs.structure.files import File
 
 ROOT = Path(__file__).resolve().parents[1]
 CLI_MARKER = "<!-- varsim-cli-reference -->"
+GALLERY_MARKER = "<!-- varsim-gallery -->"
+INCLUDE = re.compile(r"<!-- varsim-include: (?P<path>[^|>]+?)(?: \| (?P<heading>[^>]+?))? -->")
 JUPYTER_CONFIG = ROOT / "docs" / "jupyter"
+GALLERY_DIR = ROOT / "build" / "gallery"
+REFERENCE = {"docs/THEORY.md": "reference/THEORY.md", "docs/PAPER.md": "reference/PAPER.md"}
+#: repository files copied into the site as they are (images the included texts show)
+REPO_FILES_PREFIX = "files/"
+IMAGE_SUFFIXES = (".png", ".svg", ".jpg", ".jpeg")
+NOTEBOOK_MATHJAX = re.compile(r"<!-- Load mathjax -->.*?<!-- End of mathjax configuration -->", re.S)
+# nbconvert's loader of the ipywidgets renderer, fetched from a CDN; a static page has no kernel to drive the widgets
+NOTEBOOK_WIDGET_LOADER = re.compile(r"<script>(?:(?!</script>).)*?widgetRendererSrc.*?</script>", re.S)
+HEADING = re.compile(r"^(#{1,6}) ", re.M)
+LINK = re.compile(r"(!?\[[^\]]*\]\()([^)\s]+)(\))")
+ROLE = re.compile(r":(?:py:)?[a-z]+:`~?([^`]+)`")
+
+# filled by on_files: repository path of a wholly included file -> the page that includes it
+_included_pages: dict[str, str] = {}
+
+
+def _git(*args: str) -> str | None:
+    try:
+        out = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, timeout=30, check=True)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None
+
+
+def repository_url() -> str | None:
+    """The repository's web address: ``VARSIM_REPO_URL``, else a Repository/Source/Homepage entry of pyproject.toml."""
+    url = os.environ.get("VARSIM_REPO_URL", "").strip()
+    if url:
+        return url.rstrip("/")
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        return None
+    urls = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"].get("urls", {})
+    for key in ("Repository", "Source", "Homepage"):
+        if urls.get(key):
+            return urls[key].rstrip("/")
+    return None
+
+
+class _ForwardWarnings(logging.Handler):
+    """Re-log the warnings of loggers outside ``mkdocs.*`` (griffe, nbconvert, traitlets, Python's ``warnings``)
+    under ``mkdocs.hooks.varsim``, so that ``mkdocs build --strict`` counts them and fails."""
+
+    def __init__(self):
+        super().__init__(logging.WARNING)
+
+    def emit(self, record):
+        if record.levelno < logging.WARNING or record.name.startswith("mkdocs"):
+            return
+        if record.msg == NBCONVERT_NO_ALT:  # on_post_page gives those plots their alt text
+            return
+        FORWARD_LOG.warning("%s: %s", record.name, record.getMessage())
+
+
+FORWARD_LOG = logging.getLogger("mkdocs.hooks.varsim")
+# nbconvert gives a cell's plot (which has no alt text) this placeholder, and warns with NBCONVERT_NO_ALT
+NBCONVERT_ALT_PLACEHOLDER = 'alt="No description has been provided for this image"'
+NBCONVERT_NO_ALT = "Alternative text is missing on %s image(s)."
+HEADING_OR_PLACEHOLDER = re.compile(r"<h[1-4][^>]*>(?P<heading>.*?)</h[1-4]>|" + re.escape(NBCONVERT_ALT_PLACEHOLDER),
+                                    re.S)
+
+
+def count_every_warning() -> None:
+    logging.captureWarnings(True)
+    root = logging.getLogger()
+    if not any(isinstance(h, _ForwardWarnings) for h in root.handlers):
+        root.addHandler(_ForwardWarnings())
 
 
 def on_config(config):
+    count_every_warning()
     # read by the NbConvertApp that mkdocs-jupyter makes for each notebook; JUPYTER_CONFIG_PATH entries take
     # precedence over the user's own config dirs
     old = os.environ.get("JUPYTER_CONFIG_PATH")
     os.environ["JUPYTER_CONFIG_PATH"] = os.pathsep.join([str(JUPYTER_CONFIG)] + ([old] if old else []))
+
+    from varsim import __version__
+
+    commit = _git("rev-parse", "--short=10", "HEAD")
+    dirty = commit is not None and bool(_git("status", "--porcelain", "--untracked-files=no"))
+    built_from = f"commit {commit}{' + uncommitted changes' if dirty else ''}" if commit else "an unversioned tree"
+    config.site_name = f"varsim {__version__}"
+    config.copyright = f"varsim {__version__} (varsim-attention on PyPI), built from {built_from}"
+    url = repository_url()
+    if url and not config.repo_url:
+        config.repo_url = url
+        config.repo_name = "source"
     return config
 
 
@@ -37,9 +143,90 @@ def on_files(files, config):
     for path in sorted((ROOT / "varsim" / "notebooks").glob("[0-9]*.py")):
         files.append(File(f"notebooks/{path.name}", src_dir=str(ROOT / "varsim"), dest_dir=config.site_dir,
                           use_directory_urls=config.use_directory_urls))
-    for name in ("THEORY.md", "PAPER.md"):
-        files.append(File.generated(config, f"reference/{name}", abs_src_path=str(ROOT / "docs" / name)))
+    for source, uri in REFERENCE.items():
+        files.append(File.generated(config, uri, abs_src_path=str(ROOT / source)))
+    for path in sorted((ROOT / "docs").glob("*")):
+        if path.suffix in IMAGE_SUFFIXES:
+            rel = path.relative_to(ROOT).as_posix()
+            files.append(File.generated(config, REPO_FILES_PREFIX + rel, abs_src_path=str(path)))
+    _included_pages.clear()
+    _included_pages.update(REFERENCE)
+    for file in files.documentation_pages():
+        if file.abs_src_path and Path(file.abs_src_path).suffix == ".md":
+            for match in INCLUDE.finditer(Path(file.abs_src_path).read_text(encoding="utf-8")):
+                if not match["heading"]:
+                    _included_pages[match["path"].strip()] = file.src_uri
+    if any(GALLERY_MARKER in Path(f.abs_src_path).read_text(encoding="utf-8")
+           for f in files.documentation_pages() if f.abs_src_path and f.abs_src_path.endswith(".md")):
+        for name in draw_gallery():
+            files.append(File(f"gallery/{name}.png", src_dir=str(GALLERY_DIR.parent), dest_dir=config.site_dir,
+                              use_directory_urls=config.use_directory_urls))
     return files
+
+
+def draw_gallery() -> list[str]:
+    """Draw every figure into build/gallery (or keep an earlier build's with VARSIM_DOCS_FIGURES=reuse); its names."""
+    from varsim.figures import FIGURES, make
+
+    names = list(FIGURES)
+    mode = os.environ.get("VARSIM_DOCS_FIGURES", "draw")
+    if mode not in ("draw", "reuse"):
+        raise PluginError(f"VARSIM_DOCS_FIGURES must be 'draw' or 'reuse', not {mode!r}")
+    missing = [n for n in names if not (GALLERY_DIR / f"{n}.png").is_file()]
+    todo = names if mode == "draw" else missing
+    if todo:
+        start = time.perf_counter()
+        try:
+            make(todo, outdir=GALLERY_DIR, progress=False)
+        except ValueError as exc:
+            raise PluginError(f"the gallery's figures could not be drawn: {exc}") from exc
+        print(f"INFO    -  varsim gallery: drew {len(todo)} figures in {time.perf_counter() - start:.0f} s",
+              file=sys.stderr)
+    return names
+
+
+def figure_caption(name: str) -> tuple[str, str]:
+    """The title (first line) and the rest of the docstring of figure module ``name``, as Markdown."""
+    from varsim.figures import FIGURES
+
+    module_path = ROOT / (FIGURES[name].replace(".", "/") + ".py")
+    doc = ast.get_docstring(ast.parse(module_path.read_text(encoding="utf-8"))) or ""
+    title, _, rest = doc.strip().partition("\n")
+    return plain_text(title.strip()), plain_text(rest.strip())
+
+
+def plain_text(text: str) -> str:
+    """Docstring prose as Markdown that shows it as written: roles and ``code`` as code, no accidental links."""
+    parts = re.split(r"(``[^`]+``|`[^`]+`)", ROLE.sub(r"`\1`", text))
+    return "".join(p if p.startswith("`") else re.sub(r"([\[\]*_\\])", r"\\\1", p) for p in parts)
+
+
+GALLERY_GROUPS = (
+    ("Theory", "fig_variance_vs_n fig_decay_exponent fig_random_query fig_variants_ipr"),
+    ("Reproduction", "fig_repro_"),
+    ("Remedies", "fig_remedies_"),
+    ("Real pretrained models", "fig_probe_"),
+)
+
+
+def gallery_markdown() -> str:
+    """Every figure of the registry, grouped, with its caption; the figures are drawn in on_files."""
+    from varsim.figures import FIGURES
+
+    parts, seen = [], set()
+    for group, selector in GALLERY_GROUPS:
+        names = [n for n in FIGURES if n in selector.split() or (selector.endswith("_") and n.startswith(selector))]
+        parts.append(f"## {group}\n")
+        for name in names:
+            seen.add(name)
+            title, rest = figure_caption(name)
+            parts.append(f"### {title}\n\n"
+                         f'<figure markdown="span">\n![{name}](gallery/{name}.png){{ loading=lazy }}\n'
+                         f"<figcaption markdown>`{name}`</figcaption>\n</figure>\n\n{rest}\n")
+    left = [n for n in FIGURES if n not in seen]
+    if left:
+        raise PluginError(f"gallery: figures in no group of GALLERY_GROUPS: {', '.join(left)}")
+    return "\n".join(parts)
 
 
 def cli_reference() -> str:
@@ -63,9 +250,115 @@ def cli_reference() -> str:
     return "\n".join(parts)
 
 
+def section(text: str, heading: str, source: str) -> str:
+    """The part of Markdown ``text`` under the heading line ``heading``, to the next heading at its level or above."""
+    lines = text.splitlines()
+    try:
+        start = lines.index(heading)
+    except ValueError:
+        raise PluginError(f"varsim-include: {source} has no heading line {heading!r}") from None
+    level = len(heading) - len(heading.lstrip("#"))
+    end, fenced = len(lines), False
+    for i in range(start + 1, len(lines)):
+        if lines[i].lstrip().startswith("```"):
+            fenced = not fenced
+        elif not fenced and (m := HEADING.match(lines[i])) and len(m.group(1)) <= level:
+            end = i
+            break
+    return "\n".join(lines[start + 1:end]).strip("\n") + "\n"
+
+
+def shift_headings(text: str, top: int = 2) -> str:
+    """Move ``text``'s headings so that the shallowest is at level ``top`` (outside fenced code)."""
+    levels = [len(m.group(1)) for m in HEADING.finditer(_without_fences(text))]
+    if not levels:
+        return text
+    delta = top - min(levels)
+    out, fenced = [], False
+    for line in text.splitlines():
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+        m = None if fenced else HEADING.match(line)
+        out.append("#" * min(6, len(m.group(1)) + delta) + line[len(m.group(1)):] if m else line)
+    return "\n".join(out) + "\n"
+
+
+def _without_fences(text: str) -> str:
+    return re.sub(r"^```.*?^```", "", text, flags=re.S | re.M)
+
+
+def rewrite_links(text: str, source: str, page_uri: str, repo_url: str | None, commit: str | None) -> str:
+    """Links of the repository file ``source`` made to work on the page ``page_uri`` of the site.
+
+    A link to a file another page includes whole goes to that page, an image under docs/ to its copy in the site,
+    anything else in the repository to the repository's web view (as code when no repository address is known).
+    """
+    base = posixpath.dirname(source)
+    page_dir = posixpath.dirname(page_uri)
+
+    def replace(match: re.Match) -> str:
+        opening, target, closing = match.groups()
+        if re.match(r"^[a-z][a-z0-9+.-]*:", target) or target.startswith("#"):
+            return match.group(0)
+        path, _, fragment = target.partition("#")
+        repo_path = posixpath.normpath(posixpath.join(base, path))
+        if repo_path in _included_pages:
+            dest = _included_pages[repo_path]
+        elif repo_path.endswith(IMAGE_SUFFIXES) and repo_path.startswith("docs/"):
+            dest = REPO_FILES_PREFIX + repo_path
+        elif repo_url:
+            return f"{opening}{repo_url}/blob/{commit or 'HEAD'}/{repo_path}{closing}"
+        else:
+            label = opening[1:-2] if not opening.startswith("!") else opening[2:-2]
+            return f"{label} (`{repo_path}` in the repository)" if label.strip("`") != repo_path else f"`{repo_path}`"
+        rel = posixpath.relpath(dest, page_dir or ".")
+        return f"{opening}{rel}{'#' + fragment if fragment else ''}{closing}"
+
+    return LINK.sub(replace, text)
+
+
+def include(match: re.Match, page_uri: str, config, markdown: str) -> str:
+    """The text of one include marker, its shallowest heading one level below the page's heading above the marker."""
+    above = [len(m.group(1)) for m in HEADING.finditer(_without_fences(markdown[:match.start()]))]
+    source = match["path"].strip()
+    path = ROOT / source
+    if not path.is_file():
+        raise PluginError(f"varsim-include in {page_uri}: no file {source}")
+    text = path.read_text(encoding="utf-8")
+    if match["heading"]:
+        text = section(text, match["heading"].strip(), source)
+    commit = _git("rev-parse", "HEAD")
+    text = rewrite_links(text, source, page_uri, config.repo_url.rstrip("/") if config.repo_url else None, commit)
+    return shift_headings(text, top=min(6, (above[-1] if above else 1) + 1))
+
+
 def on_page_markdown(markdown, page, config, files):
     if page.file.src_uri == "cli.md":
         if CLI_MARKER not in markdown:
-            raise ValueError(f"cli.md: the marker {CLI_MARKER} is missing")
-        return markdown.replace(CLI_MARKER, cli_reference())
-    return markdown
+            raise PluginError(f"cli.md: the marker {CLI_MARKER} is missing")
+        markdown = markdown.replace(CLI_MARKER, cli_reference())
+    if GALLERY_MARKER in markdown:
+        markdown = markdown.replace(GALLERY_MARKER, gallery_markdown())
+    return INCLUDE.sub(lambda m: include(m, page.file.src_uri, config, markdown), markdown)
+
+
+def plot_alt_text(html: str, title: str) -> str:
+    """``html`` with each plot nbconvert left without a description named after the notebook and its section."""
+    section_title = title
+
+    def replace(match: re.Match) -> str:
+        nonlocal section_title
+        if match["heading"] is not None:
+            section_title = re.sub(r"<[^>]+>|¶", "", match["heading"]).strip() or section_title
+            return match.group(0)
+        where = title if section_title == title else f"{title}, section {section_title}"
+        return f'alt="{html_escape(f"Plot drawn by the notebook ({where})")}"'
+
+    return HEADING_OR_PLACEHOLDER.sub(replace, html)
+
+
+def on_post_page(output, page, config):
+    if page.file.src_uri.startswith("notebooks/"):
+        output = NOTEBOOK_WIDGET_LOADER.sub("", NOTEBOOK_MATHJAX.sub("", output))
+        output = plot_alt_text(output, page.title or page.file.name)
+    return output

@@ -38,9 +38,7 @@ def row_masks(mask):
 
 
 def batch_for(cfg, b, n, seed=0):
-    extra = {"n_classes": cfg.n_classes} if cfg.task == "argmax" else {"key_vocab": cfg.key_vocab,
-                                                                       "value_vocab": cfg.value_vocab}
-    return make_batch(cfg.task, b, n, np.random.default_rng(seed), **extra)
+    return make_batch(cfg.task, b, n, np.random.default_rng(seed), **cfg.vocab)
 
 
 def check_model_grads(cfg, *, n=(2, 5), b=3, per_param=3, seed=0):

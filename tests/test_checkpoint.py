@@ -235,8 +235,8 @@ def test_torn_last_metrics_line_is_dropped_with_a_notice(short_run, tmp_path, ca
                                   b'{"step": -1}'])
 def test_damaged_metrics_line_is_refused_naming_file_and_line(short_run, tmp_path, line):
     """A line before the last that is not a record with an integer step (a hand edit, bad bytes) refuses the
-    resumption with a message naming the file and the line number, and leaves the log untouched. Catches the old
-    reader, which silently skipped such lines and then rewrote the log without them."""
+    resumption with a message naming the file and the line number, and leaves the log untouched. Catches a
+    reader that silently skips such lines and then rewrites the log without them."""
     cfg, d = short_run
     run = _copy(d, tmp_path)
     lines = _metrics_bytes(run).split(b"\n")
@@ -257,7 +257,7 @@ def _tiny(**kw):
 def test_full_disk_while_checkpointing_loses_nothing_and_exits_1(tmp_path, monkeypatch, capsys):
     """The second checkpoint write fails with ENOSPC after writing part of its data: `varsim train` prints one line
     and exits 1, the step-6 checkpoint is intact and no temporary file is left; once there is room again, --resume
-    ends bitwise equal to a run never interrupted. Catches a non-atomic write (the old checkpoint truncated), a
+    ends bitwise equal to a run never interrupted. Catches a non-atomic write (the previous checkpoint truncated), a
     traceback from the CLI, or a leftover .tmp file."""
     import errno
 
@@ -299,7 +299,7 @@ def test_full_disk_while_checkpointing_loses_nothing_and_exits_1(tmp_path, monke
 def test_run_refused_before_its_first_checkpoint_leaves_nothing_behind(tmp_path, monkeypatch, failure, existing):
     """A run stopped at update 1 (a non-finite loss, a ValueError raised inside the loop after the directory was
     created, Ctrl-C) removes what it wrote, and the directory when it created it; the same command then runs.
-    Catches the old behaviour: config.json left behind, so the rerun was refused with 'already holds a run'."""
+    Catches config.json left behind, so that the rerun is refused with 'already holds a run'."""
     from varsim.nn.model import Transformer as _T
 
     real = _T.loss_and_grads

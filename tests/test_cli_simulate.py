@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from varsim.cli import main
-from varsim.cli.simulate import parse_grid
+from varsim.cli._options import parse_grid
 
 # A cheap, well-conditioned setting (annealed phase, beta = 1): Var(o_j) = E[sum w^2] exactly.
 CHEAP = ["--n", "16", "64", "--d-k", "16", "--d-v", "8", "--sequences", "3000", "--no-progress"]

@@ -36,7 +36,7 @@ def test_scaled_softmax_values_equal_the_library(capsys, argv, name, params):
     taken at beta."""
     ns = [4.0, 64.0, 4096.0]
     out = _json(capsys, ["--n", *map(str, ns), "--beta", "1.5", *argv])
-    assert out["variant"]["attention"] == name and out["variant"]["theory"] == "scaled_softmax"
+    assert out["variant"]["attention"] == name and out["variant"]["theory"] == "exact_ipr"
     assert {k: out["variant"]["params"][k] for k in params} == params
     beta_n = T.variant_beta(name, ns, 1.5, **params)
     ipr = T.variant_ipr(name, ns, 1.5, **params)
@@ -81,7 +81,7 @@ def test_monte_carlo_only_variants_print_the_note(capsys, name):
     text = capsys.readouterr().out
     assert "Monte Carlo only" in text and f"varsim simulate --attention {name}" in text
     out = _json(capsys, ["--n", "64", "--beta", "1", "--attention", name])
-    assert out["variant"]["theory"] == "monte_carlo" and out["rows"] == [] and "Monte Carlo only" in out["note"]
+    assert out["variant"]["theory"] == "none" and out["rows"] == [] and "Monte Carlo only" in out["note"]
 
 
 def test_softmax_default_is_unchanged(capsys):

@@ -1,18 +1,31 @@
-"""The documentation build's hook (docs/mkdocs_hooks.py): notebook execution has a time limit."""
+"""The documentation build's hooks (docs/mkdocs_hooks.py) and its griffe extension (docs/griffe_varsim.py)."""
 
 import importlib.util
+import re
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _hooks():
-    spec = importlib.util.spec_from_file_location("varsim_mkdocs_hooks", ROOT / "docs" / "mkdocs_hooks.py")
+def _load(name, module_name):
+    spec = importlib.util.spec_from_file_location(module_name, ROOT / "docs" / name)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def _hooks():
+    pytest.importorskip("mkdocs")
+    hooks = _load("mkdocs_hooks.py", "varsim_mkdocs_hooks")
+    hooks.count_every_warning = lambda: None  # the test process keeps its own warning and logging setup
+    return hooks
+
+
+def _config(**kw):
+    return SimpleNamespace(site_name="varsim", copyright=None, repo_url=None, repo_name=None, **kw)
 
 
 def test_executed_notebooks_have_a_cell_timeout(monkeypatch, tmp_path):
@@ -31,6 +44,189 @@ def test_executed_notebooks_have_a_cell_timeout(monkeypatch, tmp_path):
         return ExecutePreprocessor(config=app.config).timeout
 
     assert timeout() is None  # the library default the hook must change
-    config = object()
+    config = _config()
     assert _hooks().on_config(config) is config
     assert timeout() == 600
+
+
+def test_header_and_footer_name_the_version_and_commit(monkeypatch):
+    """Catches a site that does not say which version and commit it documents, or drops a known repository link."""
+    from varsim import __version__
+
+    hooks = _hooks()
+    monkeypatch.delenv("VARSIM_REPO_URL", raising=False)
+    config = hooks.on_config(_config())
+    assert config.site_name == f"varsim {__version__}"
+    commit = hooks._git("rev-parse", "--short=10", "HEAD")
+    assert commit and commit in config.copyright
+    monkeypatch.setenv("VARSIM_REPO_URL", "https://example.org/varsim/")
+    assert hooks.on_config(_config()).repo_url == "https://example.org/varsim"
+
+
+README = """# Title
+
+intro
+
+## Results: a section
+
+text with a [table](data/table.md) and ![fig](docs/fig.png), [theory](docs/THEORY.md#x) and [web](https://a.b/c).
+
+### Setup
+
+```bash
+# not a heading
+```
+
+## Next section
+
+other text
+"""
+
+
+def test_include_takes_one_section_moves_its_headings_and_fixes_its_links(monkeypatch):
+    """Catches an include that runs past its section, keeps the README's heading levels (a second H1 on the page),
+    or leaves links that only work from the repository root."""
+    hooks = _hooks()
+    monkeypatch.setattr(hooks, "_included_pages", {"data/table.md": "results/tables.md",
+                                                   "docs/THEORY.md": "reference/THEORY.md"})
+    text = hooks.section(README, "## Results: a section", "README.md")
+    assert "other text" not in text and "intro" not in text and "Results" not in text
+    assert "### Setup" in text
+    shifted = hooks.shift_headings(text, top=3)
+    assert "\n### Setup" in "\n" + shifted and "# not a heading" in shifted  # code fences untouched
+    links = hooks.rewrite_links(text, "README.md", "results/page.md", None, None)
+    assert "[table](tables.md)" in links
+    assert "![fig](../files/docs/fig.png)" in links
+    assert "[theory](../reference/THEORY.md#x)" in links
+    assert "[web](https://a.b/c)" in links
+    other = hooks.rewrite_links("see [data](x/y.json)", "README.md", "p.md", None, None)
+    assert other == "see data (`x/y.json` in the repository)"
+    web = hooks.rewrite_links("see [data](x/y.json)", "README.md", "p.md", "https://h/r", "abc")
+    assert web == "see [data](https://h/r/blob/abc/x/y.json)"
+    with pytest.raises(Exception, match="no heading line"):
+        hooks.section(README, "## Missing", "README.md")
+
+
+def test_warnings_of_other_loggers_count_in_strict_mode():
+    """Catches a build that passes --strict while griffe, nbconvert or Python's warnings module warned: mkdocs
+    counts only its own loggers' warnings."""
+    import logging
+
+    hooks = _load("mkdocs_hooks.py", "varsim_mkdocs_hooks")
+    seen = []
+    handler = logging.Handler()
+    handler.emit = seen.append
+    logging.getLogger("mkdocs.hooks.varsim").addHandler(handler)
+    try:
+        forward = hooks._ForwardWarnings()
+        for name in ("griffe", "py.warnings", "mkdocs.plugins.x"):
+            forward.handle(logging.LogRecord(name, logging.WARNING, __file__, 1, "careful %s", ("here",), None))
+        forward.handle(logging.LogRecord("griffe", logging.INFO, __file__, 1, "fine", (), None))
+        forward.handle(logging.LogRecord("traitlets", logging.WARNING, __file__, 1, hooks.NBCONVERT_NO_ALT, (2,), None))
+    finally:
+        logging.getLogger("mkdocs.hooks.varsim").removeHandler(handler)
+    assert [r.getMessage() for r in seen] == ["griffe: careful here", "py.warnings: careful here"]
+
+
+def test_notebook_plots_get_a_description_naming_notebook_and_section():
+    """Catches notebook plots left with nbconvert's "No description has been provided" (the warning it logs is
+    not counted because this hook supplies the description)."""
+    hooks = _hooks()
+    placeholder = hooks.NBCONVERT_ALT_PLACEHOLDER
+    html = f'<img {placeholder}><h2 id="s">Sample <b>it</b><a class="anchor-link">¶</a></h2><img src=a {placeholder}>'
+    out = hooks.plot_alt_text(html, "1. Title")
+    assert "No description" not in out
+    assert 'alt="Plot drawn by the notebook (1. Title)"' in out
+    assert 'alt="Plot drawn by the notebook (1. Title, section Sample it)"' in out
+
+
+def test_included_readme_sections_exist():
+    """Catches a results page whose README section was renamed: the build would fail, this says which."""
+    hooks = _hooks()
+    for page in (ROOT / "docs" / "site").rglob("*.md"):
+        for match in hooks.INCLUDE.finditer(page.read_text(encoding="utf-8")):
+            text = (ROOT / match["path"].strip()).read_text(encoding="utf-8")
+            if match["heading"]:
+                assert hooks.section(text, match["heading"].strip(), match["path"]).strip(), page
+
+
+def test_gallery_has_every_figure_with_a_caption():
+    """Catches a figure added to the registry but not to the gallery, or a caption read as Markdown links."""
+    from varsim.figures import FIGURES
+
+    hooks = _hooks()
+    text = hooks.gallery_markdown()
+    for name in FIGURES:
+        assert f"(gallery/{name}.png)" in text
+        title, rest = hooks.figure_caption(name)
+        assert title and rest
+    assert "\\[sum w^2\\](N, beta)" in hooks.plain_text("E[sum w^2](N, beta)")
+
+
+def _griffe_package(tmp_path, source):
+    griffe = pytest.importorskip("griffe")
+    ext = _load("griffe_varsim.py", "varsim_griffe_ext")
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text(source)
+    return griffe.load("pkg", search_paths=[tmp_path], docstring_parser="numpy",
+                       extensions=griffe.load_extensions(ext.VarsimDocstrings))
+
+
+def test_sphinx_roles_become_cross_references(tmp_path):
+    """Catches raw roles (`:func:`) on the API pages and references that point at the wrong object."""
+    pkg = _griffe_package(tmp_path, '''"""See :func:`helper`, :class:`~pkg.Thing`, :mod:`numpy` and :data:`LIMIT`."""
+LIMIT = 3
+def helper():
+    """Uses :meth:`Thing.run` and :func:`title <pkg.helper>`."""
+class Thing:
+    def run(self):
+        """Runs."""
+''')
+    doc = pkg.docstring.value
+    assert ":func:" not in doc and ":class:" not in doc and ":mod:" not in doc and ":data:" not in doc
+    assert '<autoref identifier="pkg.helper" optional><code>helper</code></autoref>' in doc
+    assert '<autoref identifier="pkg.Thing" optional><code>Thing</code></autoref>' in doc
+    assert '<autoref identifier="numpy" optional><code>numpy</code></autoref>' in doc
+    assert '<autoref identifier="pkg.LIMIT" optional><code>LIMIT</code></autoref>' in doc
+    helper = pkg["helper"].docstring.value
+    assert 'identifier="pkg.Thing.run" optional><code>Thing.run</code>' in helper
+    assert 'identifier="pkg.helper" optional><code>title</code>' in helper
+
+
+def test_short_parameter_entries_render_as_description_and_own_default(tmp_path):
+    """Catches the garbled Parameters table: prose in the Type column, and a parameter documented together with
+    another shown with the other's default (value_scale shown as 0.0 when it is 1.0)."""
+    pkg = _griffe_package(tmp_path, '''
+def f(n, *, value_mean=0.0, value_scale: float = 1.0, tau: float = 2.0):
+    """Doc.
+
+    Parameters
+    ----------
+    n : int
+        Lengths.
+    value_mean, value_scale : values are ``mean + scale * eps``.
+    tau : temperature (>= 0) multiplying the logits.
+    """
+''')
+    (section,) = [s for s in pkg["f"].docstring.parsed if s.kind.value == "parameters"]
+    got = {p.name: p for p in section.value}
+    assert str(got["n"].annotation) == "int" and got["n"].value is None
+    assert got["value_mean"].value == "0.0" and got["value_scale"].value == "1.0"
+    assert str(got["value_scale"].annotation) == "float"
+    assert got["tau"].description.startswith("temperature (>= 0)") and str(got["tau"].annotation) == "float"
+    assert got["tau"].value == "2.0"
+
+
+def test_varsim_docstrings_keep_no_raw_role_after_the_extension():
+    """Catches a role form the extension does not translate (the API pages would show it raw)."""
+    griffe = pytest.importorskip("griffe")
+    ext = _load("griffe_varsim.py", "varsim_griffe_ext")
+    pkg = griffe.load("varsim", docstring_parser="numpy", extensions=griffe.load_extensions(ext.VarsimDocstrings))
+    left = [(obj.path, m.group(0)) for obj in ext.members(pkg) if obj.docstring
+            for m in re.finditer(r":[a-z]+:`", obj.docstring.value)]
+    assert not left, left[:5]
+    simulate = pkg["sim._driver.simulate"]
+    (section,) = [s for s in simulate.docstring.parsed if s.kind.value == "parameters"]
+    got = {p.name: p for p in section.value}
+    assert got["value_scale"].value == "1.0" and got["value_mean"].value == "0.0"
+    assert "keep_samples" in got and "keep_samples" not in got["progress"].description

@@ -44,7 +44,7 @@ def test_registry_names_importable_figure_modules():
     for name in figures.FIGURES:
         module = figures.load(name)
         assert module.NAME == name
-        assert all(callable(getattr(module, f)) for f in ("compute", "draw", "plot", "main"))
+        assert all(callable(getattr(module, f)) for f in ("compute", "draw", "main"))
     with pytest.raises(ValueError, match="fig_nope"):
         figures.load("fig_nope")
 
@@ -87,8 +87,8 @@ def test_variance_figure_shows_the_exact_local_exponent_not_one_fitted_slope(qui
     """The bottom panel is the exact d ln Var / d ln N, equal to the finite-difference slope of the exact curve
     drawn above it; no legend entry claims one fitted slope.
 
-    Catches an exponent panel plotted with log2 N (0.69x the slope) or for the wrong beta, and the old single
-    "fitted slope" legend that hid a drift from -0.45 to -0.91 at beta = 2.
+    Catches an exponent panel plotted with log2 N (0.69x the slope) or for the wrong beta, and a single
+    "fitted slope" legend, which would hide the drift from -0.45 to -0.91 at beta = 2.
     """
     data = quick_run[2]["fig_variance_vs_n"]
     for c in data["curves"]:
@@ -273,7 +273,7 @@ def test_reproduction_figures_from_a_results_directory(tiny_repro, tmp_path):
         data = _style.jsonable(mod.compute(source=source))
         json.dumps(data, allow_nan=False)
         assert data["origin"] == "results directory" and str(tiny_repro) in data["footer"]
-        paths = mod.plot(json.loads(json.dumps(data)), tmp_path)
+        paths = figures.plot(name, json.loads(json.dumps(data)), tmp_path)
         assert sorted(p.suffix for p in paths) == [".pdf", ".png"]
         fig = mod.draw({**data, "smoke_test": True})
         assert any(_style.SMOKE_TEST_LABEL in t.lower() for t in _texts(fig)), name

@@ -150,7 +150,7 @@ def test_provenance_in_file_metadata_and_footer_only_when_asked(datasets, tmp_pa
         fig = module.draw(data)
         assert not [t for t in fig.texts if t.get_gid() == "varsim-footer"]
         _style.plt.close(fig)
-    paths = module.plot(data, tmp_path, style="column", footer=True)
+    paths = _style.draw_and_save(module.draw, data, tmp_path, "fig_random_query", style="column", footer=True)
     meta = json.loads(Image.open(paths[0]).info["Description"])
     assert meta["name"] == "fig_random_query" and meta["footer"] == data["footer"]
     assert b"fig_random_query" in paths[1].read_bytes()

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from varsim.figures import FIGURES, _style, load, make
+from varsim.figures import FIGURES, _style, load, make, plot
 from varsim.figures._style import jsonable
 from varsim.figures.probe import COMMITTED_DIR, COMMITTED_FILES, ProbeSource, probe_command, read_probe
 
@@ -35,7 +35,7 @@ def test_compute_is_jsonable_and_plot_writes_png_pdf(name, tmp_path):
         assert f"varsim probe-model --model {model}" in data["footer"]
         assert f"varsim/figures/data/probe/{model}.json" in data["footer"]
     assert "--seed 0" in data["footer"] and "commit 2fb89e5724" in data["footer"]
-    paths = mod.plot(jsonable(data), tmp_path)
+    paths = plot(name, jsonable(data), tmp_path)
     assert sorted(p.suffix for p in paths) == [".pdf", ".png"]
     assert all(p.stat().st_size > 1000 for p in paths)
 

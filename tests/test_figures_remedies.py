@@ -11,8 +11,8 @@ import pytest
 
 import varsim.figures as figures
 from varsim.cli import main
+from varsim.experiments import run_reproduction
 from varsim.experiments.remedies import remedies_settings
-from varsim.experiments.runner import run_reproduction
 from varsim.figures import _style
 
 REMEDIES = ["fig_remedies_accuracy", "fig_remedies_paired", "fig_remedies_weight"]

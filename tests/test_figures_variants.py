@@ -73,7 +73,7 @@ def test_exact_lines_and_bounds_agree_with_the_mc_points(quick):
                 assert s["theory"] == "bound" and np.all((ipr >= 1 / fig.TOPK) & (ipr <= 1))
                 continue
             if s["exact"] is None:
-                assert s["theory"] is None
+                assert s["theory"] == "none"
                 continue
             ref = np.array(s["exact_at_mc"])
             assert np.all(np.abs(ipr - ref) <= 5 * se + 0.01 * ref), (beta, s["attention"], ipr, ref, se)
@@ -83,3 +83,23 @@ def test_exact_lines_and_bounds_agree_with_the_mc_points(quick):
             assert line[-1] == pytest.approx(want, rel=1e-9)
         crit = next(s for s in panel["series"] if s["attention"] == "critical")
         assert crit["params"]["beta0"] == beta
+
+
+def test_legend_kind_is_the_registry_entrys_not_the_first_cells(quick, monkeypatch):
+    """Each legend entry states its variant's declared theory kind, whatever its first cell's theory was: top-k with
+    k = 16 is 'MC + bound' although its first cell (N = 16 <= k) is exact softmax.
+
+    Catches the kind read from the first cell (top-k would read 'MC + exact')."""
+    from varsim.variants import get_variant
+
+    for panel in quick[2]["panels"]:
+        assert all(s["theory"] == get_variant(s["attention"]).theory for s in panel["series"])
+    monkeypatch.setattr(fig, "VARIANT_SPECS", (("topk", "top-k (k = 16)", {"k": 16}),))
+    monkeypatch.setitem(fig._SIZES, True, (np.array([16, 64]), 64, 4))
+    data = fig.compute(quick=True)
+    series = data["panels"][0]["series"][0]
+    assert series["exact_at_mc"][0] is not None and series["theory"] == "bound"
+    f = fig.draw(data)
+    labels = {t.get_text() for leg in f.legends for t in leg.get_texts()}
+    assert "top-k (k = 16): MC + bound" in labels, labels
+    _style.plt.close(f)

@@ -2,10 +2,16 @@
 
 Each notebook is a py:percent file (no outputs committed); jupytext turns it into a notebook and nbclient runs it
 in a fresh ipykernel, so a cell that raises (an assertion about the numbers, an API that changed) fails the test.
-The training notebook is marked slow.
+
+Lessons, not demonstrations: each notebook has goals and prerequisites, "predict, then run" prompts, one cell tagged
+``parameters`` (the one a student changes), 2-4 exercises whose solutions sit in ``<details>`` blocks (revealed by
+the reader; their code is run here, in place, with its own assertions) and takeaways. A student may change any
+parameter to any sensible value: :data:`ALTERNATIVES` runs each notebook with other values substituted into that
+cell (one set per notebook by default, the wide sets and the training notebook's marked slow).
 """
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -14,27 +20,137 @@ from varsim.cli import main
 from varsim.notebooks import notebooks_dir
 
 NOTEBOOKS = notebooks_dir()  # varsim/notebooks/: the one copy, shipped in the package
-SLOW = {"04_train_and_fail.py"}
+SLOW_ALTERNATIVES = {"04_train_and_fail.py"}  # each run trains a model: all its alternatives are slow
 ALL = sorted(p.name for p in NOTEBOOKS.glob("[0-9]*.py"))
+SOLUTION = re.compile(r"<details><summary>Solution[^<]*</summary>(.*?)</details>", re.S)
+CODE = re.compile(r"```python\n(.*?)```", re.S)
+
+#: other values of each notebook's parameters cell (appended to it as assignments) that must run without an error;
+#: the first set of each notebook runs by default, the others are slow (they are the "any sensible value" promise)
+ALTERNATIVES = {
+    "01_variance_vanishes.py": [
+        {"BETAS": "(0.5, 3.0)", "N_GRID": "[8, 100, 2000]", "N_SEQUENCES": "200", "SEED": "7"},
+        {"BETAS": "(0.0,)", "N_GRID": "[2, 3]", "D_K": "8", "D_V": "2", "N_SEQUENCES": "64"},
+        {"BETAS": "(4.0, 1.5, 2.5)", "N_GRID": "[16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192]",
+         "N_SEQUENCES": "300", "D_K": "64", "D_V": "4", "SEED": "123"},
+    ],
+    "02_phase_diagram.py": [
+        {"CURVE_BETAS": "(0.25, 4.0)", "BETA": "3.5", "N": "50.0", "N_MAX": "1e12"},
+        {"CURVE_BETAS": "(1.0,)", "BETA": "0.0", "N": "2.0", "N_MAX": "1e4"},
+        {"CURVE_BETAS": "(0.5, 1.5, 2.5, 6.0)", "BETA": "8.0", "N": "1e15", "N_MAX": "1e30"},
+    ],
+    "03_property_test_your_attention.py": [
+        {"D_K": "8", "D_V": "2", "N_GRID": "[16, 1000]", "TAU": "0.5", "SEED": "3", "MAX_EXAMPLES": "2"},
+        {"D_K": "64", "D_V": "16", "N_GRID": "[32]", "TAU": "1.2", "SEED": "11", "MAX_EXAMPLES": "5"},
+    ],
+    "04_train_and_fail.py": [
+        {"STEPS": "400", "D_MODEL": "16", "LENGTHS": "[8, 64, 512]", "SEED": "3"},
+        {"STEPS": "30", "LR": "1e-4", "LENGTHS": "[2, 16, 128]"},  # does not learn: explained, not failed
+        {"STEPS": "1000", "N_HEADS": "2", "TRAIN_MAX": "8", "LENGTHS": "[4, 8, 32, 256, 2048]", "SEED": "5"},
+    ],
+    "05_what_layernorm_fixes.py": [
+        {"BETA": "2.0", "MARGIN": "5.0", "D": "8", "N_GRID": "[16, 256, 4096]", "N_PLANT": "[16, 256, 4096, 65536]"},
+        {"BETA": "0.5", "MARGIN": "1.0", "D": "32", "N_GRID": "[8, 64]", "N_PLANT": "[8, 64, 512]", "SEED": "9"},
+        {"BETA": "3.0", "MARGIN": "0.0", "D": "4", "N_GRID": "[4, 32, 256, 2048]", "N_PLANT": "[4, 16, 64, 256]"},
+    ],
+}
 
 
-def _execute(path: Path, workdir: Path):
+def _notebook(name: str):
     import jupytext
+
+    return jupytext.read(NOTEBOOKS / name)
+
+
+def _execute(nb, workdir: Path):
     from nbclient import NotebookClient
 
-    nb = jupytext.read(path)
     NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(workdir)}}).execute()
     return nb
 
 
-@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in SLOW else n for n in ALL])
-def test_notebook_executes_with_its_assertions(name, tmp_path):
-    """Runs every cell; the notebooks assert their own numbers (Monte Carlo within 5 SE + 1% of the exact value,
-    phase labels, the trained model failing at long N), so a wrong result fails here, not just a crash."""
-    nb = _execute(NOTEBOOKS / name, tmp_path)
+def _parameters_cell(nb):
+    cells = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
+    assert len(cells) == 1 and cells[0].cell_type == "code", "exactly one code cell tagged 'parameters'"
+    return cells[0]
+
+
+def _solutions(nb) -> list[tuple[int, str]]:
+    """(index of the Markdown cell, code) of every solution in a ``<details>`` block."""
+    out = []
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type == "markdown":
+            for block in SOLUTION.findall(cell.source):
+                code = CODE.findall(block)
+                assert len(code) == 1, f"cell {i}: a solution needs exactly one python block"
+                out.append((i, code[0]))
+    return out
+
+
+def _with_solutions(nb):
+    """The notebook with each solution's code as a code cell right after the Markdown cell that holds it."""
+    import nbformat
+
+    for i, code in reversed(_solutions(nb)):
+        nb.cells.insert(i + 1, nbformat.v4.new_code_cell(code))
+    return nb
+
+
+def _check_ran(nb):
     code = [c for c in nb.cells if c.cell_type == "code"]
     assert code and all(c.get("outputs") is not None for c in code)
-    assert not any(o.get("output_type") == "error" for c in code for o in c["outputs"])
+    errors = [o for c in code for o in c["outputs"] if o.get("output_type") == "error"]
+    assert not errors, errors
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_notebook_and_its_solutions_execute_with_their_assertions(name, tmp_path):
+    """Runs every cell with each exercise's solution inserted after it; the notebooks assert their own numbers
+    (Monte Carlo within 5 SE + 1% of the exact value at the chosen parameters, phase labels, the trained model
+    failing at long N) and each solution asserts its answer, so a wrong result fails here, not just a crash."""
+    nb = _with_solutions(_notebook(name))
+    _check_ran(_execute(nb, tmp_path))
+
+
+def _alternatives():
+    for name in ALL:
+        for k, values in enumerate(ALTERNATIVES.get(name, [])):
+            slow = k > 0 or name in SLOW_ALTERNATIVES
+            yield pytest.param(name, values, id=f"{name[:2]}-{k}", marks=[pytest.mark.slow] if slow else [])
+
+
+@pytest.mark.parametrize("name, values", list(_alternatives()))
+def test_notebook_runs_with_other_parameters(name, values, tmp_path):
+    """A student changes the parameters cell: other sensible values (including the ones that broke the first
+    versions: beta = (0.5, 3.0) in notebook 1, BETA = 2 and MARGIN = 5 in notebook 5) run without an error, and every
+    check in the notebook follows them."""
+    nb = _notebook(name)
+    cell = _parameters_cell(nb)
+    for key, value in values.items():
+        assert re.search(rf"^{key} = ", cell.source, re.M), f"{name}: no parameter {key}"
+        cell.source += f"\n{key} = {value}"
+    _check_ran(_execute(nb, tmp_path))
+
+
+def test_every_notebook_is_a_lesson():
+    """Goals and prerequisites first, takeaways last, one parameters cell, "predict, then run" prompts, 2-4
+    exercises each with a solution whose code asserts its answer; every parameter of the cell is exercised by
+    :data:`ALTERNATIVES`."""
+    for name in ALL:
+        nb = _notebook(name)
+        md = [c.source for c in nb.cells if c.cell_type == "markdown"]
+        assert "**Goals.**" in md[0] and "**Prerequisites.**" in md[0], name
+        assert md[-1].startswith("## Takeaways"), name
+        assert sum("**Predict, then run.**" in s for s in md) >= 2, name
+        exercises = re.findall(r"\*\*Exercise (\d+\.\d+)", "\n".join(md))
+        solutions = _solutions(nb)
+        assert 2 <= len(exercises) <= 4 and len(solutions) == len(exercises), name
+        assert all("assert " in code for _, code in solutions), name
+        cell = _parameters_cell(nb)
+        names = set(re.findall(r"^([A-Z][A-Z0-9_]*) = ", cell.source, re.M))
+        assert names, name
+        covered = {k for values in ALTERNATIVES[name] for k in values}
+        assert names <= covered, f"{name}: parameters never varied by the tests: {sorted(names - covered)}"
 
 
 def test_notebooks_are_stripped_percent_sources():
@@ -47,6 +163,13 @@ def test_notebooks_are_stripped_percent_sources():
         text = (NOTEBOOKS / name).read_text()
         assert "format_name: percent" in text and "# %% [markdown]\n# # " in text, name
         assert "execution_count" not in text and "outputs" not in text.split("# %%")[0], name
+
+
+def test_every_notebook_is_in_the_docs_nav():
+    """The site's Tutorials section lists every notebook (notebook 5 was once missing from it)."""
+    nav = (Path(__file__).resolve().parents[1] / "mkdocs.yml").read_text()
+    for name in ALL:
+        assert f"- notebooks/{name}" in nav, name
 
 
 def test_demo_lists_and_copies(tmp_path, capsys):

@@ -68,7 +68,7 @@ def test_phase_diagram_holds_the_exact_exponent_and_the_boundaries():
 
 
 def test_sweep_records_and_frame(tmp_path):
-    from varsim.experiments.sweep import SweepGrid, run_sweep
+    from varsim.sim.sweep import SweepGrid, run_sweep
 
     grid = SweepGrid(variants={"softmax": {}, "topk": {"k": [2]}}, betas=[1.0], n_grid=[16, 64], n_sequences=64)
     out = tmp_path / "sweep.json"

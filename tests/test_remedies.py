@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 from repro_checks import run_records
 
-from varsim.experiments.remedies import remedies_settings, select_lr
-from varsim.experiments.runner import run_reproduction
+from varsim.experiments import run_reproduction
+from varsim.experiments.remedies import remedies_settings
+from varsim.experiments.selection import select_lr
 from varsim.experiments.settings import ReproductionSettings, cell_key, cells, job_specs, selection_specs
 from varsim.experiments.stats import holm
 

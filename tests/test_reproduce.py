@@ -8,9 +8,9 @@ import json
 
 import pytest
 
-from varsim.experiments import reproduce
+import varsim.experiments as experiments
+from varsim.experiments import ReproductionSettings, run_reproduction
 from varsim.experiments.records import record_numbers
-from varsim.experiments.reproduce import ReproductionSettings, run_reproduction
 
 
 @pytest.fixture(scope="module")
@@ -108,14 +108,14 @@ def test_resume_skips_finished_and_redoes_corrupt_runs(quick_dir, tmp_path, caps
 
 def test_record_of_another_spec_is_not_trusted(quick_dir):
     out, _ = quick_dir
-    specs = {s["run_id"]: s for s in reproduce.job_specs(ReproductionSettings.quick())}
+    specs = {s["run_id"]: s for s in experiments.job_specs(ReproductionSettings.quick())}
     path = out / "runs" / "argmax-residual-none-s0.json"
-    reproduce.load_run(path, specs["argmax-residual-none-s0"])
-    with pytest.raises(reproduce.CorruptRun, match="holds run"):
-        reproduce.load_run(path, specs["argmax-residual-none-s1"])
+    experiments.load_run(path, specs["argmax-residual-none-s0"])
+    with pytest.raises(experiments.CorruptRun, match="holds run"):
+        experiments.load_run(path, specs["argmax-residual-none-s1"])
     other = dict(specs["argmax-residual-none-s0"], eval={**specs["argmax-residual-none-s0"]["eval"], "seed": 1})
-    with pytest.raises(reproduce.CorruptRun, match="different spec"):
-        reproduce.load_run(path, other)
+    with pytest.raises(experiments.CorruptRun, match="different spec"):
+        experiments.load_run(path, other)
 
 
 def test_settings_are_validated_and_pinned(quick_dir, tmp_path):
@@ -131,7 +131,7 @@ def test_settings_are_validated_and_pinned(quick_dir, tmp_path):
     with pytest.raises(ValueError, match="settings"):
         run_reproduction(tmp_path / "x", settings=ReproductionSettings.quick(), seeds=2)
     # Pairing: seed index s fixes init, data, test and probe seeds for every norm and architecture.
-    specs = reproduce.job_specs(ReproductionSettings.quick(architectures=("residual", "no_residual")))
+    specs = experiments.job_specs(ReproductionSettings.quick(architectures=("residual", "no_residual")))
     by_seed = {}
     for s in specs:
         key = (s["train_config"]["seed"], s["train_config"]["data_seed"], s["eval"]["seed"], s["probe"]["seed"])
@@ -159,7 +159,7 @@ def test_aggregate_with_missing_runs(quick_dir, tmp_path):
     part = tmp_path / "partial"
     shutil.copytree(out, part, ignore=shutil.ignore_patterns("checkpoints"))
     (part / "runs" / "argmax-residual-layernorm-s1.json").unlink()
-    summary = reproduce.aggregate(part)
+    summary = experiments.aggregate(part)
     assert summary["runs"]["missing"] == ["argmax-residual-layernorm-s1"]
     g = next(g for g in summary["groups"] if (g["task"], g["norm"]) == ("argmax", "layernorm"))
     assert g["seeds"] == [0] and g["accuracy"]["ci_low"][0] is None  # one seed: no interval
@@ -172,10 +172,10 @@ def test_a_run_that_diverges_before_its_first_checkpoint_is_recorded_as_not_lear
     """A learning rate that makes the loss non-finite at once: the run is a variant that did not learn (evaluated
     at its initial parameters), not a failure that a re-run would repeat forever."""
     settings = ReproductionSettings.quick(seeds=1, tasks=("argmax",), norms=("none",))
-    spec = reproduce.job_specs(settings)[0]
+    spec = experiments.job_specs(settings)[0]
     spec["train_config"]["lr"] = 1e30
     spec["train_config"]["clip_norm"] = 1e30
-    rec = reproduce.run_job((spec, str(tmp_path / "work")))
+    rec = experiments.run_job((spec, str(tmp_path / "work")))
     assert rec["train"]["status"] != "completed"
     assert rec["train"]["evaluated_step"] == 0
     assert rec["in_distribution"]["learned"] is False

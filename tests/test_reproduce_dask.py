@@ -6,8 +6,8 @@ import sys
 import pytest
 from repro_checks import run_records
 
-from varsim.experiments import executor
-from varsim.experiments.reproduce import ReproductionSettings, run_reproduction
+from varsim.experiments import ReproductionSettings, run_reproduction
+from varsim.jobs import executor
 
 # A slice of the quick grid: enough runs to be scheduled concurrently, cheap enough for the default suite.
 SETTINGS = ReproductionSettings.quick(tasks=("argmax", "dictionary"), norms=("none", "layernorm"), seeds=2)

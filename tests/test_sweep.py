@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from varsim.cli import main
-from varsim.experiments.sweep import SWEEP_FORMAT, SweepGrid, cell_key, cell_spawn_key, run_sweep, sweep_cells
+from varsim.sim.sweep import SWEEP_FORMAT, SweepGrid, cell_key, cell_spawn_key, run_sweep, sweep_cells
 
 TINY = dict(betas=[1.0, 2.0], n_grid=[16, 256], n_sequences=256)
 

@@ -165,8 +165,16 @@ def test_failure_message_is_actionable_and_reproducible():
                  "tolerance 5 SE + 1%"):
         assert part in msg, (part, msg)
     budget = int(re.search(r"n_sequences=(\d+)", msg).group(1))
-    res = measure_variance(mean_pooling, [64], d_k=D_K, d_v=D_V, value_mean=1.0, n_sequences=budget, seed=7)
+    seed = eval(re.search(r"seed=(.*)\)$", msg).group(1), {"numpy": np})  # the pilot's stream: it stopped early
+    assert "stopped after the pilot" in msg and budget == 64 and seed.spawn_key
+    res = measure_variance(mean_pooling, [64], d_k=D_K, d_v=D_V, value_mean=1.0, n_sequences=budget, seed=seed)
     assert f"Var(o_j) = {res.var[0]:.6g}" in msg
+    with pytest.raises(AssertionError) as info:  # without the early stop: the full budget on the root stream
+        assert_variance_matches(mean_pooling, _var(), [64], d_k=D_K, d_v=D_V, value_mean=1.0, early_stop=None, rng=7)
+    msg = str(info.value)
+    budget = int(re.search(r"n_sequences=(\d+)", msg).group(1))
+    res = measure_variance(mean_pooling, [64], d_k=D_K, d_v=D_V, value_mean=1.0, n_sequences=budget, seed=7)
+    assert f"Var(o_j) = {res.var[0]:.6g}" in msg and "seed=7)" in msg
 
 
 def test_rng_forms_spec7():
@@ -237,7 +245,9 @@ def test_drawn_configurations_are_valid_and_cheap(cfg):
     assert list(cfg.n_grid) == sorted(set(cfg.n_grid)) and 16 <= cfg.n_grid[0] and cfg.n_grid[-1] <= 512
     assert 8 <= cfg.d_k <= 32 and 1 <= cfg.d_v <= 8 and cfg.n_grid[-1] * (cfg.d_k + cfg.d_v) <= 20_000
     b = cfg.beta if cfg.query == "fixed" else cfg.tau
-    assert b <= annealed_beta_max(cfg.n_grid[0]) + 1e-9 and b <= 1.2 + 1e-9
+    assert b <= annealed_beta_max(cfg.n_grid[0]) + 1e-9 and b <= 3.0 + 1e-9
+    if cfg.query == "fixed":  # beta near 0 is mean pooling: the default keeps beta >= 0.5 and tau away from 1
+        assert cfg.beta >= 0.5 - 1e-9 and abs(cfg.tau - 1.0) >= 0.1 - 1e-9
     if cfg.query == "random":
         assert cfg.d_k >= 4 * cfg.tau**2 - 1e-9
     kw = cfg.check_kwargs()

@@ -332,7 +332,7 @@ def _outer_reference(n: float, d: int, tau: float) -> float:
 def test_random_query_large_n_follows_the_mass():
     """d = 2, tau = 1 at N = 1e40 and 1e100: N E = (2/3) ln N - 4/9 (THEORY 2.3, 11 digits at 1e100) and 153.0612284
     at 1e100; at 1e40 also the independent outer quadrature. Catches an |q| integral cut off near the chi bulk
-    (it printed 60.5 at 1e100 and was 4% low at 1e40), where N E flattens instead of growing like (2/3) ln N."""
+    (it gives 60.5 at 1e100 and is 4% low at 1e40), where N E flattens instead of growing like (2/3) ln N."""
     ns = np.array([1e40, 1e100])
     values = np.asarray(T.random_query_ipr(ns, 2, 1.0)) * ns
     np.testing.assert_allclose(values, 2 / 3 * np.log(ns) - 4 / 9, rtol=0, atol=2e-9)

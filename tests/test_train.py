@@ -305,6 +305,7 @@ def test_parameter_shapes_match_the_built_model_and_feed_the_cost_estimate(model
     building it, and the training cost counts exactly those parameters. Catches the cost estimate reaching into a
     half-made Transformer (which broke for weight maps with a learned parameter, ssmax) or a shape table that drifts
     from the model's."""
+    from varsim.nn import set_cost
     from varsim.nn.model import parameter_shapes
     from varsim.train import budget
 
@@ -313,7 +314,7 @@ def test_parameter_shapes_match_the_built_model_and_feed_the_cost_estimate(model
     shapes = parameter_shapes(config)
     assert list(shapes) == list(built)
     assert shapes == {k: v.shape for k, v in built.items()}
-    assert budget._state(config, copies=1)[1] == sum(v.size for v in built.values())
+    assert set_cost.state(config, copies=1)[1] == sum(v.size for v in built.values())
     train_config = TrainConfig(task=config.task, model={k: v for k, v in model.items() if k != "task"})
     assert budget.training_cost(train_config).state_bytes > 6 * sum(v.nbytes for v in built.values())
     with pytest.raises(ValueError, match="config"):
@@ -419,7 +420,7 @@ def test_evaluate_refuses_oversized_lengths_and_counts(trained):
 
 def test_evaluate_runs_blas_single_threaded_by_default(trained, monkeypatch):
     """The default BLAS thread count of evaluate() is 1 (benchmarks/bench_evaluate.py: several times
-    faster than NumPy's default on this small model); None leaves the pool alone. Catches the old default (None)."""
+    faster than NumPy's default on this small model); None leaves the pool alone. Catches a default of None."""
     from varsim._common import blas
 
     seen = []
@@ -435,3 +436,18 @@ def test_evaluate_runs_blas_single_threaded_by_default(trained, monkeypatch):
     evaluate(d, lengths=[4], n_examples=8, blas_threads=None)
     evaluate(d, lengths=[4], n_examples=8, blas_threads=2)
     assert seen == [1, 2]
+
+
+@pytest.mark.parametrize("content,match", [
+    ("{torn", "run config .* not valid JSON"),
+    ('{"provenance": {}}', "run config .* has no 'config' entry"),
+    ('{"config": {"task": "argmax", "steps": 7}}', "config differs .* steps"),
+])
+def test_resume_checks_the_config_json_of_a_run_stopped_before_its_first_checkpoint(tmp_path, content, match):
+    """A run directory with config.json but no checkpoint resumes only with the same config; a damaged config.json
+    is refused naming the file, before any model is built or anything is written."""
+    cfg = TrainConfig(task="argmax", model={"d_model": 8, "n_heads": 1}, steps=4, batch_size=4, log_every=2)
+    (tmp_path / "config.json").write_text(content)
+    with pytest.raises(ValueError, match=match):
+        train(cfg, tmp_path, resume=True, progress=False)
+    assert (tmp_path / "config.json").read_text() == content and not list_checkpoints(tmp_path)

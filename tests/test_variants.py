@@ -46,6 +46,12 @@ def test_registry_lists_every_variant_of_remedies():
     assert get_variant("topk").param_names == ("k",)
     assert [k for k, v in VARIANTS.items() if not v.sums_to_one] == ["sigmoid"]
     assert {k for k, v in VARIANTS.items() if v.is_scaled_softmax} == {"softmax", "ssmax", "logn", "critical"}
+    # REMEDIES 4: these three are applied to trained softmax models only; REMEDIES 3: what theory covers
+    assert {k for k, v in VARIANTS.items() if not v.trainable} == {"critical", "adaptive_temperature", "topk"}
+    assert {k: v.theory for k, v in VARIANTS.items()} == {
+        "softmax": "exact_ipr", "ssmax": "exact_ipr", "logn": "exact_ipr", "critical": "exact_ipr",
+        "sigmoid": "sigmoid_moments", "topk": "bound", "adaptive_temperature": "none", "entmax15": "none",
+        "sparsemax": "none"}
     assert "ipr_norm" not in VARIANTS and get_output_normalization("ipr_norm").reference is ipr_norm
 
 

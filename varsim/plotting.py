@@ -142,7 +142,7 @@ def sweep_records(sweep) -> list[dict]:
     the theory and the z-scores (the ``key`` and nested ``params`` left out)."""
     from pathlib import Path
 
-    from varsim.experiments.sweep import load_sweep
+    from varsim.sim.sweep import load_sweep
 
     data = load_sweep(sweep) if isinstance(sweep, (str, Path)) else sweep
     if not isinstance(data, dict) or not isinstance(data.get("cells"), list):

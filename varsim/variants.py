@@ -28,6 +28,23 @@ name                          weights                                           
 :meth:`Variant.beta_factor` gives the factor ``f(n)`` multiplying the logits, so for logits of scale ``beta`` the
 effective scale is ``f(n) beta`` and the exact theory of softmax applies at that scale (``varsim.theory.remedies``).
 
+Each entry declares what it can do, and consumers ask the entry instead of comparing names: ``theory``, its theory
+kind (:data:`THEORY_KINDS`; :func:`varsim.theory.remedies.variant_theory` turns a kind into numbers for the CLI, the
+sweeps and the figures); ``kernel`` and ``kernel_params``, the simulator's kernel branch and the parameters packed for
+it (``varsim.sim._variant_codes``); ``trainable``, whether the transformer has a backward pass for it
+(:data:`TRAINABLE_MAPS`; the others, :data:`INFERENCE_ONLY_MAPS`, are applied to trained models only). The CLI flags
+of its parameters are generated from ``params`` (``varsim.cli._options``).
+
+Adding a variant: its entry here (reference, parameters, capabilities); a Numba branch in ``varsim/sim/_kernels_map.py``
+(with its name in :data:`KERNELS` and its code in ``varsim/sim/_variant_codes.py``) unless it is a softmax with an
+N-dependent temperature (``beta_factor_fn``) or reuses a branch; a forward/backward pair in ``varsim/nn/weightmaps.py``
+if it is trainable (an inference-only map runs this reference unless it gets a faster forward there); its legend
+label in ``varsim/figures/fig_variants_ipr.py`` (the figure shows every map); a function in
+``varsim/theory/remedies.py`` and a table view in ``varsim/cli/theory.py`` only for a new theory kind. The
+registry-parametrised tests
+(``tests/test_variant_capabilities.py``, ``tests/test_nn_variants.py``, ``tests/test_sim_variants_kernels.py``) then
+cover it; ``tests/test_variants.py`` pins the list of REMEDIES.
+
 Output normalizations (:data:`OUTPUT_NORMALIZATIONS`): ``ipr_norm``, ``o' = (o - (sum_i w_i) vbar) / sqrt(sum_i
 w_i^2)`` with ``vbar`` the per-example mean of the values (THEORY 4b); it complements the model's existing
 normalizations (``layernorm``, ``standardize``, per-head versions), which stay in ``varsim.nn.norms``.
@@ -54,6 +71,10 @@ __all__ = [
     "OutputNormalization",
     "VARIANTS",
     "WEIGHT_MAPS",
+    "TRAINABLE_MAPS",
+    "INFERENCE_ONLY_MAPS",
+    "THEORY_KINDS",
+    "KERNELS",
     "OUTPUT_NORMALIZATIONS",
     "get_variant",
     "get_output_normalization",
@@ -77,7 +98,8 @@ _ADAPTIVE_MIN_ENTROPY = 0.5  # at or below this entropy the temperature is left 
 @dataclass(frozen=True)
 class Param:
     """One parameter of a variant: ``kind`` is ``"real"``, ``"int"`` or ``"bool"``; bounds apply to numbers
-    (``strict``: the minimum itself is excluded). ``default`` None means required."""
+    (``strict``: the minimum itself is excluded). ``default`` None means required. ``flag``: its command-line flag
+    when not the generated ``--VARIANT-PARAM`` (``varsim.cli._options.variant_option``)."""
 
     name: str
     kind: str
@@ -86,6 +108,7 @@ class Param:
     maximum: float | None = None
     strict: bool = False
     help: str = ""
+    flag: str | None = None
 
     def check(self, variant: str, value):
         """``value`` converted to the parameter's type, or ``ValueError`` naming ``variant`` and the parameter."""
@@ -287,13 +310,27 @@ def _w_sigmoid(z, n):
 # Specs
 
 
+#: What exact theory says about a weight map (``Variant.theory``; :func:`varsim.theory.remedies.variant_theory`):
+#: ``exact_ipr`` softmax at the effective scale ``f(N) beta`` (needs ``beta_factor_fn``), ``sigmoid_moments`` the exact
+#: moments of ``sigmoid(beta g - ln N)``, ``bound`` the top-k bound ``1/k <= sum w^2 <= 1`` (exact softmax where
+#: ``k >= N``), ``none`` Monte Carlo only.
+THEORY_KINDS: tuple[str, ...] = ("exact_ipr", "sigmoid_moments", "bound", "none")
+
+#: The branches of the simulator's ``map_*`` kernels (``Variant.kernel``; ``varsim.sim._variant_codes`` numbers them):
+#: ``scaled_softmax`` streams ``softmax(f(N) z)`` with the factor packed; the others apply the map to all logits.
+KERNELS: tuple[str, ...] = ("scaled_softmax", "adaptive_temperature", "topk", "entmax15", "sparsemax", "sigmoid")
+
+
 @dataclass(frozen=True)
 class Variant:
-    """A weight map: its parameters, whether its weights sum to 1, and its NumPy reference.
+    """A weight map and what it can do: its parameters, whether its weights sum to 1, its NumPy reference, its theory
+    kind, its simulator kernel and whether the transformer can train with it.
 
     ``beta_factor_fn`` is set for softmax with an N-dependent inverse temperature (``softmax``, ``ssmax``, ``logn``,
-    ``critical``): the weights are ``softmax(beta_factor(n) * z)``. ``inference_only`` marks the variants REMEDIES 4
-    applies to trained softmax models only (their map has no trained parameter or gradient here).
+    ``critical``): the weights are ``softmax(beta_factor(n) * z)``. ``theory``: one of :data:`THEORY_KINDS`.
+    ``kernel``: one of :data:`KERNELS`; ``kernel_params`` the parameters packed, in order, into the kernel's float
+    vector (the scaled softmax packs its factor instead). ``trainable``: the transformer has a backward pass for it
+    (``varsim.nn.weightmaps``); the others are inference-only, applied to trained softmax models (REMEDIES 4).
     ``sparse``: the map gives exact zeros.
     """
 
@@ -302,9 +339,27 @@ class Variant:
     params: tuple[Param, ...]
     sums_to_one: bool
     reference: Callable = field(repr=False)
+    theory: str
+    kernel: str
+    trainable: bool
     beta_factor_fn: Callable | None = field(default=None, repr=False)
-    inference_only: bool = False
+    kernel_params: tuple[str, ...] = ()
     sparse: bool = False
+
+    def __post_init__(self):
+        if self.theory not in THEORY_KINDS:
+            raise ValueError(f"attention {self.name!r}: theory must be one of {', '.join(THEORY_KINDS)}, "
+                             f"got {self.theory!r}")
+        if self.kernel not in KERNELS:
+            raise ValueError(f"attention {self.name!r}: kernel must be one of {', '.join(KERNELS)}, "
+                             f"got {self.kernel!r}")
+        if (self.beta_factor_fn is not None) != (self.kernel == "scaled_softmax"):
+            raise ValueError(f"attention {self.name!r}: the scaled_softmax kernel goes with a beta_factor_fn")
+        if self.theory == "exact_ipr" and self.beta_factor_fn is None:
+            raise ValueError(f"attention {self.name!r}: theory 'exact_ipr' needs a beta_factor_fn")
+        unknown = set(self.kernel_params) - {p.name for p in self.params}
+        if unknown:
+            raise ValueError(f"attention {self.name!r}: kernel_params {sorted(unknown)} are not its parameters")
 
     @property
     def param_names(self) -> tuple[str, ...]:
@@ -355,27 +410,37 @@ _C = Param("c", "real", default=1.0, minimum=0.0, maximum=1e4,
            help="critical: c in softmax(c sqrt(2 ln N) z / beta0); frozen for c > 1")
 _BETA0 = Param("beta0", "real", default=1.0, minimum=0.0, maximum=1e30, strict=True,
                help="critical: base logit scale beta0 > 0 (the standard deviation of z)")
-_K = Param("k", "int", default=8, minimum=1, maximum=2**62, help="topk: number of kept logits k >= 1")
+_K = Param("k", "int", default=8, minimum=1, maximum=2**62, help="topk: number of kept logits k >= 1", flag="--topk")
 
 VARIANTS: dict[str, Variant] = {
     v.name: v
     for v in (
-        Variant("softmax", "softmax(z)", (), True, _w_scaled(_factor_softmax), _factor_softmax),
+        Variant("softmax", "softmax(z)", (), True, _w_scaled(_factor_softmax), theory="exact_ipr",
+                kernel="scaled_softmax", trainable=True, beta_factor_fn=_factor_softmax),
         Variant("ssmax", "softmax(s ln(N) z) (scalable softmax)", (_S,), True, _w_scaled(_factor_ssmax),
-                _factor_ssmax),
+                theory="exact_ipr", kernel="scaled_softmax", trainable=True, beta_factor_fn=_factor_ssmax),
         Variant("logn", "softmax(ln(N)/ln(N0) z), factor clamped to >= 1 when clamp", (_N0, _CLAMP), True,
-                _w_scaled(_factor_logn), _factor_logn),
+                _w_scaled(_factor_logn), theory="exact_ipr", kernel="scaled_softmax", trainable=True,
+                beta_factor_fn=_factor_logn),
         Variant("critical", "softmax(c sqrt(2 ln N) z / beta0) (REM scaling)", (_C, _BETA0), True,
-                _w_scaled(_factor_critical), _factor_critical, inference_only=True),
+                _w_scaled(_factor_critical), theory="exact_ipr", kernel="scaled_softmax", trainable=False,
+                beta_factor_fn=_factor_critical),
         Variant("adaptive_temperature", "softmax(b(H) z), b from the entropy H of softmax(z)", (), True, _w_adaptive,
-                inference_only=True),
-        Variant("topk", "softmax over the k largest logits", (_K,), True, _w_topk, inference_only=True, sparse=True),
-        Variant("entmax15", "1.5-entmax: [z/2 - t]_+^2, sum 1", (), True, _w_entmax15, sparse=True),
-        Variant("sparsemax", "sparsemax: [z - t]_+, sum 1", (), True, _w_sparsemax, sparse=True),
-        Variant("sigmoid", "sigmoid(z - ln N), not normalized", (), False, _w_sigmoid),
+                theory="none", kernel="adaptive_temperature", trainable=False),
+        Variant("topk", "softmax over the k largest logits", (_K,), True, _w_topk, theory="bound", kernel="topk",
+                trainable=False, kernel_params=("k",), sparse=True),
+        Variant("entmax15", "1.5-entmax: [z/2 - t]_+^2, sum 1", (), True, _w_entmax15, theory="none",
+                kernel="entmax15", trainable=True, sparse=True),
+        Variant("sparsemax", "sparsemax: [z - t]_+, sum 1", (), True, _w_sparsemax, theory="none",
+                kernel="sparsemax", trainable=True, sparse=True),
+        Variant("sigmoid", "sigmoid(z - ln N), not normalized", (), False, _w_sigmoid, theory="sigmoid_moments",
+                kernel="sigmoid", trainable=True),
     )
 }
 WEIGHT_MAPS: tuple[str, ...] = tuple(VARIANTS)
+#: The maps the transformer trains with (a backward pass), and the inference-only ones.
+TRAINABLE_MAPS: tuple[str, ...] = tuple(k for k, v in VARIANTS.items() if v.trainable)
+INFERENCE_ONLY_MAPS: tuple[str, ...] = tuple(k for k, v in VARIANTS.items() if not v.trainable)
 
 
 def _unknown(kind: str, name, valid) -> ValueError:

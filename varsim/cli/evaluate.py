@@ -9,9 +9,9 @@ Examples::
     varsim evaluate runs/x --attention critical --critical-c 1 --critical-beta0 2
 
 ``--attention NAME`` evaluates the loaded weights with a weight map of ``varsim.variants`` (its parameters as the
-same ``--VARIANT-PARAM`` flags as ``varsim simulate``, generated from the registry): an inference-only map (topk,
-critical, adaptive_temperature) on any model, or any map on a softmax-trained model. The table's header and the
-JSON's ``"attention"`` entry name the map used.
+same ``--VARIANT-PARAM`` flags as ``varsim simulate``, generated from the registry): an inference-only map (one
+of ``varsim.variants.INFERENCE_ONLY_MAPS``) on any model, or any map on a softmax-trained model. The table's header
+and the JSON's ``"attention"`` entry name the map used.
 """
 
 from __future__ import annotations
@@ -21,19 +21,24 @@ import json
 import os
 from pathlib import Path
 
-from varsim._common.validate import parse_int
-from varsim.cli.simulate import _register_variants, _variant_dest, _variant_kwargs, variant_option
+from varsim.cli._options import (
+    add_variant_flags,
+    given_variant_params,
+    int_option,
+    refuse_variant_params,
+    variant_kwargs,
+)
 
 
 def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("checkpoint", help="checkpoint file, or a run directory (its latest checkpoint)")
-    parser.add_argument("--lengths", type=parse_int, nargs="+", metavar="N",
+    parser.add_argument("--lengths", type=int_option(), nargs="+", metavar="N",
                         help="set sizes to test (default 16 32 ... 16384)")
-    parser.add_argument("--examples", type=parse_int, default=1024, help="examples per length (default 1024)")
-    parser.add_argument("--batch-size", type=parse_int, default=64, help="examples per batch (default 64)")
-    parser.add_argument("--seed", type=parse_int, default=0,
+    parser.add_argument("--examples", type=int_option(), default=1024, help="examples per length (default 1024)")
+    parser.add_argument("--batch-size", type=int_option(), default=64, help="examples per batch (default 64)")
+    parser.add_argument("--seed", type=int_option(), default=0,
                         help="test-set seed (default 0; same seed = same examples)")
-    parser.add_argument("--threads", type=parse_int, default=1,
+    parser.add_argument("--threads", type=int_option(minimum=0), default=1,
                         help="BLAS threads (default 1, the fastest for this small model; 0: NumPy's own default)")
     parser.add_argument("--max-hours", type=float, default=None,
                         help="refuse an evaluation estimated to take longer than this (default 2; inf: no bound)")
@@ -41,22 +46,16 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-o", "--output", metavar="FILE",
                         help="also write the JSON result to FILE (never a checkpoint or a run's own files)")
     parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None)
-    _register_variants(parser, default=None, default_help="default: the map the model was trained with")
+    add_variant_flags(parser, default=None, default_help="default: the map the model was trained with")
 
 
 def attention_kwargs(args) -> dict:
     """``attention`` and ``attention_params`` for :func:`varsim.train.evaluate` from the flags: a parameter flag
     without ``--attention``, or of another variant than the one named, is refused (ValueError naming the flag)."""
-    from varsim.variants import VARIANTS
-
     if args.attention is None:
-        for name, spec in VARIANTS.items():
-            for p in spec.params:
-                if getattr(args, _variant_dest(name, p.name), None) is not None:
-                    raise ValueError(f"{variant_option(name, p.name)} applies to --attention {name}, "
-                                     "and no --attention was given")
+        refuse_variant_params(given_variant_params(args), (), "and no --attention was given")
         return {"attention": None, "attention_params": None}
-    kwargs = _variant_kwargs(args)
+    kwargs = variant_kwargs(args)
     return {"attention": kwargs.pop("attention"), "attention_params": kwargs}
 
 
@@ -93,8 +92,6 @@ def run(args) -> int:
     from varsim._common.atomic import atomic_write_json
     from varsim.train import DEFAULT_LENGTHS, evaluate
 
-    if args.threads is not None and args.threads < 0:
-        raise ValueError(f"threads must be >= 0, got {args.threads}")
     attention = attention_kwargs(args)
     if args.output is not None:
         check_output(args.output, args.checkpoint)

@@ -1,7 +1,7 @@
 """``varsim figures``: regenerate every figure (PNG + PDF) with the installed ``varsim.figures`` package.
 
 The figure code and the compact records of the last full reproduction ship with the package, so this works the same
-from a wheel as from a checkout. Options are those of :func:`varsim.figures.build_parser`, plus the figure
+from a wheel as from a checkout. Options are those of :func:`varsim.figures.register`, plus the figure
 parameters and style of :func:`varsim.figures.custom.make_custom` (``--only NAME --beta 0.5 1 2 --style column``).
 """
 
@@ -17,9 +17,9 @@ _PARAMS = {"beta": "betas", "d_k": "d_k", "n_max": "n_max", "sequences": "sequen
 
 
 def register(parser: argparse.ArgumentParser) -> None:
-    from varsim.figures import build_parser
+    from varsim.figures import register as add_figure_options
 
-    build_parser(parser)
+    add_figure_options(parser)
     group = parser.add_argument_group("figure parameters and style (with --only NAME; see varsim.figures.custom)")
     group.add_argument("--beta", type=float, nargs="+", default=None, metavar="B",
                        help="logit scales beta (fig_variance_vs_n)")

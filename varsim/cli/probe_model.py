@@ -18,6 +18,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from varsim.cli._options import int_option, parse_grid
+
 __all__ = ["register", "run", "parse_layers"]
 
 
@@ -52,15 +54,15 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--text", nargs="+", metavar="FILE", help="UTF-8 text files (default: built-in python-docs)")
     parser.add_argument("--lengths", nargs="+", metavar="N",
                         help="key counts N: list or START:STOP:xFACTOR (default: per model, up to 1024 / 512)")
-    parser.add_argument("--windows", type=int, default=DEFAULT_WINDOWS,
+    parser.add_argument("--windows", type=int_option(), default=DEFAULT_WINDOWS,
                         help="disjoint windows per N (default %(default)s)")
     parser.add_argument("--layers", nargs="+", default=None,
                         help="layers to probe, e.g. 0-3 or 0,5 (default: smollm2 0-1, minilm 0-5, other 0-1)")
-    parser.add_argument("--query-position", type=int, default=None,
+    parser.add_argument("--query-position", type=int_option(), default=None,
                         help="query row (default: last token for causal models, 0 = [CLS] for encoders)")
     parser.add_argument("--bos", action="store_true", help="prepend the BOS token (causal models)")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--bootstrap", type=int, default=DEFAULT_BOOTSTRAP,
+    parser.add_argument("--seed", type=int_option(), default=0)
+    parser.add_argument("--bootstrap", type=int_option(), default=DEFAULT_BOOTSTRAP,
                         help="bootstrap resamples (default %(default)s)")
     parser.add_argument("-o", "--out", help="write the JSON result here (atomic; resumable via OUT.partial.npz)")
     parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
@@ -72,7 +74,6 @@ def _fmt(v) -> str:
 
 
 def run(args) -> int:
-    from varsim.cli.simulate import parse_grid
     from varsim.pretrained.probe import probe_model
 
     lengths = parse_grid(args.lengths, "lengths") if args.lengths else None

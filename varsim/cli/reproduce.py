@@ -22,13 +22,16 @@ import argparse
 import json
 import sys
 
+from varsim.cli._options import int_option
+
 
 def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("outdir", help="results directory (settings.json, runs/, summary.json, table.md)")
     parser.add_argument("--quick", action="store_true",
                         help="tiny models, 2 seeds, few steps, N up to 256, residual architecture only")
-    parser.add_argument("--seeds", type=int, default=None, help="seeds per variant (default 6; 2 with --quick)")
-    parser.add_argument("--root-seed", type=int, default=0, help="root of every seed of the grid (default 0)")
+    parser.add_argument("--seeds", type=int_option(), default=None,
+                        help="seeds per variant (default 6; 2 with --quick)")
+    parser.add_argument("--root-seed", type=int_option(), default=0, help="root of every seed of the grid (default 0)")
     parser.add_argument("--tasks", nargs="+", metavar="TASK", help="subset of: argmax dictionary")
     parser.add_argument("--architectures", nargs="+", metavar="ARCH", help="subset of: residual no_residual")
     parser.add_argument("--norms", nargs="+", metavar="NORM",
@@ -40,7 +43,8 @@ def register(parser: argparse.ArgumentParser) -> None:
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--scheduler", metavar="ADDRESS",
                        help="run on a Dask cluster at ADDRESS (needs dask[distributed]; workers must import varsim)")
-    where.add_argument("--workers", type=int, default=None, help="local worker processes (default: one per core)")
+    where.add_argument("--workers", type=int_option(), default=None,
+                       help="local worker processes (default: one per core)")
     parser.add_argument("--checkpoints", action=argparse.BooleanOptionalAction, default=None,
                         help="keep training checkpoints in OUTDIR/checkpoints so interrupted runs resume "
                              "mid-training (default: on locally, off with --scheduler)")

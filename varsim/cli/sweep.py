@@ -2,7 +2,7 @@
 
 Every cell ``(variant, parameters, beta, N)`` is one :func:`varsim.sim.simulate` job (logits sampler with the
 Rao-Blackwell estimator by default), run on local worker processes or, with ``--scheduler ADDRESS``, on a Dask
-cluster; the numbers are the same either way (see :mod:`varsim.experiments.sweep`). The variant parameter flags are
+cluster; the numbers are the same either way (see :mod:`varsim.sim.sweep`). The variant parameter flags are
 those of ``varsim simulate`` (``--ssmax-s``, ``--logn-n0``, ``--topk``, ...), each taking one or more values.
 
 Examples::
@@ -19,53 +19,52 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
+
+from varsim.cli._options import (
+    add_attention_flag,
+    add_variant_param_flags,
+    fmt_estimate,
+    format_columns,
+    given_variant_params,
+    int_option,
+    parse_grid,
+    real_option,
+    refuse_variant_params,
+)
 
 __all__ = ["register", "run", "build_grid", "format_table"]
 
 
-def _dest(variant: str, param: str) -> str:
-    return f"sweep__{variant}__{param}"
-
-
 def register(parser: argparse.ArgumentParser) -> None:
-    from varsim.cli.simulate import _int_arg, variant_option
-    from varsim.variants import VARIANTS
-
-    add = parser.add_argument_group("axes").add_argument
-    add("--attention", nargs="+", default=["softmax"], metavar="NAME",
-        help=f"weight maps to sweep: {' | '.join(VARIANTS)} (default softmax)")
-    add("--beta", nargs="+", default=["1"], metavar="B", help="logit scales beta >= 0 (default 1)")
+    axes = parser.add_argument_group("axes")
+    add_attention_flag(axes, default=["softmax"], default_help="default softmax", multi=True,
+                       what="weight maps to sweep")
+    add = axes.add_argument
+    add("--beta", nargs="+", type=real_option(minimum=0.0), default=[1.0], metavar="B",
+        help="logit scales beta >= 0 (default 1)")
     add("--n", nargs="+", default=["16:65536:x4"], metavar="N",
         help="sequence lengths: integers and/or ranges START:STOP:xFACTOR or START:STOP:STEP (default 16:65536:x4)")
 
-    group = parser.add_argument_group("variant parameters (each takes one or more values; default: the variant's)")
-    for name, spec in VARIANTS.items():
-        for p in spec.params:
-            flag = variant_option(name, p.name)
-            if p.kind == "bool":
-                group.add_argument(flag, dest=_dest(name, p.name), nargs="+", choices=("true", "false"),
-                                   default=None, help=f"{p.help} [--attention {name}]")
-            else:
-                group.add_argument(flag, dest=_dest(name, p.name), nargs="+", type=float, default=None,
-                                   metavar="X", help=f"{p.help} [--attention {name}]")
+    add_variant_param_flags(parser.add_argument_group(
+        "variant parameters (each takes one or more values; default: the variant's)"), multi=True)
 
     add = parser.add_argument_group("Monte Carlo").add_argument
-    add("--sequences", type=_int_arg, default=4000, metavar="M", help="sequences per cell (default 4000)")
+    add("--sequences", type=int_option(), default=4000, metavar="M", help="sequences per cell (default 4000)")
     add("--sampler", default="logits", metavar="NAME", help="logits (default, exact for Gaussian keys) | full")
     add("--estimator", default="rao_blackwell", metavar="NAME", help="rao_blackwell (default) | sample")
-    add("--d-k", type=_int_arg, default=64, metavar="D", help="key dimension of the full sampler (default 64)")
-    add("--d-v", type=_int_arg, default=64, metavar="D", help="value dimension of the full sampler (default 64)")
+    add("--d-k", type=int_option(), default=64, metavar="D", help="key dimension of the full sampler (default 64)")
+    add("--d-v", type=int_option(), default=64, metavar="D", help="value dimension of the full sampler (default 64)")
     add("--value-mean", type=float, default=0.0, metavar="MU", help="mean mu_v of the values (default 0)")
     add("--value-scale", type=float, default=1.0, metavar="S", help="standard deviation sigma_v of the values")
     add("--max-work", type=float, default=None, metavar="W",
         help="refuse a sweep whose total estimated work exceeds W key-coordinates (default 2e12, about an hour)")
-    add("--seed", type=int, default=0, metavar="S", help="root seed (default 0)")
+    add("--seed", type=int_option(), default=0, metavar="S", help="root seed (default 0)")
 
     add = parser.add_argument_group("execution").add_argument
     add("--scheduler", default=None, metavar="ADDR", help="run the cells on this Dask cluster (tcp://host:port)")
-    add("--workers", type=int, default=None, metavar="W", help="local worker processes (default: one per core)")
+    add("--workers", type=int_option(), default=None, metavar="W",
+        help="local worker processes (default: one per core)")
     add("--progress", action=argparse.BooleanOptionalAction, default=None,
         help="progress on stderr (default: when stderr is a terminal)")
 
@@ -77,45 +76,21 @@ def register(parser: argparse.ArgumentParser) -> None:
 def _variants(args: argparse.Namespace) -> dict:
     """``{name: {param: [values]}}`` from ``--attention`` and the parameter flags; a flag of a variant that is not
     swept is refused."""
-    from varsim.cli.simulate import variant_option
-    from varsim.variants import VARIANTS, get_variant
+    from varsim.variants import get_variant
 
     names = list(dict.fromkeys(get_variant(a).name for a in args.attention))
-    out = {name: {} for name in names}
-    for name, spec in VARIANTS.items():
-        for p in spec.params:
-            values = getattr(args, _dest(name, p.name), None)
-            if values is None:
-                continue
-            if name not in out:
-                raise ValueError(f"{variant_option(name, p.name)} applies to --attention {name}, which is not swept "
-                                 f"(--attention {' '.join(names)})")
-            out[name][p.name] = [v == "true" for v in values] if p.kind == "bool" else values
-    return out
+    given = given_variant_params(args)
+    refuse_variant_params(given, names, f"which is not swept (--attention {' '.join(names)})")
+    return {name: given.get(name, {}) for name in names}
 
 
 def build_grid(args: argparse.Namespace):
-    """The :class:`~varsim.experiments.sweep.SweepGrid` of the parsed flags."""
-    from varsim._common.validate import check_real
-    from varsim.cli.simulate import parse_grid
-    from varsim.experiments.sweep import SweepGrid
+    """The :class:`~varsim.sim.sweep.SweepGrid` of the parsed flags."""
+    from varsim.sim.sweep import SweepGrid
 
-    betas = []
-    for token in args.beta:
-        try:
-            value = float(token)
-        except ValueError:
-            raise ValueError(f"beta: cannot parse {token!r} as a number") from None
-        betas.append(check_real("beta", value, minimum=0.0))
-    return SweepGrid(variants=_variants(args), betas=betas, n_grid=parse_grid(args.n, "n"),
+    return SweepGrid(variants=_variants(args), betas=args.beta, n_grid=parse_grid(args.n, "n"),
                      n_sequences=args.sequences, sampler=args.sampler, estimator=args.estimator, d_k=args.d_k,
                      d_v=args.d_v, value_mean=args.value_mean, value_scale=args.value_scale, max_work=args.max_work)
-
-
-def _fmt(x, se=None) -> str:
-    if x is None or not math.isfinite(x):
-        return "-"
-    return f"{x:.5g}" if se is None or not math.isfinite(se) else f"{x:.5g} ± {se:.2g}"
 
 
 def format_table(record: dict) -> str:
@@ -127,7 +102,7 @@ def format_table(record: dict) -> str:
 
     def theory(c):
         if c["theory"] == "exact":
-            return _fmt(c["exact_ipr"])
+            return fmt_estimate(c["exact_ipr"])
         if c["theory"] == "bound":
             return f"[{c['ipr_lower']:.3g}, {c['ipr_upper']:.3g}]"
         return "-"
@@ -140,32 +115,27 @@ def format_table(record: dict) -> str:
         ("params", params),
         ("beta", lambda c: f"{c['beta']:g}"),
         ("N", lambda c: str(c["n"])),
-        ("E[sum w^2] ± SE", lambda c: _fmt(c["ipr"], c["ipr_se"])),
+        ("E[sum w^2] ± SE", lambda c: fmt_estimate(c["ipr"], c["ipr_se"])),
         ("exact", theory),
         ("z", z),
-        ("Var(o_j) ± SE", lambda c: _fmt(c["var"], c["var_se"])),
-        ("exact Var", lambda c: _fmt(c["exact_var"])),
+        ("Var(o_j) ± SE", lambda c: fmt_estimate(c["var"], c["var_se"])),
+        ("exact Var", lambda c: fmt_estimate(c["exact_var"])),
         ("z Var", lambda c: "-" if c["z_var"] is None else f"{c['z_var']:+.1f}"),
     ]
     if any(c.get("wsum") is not None for c in cells):
-        columns.append(("E[sum w] ± SE", lambda c: _fmt(c.get("wsum"), c.get("wsum_se"))))
-    table = [(h, [fn(c) for c in cells]) for h, fn in columns]
-    widths = [max(len(h), *(len(x) for x in col)) if col else len(h) for h, col in table]
+        columns.append(("E[sum w] ± SE", lambda c: fmt_estimate(c.get("wsum"), c.get("wsum_se"))))
     s = record["settings"]
     lines = [f"sweep: {len(cells)} cells, sampler={s['sampler']} estimator={s['estimator']} "
              f"sequences={s['n_sequences']} value_mean={s['value_mean']:g} value_scale={s['value_scale']:g} "
              f"seed={record['seed']}",
-             "  ".join(h.ljust(w) if i < 2 else h.rjust(w) for i, ((h, _), w) in enumerate(zip(table, widths)))]
-    for r in range(len(cells)):
-        lines.append("  ".join(col[r].ljust(w) if i < 2 else col[r].rjust(w)
-                               for i, ((_, col), w) in enumerate(zip(table, widths))))
+             *format_columns(columns, cells, left=2)]
     lines.append("exact: varsim.theory (softmax with an N-dependent temperature, sigmoid); [lo, hi]: the top-k bound; "
                  "z = (MC - exact) / SE")
     return "\n".join(lines)
 
 
 def run(args: argparse.Namespace) -> int:
-    from varsim.experiments.sweep import run_sweep
+    from varsim.sim.sweep import run_sweep
 
     grid = build_grid(args)
     progress = sys.stderr.isatty() if args.progress is None else bool(args.progress)

@@ -8,10 +8,12 @@ Examples::
     varsim theory --n 64 --beta 1 --attention sigmoid --value-mean 1 --value-scale 1
 
 With ``--attention NAME`` (and the variant's options, the same as ``varsim simulate``'s) the command prints the
-variant's exact theory where it exists (fixed query only): ssmax, logn, critical are a softmax at the effective scale
-``beta_N = f(N) beta``, so ``E[sum w^2]`` and the REM phase are evaluated there; sigmoid gets ``E[sum w^2]``,
-``Var(sum w)``, ``E[sum w]`` and ``Var(o_j) = sigma_v^2 E[sum w^2] + mu_v^2 Var(sum w)``; topk the bound
-``1/k <= sum w^2 <= 1`` (exact softmax when ``k >= N``); the other maps have no theory here (Monte Carlo only).
+variant's exact theory where it exists (fixed query only), by the theory kind of its registry entry
+(:func:`varsim.theory.remedies.variant_theory`): ``exact_ipr`` (ssmax, logn, critical) is a softmax at the effective
+scale ``beta_N = f(N) beta``, so ``E[sum w^2]`` and the REM phase are evaluated there; ``sigmoid_moments`` (sigmoid)
+gives ``E[sum w^2]``, ``Var(sum w)``, ``E[sum w]`` and ``Var(o_j) = sigma_v^2 E[sum w^2] + mu_v^2 Var(sum w)``;
+``bound`` (topk) the bound ``1/k <= sum w^2 <= 1`` (exact softmax when ``k >= N``); ``none`` (the other maps): Monte
+Carlo only.
 
 A fixed query with ``|q| = sqrt(d)`` has logit scale ``beta = tau``; a random query ``q ~ N(0, I_d)``
 averages the fixed-query law over ``|q|`` (THEORY.md 2.1).
@@ -25,6 +27,7 @@ import sys
 
 from varsim._common.provenance import versions
 from varsim._common.validate import check_choice, check_positive_int, check_real
+from varsim.cli._options import add_variant_flags, int_option, variant_kwargs
 
 DEFAULT_N = (16, 64, 256, 1024, 4096)
 #: What a table cell shows where its quantity is not defined (JSON: null).
@@ -35,7 +38,7 @@ def register(parser) -> None:
     parser.add_argument("--n", type=float, nargs="+", default=list(DEFAULT_N), metavar="N",
                         help="sequence lengths (real, 1 <= N <= 1e300; default: %(default)s)")
     parser.add_argument("--beta", type=float, default=None, help="logit standard deviation (fixed query)")
-    parser.add_argument("--d", type=int, default=None, help="key dimension d_k (use with --tau, --query)")
+    parser.add_argument("--d", type=int_option(), default=None, help="key dimension d_k (use with --tau, --query)")
     parser.add_argument("--tau", type=float, default=None, help="temperature (with --d; default 1)")
     parser.add_argument("--query", default="fixed", help="with --d: 'fixed' (|q| = sqrt(d), beta = tau) or "
                                                          "'random' (q ~ N(0, I_d)); default fixed")
@@ -44,10 +47,7 @@ def register(parser) -> None:
     parser.add_argument("--value-scale", type=float, default=None, metavar="S",
                         help="--attention sigmoid: value standard deviation sigma_v for Var(o_j) (default 1)")
     parser.add_argument("--json", action="store_true", help="print machine-readable JSON instead of a table")
-    # --attention NAME and its parameters: the registry-generated options of `varsim simulate` (one builder)
-    from varsim.cli.simulate import _register_variants
-
-    _register_variants(parser)
+    add_variant_flags(parser)
     parser.epilog = (f"A cell reads '{MARK}' where the quantity is not defined there: the series c1..c4 is shown only "
                      "where its terms |c_k|/N^k shrink with k (varsim.theory.truncated_series; roughly N > e^(4 "
                      "beta^2) for beta >~ 1), limit/N only where the limit exists and is a finite double, "
@@ -194,32 +194,25 @@ def _table(model: dict, rows: list[dict]) -> str:
 
 
 def _variant(args, model: dict) -> dict | None:
-    """``{'attention': name, 'params': {...}, 'theory': kind}`` from the flags, or ``None`` for plain softmax."""
-    from varsim.cli.simulate import _variant_kwargs
-    from varsim.variants import get_variant
+    """``{'attention': name, 'params': {...}, 'theory': kind}`` from the flags (``kind`` the registry entry's theory
+    kind), or ``None`` for plain softmax."""
+    from varsim.variants import VARIANTS, get_variant
 
-    kwargs = _variant_kwargs(args)  # unknown name, a flag of another variant, bad values: ValueError
+    kwargs = variant_kwargs(args)  # unknown name, a flag of another variant, bad values: ValueError
     spec = get_variant(kwargs.pop("attention"))
     params = spec.check_params(kwargs)  # with the defaults filled in, for the record
     value_given = args.value_mean is not None or args.value_scale is not None
     if spec.name == "softmax" and not value_given:
         return None
-    if value_given and spec.name != "sigmoid":
-        raise ValueError("value_mean: --value-mean/--value-scale apply to --attention sigmoid only (a map summing to "
-                         "1 has Var(o_j) = sigma_v^2 E[sum w^2] whatever mu_v)")
+    if value_given and spec.sums_to_one:
+        unnormalized = " ".join(k for k, v in VARIANTS.items() if not v.sums_to_one)
+        raise ValueError(f"value_mean: --value-mean/--value-scale apply to --attention {unnormalized} only (a map "
+                         "summing to 1 has Var(o_j) = sigma_v^2 E[sum w^2] whatever mu_v)")
     if model["query"] != "fixed":
         raise ValueError(f"query: --query random is not supported with --attention {spec.name} (variant theory is for "
                          "a fixed query: use --beta or --d/--tau with --query fixed)")
-    if spec.name == "sigmoid":
-        kind = "sigmoid"
-    elif spec.is_scaled_softmax:
-        kind = "scaled_softmax"
-    elif spec.name == "topk":
-        kind = "topk_bound"
-    else:
-        kind = "monte_carlo"
-    out = {"attention": spec.name, "params": params, "theory": kind}
-    if kind == "sigmoid":
+    out = {"attention": spec.name, "params": params, "theory": spec.theory}
+    if not spec.sums_to_one:
         out["value_mean"] = float(check_real("value_mean", 0.0 if args.value_mean is None else args.value_mean))
         out["value_scale"] = float(check_real("value_scale", 1.0 if args.value_scale is None else args.value_scale,
                                               minimum=0.0))
@@ -230,76 +223,71 @@ def _monte_carlo_note(name: str) -> str:
     return f"Monte Carlo only: {name} has no exact theory here; use varsim simulate --attention {name}"
 
 
-def compute_variant(model: dict, variant: dict, ns) -> list[dict]:
-    """One row per N of the variant's exact theory (see the module docstring); ``[]`` for Monte-Carlo-only maps."""
-    import numpy as np
-
-    from varsim import theory as T
-    from varsim.theory._args import real_array
-
-    n_arr = real_array("n", ns, minimum=1.0, maximum=T.N_MAX).ravel()
-    beta, name, params, kind = model["beta"], variant["attention"], variant["params"], variant["theory"]
-    rows = []
-    if kind == "scaled_softmax":
-        beta_n = np.atleast_1d(np.asarray(T.variant_beta(name, n_arr, beta, **params), dtype=np.float64))
-        for n, b in zip(n_arr, beta_n):
-            n, b = float(n), float(b)
-            # expected_ipr's quadrature covers beta <= BETA_MAX; beyond it the cell is n/a, not an extrapolation
-            ipr = float(T.expected_ipr(n, b)) if b <= T.BETA_MAX else None
-            rows.append({"n": n, "beta_n": b, "ipr": ipr, "n_ipr": None if ipr is None else n * ipr,
-                         "phase": str(T.phase(n, b))})
-    elif kind == "sigmoid":
-        y2, var_s1, s1 = (np.atleast_1d(np.asarray(a, dtype=np.float64)) for a in T.sigmoid_moments(n_arr, beta))
-        sv, mu = variant["value_scale"], variant["value_mean"]
-        for n, a, v, m in zip(n_arr, y2, var_s1, s1):
-            # sigmoid > 0, so E[sum w^2] > 0 (and Var(sum w) > 0 for beta != 0): an exact 0 is the quadrature's
-            # underflow at huge N (N E[s^2] ~ e^{2 beta^2}/N needs E[s^2] below 1e-308), shown as n/a
-            a = None if a == 0.0 else float(a)
-            v = None if v == 0.0 and beta != 0.0 else float(v)
-            var = None if a is None or v is None else sv * sv * a + mu * mu * v
-            rows.append({"n": float(n), "ipr": a, "n_ipr": None if a is None else float(n) * a, "wsum_var": v,
-                         "wsum": float(m), "var": var})
-    elif kind == "topk_bound":
-        lower, upper = T.topk_ipr_bounds(params["k"])
-        for n in n_arr:
-            n = float(n)
-            exact = float(T.expected_ipr(n, beta)) if params["k"] >= n else None  # k >= N keeps every key: softmax
-            rows.append({"n": n, "ipr_lower": lower, "ipr_upper": upper, "ipr": exact})
-    return rows
+def _rows_exact_ipr(T, th, variant):
+    return [{"n": n, "beta_n": b, "ipr": e, "n_ipr": None if e is None else n * e, "phase": str(T.phase(n, b))}
+            for n, b, e in zip(th.n, th.beta_n, th.ipr)]
 
 
-_VARIANT_COLUMNS = {  # per kind: (key, header, format)
-    "scaled_softmax": (("n", "N", "{:>10.6g}"), ("beta_n", "beta_N", "{:>10.6g}"), ("ipr", "E[sum w^2]", "{:>13.6g}"),
-                       ("n_ipr", "N*E", "{:>10.6g}"), ("phase", "phase at beta_N", "{:>15}")),
-    "sigmoid": (("n", "N", "{:>10.6g}"), ("ipr", "E[sum w^2]", "{:>13.6g}"), ("wsum_var", "Var(sum w)", "{:>13.6g}"),
-                ("wsum", "E[sum w]", "{:>13.6g}"), ("var", "Var(o_j)", "{:>13.6g}")),
-    "topk_bound": (("n", "N", "{:>10.6g}"), ("ipr_lower", "1/k <=", "{:>10.6g}"),
-                   ("ipr_upper", "sum w^2 <=", "{:>10.6g}"), ("ipr", "exact (k>=N)", "{:>13.6g}")),
+def _rows_sigmoid_moments(T, th, variant):
+    sv, mu = variant["value_scale"], variant["value_mean"]
+    var = th.exact_var(sv * sv, mu * mu)
+    return [{"n": n, "ipr": a, "n_ipr": None if a is None else n * a, "wsum_var": v, "wsum": m, "var": x}
+            for n, a, v, m, x in zip(th.n, th.ipr, th.wsum_var, th.wsum, var)]
+
+
+def _rows_bound(T, th, variant):
+    return [{"n": n, "ipr_lower": lo, "ipr_upper": hi, "ipr": e}
+            for n, lo, hi, e in zip(th.n, th.ipr_lower, th.ipr_upper, th.ipr)]
+
+
+#: theory kind -> (rows of the JSON and the table, table columns (key, header, format), the table's closing note)
+_VARIANT_VIEWS = {
+    "exact_ipr": (_rows_exact_ipr,
+                  (("n", "N", "{:>10.6g}"), ("beta_n", "beta_N", "{:>10.6g}"), ("ipr", "E[sum w^2]", "{:>13.6g}"),
+                   ("n_ipr", "N*E", "{:>10.6g}"), ("phase", "phase at beta_N", "{:>15}")),
+                  lambda v: ("softmax at the effective scale beta_N = f(N) beta (varsim.theory.variant_beta); exact "
+                             f"E[sum w^2] by quadrature ({MARK} where beta_N > {1e4:g}); phase: THEORY.md 3.2")),
+    "sigmoid_moments": (_rows_sigmoid_moments,
+                        (("n", "N", "{:>10.6g}"), ("ipr", "E[sum w^2]", "{:>13.6g}"),
+                         ("wsum_var", "Var(sum w)", "{:>13.6g}"), ("wsum", "E[sum w]", "{:>13.6g}"),
+                         ("var", "Var(o_j)", "{:>13.6g}")),
+                        lambda v: (f"Var(o_j) = sigma_v^2 E[sum w^2] + mu_v^2 Var(sum w) with sigma_v = "
+                                   f"{v['value_scale']:g}, mu_v = {v['value_mean']:g} (REMEDIES 1, 3; exact "
+                                   f"quadrature; {MARK} where it underflows)")),
+    "bound": (_rows_bound,
+              (("n", "N", "{:>10.6g}"), ("ipr_lower", "1/k <=", "{:>10.6g}"), ("ipr_upper", "sum w^2 <=", "{:>10.6g}"),
+               ("ipr", "exact (k>=N)", "{:>13.6g}")),
+              lambda v: (f"top-k bound 1/k <= sum w^2 <= 1 for any logits (THEORY 4d); exact softmax value where "
+                         f"k >= N, {MARK} otherwise (Monte Carlo: varsim simulate --attention {v['attention']})")),
 }
 
 
+def compute_variant(model: dict, variant: dict, ns) -> list[dict]:
+    """One row per N of the variant's exact theory (see the module docstring); ``[]`` for Monte-Carlo-only maps."""
+    from varsim import theory as T
+
+    view = _VARIANT_VIEWS.get(variant["theory"])
+    if view is None:
+        return []
+    th = T.variant_theory(variant["attention"], ns, model["beta"], **variant["params"])
+    return view[0](T, th, variant)
+
+
 def _variant_table(model: dict, variant: dict, rows: list[dict]) -> str:
-    name, kind = variant["attention"], variant["theory"]
+    name = variant["attention"]
     params = " ".join(f"{k}={v:g}" if not isinstance(v, bool) else f"{k}={v}" for k, v in variant["params"].items())
     head = f"attention {name}{' ' + params if params else ''}, fixed query, beta = {model['beta']:g}"
-    if kind == "monte_carlo":
+    view = _VARIANT_VIEWS.get(variant["theory"])
+    if view is None:
         return f"{head}\n{_monte_carlo_note(name)}"
-    cols = _VARIANT_COLUMNS[kind]
+    _, cols, note = view
     widths = [len(fmt.format("frozen" if key == "phase" else 0.0)) for key, _, fmt in cols]
     widths = [max(w, len(h)) for w, (_, h, _) in zip(widths, cols)]
     lines = [head, "  ".join(f"{h:>{w}}" for (_, h, _), w in zip(cols, widths))]
     for r in rows:
         lines.append("  ".join(f"{MARK:>{w}}" if r.get(key) is None else f"{fmt.format(r[key]):>{w}}"
                                for (key, _, fmt), w in zip(cols, widths)))
-    if kind == "scaled_softmax":
-        lines.append("softmax at the effective scale beta_N = f(N) beta (varsim.theory.variant_beta); exact "
-                     f"E[sum w^2] by quadrature ({MARK} where beta_N > {1e4:g}); phase: THEORY.md 3.2")
-    elif kind == "sigmoid":
-        lines.append(f"Var(o_j) = sigma_v^2 E[sum w^2] + mu_v^2 Var(sum w) with sigma_v = {variant['value_scale']:g}, "
-                     f"mu_v = {variant['value_mean']:g} (REMEDIES 1, 3; exact quadrature; {MARK} where it underflows)")
-    else:
-        lines.append(f"top-k bound 1/k <= sum w^2 <= 1 for any logits (THEORY 4d); exact softmax value where k >= N, "
-                     f"{MARK} otherwise (Monte Carlo: varsim simulate --attention topk)")
+    lines.append(note(variant))
     return "\n".join(lines)
 
 
@@ -311,7 +299,7 @@ def run(args) -> int:
         text = _table(model, record["rows"]) if not args.json else None
     else:
         record = {"model": model, "variant": variant, "rows": compute_variant(model, variant, args.n)}
-        if variant["theory"] == "monte_carlo":
+        if variant["theory"] not in _VARIANT_VIEWS:
             record["note"] = _monte_carlo_note(variant["attention"])
         text = _variant_table(model, variant, record["rows"]) if not args.json else None
     if args.json:

@@ -6,6 +6,11 @@ Examples::
     varsim train --config run.json --outdir runs/x          # JSON with TrainConfig fields (model nested)
     varsim train --config run.json --lr 3e-3 --outdir runs/y  # flags override the file
     varsim train --config run.json --outdir runs/x --resume   # continue an interrupted run
+    varsim train --task argmax --attention ssmax --ssmax-s 0.5 --outdir runs/ssmax   # another weight map
+
+``--attention NAME`` trains with a weight map the registry declares trainable (``varsim.variants.TRAINABLE_MAPS``),
+with its parameters as ``--VARIANT-PARAM`` flags (those of ``varsim simulate``); without it the config file's map (or
+softmax) is used, and parameter flags apply to that map.
 
 Exit status: 0 when the run completes, 1 when it stops on a non-finite loss (the last good checkpoint is kept)
 or the system refuses a write (full disk), 2 on bad input: unknown names, NaN/inf, sizes whose memory or time is
@@ -24,7 +29,7 @@ import argparse
 import json
 import sys
 
-from varsim._common.validate import parse_int
+from varsim.cli._options import add_variant_flags, given_variant_params, int_option, refuse_variant_params
 
 # flag dest -> ModelConfig field
 _MODEL_FLAGS = {
@@ -88,36 +93,53 @@ def register(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--lr", type=float, help="peak learning rate (default 1e-3)")
     g.add_argument("--weight-decay", type=float)
     g.add_argument("--clip-norm", type=_clip, default=_UNSET, help="global gradient-norm clip (default 1), or 'none'")
-    g.add_argument("--warmup", type=parse_int, help="warmup updates (default 5%% of steps)")
+    g.add_argument("--warmup", type=int_option(), help="warmup updates (default 5%% of steps)")
     g.add_argument("--schedule", help="cosine or constant")
     g.add_argument("--min-lr-ratio", type=float)
-    g.add_argument("--steps", type=parse_int)
-    g.add_argument("--batch-size", "--batch", type=parse_int, dest="batch_size")
-    g.add_argument("--train-min", type=parse_int, help="smallest training set size (default: task's)")
-    g.add_argument("--train-max", type=parse_int, help="largest training set size (default 16)")
-    g.add_argument("--seed", type=parse_int, help="initialization seed (default 0)")
-    g.add_argument("--data-seed", type=parse_int, help="training-data seed (default: --seed)")
-    g.add_argument("--checkpoint-every", type=parse_int)
-    g.add_argument("--log-every", type=parse_int)
-    g.add_argument("--keep-checkpoints", type=parse_int)
+    g.add_argument("--steps", type=int_option())
+    g.add_argument("--batch-size", "--batch", type=int_option(), dest="batch_size")
+    g.add_argument("--train-min", type=int_option(), help="smallest training set size (default: task's)")
+    g.add_argument("--train-max", type=int_option(), help="largest training set size (default 16)")
+    g.add_argument("--seed", type=int_option(), help="initialization seed (default 0)")
+    g.add_argument("--data-seed", type=int_option(), help="training-data seed (default: --seed)")
+    g.add_argument("--checkpoint-every", type=int_option())
+    g.add_argument("--log-every", type=int_option())
+    g.add_argument("--keep-checkpoints", type=int_option())
     m = parser.add_argument_group("model")
-    m.add_argument("--d-model", type=parse_int)
-    m.add_argument("--n-heads", "--heads", type=parse_int, dest="n_heads")
-    m.add_argument("--n-blocks", "--blocks", type=parse_int, dest="n_blocks")
+    m.add_argument("--d-model", type=int_option())
+    m.add_argument("--n-heads", "--heads", type=int_option(), dest="n_heads")
+    m.add_argument("--n-blocks", "--blocks", type=int_option(), dest="n_blocks")
     m.add_argument("--norm", help="attention-output normalization: none (default), layernorm, standardize, "
                    "layernorm_per_head, standardize_per_head")
     m.add_argument("--residual", action=argparse.BooleanOptionalAction, default=None,
                    help="residual connection around attention (default on)")
     m.add_argument("--pre-ln", action=argparse.BooleanOptionalAction, default=None)
-    m.add_argument("--item-mlp-depth", type=parse_int)
-    m.add_argument("--predictor-depth", type=parse_int)
-    m.add_argument("--d-hidden", type=parse_int)
-    m.add_argument("--n-classes", type=parse_int)
-    m.add_argument("--key-vocab", type=parse_int)
-    m.add_argument("--value-vocab", type=parse_int)
+    m.add_argument("--item-mlp-depth", type=int_option())
+    m.add_argument("--predictor-depth", type=int_option())
+    m.add_argument("--d-hidden", type=int_option())
+    m.add_argument("--n-classes", type=int_option())
+    m.add_argument("--key-vocab", type=int_option())
+    m.add_argument("--value-vocab", type=int_option())
     m.add_argument("--key-encoding")
     m.add_argument("--dtype", help="float32 (default) or float64")
     m.add_argument("--activation", help="relu (default) or gelu")
+    from varsim.variants import TRAINABLE_MAPS
+
+    add_variant_flags(parser, default=None, default_help="default: the config file's, else softmax",
+                      names=TRAINABLE_MAPS)
+
+
+def _set_attention(args, model: dict) -> None:
+    """``--attention`` and its parameter flags into the model fields ``attention``/``attention_params``: a new map
+    drops the config file's parameters (they belong to its map); flags of another map are refused."""
+    named = model.get("attention", "softmax")
+    if args.attention is not None and args.attention != named:
+        named = model["attention"] = args.attention
+        model.pop("attention_params", None)
+    given = given_variant_params(args)
+    refuse_variant_params(given, (named,), f"not --attention {named}")
+    if named in given:
+        model["attention_params"] = {**(model.get("attention_params") or {}), **given[named]}
 
 
 def build_config(args):
@@ -139,6 +161,7 @@ def build_config(args):
         value = getattr(args, dest)
         if value is not None:
             model[field] = value
+    _set_attention(args, model)
     if "task" not in base:
         raise ValueError("task is required (--task argmax|dictionary, or a --config file)")
     if model.get("task", base["task"]) != base["task"]:  # --task overrides the file's model.task too

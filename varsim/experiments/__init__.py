@@ -1,22 +1,24 @@
-"""The paper's length-generalization experiment, run as independent jobs, with paired statistics.
+"""Grids of training runs: the paper's length-generalization reproduction and the remedies grid, with paired
+statistics.
 
-- ``settings``       the grid (task x architecture x normalization x seed) and the spec of every run
-- ``worker``         one run: train, evaluate, probe, return its record
-- ``records``        the results directory: run records, settings file, loading and checking them
-- ``runner``         run or resume the whole grid (:func:`run_reproduction`)
-- ``recheck``        recompute finished runs and compare them with their records (:func:`recheck_runs`)
-- ``aggregation``    seeds -> intervals and paired tests in ``summary.json`` (:func:`aggregate`)
-- ``report``         the Markdown table of a summary
-- ``probes``         distribution-shift measurements on a trained model (Figures 1-3 analogues)
-- ``stats``          Wilson and t intervals, paired differences and tests
-- ``executor``       local process pool or Dask cluster behind one ``run_jobs`` call
-- ``remedies``       the attention-variant grid (``--preset remedies``) and its learning-rate selection
-- ``remedies_summary`` that grid's summary: paired differences against softmax, Holm over the whole grid
-- ``sweep``          simulator sweeps over (variant, parameters, beta, N), locally or on Dask
-- ``reproduce``      all the public names of the reproduction in one place
+Both jobs share one floor, each module one job (a module imports only from the groups above it in this list):
 
-The names below are importable from this package; submodules are imported on first use, so importing this package
-loads neither NumPy nor Dask (the local executor's workers size their BLAS thread pools before NumPy loads).
+- the grid:      ``settings`` (the grid and the spec of every run), ``stats`` (intervals and paired tests),
+                 ``records`` (the results directory: run records, settings, loading and checking them),
+                 ``report`` (the Markdown tables), ``selection`` (the lr axis: choice on validation runs)
+- running it:    ``worker`` (one run: train, evaluate, probe), ``runner`` (run or resume a grid on
+                 :mod:`varsim.jobs`), ``recheck`` (recompute finished runs and compare them with their records)
+- the jobs:      ``reproduction_summary`` (the paper grid's statistics), ``remedies`` (the attention-variant grid,
+                 ``--preset remedies``) and ``remedies_summary`` (its paired differences against softmax, Holm)
+- entry points:  ``aggregation`` (:func:`aggregate`: the summary a directory's settings call for),
+                 ``reproduce`` (:func:`run_reproduction`: choose the grid, run it, summarize it)
+
+Simulator sweeps are :mod:`varsim.sim.sweep`; the probes of a trained model, :mod:`varsim.train.probes`; the
+executor (local processes or Dask), :mod:`varsim.jobs.executor`.
+
+The names below are importable from this package, its one facade; submodules are imported on first use, so importing
+this package loads neither NumPy nor Dask (the local executor's workers size their BLAS thread pools before NumPy
+loads).
 """
 
 from __future__ import annotations
@@ -37,12 +39,14 @@ _LAZY = {
     "load_run": "records",
     "load_results": "records",
     "run_path": "records",
-    "run_reproduction": "runner",
+    "run_reproduction": "reproduce",
     "recheck_runs": "recheck",
-    "SUMMARY_FORMAT": "aggregation",
+    "SUMMARY_FORMAT": "reproduction_summary",
     "aggregate": "aggregation",
     "render_table": "report",
-    "run_sweep": "sweep",
+    "remedies_settings": "remedies",
+    "REMEDIES_SUMMARY_FORMAT": "remedies_summary",
+    "select_lr": "selection",
 }
 
 __all__ = list(_LAZY)

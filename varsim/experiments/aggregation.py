@@ -1,126 +1,34 @@
-"""Aggregate the finished runs of a results directory into ``summary.json`` (statistics) and ``table.md``."""
+"""Summarize a results directory into ``summary.json`` and ``table.md``: the paper grid's summary or the remedies
+grid's, chosen by the directory's settings."""
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 from varsim._common.atomic import atomic_write_json, atomic_write_text
-from varsim._common.jsonio import jsonable
-from varsim.experiments.records import load_results, runs_by_cell
-from varsim.experiments.report import render_table
-from varsim.experiments.settings import BASELINE_NORM
+from varsim.experiments.records import load_results
+from varsim.experiments.remedies_summary import summarize_remedies
+from varsim.experiments.report import render_remedies_table, render_table
+from varsim.experiments.reproduction_summary import summarize_reproduction
 
-__all__ = ["SUMMARY_FORMAT", "aggregate", "clip_interval"]
+__all__ = ["aggregate"]
 
-SUMMARY_FORMAT = "varsim.reproduce.summary/1"
-
-
-def clip_interval(d: dict, lo: float, hi: float) -> dict:
-    """An accuracy lies in [0, 1] (a difference of two in [-1, 1]): a t interval reaching past that is cut there."""
-    out = dict(d)
-    for k in ("ci_low", "ci_high"):
-        if out[k] is not None and math.isfinite(out[k]):
-            out[k] = min(max(out[k], lo), hi)
-    return out
-
-
-def _interval_series(rows: list[list[float]], confidence: float) -> dict:
-    from varsim.experiments.stats import t_interval
-
-    cols = [clip_interval(t_interval([r[j] for r in rows], confidence=confidence), 0.0, 1.0)
-            for j in range(len(rows[0]))]
-    return {k: [c[k] for c in cols] for k in ("mean", "sd", "ci_low", "ci_high")}
+#: does the grid have the remedies axis -> (summary of its runs, Markdown table of that summary)
+_SUMMARIES = {False: (summarize_reproduction, render_table), True: (summarize_remedies, render_remedies_table)}
 
 
 def aggregate(outdir, *, confidence: float = 0.95) -> dict:
     """Summarize the finished runs of ``outdir`` into ``summary.json`` and ``table.md``; return the summary.
 
-    Per task, architecture, norm and N: the mean accuracy over seeds with a Student-t interval, and the pooled
-    Wilson interval of all seeds' test examples. Per norm against ``none``: the paired difference over the seeds
-    both have, with its t interval, the paired t-test p-value and the exact sign-flip p-value.
+    Paper grid (:func:`~varsim.experiments.reproduction_summary.summarize_reproduction`): per task, architecture,
+    norm and N, the mean accuracy over seeds with a Student-t interval and the pooled Wilson interval; per norm
+    against ``none``, the paired difference over the seeds both have, with its t interval, the paired t-test p-value
+    and the exact sign-flip p-value. Remedies grid: :func:`~varsim.experiments.remedies_summary.summarize_remedies`.
     """
-    from varsim._common.provenance import provenance
-    from varsim.experiments.stats import paired_difference, pooled_bernoulli, t_interval
-
     res = load_results(outdir)
-    settings, runs = res["settings"], res["runs"]
-    if settings.remedies:
-        from varsim.experiments.remedies_summary import aggregate_remedies
-
-        return aggregate_remedies(outdir, res, confidence=confidence)
-    cells = runs_by_cell(settings, runs)
-    groups, paired, learned = [], [], []
-    for (task, arch, norm), by_seed in cells.items():
-        seeds = sorted(by_seed)
-        g = {"task": task, "architecture": arch, "norm": norm, "seeds": seeds, "n_seeds": len(seeds),
-             "lengths": list(settings.eval_lengths)}
-        if seeds:
-            recs = [by_seed[s] for s in seeds]
-            ids = [r["in_distribution"] for r in recs]
-            g["in_distribution"] = {
-                "length": ids[0]["length"],
-                **clip_interval(t_interval([d["accuracy"] for d in ids], confidence=confidence), 0.0, 1.0),
-                "per_seed": [d["accuracy"] for d in ids],
-                "learned": sum(d["learned"] for d in ids),
-                "not_learned_seeds": [s for s, d in zip(seeds, ids) if not d["learned"]],
-            }
-            g["train_accuracy"] = [r["train"]["train_accuracy"] for r in recs]
-            rows = [r["eval"]["accuracy"] for r in recs]
-            g["accuracy"] = {**_interval_series(rows, confidence), "per_seed": rows}
-            pooled = [pooled_bernoulli([r["eval"]["correct"][j] for r in recs],
-                                       [r["eval"]["examples"] for r in recs], confidence=confidence)
-                      for j in range(len(settings.eval_lengths))]
-            g["pooled"] = {k: [p[k] for p in pooled] for k in ("accuracy", "ci_low", "ci_high", "successes", "trials")}
-            slopes = {}
-            for key in ("pre_coordinate", "post_coordinate", "pre_median", "post_median"):
-                vals = [r["probes"]["slopes"][key]["slope"] for r in recs if r["probes"]["slopes"].get(key)]
-                slopes[key] = t_interval(vals, confidence=confidence) if vals else None
-            g["probe_slopes"] = slopes
-            learned.append({"task": task, "architecture": arch, "norm": norm,
-                            "learned": g["in_distribution"]["learned"], "seeds": len(seeds)})
-        groups.append(g)
-        if norm == BASELINE_NORM or BASELINE_NORM not in settings.norms:
-            continue
-        base = cells[(task, arch, BASELINE_NORM)]
-        common = sorted(set(base) & set(by_seed))
-        p = {"task": task, "architecture": arch, "norm": norm, "baseline": BASELINE_NORM, "seeds": common,
-             "lengths": list(settings.eval_lengths)}
-        if common:
-            per_len = [clip_interval(paired_difference([by_seed[s]["eval"]["accuracy"][j] for s in common],
-                                                        [base[s]["eval"]["accuracy"][j] for s in common],
-                                                        confidence=confidence), -1.0, 1.0)
-                       for j in range(len(settings.eval_lengths))]
-            for k in ("mean_diff", "sd", "ci_low", "ci_high", "p_ttest", "p_signflip"):
-                p[k] = [d[k] for d in per_len]
-            # The lengths where the interval excludes 0 (equivalently, the paired t-test rejects at 1 - confidence).
-            p["better_at"] = [n for n, d in zip(settings.eval_lengths, per_len) if d["ci_low"] > 0]
-            p["worse_at"] = [n for n, d in zip(settings.eval_lengths, per_len) if d["ci_high"] < 0]
-        paired.append(p)
-
-    summary = jsonable({
-        "format": SUMMARY_FORMAT,
-        "settings": settings.to_dict(),
-        "confidence": confidence,
-        "methods": {
-            "accuracy_interval": "mean over seeds with a two-sided Student-t interval (n_seeds - 1 df), "
-                                 "cut to [0, 1]",
-            "pooled_interval": "Wilson score interval of all seeds' test examples pooled (ignores seed variation)",
-            "paired_difference": "per seed, norm minus none at the same N (same init seed, data, test sets); "
-                                 "mean with a Student-t interval, cut to [-1, 1]",
-            "p_ttest": "two-sided paired t-test over seeds",
-            "p_signflip": "two-sided exact sign-flip (randomization) test over seeds; its smallest possible value "
-                          "is 2 / 2**n_seeds",
-            "learned": "accuracy >= learned_threshold at N = train_max on id_examples fresh examples",
-        },
-        "runs": {"expected": settings.seeds * len(settings.tasks) * len(settings.architectures) * len(settings.norms),
-                 "found": len(runs), "missing": res["missing"], "corrupt": res["corrupt"]},
-        "learned": learned,
-        "groups": groups,
-        "paired": paired,
-        "provenance": provenance(),
-    })
+    summarize, render = _SUMMARIES[res["settings"].remedies]
+    summary = summarize(outdir, res, confidence=confidence)
     out = Path(outdir)
     atomic_write_json(out / "summary.json", summary)
-    atomic_write_text(out / "table.md", render_table(summary))
+    atomic_write_text(out / "table.md", render(summary))
     return summary

@@ -55,18 +55,24 @@ def run_path(outdir, rid: str) -> Path:
     return runs_dir(outdir) / f"{rid}.json"
 
 
+def _read_record(p: Path, what: str, fmt: str) -> dict:
+    """The JSON object of ``p`` if its ``format`` is ``fmt``, else :class:`CorruptRun`."""
+    try:
+        rec = read_json(p, what=what, expect=None)
+    except JSONFileError as exc:
+        raise CorruptRun(f"{p.name}: {exc}") from None
+    if not isinstance(rec, dict) or rec.get("format") != fmt:
+        raise CorruptRun(f"{p.name}: not a {fmt} record")
+    return rec
+
+
 def load_run(path, spec: dict | None = None) -> dict:
     """Read and check one run record; raise :class:`CorruptRun` saying what is wrong.
 
     With ``spec`` the record must be the result of exactly that spec.
     """
     p = Path(path)
-    try:
-        rec = read_json(p, what="run record", expect=None)
-    except JSONFileError as exc:
-        raise CorruptRun(f"{p.name}: {exc}") from None
-    if not isinstance(rec, dict) or rec.get("format") != RUN_FORMAT:
-        raise CorruptRun(f"{p.name}: not a {RUN_FORMAT} record")
+    rec = _read_record(p, "run record", RUN_FORMAT)
     missing = [k for k in ("run_id", "spec", "train", "in_distribution", "eval", "probes") if k not in rec]
     if missing:
         raise CorruptRun(f"{p.name}: missing {missing}")
@@ -75,17 +81,33 @@ def load_run(path, spec: dict | None = None) -> dict:
             raise CorruptRun(f"{p.name}: holds run {rec['run_id']!r}, expected {spec['run_id']!r}")
         if rec["spec"] != spec:
             raise CorruptRun(f"{p.name}: was produced by a different spec (settings or code changed)")
+    return _consistent(p, rec, _run_consistent, "accuracies or intervals")
+
+
+def _run_consistent(rec: dict) -> bool:
+    ev = rec["eval"]
+    n_len = len(rec["spec"]["eval"]["lengths"])
+    ok = ev["lengths"] == rec["spec"]["eval"]["lengths"] and all(
+        len(ev[k]) == n_len for k in ("correct", "accuracy", "ci_low", "ci_high"))
+    ok = ok and all(0.0 <= a <= 1.0 for a in ev["accuracy"] + [rec["in_distribution"]["accuracy"]])
+    return ok and all(lo <= a <= hi for a, lo, hi in zip(ev["accuracy"], ev["ci_low"], ev["ci_high"]))
+
+
+def _select_consistent(rec: dict) -> bool:
+    v = rec["validation"]
+    ok = v["lengths"] == rec["spec"]["validation"]["lengths"] and len(v["accuracy"]) == len(v["lengths"])
+    return ok and all(0.0 <= a <= 1.0 for a in v["accuracy"]) and 0.0 <= v["score"] <= 1.0
+
+
+def _consistent(p: Path, rec: dict, check, what: str) -> dict:
+    """``rec`` when ``check(rec)`` holds, else :class:`CorruptRun` naming ``what`` (a missing field counts as
+    inconsistent)."""
     try:
-        ev = rec["eval"]
-        n_len = len(rec["spec"]["eval"]["lengths"])
-        ok = ev["lengths"] == rec["spec"]["eval"]["lengths"] and all(
-            len(ev[k]) == n_len for k in ("correct", "accuracy", "ci_low", "ci_high"))
-        ok = ok and all(0.0 <= a <= 1.0 for a in ev["accuracy"] + [rec["in_distribution"]["accuracy"]])
-        ok = ok and all(lo <= a <= hi for a, lo, hi in zip(ev["accuracy"], ev["ci_low"], ev["ci_high"]))
+        ok = check(rec)
     except (KeyError, TypeError):
         ok = False
     if not ok:
-        raise CorruptRun(f"{p.name}: inconsistent accuracies or intervals")
+        raise CorruptRun(f"{p.name}: inconsistent {what}")
     return rec
 
 
@@ -96,23 +118,10 @@ def select_path(outdir, rid: str) -> Path:
 def load_select_run(path, spec: dict) -> dict:
     """Read and check one learning-rate selection record (:class:`CorruptRun` when it cannot be trusted)."""
     p = Path(path)
-    try:
-        rec = read_json(p, what="selection run record", expect=None)
-    except JSONFileError as exc:
-        raise CorruptRun(f"{p.name}: {exc}") from None
-    if not isinstance(rec, dict) or rec.get("format") != SELECT_FORMAT:
-        raise CorruptRun(f"{p.name}: not a {SELECT_FORMAT} record")
+    rec = _read_record(p, "selection run record", SELECT_FORMAT)
     if rec.get("spec") != spec:
         raise CorruptRun(f"{p.name}: was produced by a different spec (settings or code changed)")
-    try:
-        v = rec["validation"]
-        ok = v["lengths"] == spec["validation"]["lengths"] and len(v["accuracy"]) == len(v["lengths"])
-        ok = ok and all(0.0 <= a <= 1.0 for a in v["accuracy"]) and 0.0 <= v["score"] <= 1.0
-    except (KeyError, TypeError):
-        ok = False
-    if not ok:
-        raise CorruptRun(f"{p.name}: inconsistent validation accuracies")
-    return rec
+    return _consistent(p, rec, _select_consistent, "validation accuracies")
 
 
 def write_selection(outdir, selection: dict) -> None:

@@ -42,10 +42,9 @@ from __future__ import annotations
 
 import math
 
-from varsim.experiments.settings import ReproductionSettings, _pow2, cell_key, cells
+from varsim.experiments.settings import ReproductionSettings, _pow2
 
-__all__ = ["TRAINED_ATTENTIONS", "INFERENCE_ATTENTIONS", "CONTROL", "LR_GRID", "remedies_settings", "select_lr",
-           "PRESETS"]
+__all__ = ["TRAINED_ATTENTIONS", "INFERENCE_ATTENTIONS", "CONTROL", "LR_GRID", "remedies_settings", "PRESETS"]
 
 #: trained variants: label -> ModelConfig overrides (logn's n0 is the largest training length, given explicitly)
 TRAINED_ATTENTIONS = {
@@ -98,42 +97,3 @@ def remedies_settings(*, quick: bool = False, seeds: int | None = None, root_see
 
 #: ``varsim reproduce --preset NAME``: name -> factory(quick, seeds, root_seed)
 PRESETS = {"remedies": remedies_settings}
-
-
-#: lr selection: scores closer than this are a tie (equal counts of correct answers summed in another order differ
-#: by ~1e-16; a score's resolution is 1 / (validation examples x lengths x seeds), ~1e-4 here)
-SCORE_TIE = 1e-9
-
-
-def select_lr(settings: ReproductionSettings, records: dict) -> dict:
-    """Choose the lr of every cell from the selection records (``{run_id: record}`` of
-    :func:`~varsim.experiments.settings.selection_specs`).
-
-    Returns ``{"chosen": {cell: lr}, "cells": {cell: {"lr": [...], "score": [...], "per_seed": [[...]], "chosen"}},
-    "rule"}``; the score of an lr is the mean over the selection seeds of the mean validation accuracy over the
-    validation lengths (a diverged run scores 0); the smallest lr whose score is within :data:`SCORE_TIE` of the
-    best is chosen. ValueError when a record is missing.
-    """
-    by_cell: dict = {}
-    for rec in records.values():
-        spec = rec["spec"]
-        by_cell.setdefault(spec["cell"], {}).setdefault(spec["lr"], {})[spec["seed_index"]] = rec["validation"]["score"]
-    chosen, table = {}, {}
-    for cell in cells(settings):
-        key = cell_key(cell)
-        got = by_cell.get(key, {})
-        per_seed, scores = [], []
-        for lr in settings.lr_grid:
-            seeds = got.get(lr, {})
-            if len(seeds) != settings.lr_select_seeds:
-                raise ValueError(f"selection: cell {key} lr {lr:g} has {len(seeds)} of {settings.lr_select_seeds} "
-                                 "selection runs")
-            row = [seeds[s] for s in sorted(seeds)]
-            per_seed.append(row)
-            scores.append(sum(row) / len(row))
-        top = max(scores)
-        chosen[key] = min(lr for lr, score in zip(settings.lr_grid, scores) if score >= top - SCORE_TIE)
-        table[key] = {"lr": list(settings.lr_grid), "score": scores, "per_seed": per_seed, "chosen": chosen[key]}
-    return {"chosen": chosen, "cells": table,
-            "rule": f"mean validation accuracy over N in {list(settings.validation_lengths)} and the first "
-                    f"{settings.lr_select_seeds} seed(s); ties go to the smaller lr"}

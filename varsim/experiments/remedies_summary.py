@@ -1,4 +1,5 @@
-"""Aggregation of the remedies grid (:mod:`varsim.experiments.remedies`) into ``summary.json`` and ``table.md``.
+"""The remedies grid's summary (:mod:`varsim.experiments.remedies`), written as ``summary.json`` by
+:func:`varsim.experiments.aggregate`.
 
 Variants: the trained attentions (their own runs) and the inference-only maps (the softmax runs' ``inference``
 records: same weights). Per (task, architecture, norm, depth) and variant, over seeds:
@@ -16,18 +17,17 @@ records: same weights). Per (task, architecture, norm, depth) and variant, over 
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
-from varsim._common.atomic import atomic_write_json, atomic_write_text
 from varsim._common.jsonio import jsonable
 from varsim.experiments.records import read_selection, runs_by_cell
 from varsim.experiments.settings import BASELINE_ATTENTION
 
-__all__ = ["REMEDIES_SUMMARY_FORMAT", "aggregate_remedies", "variant_records", "KEEPS_VARIANCE_SLOPE"]
+__all__ = ["REMEDIES_SUMMARY_FORMAT", "summarize_remedies", "variant_records", "KEEPS_VARIANCE_SLOPE"]
 
 REMEDIES_SUMMARY_FORMAT = "varsim.reproduce.remedies_summary/1"
 #: a variant keeps the output variance when the lower end of its post-normalization slope interval is above this
 KEEPS_VARIANCE_SLOPE = -0.1
+_KEYS = ("mean", "ci_low", "ci_high")
 
 
 def variant_records(settings, runs: dict) -> dict:
@@ -43,23 +43,12 @@ def variant_records(settings, runs: dict) -> dict:
     return out
 
 
-def _series(rows, confidence):
-    from varsim.experiments.aggregation import clip_interval
-    from varsim.experiments.stats import t_interval
-
-    cols = [clip_interval(t_interval([r[j] for r in rows], confidence=confidence), 0.0, 1.0)
-            for j in range(len(rows[0]))]
-    return {k: [c[k] for c in cols] for k in ("mean", "ci_low", "ci_high")}
-
-
-def aggregate_remedies(outdir, res: dict, *, confidence: float = 0.95) -> dict:
-    """Summarize a remedies results directory (``res`` from :func:`varsim.experiments.records.load_results`)."""
+def summarize_remedies(outdir, res: dict, *, confidence: float = 0.95) -> dict:
+    """The summary of a remedies results directory (``res`` from :func:`varsim.experiments.records.load_results`)."""
     import numpy as np
 
     from varsim._common.provenance import provenance
-    from varsim.experiments.aggregation import clip_interval
-    from varsim.experiments.report import render_remedies_table
-    from varsim.experiments.stats import holm, paired_difference, t_interval
+    from varsim.experiments.stats import clip_interval, holm, paired_difference, t_interval, t_interval_series
 
     settings, runs = res["settings"], res["runs"]
     groups, paired = [], []
@@ -78,9 +67,9 @@ def aggregate_remedies(outdir, res: dict, *, confidence: float = 0.95) -> dict:
                                                confidence=confidence), 0.0, 1.0),
                     "learned": sum(bool(r["in_distribution"].get("learned")) for r in recs)}
                 rows = [r["eval"]["accuracy"] for r in recs]
-                g["accuracy"] = {**_series(rows, confidence), "per_seed": rows}
+                g["accuracy"] = {**t_interval_series(rows, confidence=confidence, keys=_KEYS), "per_seed": rows}
                 w = [r["probes"]["attn_correct"]["max_head"] for r in recs]
-                g["weight_correct"] = {**_series(w, confidence), "per_seed": w}
+                g["weight_correct"] = {**t_interval_series(w, confidence=confidence, keys=_KEYS), "per_seed": w}
                 slopes = {}
                 for key in ("pre_median", "post_median"):
                     vals = [r["probes"]["slopes"][key]["slope"] for r in recs if r["probes"]["slopes"].get(key)]
@@ -143,7 +132,4 @@ def aggregate_remedies(outdir, res: dict, *, confidence: float = 0.95) -> dict:
         "paired": paired,
         "provenance": provenance(),
     })
-    out = Path(outdir)
-    atomic_write_json(out / "summary.json", summary)
-    atomic_write_text(out / "table.md", render_remedies_table(summary))
     return summary

@@ -112,7 +112,7 @@ def render_table(summary: dict) -> str:
 
 
 def render_remedies_table(summary: dict) -> str:
-    """The Markdown report of the remedies summary (:func:`varsim.experiments.remedies_summary.aggregate_remedies`):
+    """The Markdown report of the remedies summary (:func:`varsim.experiments.remedies_summary.summarize_remedies`):
     per task and depth, accuracy per N [t interval], paired differences against softmax with Holm-adjusted p-values,
     the weight on the correct item per N, which variants keep the output variance, and the lr selection."""
     st = summary["settings"]

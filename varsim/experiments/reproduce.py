@@ -1,47 +1,73 @@
-"""The paper's experiment: does normalizing the attention output help length generalization, and by how much?
-
-This module gathers the public names of the reproduction, each defined in the module that does that one job:
-
-- ``varsim.experiments.settings``       the grid and :class:`ReproductionSettings`, the spec of every run
-- ``varsim.experiments.worker``         one run: train, evaluate, probe (:func:`run_job`)
-- ``varsim.experiments.records``        the results directory on disk: run records, settings, :func:`load_results`
-- ``varsim.experiments.runner``         run or resume the grid (:func:`run_reproduction`)
-- ``varsim.experiments.aggregation``    statistics over seeds into ``summary.json`` (:func:`aggregate`)
-- ``varsim.experiments.report``         the Markdown table (:func:`render_table`)
-"""
+"""Choose the grid (the paper reproduction, or a preset such as the remedies grid), run or resume it, summarize it."""
 
 from __future__ import annotations
 
-from varsim.experiments.aggregation import SUMMARY_FORMAT, aggregate
-from varsim.experiments.records import RUN_FORMAT, SETTINGS_FORMAT, CorruptRun, load_results, load_run, run_path
-from varsim.experiments.report import render_table
-from varsim.experiments.runner import run_reproduction
-from varsim.experiments.settings import (
-    ARCHITECTURES,
-    BASELINE_NORM,
-    DEFAULT_NORMS,
-    ReproductionSettings,
-    job_specs,
-    run_id,
-)
-from varsim.experiments.worker import run_job
+from typing import Any, Callable
 
-__all__ = [
-    "ReproductionSettings",
-    "ARCHITECTURES",
-    "DEFAULT_NORMS",
-    "BASELINE_NORM",
-    "RUN_FORMAT",
-    "SETTINGS_FORMAT",
-    "SUMMARY_FORMAT",
-    "run_id",
-    "job_specs",
-    "run_job",
-    "run_reproduction",
-    "aggregate",
-    "render_table",
-    "load_results",
-    "load_run",
-    "run_path",
-    "CorruptRun",
-]
+from varsim.experiments.aggregation import aggregate
+from varsim.experiments.remedies import PRESETS
+from varsim.experiments.runner import run_grid
+from varsim.experiments.settings import ReproductionSettings
+
+__all__ = ["run_reproduction"]
+
+
+def run_reproduction(
+    outdir,
+    *,
+    quick: bool = False,
+    seeds: int | None = None,
+    root_seed: int = 0,
+    settings: ReproductionSettings | None = None,
+    tasks=None,
+    architectures=None,
+    norms=None,
+    preset: str | None = None,
+    scheduler: str | None = None,
+    workers: int | None = None,
+    checkpoints: bool | None = None,
+    progress: bool | None = None,
+    on_run: Callable[[dict], None] | None = None,
+) -> dict:
+    """Run (or resume) the reproduction into ``outdir``, then aggregate it; return a report.
+
+    ``settings`` defaults to :meth:`ReproductionSettings.quick` (``quick=True``) or :meth:`~.full`, with
+    ``seeds`` (default 2 quick, 6 full), ``root_seed``, and ``tasks`` / ``architectures`` / ``norms`` restricting
+    the grid; ``preset`` (``"remedies"``, :mod:`varsim.experiments.remedies`) picks another grid. ``scheduler`` (a
+    Dask address) or ``workers`` (local processes, default one per core) choose where the runs execute.
+    ``checkpoints`` (default: on for local runs, off on Dask, whose workers may not share this
+    filesystem) keeps training checkpoints in ``outdir/checkpoints`` so an interrupted run resumes mid-training.
+    ``progress`` (default: stderr is a terminal) logs one line per finished run; ``on_run(record)`` is called in
+    this process for each.
+
+    Returns ``{"outdir", "runs", "skipped", "completed", "corrupt", "failed", "other_commit", "learned",
+    "summary", "table", "elapsed_s"}``: ``skipped`` lists the runs already finished, ``corrupt`` the records that
+    were moved aside and redone, ``failed`` the runs that raised (``{"run_id", "error"}``; re-running resumes
+    them), ``other_commit`` the finished runs made at another git commit (kept: a record is trusted when its spec
+    matches, so after changing the code, start a fresh ``outdir``), ``learned`` the per-variant learned counts.
+
+    One process at a time per ``outdir``: while one runs, another is refused with
+    :class:`varsim._common.runlock.RunLocked` (a ValueError naming the holder). Local worker processes exit when
+    this process dies, even by SIGKILL (``varsim._common.lifeline``).
+
+    Scripts must call this under ``if __name__ == "__main__":`` (the local workers are spawned processes).
+    """
+    if settings is None:
+        changes: dict[str, Any] = {}
+        for name, value in (("tasks", tasks), ("architectures", architectures), ("norms", norms)):
+            if value is not None:
+                changes[name] = tuple(value)
+        kw = {"root_seed": root_seed, **({} if seeds is None else {"seeds": seeds})}
+        if preset is not None:
+            from varsim._common.validate import check_choice
+
+            settings = PRESETS[check_choice("preset", preset, PRESETS)](quick=quick, **kw, **changes)
+        else:
+            factory = ReproductionSettings.quick if quick else ReproductionSettings.full
+            settings = factory(**kw, **changes)
+    elif not isinstance(settings, ReproductionSettings):
+        raise ValueError(f"settings must be a ReproductionSettings, got {type(settings).__name__}")
+    elif any(v is not None for v in (seeds, tasks, architectures, norms, preset)) or quick:
+        raise ValueError("settings: pass either a ReproductionSettings or quick/seeds/tasks/..., not both")
+    return run_grid(outdir, settings, summarize=aggregate, scheduler=scheduler, workers=workers,
+                    checkpoints=checkpoints, progress=progress, on_run=on_run)

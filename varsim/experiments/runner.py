@@ -1,8 +1,10 @@
-"""Run (or resume) the whole reproduction into a results directory, then aggregate it.
+"""Run (or resume) a grid of training runs into a results directory, then summarize it: the floor under the paper
+reproduction and the remedies grid (:func:`varsim.experiments.run_reproduction` chooses the grid).
 
-Resume: a run whose record exists and validates is not redone; a record that does not parse or does not match its
-run (a different spec, missing fields, accuracies outside [0, 1]) is reported, moved aside to
-``runs/<run_id>.json.corrupt`` and redone.
+Resume (:mod:`varsim.jobs.resume`): a run whose record exists and validates is not redone; a record that does not
+parse or does not match its run (a different spec, missing fields, accuracies outside [0, 1]) is reported, moved
+aside to ``runs/<run_id>.json.corrupt`` and redone. With an lr grid, the selection runs come first
+(:mod:`varsim.experiments.selection`).
 """
 
 from __future__ import annotations
@@ -11,11 +13,8 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
-from varsim._common.atomic import atomic_write_json
-from varsim._common.runlock import run_lock
-from varsim.experiments.aggregation import aggregate
 from varsim.experiments.records import (
     CorruptRun,
     load_run,
@@ -29,8 +28,9 @@ from varsim.experiments.records import (
 )
 from varsim.experiments.settings import ReproductionSettings, job_specs, selection_specs
 from varsim.experiments.worker import run_job
+from varsim.jobs.resume import results_dir, run_and_record, sort_jobs
 
-__all__ = ["run_reproduction"]
+__all__ = ["run_grid"]
 
 
 def _log(enabled: bool, message: str) -> None:
@@ -38,102 +38,44 @@ def _log(enabled: bool, message: str) -> None:
         print(message, file=sys.stderr, flush=True)
 
 
+def _say(message: str) -> None:
+    _log(True, "varsim reproduce: " + message)
+
+
 def _check_scheduler(scheduler: str) -> None:
     """Connect to the Dask scheduler once (ValueError naming ``scheduler`` when it cannot be reached)."""
-    from varsim.experiments.executor import open_executor
+    from varsim.jobs.executor import open_executor
 
     with open_executor(scheduler):
         pass
 
 
-def run_reproduction(
-    outdir,
-    *,
-    quick: bool = False,
-    seeds: int | None = None,
-    root_seed: int = 0,
-    settings: ReproductionSettings | None = None,
-    tasks=None,
-    architectures=None,
-    norms=None,
-    preset: str | None = None,
-    scheduler: str | None = None,
-    workers: int | None = None,
-    checkpoints: bool | None = None,
-    progress: bool | None = None,
-    on_run: Callable[[dict], None] | None = None,
-) -> dict:
-    """Run (or resume) the reproduction into ``outdir``, then aggregate it; return a report.
-
-    ``settings`` defaults to :meth:`ReproductionSettings.quick` (``quick=True``) or :meth:`~.full`, with
-    ``seeds`` (default 2 quick, 6 full), ``root_seed``, and ``tasks`` / ``architectures`` / ``norms`` restricting
-    the grid; ``preset`` (``"remedies"``, :mod:`varsim.experiments.remedies`) picks another grid. ``scheduler`` (a
-    Dask address) or ``workers`` (local processes, default one per core) choose where the runs execute.
-    ``checkpoints`` (default: on for local runs, off on Dask, whose workers may not share this
-    filesystem) keeps training checkpoints in ``outdir/checkpoints`` so an interrupted run resumes mid-training.
-    ``progress`` (default: stderr is a terminal) logs one line per finished run; ``on_run(record)`` is called in
-    this process for each.
-
-    Returns ``{"outdir", "runs", "skipped", "completed", "corrupt", "failed", "other_commit", "learned",
-    "summary", "table", "elapsed_s"}``: ``skipped`` lists the runs already finished, ``corrupt`` the records that
-    were moved aside and redone, ``failed`` the runs that raised (``{"run_id", "error"}``; re-running resumes
-    them), ``other_commit`` the finished runs made at another git commit (kept: a record is trusted when its spec
-    matches, so after changing the code, start a fresh ``outdir``), ``learned`` the per-variant learned counts.
-
-    One process at a time per ``outdir``: while one runs, another is refused with
-    :class:`varsim._common.runlock.RunLocked` (a ValueError naming the holder). Local worker processes exit when
-    this process dies, even by SIGKILL (``varsim._common.lifeline``).
-
-    Scripts must call this under ``if __name__ == "__main__":`` (the local workers are spawned processes).
-    """
-    from varsim.experiments.executor import check_executor_args
+def run_grid(outdir, settings: ReproductionSettings, *, summarize: Callable[[Path], dict], scheduler: str | None,
+             workers: int | None, checkpoints: bool | None, progress: bool | None,
+             on_run: Callable[[dict], None] | None) -> dict:
+    """Run (or resume) the grid ``settings`` into ``outdir``, then ``summarize(outdir)`` (which writes
+    ``summary.json`` and ``table.md`` and returns the summary); return a report (see
+    :func:`varsim.experiments.run_reproduction`, whose arguments these are)."""
+    from varsim.jobs.executor import check_executor_args
 
     t0 = time.perf_counter()
-    if settings is None:
-        changes: dict[str, Any] = {}
-        for name, value in (("tasks", tasks), ("architectures", architectures), ("norms", norms)):
-            if value is not None:
-                changes[name] = tuple(value)
-        kw = {"root_seed": root_seed, **({} if seeds is None else {"seeds": seeds})}
-        if preset is not None:
-            from varsim._common.validate import check_choice
-            from varsim.experiments.remedies import PRESETS
-
-            settings = PRESETS[check_choice("preset", preset, PRESETS)](quick=quick, **kw, **changes)
-        else:
-            factory = ReproductionSettings.quick if quick else ReproductionSettings.full
-            settings = factory(**kw, **changes)
-    elif not isinstance(settings, ReproductionSettings):
+    if not isinstance(settings, ReproductionSettings):
         raise ValueError(f"settings must be a ReproductionSettings, got {type(settings).__name__}")
-    elif any(v is not None for v in (seeds, tasks, architectures, norms, preset)) or quick:
-        raise ValueError("settings: pass either a ReproductionSettings or quick/seeds/tasks/..., not both")
     check_executor_args(scheduler, workers)
     if checkpoints is None:
         checkpoints = scheduler is None
     show = sys.stderr.isatty() if progress is None else bool(progress)
     if on_run is not None and not callable(on_run):
         raise ValueError("on_run must be callable or None")
-
-    out = Path(outdir)
-    if out.exists() and not out.is_dir():
-        raise ValueError(f"outdir {str(out)!r} is not a directory")
-    try:
-        runs_dir(out).mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise ValueError(f"outdir {str(out)!r} cannot be created: {exc}") from None
-    if not os.access(runs_dir(out), os.W_OK):
-        raise ValueError(f"outdir {str(out)!r} is not writable")
-    with run_lock(out, "varsim reproduce"):  # a second process on this outdir is refused while this one runs
-        return _run_grid(out, settings, scheduler=scheduler, workers=workers, checkpoints=checkpoints, show=show,
-                         on_run=on_run, t0=t0)
+    with results_dir(outdir, runs_dir(outdir), "varsim reproduce") as out:  # one process per outdir at a time
+        return _run_locked(out, settings, summarize=summarize, scheduler=scheduler, workers=workers,
+                           checkpoints=checkpoints, show=show, on_run=on_run, t0=t0)
 
 
-def _run_grid(out: Path, settings: ReproductionSettings, *, scheduler, workers, checkpoints, show, on_run,
-              t0: float) -> dict:
-    """The body of :func:`run_reproduction` once ``out`` is locked: pin the settings, sort the runs into finished,
-    corrupt and to do, run the rest, aggregate."""
-    from varsim.experiments.executor import JobFailure, run_jobs
-
+def _run_locked(out: Path, settings: ReproductionSettings, *, summarize, scheduler, workers, checkpoints, show,
+                on_run, t0: float) -> dict:
+    """The body of :func:`run_grid` once ``out`` is locked: pin the settings, sort the runs into finished,
+    corrupt and to do, run the rest, summarize."""
     if scheduler is not None:  # fail on an unreachable cluster before the directory is pinned to these settings
         _check_scheduler(scheduler)
     write_settings(out, settings)
@@ -151,26 +93,13 @@ def _run_grid(out: Path, settings: ReproductionSettings, *, scheduler, workers, 
                     "failed": select_failed, "other_commit": [], "summary": None, "table": None, "learned": [],
                     "elapsed_s": time.perf_counter() - t0}
     specs = job_specs(settings, selection and selection["chosen"])
-    skipped, corrupt, todo, other_code = [], [], [], []
-    for spec in specs:
-        path = run_path(out, spec["run_id"])
-        if not path.exists():
-            todo.append(spec)
-            continue
-        try:
-            rec = load_run(path, spec)
-            skipped.append(spec["run_id"])
-            if (rec.get("provenance") or {}).get("git_commit") != commit:
-                other_code.append(spec["run_id"])
-        except CorruptRun as exc:
-            os.replace(path, path.with_name(path.name + ".corrupt"))
-            corrupt.append({"run_id": spec["run_id"], "reason": str(exc)})
-            _log(True, f"varsim reproduce: redoing {spec['run_id']}: {exc} (moved to {path.name}.corrupt)")
-            todo.append(spec)
+    finished, todo, corrupt = sort_jobs(specs, lambda rid: run_path(out, rid), load_run, CorruptRun, log=_say)
+    skipped = list(finished)
+    other_code = [rid for rid, rec in finished.items() if (rec.get("provenance") or {}).get("git_commit") != commit]
     _log(show, f"reproduce: {len(specs)} runs, {len(skipped)} already finished, {len(todo)} to run")
     if other_code:  # kept (same spec), but the numbers may predate a code change: say so
-        _log(True, f"varsim reproduce: note: {len(other_code)} finished run(s) were made at another git commit "
-                   f"than the current {commit!r} (e.g. {other_code[0]}); use a fresh outdir to recompute them")
+        _say(f"note: {len(other_code)} finished run(s) were made at another git commit than the current {commit!r} "
+             f"(e.g. {other_code[0]}); use a fresh outdir to recompute them")
 
     todo.sort(key=_cost_rank)  # longest first: the last runs to finish are short ones (records do not depend on order)
 
@@ -188,17 +117,12 @@ def _run_grid(out: Path, settings: ReproductionSettings, *, scheduler, workers, 
         _log(show and bool(reused), f"reproduce: {len(reused)} main runs start from the finished training of their lr "
                                     "selection run (same config: the same weights)")
     done = []
-    failed = []
 
-    def finished(i: int, rec) -> None:
-        spec = todo[i]
-        if isinstance(rec, JobFailure):
-            failed.append({"run_id": spec["run_id"], "error": f"{type(rec.error).__name__}: {rec.error}"})
-            _log(True, f"varsim reproduce: run {spec['run_id']} failed: {rec.error}")
-            return
+    def prepare(spec, rec) -> None:
         if spec["run_id"] in reused:
             rec["timing"]["train_reused_from"] = reused[spec["run_id"]]
-        atomic_write_json(run_path(out, spec["run_id"]), rec)
+
+    def recorded(spec, rec) -> None:
         done.append(spec["run_id"])
         if on_run is not None:
             on_run(rec)
@@ -207,17 +131,16 @@ def _run_grid(out: Path, settings: ReproductionSettings, *, scheduler, workers, 
                    f"in-dist {rec['in_distribution']['accuracy']:.3f}, N={rec['eval']['lengths'][-1]} {acc[-1]:.3f}, "
                    f"{rec['timing']['total_s']:.1f} s")
 
-    run_jobs(run_job, [(spec, workdir(spec)) for spec in todo], scheduler=scheduler, workers=workers,
-             on_result=finished, return_exceptions=True)
-    agg = aggregate(out)
-    failed = select_failed + failed
+    failed = run_and_record(run_job, todo, lambda rid: run_path(out, rid), workdir_of=workdir, scheduler=scheduler,
+                            workers=workers, prepare=prepare, on_record=recorded, log=_say)
+    agg = summarize(out)
     return {
         "outdir": str(out),
         "runs": len(specs),
         "skipped": skipped,
         "completed": done,
         "corrupt": corrupt,
-        "failed": failed,
+        "failed": select_failed + failed,
         "other_commit": other_code,
         "summary": str(out / "summary.json"),
         "table": str(out / "table.md"),
@@ -300,35 +223,17 @@ def _select_phase(out: Path, settings: ReproductionSettings, *, scheduler, worke
     """Run (or resume) the lr selection runs, choose the lr per cell, write ``selection.json``.
 
     Returns ``(selection, failed)``; ``selection`` is None when some selection run failed (re-running resumes)."""
-    from varsim.experiments.executor import JobFailure, run_jobs
-    from varsim.experiments.remedies import select_lr
+    from varsim.experiments.selection import select_lr
 
     specs = selection_specs(settings)
     select_path(out, "x").parent.mkdir(parents=True, exist_ok=True)
-    records, todo = {}, []
-    for spec in specs:
-        path = select_path(out, spec["run_id"])
-        if path.exists():
-            try:
-                records[spec["run_id"]] = load_select_run(path, spec)
-                continue
-            except CorruptRun as exc:
-                os.replace(path, path.with_name(path.name + ".corrupt"))
-                _log(True, f"varsim reproduce: redoing {spec['run_id']}: {exc} (moved to {path.name}.corrupt)")
-        todo.append(spec)
+    records, todo, _ = sort_jobs(specs, lambda rid: select_path(out, rid), load_select_run, CorruptRun, log=_say)
     _log(show, f"reproduce: lr selection: {len(specs)} runs, {len(specs) - len(todo)} already finished")
     if checkpoints:
         _set_aside_superseded(out / "checkpoints" / "select", todo, show)
     todo.sort(key=_cost_rank)
-    failed = []
 
-    def finished(i: int, rec) -> None:
-        spec = todo[i]
-        if isinstance(rec, JobFailure):
-            failed.append({"run_id": spec["run_id"], "error": f"{type(rec.error).__name__}: {rec.error}"})
-            _log(True, f"varsim reproduce: selection run {spec['run_id']} failed: {rec.error}")
-            return
-        atomic_write_json(select_path(out, spec["run_id"]), rec)
+    def recorded(spec, rec) -> None:
         records[spec["run_id"]] = rec
         _log(show, f"[select {len(records)}/{len(specs)}] {spec['run_id']}: validation "
                    f"{rec['validation']['score']:.3f}")
@@ -336,8 +241,8 @@ def _select_phase(out: Path, settings: ReproductionSettings, *, scheduler, worke
     def workdir(spec):
         return str(out / "checkpoints" / "select" / spec["run_id"]) if checkpoints else None
 
-    run_jobs(run_job, [(spec, workdir(spec)) for spec in todo], scheduler=scheduler, workers=workers,
-             on_result=finished, return_exceptions=True)
+    failed = run_and_record(run_job, todo, lambda rid: select_path(out, rid), workdir_of=workdir,
+                            scheduler=scheduler, workers=workers, on_record=recorded, log=_say, name="selection run")
     if failed:
         return None, failed
     selection = select_lr(settings, records)

@@ -1,18 +1,18 @@
 """The reproduction's grid and settings: which runs exist, and the full spec of each.
 
-Grid: task (argmax retrieval, dictionary lookup) x architecture (residual around attention on / off) x
-normalization after attention (none, layernorm, standardize, layernorm_per_head by default) x seed.
+Grid: task (argmax retrieval, dictionary lookup) x architecture (``ARCHITECTURES``: residual around attention on /
+off) x normalization after attention (none, layernorm, standardize, layernorm_per_head by default) x seed.
 
 Pairing: seed index ``s`` fixes the initialization seed, the training-data stream, the test sets and the probe sets
 of every normalization and architecture (all derived from ``root_seed`` and ``s`` only), so "norm X minus none"
 is a paired difference per seed.
 
-Remedies axis (REMEDIES.md 4; off by default, so the paper reproduction's specs and records are unchanged):
+Remedies axis (REMEDIES.md 4; off by default: the paper grid's specs and records carry no remedies key):
 ``attentions`` (trained attention variants, each a label -> ModelConfig overrides), ``inference_attentions`` (weight
 maps applied at evaluation to the softmax-trained runs: same weights, same test sets), ``depths`` (``n_blocks``) and an
 ``lr_grid`` selected per (task, architecture, norm, attention, depth) on in-distribution validation sets only (see
-:mod:`varsim.experiments.remedies`). A field at its default is left out of ``to_dict``, so ``settings.json`` of a
-paper reproduction is byte-identical to the one written before these fields existed.
+:mod:`varsim.experiments.remedies`). A field at its default is left out of ``to_dict`` and of the specs, so a paper
+grid's ``settings.json`` and run records carry no remedies key (and the committed records stay valid).
 """
 
 from __future__ import annotations
@@ -21,13 +21,16 @@ import dataclasses
 import json
 
 from varsim._common.validate import check_choice, check_fields, check_int, check_int_grid, check_real
-from varsim.tasks import TASKS
+from varsim.tasks import TASK_REGISTRY
 
 __all__ = ["ReproductionSettings", "ARCHITECTURES", "DEFAULT_NORMS", "BASELINE_NORM", "BASELINE_ATTENTION",
            "REMEDY_FIELDS", "run_id", "job_specs", "selection_specs", "cells"]
 
-#: architecture name -> ``ModelConfig.residual``
-ARCHITECTURES = {"residual": True, "no_residual": False}
+#: the grid's architecture labels -> the :class:`varsim.nn.model.ModelConfig` fields each sets (its ``architecture``,
+#: a model of :mod:`varsim.nn.architectures`, when not the set transformer, and that model's switches)
+ARCHITECTURES = {"residual": {"residual": True}, "no_residual": {"residual": False}}
+#: the tasks of the paper's grid (any registered task of varsim.tasks may be named in ``tasks``)
+PAPER_TASKS = ("argmax", "dictionary")
 DEFAULT_NORMS = ("none", "layernorm", "standardize", "layernorm_per_head")
 BASELINE_NORM = "none"
 #: the label of the trained baseline attention in ``attentions`` (the inference-only maps are applied to its runs)
@@ -50,12 +53,12 @@ class ReproductionSettings:
     """Everything that determines the numbers of a reproduction (stored as ``settings.json``).
 
     ``model`` and ``train`` are overrides of :class:`varsim.nn.model.ModelConfig` and
-    :class:`varsim.train.TrainConfig` fields shared by every run (the grid sets ``task``, ``norm``, ``residual``,
-    ``seed`` and ``data_seed``). A run "learned" when its accuracy at N = ``train.train_max`` on
-    ``id_examples`` fresh examples is at least ``learned_threshold``.
+    :class:`varsim.train.TrainConfig` fields shared by every run (the grid sets ``task``, ``norm``, the fields of its
+    ``architectures`` (``residual``), ``seed`` and ``data_seed``). A run "learned" when its accuracy at
+    N = ``train.train_max`` on ``id_examples`` fresh examples is at least ``learned_threshold``.
     """
 
-    tasks: tuple = TASKS
+    tasks: tuple = PAPER_TASKS
     architectures: tuple = tuple(ARCHITECTURES)
     norms: tuple = DEFAULT_NORMS
     seeds: int = 6
@@ -94,7 +97,7 @@ class ReproductionSettings:
 
         from varsim.nn.norms import NORMS
 
-        set_("tasks", names("tasks", TASKS))
+        set_("tasks", names("tasks", TASK_REGISTRY))
         set_("architectures", names("architectures", ARCHITECTURES))
         set_("norms", names("norms", NORMS))
         set_("seeds", check_int("seeds", self.seeds, minimum=1))
@@ -103,7 +106,7 @@ class ReproductionSettings:
             if not isinstance(getattr(self, field), dict):
                 raise ValueError(f"{field} must be a dict of overrides, got {type(getattr(self, field)).__name__}")
             set_(field, dict(getattr(self, field)))
-        fixed = {"task", "norm", "residual"} & set(self.model)
+        fixed = ({"task", "norm"} | {k for a in self.architectures for k in ARCHITECTURES[a]}) & set(self.model)
         fixed |= {"task", "model", "seed", "data_seed"} & set(self.train)
         if fixed:
             raise ValueError(f"model/train overrides may not set {sorted(fixed)}: the grid sets them")
@@ -226,8 +229,8 @@ class ReproductionSettings:
         return cls(**base)
 
     def to_dict(self) -> dict:
-        """All fields as on disk (tuples -> lists); the remedies fields only when they differ from their defaults,
-        so a paper reproduction's settings are exactly those written before the fields existed."""
+        """All fields as on disk (tuples -> lists); the remedies fields only when they differ from their defaults
+        (a paper grid's settings carry no remedies key)."""
         out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         for k, default in REMEDY_FIELDS.items():
             if out[k] == (tuple(default) if isinstance(default, tuple) else default):
@@ -251,7 +254,7 @@ class ReproductionSettings:
         remedies axis (None: the paper grid's config, unchanged)."""
         from varsim.train import TrainConfig
 
-        model = {**self.model, "task": task, "norm": norm, "residual": ARCHITECTURES[architecture]}
+        model = {**self.model, "task": task, "norm": norm, **ARCHITECTURES[architecture]}
         if attention is not None:
             model.update(self.attentions[attention])
         if depth is not None:
@@ -315,8 +318,8 @@ def job_specs(settings: ReproductionSettings, selection: dict | None = None) -> 
     """One JSON-able spec per run, in a fixed order (task, architecture, norm, [attention, depth,] seed).
 
     On the remedies axis with an ``lr_grid``, ``selection`` maps each cell key (:func:`cell_key`) to its chosen lr
-    (:func:`varsim.experiments.remedies.select_lr`); the specs then carry ``attention``, ``depth``, ``lr`` and the
-    inference-only maps to apply. The paper grid's specs are exactly those written before the remedies axis.
+    (:func:`varsim.experiments.selection.select_lr`); the specs then carry ``attention``, ``depth``, ``lr`` and the
+    inference-only maps to apply. The paper grid's specs carry none of these keys.
     """
     if settings.lr_grid and selection is None:
         raise ValueError("selection: the lr of every cell must be selected before the main runs' specs exist")

@@ -41,6 +41,8 @@ __all__ = [
     "paired_difference",
     "pooled_bernoulli",
     "holm",
+    "clip_interval",
+    "t_interval_series",
 ]
 
 #: Largest number of paired differences for which the sign-flip test enumerates all 2**n flips (2**16 takes about
@@ -187,3 +189,20 @@ def holm(pvalues) -> np.ndarray:
         adj = np.minimum(1.0, np.maximum.accumulate(flat[order] * (m - np.arange(m))))
         res[order] = adj
     return out
+
+
+def clip_interval(d: dict, lo: float, hi: float) -> dict:
+    """An accuracy lies in [0, 1] (a difference of two in [-1, 1]): a t interval reaching past that is cut there."""
+    out = dict(d)
+    for k in ("ci_low", "ci_high"):
+        if out[k] is not None and math.isfinite(out[k]):
+            out[k] = min(max(out[k], lo), hi)
+    return out
+
+
+def t_interval_series(rows, *, confidence: float = 0.95, keys=("mean", "sd", "ci_low", "ci_high")) -> dict:
+    """Per column of ``rows`` (one row per seed, one column per N): :func:`t_interval` cut to [0, 1]; returns
+    ``{key: [value per column]}`` for ``keys``."""
+    cols = [clip_interval(t_interval([r[j] for r in rows], confidence=confidence), 0.0, 1.0)
+            for j in range(len(rows[0]))]
+    return {k: [c[k] for c in cols] for k in keys}

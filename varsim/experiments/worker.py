@@ -82,8 +82,8 @@ def _select(spec: dict, workdir: Path) -> dict:
 
 def _evaluate_all(model, config, spec: dict) -> dict:
     """Test accuracy, in-distribution accuracy and probes of ``model`` on the spec's sets."""
-    from varsim.experiments.probes import probe_model
     from varsim.train import evaluate
+    from varsim.train.probes import probe_length_shift
 
     t_start = time.perf_counter()
     ev_spec = spec["eval"]
@@ -98,7 +98,7 @@ def _evaluate_all(model, config, spec: dict) -> dict:
     t_eval = time.perf_counter()
 
     pr = spec["probe"]
-    probe = probe_model(model, config.task, lengths=pr["lengths"], n_sets=pr["sets"], seed=pr["seed"],
+    probe = probe_length_shift(model, config.task, lengths=pr["lengths"], n_sets=pr["sets"], seed=pr["seed"],
                         hist_lengths=pr["hist_lengths"], max_items=pr["max_items"], task_kwargs=config.task_kwargs())
     return {
         "in_distribution": {

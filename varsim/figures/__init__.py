@@ -2,10 +2,18 @@
 
 Each figure module in :data:`FIGURES` provides
 
+- ``SOURCE`` (optional): the name of the data source it draws, a key of :data:`SOURCES` (``"reproduction"``,
+  ``"probe"``, ``"remedies"``); a module without one computes its own data (simulator and theory);
 - ``compute(quick=False, seed=0, *, progress=False, source=None) -> dict``: runs the simulator and the theory (or
-  reads the reproduction ``source``, a :class:`varsim.figures.reproduction.ReproductionSource`) and returns plain
-  data, including a ``footer`` saying where the numbers come from;
-- ``draw(data) -> matplotlib Figure`` and ``plot(data, outdir) -> list[Path]`` (PNG + PDF).
+  reads ``source``, the object its ``SOURCE`` names, e.g. a :class:`varsim.figures.reproduction.ReproductionSource`)
+  and returns plain data, including a ``footer`` saying where the numbers come from;
+- ``draw(data) -> matplotlib Figure`` (:func:`plot` saves it as PNG + PDF).
+
+Each data source class has ``from_options(options)`` (built from :func:`make`'s keyword arguments), ``load()`` and
+``prepare(names, *, explicit, replot, outdir)``, which checks it before any drawing (a ValueError naming the option)
+or names the figures to skip, with the reason, when all figures are drawn and the source has no data in this build.
+Adding a figure: its module and one line in :data:`FIGURES`; adding a data source: its class and one line in
+:data:`SOURCES` (and :func:`make`'s option for it).
 
 The reproduction figures (``fig_repro_*``) are drawn from the compact records of the last full reproduction that
 ship with the package (``varsim/figures/data/reproduction``, see :mod:`varsim.figures.reproduction`), so a fresh
@@ -34,7 +42,8 @@ import sys
 import time
 from pathlib import Path
 
-__all__ = ["FIGURES", "DEFAULT_OUTDIR", "load", "make", "build_parser", "run_args", "main"]
+__all__ = ["FIGURES", "SOURCES", "DEFAULT_OUTDIR", "load", "data_source", "plot", "make", "register", "run_args",
+           "main", "figure_main"]
 
 #: The registry: figure name -> module (inside this package), in the order they are made. Add new figures here.
 FIGURES: dict[str, str] = {
@@ -54,8 +63,13 @@ FIGURES: dict[str, str] = {
     "fig_remedies_paired": "varsim.figures.fig_remedies_paired",
     "fig_remedies_weight": "varsim.figures.fig_remedies_weight",
 }
-#: Figures drawn from the remedies summary (committed, or ``--remedies-results``); skipped (one line) without one.
-REMEDIES_PREFIX = "fig_remedies_"
+#: The data sources a figure module may name as its ``SOURCE``: name -> (module, class); :func:`make` builds each
+#: with ``cls.from_options(options)``, ``options`` being its own keyword arguments.
+SOURCES: dict[str, tuple[str, str]] = {
+    "reproduction": ("varsim.figures.reproduction", "ReproductionSource"),
+    "probe": ("varsim.figures.probe", "ProbeSource"),
+    "remedies": ("varsim.figures.remedies", "RemediesSource"),
+}
 
 #: Where the figures go by default: ``figures/out`` under the current directory (the checkout's root, usually).
 DEFAULT_OUTDIR = Path("figures") / "out"
@@ -67,6 +81,22 @@ def load(name: str):
     if module is None:
         raise ValueError(f"unknown figure {name!r}; expected one of {', '.join(FIGURES)}")
     return importlib.import_module(module)
+
+
+def data_source(name: str) -> str | None:
+    """The data source figure ``name`` draws (its module's ``SOURCE``, a key of :data:`SOURCES`), or None when it
+    computes its own data; an unknown ``SOURCE`` raises ValueError."""
+    kind = getattr(load(name), "SOURCE", None)
+    if kind is not None and kind not in SOURCES:
+        raise ValueError(f"figure {name!r} names an unknown data source {kind!r}; expected one of {', '.join(SOURCES)}")
+    return kind
+
+
+def plot(name: str, data: dict, outdir) -> list[Path]:
+    """Draw figure ``name`` from its ``compute`` data into ``outdir``; return the PNG and PDF paths."""
+    from ._style import draw_and_save
+
+    return draw_and_save(load(name).draw, data, outdir, name)
 
 
 def _log(enabled: bool, message: str) -> None:
@@ -113,45 +143,22 @@ def make(
     from varsim._common.atomic import atomic_write_json, check_writable
     from varsim._common.validate import check_int
 
-    from .probe import ProbeSource
-    from .remedies import RemediesSource
-    from .reproduction import ReproductionSource
-
     explicit = names is not None
     names = list(FIGURES) if names is None else list(names)
     if not names:
         raise ValueError("names must not be empty")
-    modules = [load(name) for name in names]  # validates every name before any work
+    kinds = {name: data_source(name) for name in names}  # validates every name before any work
     seed = check_int("seed", seed, minimum=0)
-    source = ReproductionSource(quick=quick, seed=seed, results=results, rerun=rerun, progress=progress)
-    repro = [name for name in names if name.startswith("fig_repro_")]
-    if repro and not replot:
-        if explicit or source.available:
-            source.check()  # ValueError naming results: no committed records and no --results / --rerun
-        else:  # drawing everything from a build without committed records: draw the rest, say what was left out
-            print(f"varsim figures: skipping {', '.join(repro)}: this build has no committed reproduction records "
-                  "(draw them with --results DIR, a `varsim reproduce DIR` directory, or --rerun)", file=sys.stderr)
-            modules = [m for name, m in zip(names, modules) if name not in repro]
-            names = [name for name in names if name not in repro]
-    probe_source = ProbeSource(probe_results)
-    if not replot and any(name.startswith("fig_probe_") for name in names):
-        probe_source.check()  # a corrupt or partial probe file fails here, before any drawing
-    remedies = RemediesSource(remedies_results, quick=quick)
-    wanted = [name for name in names if name.startswith(REMEDIES_PREFIX)]
-    if replot and not explicit:  # redraw the remedies figures whose data an earlier run stored, skip the others
-        wanted = [name for name in wanted if not (Path(outdir) / f"{name}.json").is_file()]
-    if wanted:
-        if explicit or (remedies.available and not replot):
-            if not replot:
-                remedies.check()  # ValueError naming remedies_results: missing source, summary or format
-        else:
-            print(f"varsim figures: skipping {', '.join(wanted)}: no remedies {'stored data' if replot else 'results'} "
-                  "(draw them with "
-                  "--remedies-results DIR, a `varsim reproduce DIR --preset remedies` directory)", file=sys.stderr)
-            modules = [m for name, m in zip(names, modules) if name not in wanted]
-            names = [name for name in names if name not in wanted]
-    # figure-name prefix -> its data source; the others get `source`
-    sources = {"fig_probe_": probe_source, REMEDIES_PREFIX: remedies}
+    options = {"quick": quick, "seed": seed, "results": results, "rerun": rerun, "progress": progress,
+               "probe_results": probe_results, "remedies_results": remedies_results}
+    sources = {kind: getattr(importlib.import_module(module), cls).from_options(options)
+               for kind, (module, cls) in SOURCES.items()}
+    for kind, src in sources.items():
+        skipped, why = src.prepare([n for n in names if kinds[n] == kind], explicit=explicit, replot=replot,
+                                   outdir=outdir)
+        if skipped:
+            print(f"varsim figures: skipping {', '.join(skipped)}: {why}", file=sys.stderr)
+            names = [name for name in names if name not in skipped]
     if isinstance(outdir, str) and not outdir.strip():
         raise ValueError("outdir must not be empty")
     outdir = Path(outdir)
@@ -171,26 +178,27 @@ def make(
 
     written: dict[str, list[Path]] = {}
     start = time.perf_counter()
-    for i, (name, module) in enumerate(zip(names, modules), 1):
+    for i, name in enumerate(names, 1):
+        module = load(name)
         t0 = time.perf_counter()
         data_path = outdir / f"{name}.json"
         if replot:
             data = stored[name]
         else:
             _log(show, f"[{i}/{len(names)}] {name}: computing ({'quick' if quick else 'full'} mode)")
-            src = next((s for prefix, s in sources.items() if name.startswith(prefix)), source)
+            src = sources[kinds[name]] if kinds[name] is not None else None
             data = jsonable(module.compute(quick, seed, progress=show, source=src))
             atomic_write_json(data_path, data)
-        paths = module.plot(data, outdir)
+        paths = plot(name, data, outdir)
         written[name] = [data_path, *paths]
         _log(show, f"[{i}/{len(names)}] {name}: done in {time.perf_counter() - t0:.1f} s")
     _log(show and len(names) > 1, f"all {len(names)} figures in {time.perf_counter() - start:.1f} s -> {outdir}")
     return written
 
 
-def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
-    """The options of ``varsim figures`` (also ``python figures/make_all.py``, ``python -m varsim.figures``)."""
-    parser = parser or argparse.ArgumentParser(prog="varsim figures", description="Regenerate the varsim figures.")
+def register(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Add the options of ``varsim figures`` (also ``python figures/make_all.py``, ``python -m varsim.figures``) to
+    ``parser``; return it."""
     parser.add_argument("--quick", action="store_true",
                         help="small runs (seconds per figure; a tiny reproduction whose models do not learn): a smoke "
                              "test, every figure is stamped as such")
@@ -238,12 +246,22 @@ def run_args(args: argparse.Namespace) -> int:
 
 def main(argv=None) -> int:
     """Command-line entry point of the figure scripts (``varsim figures`` goes through ``varsim.cli``)."""
-    args = build_parser().parse_args(argv)
+    parser = argparse.ArgumentParser(prog="varsim figures", description="Regenerate the varsim figures.")
+    args = register(parser).parse_args(argv)
     try:
         return run_args(args)
     except ValueError as exc:
         print(f"varsim figures: error: {exc}", file=sys.stderr)
         return 2
+
+
+def figure_main(name: str):
+    """The ``main(argv=None) -> int`` of figure module ``name``: :func:`main` with ``--only name``."""
+
+    def main_one(argv=None) -> int:
+        return main(["--only", name, *(sys.argv[1:] if argv is None else argv)])
+
+    return main_one
 
 
 if __name__ == "__main__":

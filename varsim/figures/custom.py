@@ -2,8 +2,8 @@
 
 :func:`make_custom` computes each named figure with ``compute(quick, seed, progress=..., **params)`` (the parameters
 a figure's ``compute`` takes: an unknown one is a ValueError naming it and the figure), writes ``<name>.json`` and
-draws it with ``plot(data, outdir, style=..., footer=...)``. Figures drawn from a data source (reproduction, probe,
-remedies) take no parameters; :func:`varsim.figures.make` draws those.
+draws it with ``draw(data, style=..., footer=...)`` into ``<name>.png`` and ``.pdf``. Figures drawn from a data
+source (reproduction, probe, remedies) take no parameters; :func:`varsim.figures.make` draws those.
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ def make_custom(names, *, outdir, params: dict | None = None, style=None, footer
         module = load(name)
         data = _style.jsonable(module.compute(quick, seed, progress=progress, **params))
         path = atomic_write_json(outdir / f"{name}.json", data)
-        written[name] = [path, *module.plot(data, outdir, style=style, footer=footer)]
+        written[name] = [path, *_style.draw_and_save(module.draw, data, outdir, name, style=style, footer=footer)]
         if progress:
             print(f"{name}: {time.perf_counter() - t0:.1f} s", file=sys.stderr)
     return written

@@ -11,14 +11,15 @@ half the ``E[sum w^2]`` slope (uniform attention: -1/2 and -1).
 
 from __future__ import annotations
 
-import sys
-
 import numpy as np
+
+from varsim.figures import figure_main
 
 from . import _style
 from .probe import header, model_label, source_of
 
 NAME = "fig_probe_slopes"
+SOURCE = "probe"  # the data it draws: a key of varsim.figures.SOURCES
 QUANTITIES = (("std", "slope of the output std"), ("y2", r"slope of $E[\sum w^2]$"))
 CMAP = "RdBu_r"  # ColorBrewer diverging, readable with the common colour-vision deficiencies
 
@@ -39,11 +40,6 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, sourc
         rows.append({"model": model_label(d), "layers": d["layers"], "n_head": d["n_head"],
                      "lengths": [d["lengths"][0], d["lengths"][-1]], "maps": maps})
     return {"name": NAME, **header(models, quick), "rows": rows}
-
-
-def plot(data: dict, outdir, *, style=None, footer: bool = False) -> list:
-    """Draw the figure from :func:`compute`'s data; returns the PNG and PDF paths."""
-    return _style.draw_and_save(draw, data, outdir, NAME, style=style, footer=footer)
 
 
 def draw(data: dict, ax=None, *, style=None, footer: bool = False):
@@ -105,11 +101,8 @@ def draw(data: dict, ax=None, *, style=None, footer: bool = False):
         return _style.finish(fig, data, footer=footer)
 
 
-def main(argv=None) -> int:
-    """Make just this figure (``python -m varsim.figures.<name> [options]``)."""
-    from varsim.figures import main as make_main
-
-    return make_main(["--only", NAME, *(sys.argv[1:] if argv is None else argv)])
+#: ``python -m varsim.figures.fig_probe_slopes [options]``: make just this figure
+main = figure_main(NAME)
 
 
 if __name__ == "__main__":

@@ -15,14 +15,15 @@ average of N independent values.
 
 from __future__ import annotations
 
-import sys
-
 import numpy as np
+
+from varsim.figures import figure_main
 
 from . import _style
 from .probe import header, model_label, source_of
 
 NAME = "fig_probe_std"
+SOURCE = "probe"  # the data it draws: a key of varsim.figures.SOURCES
 #: How many of the probed layers get a panel: the first, the last and evenly spaced ones between (a 30-layer model
 #: probed at every layer shows layers 0, 15 and 29).
 N_LAYERS = 3
@@ -85,11 +86,6 @@ def _slope_text(s: dict) -> str:
     return f"{s['median']:+.2f} (heads {s['min']:+.2f}..{s['max']:+.2f})"
 
 
-def plot(data: dict, outdir, *, style=None, footer: bool = False) -> list:
-    """Draw the figure from :func:`compute`'s data; returns the PNG and PDF paths."""
-    return _style.draw_and_save(draw, data, outdir, NAME, style=style, footer=footer)
-
-
 def draw(data: dict, ax=None, *, style=None, footer: bool = False):
     """One panel per model and shown layer (row by row; ``ax``: that many axes), one legend below."""
     A = _style.array
@@ -137,11 +133,8 @@ def draw(data: dict, ax=None, *, style=None, footer: bool = False):
         return _style.finish(fig, data, footer=footer)
 
 
-def main(argv=None) -> int:
-    """Make just this figure (``python -m varsim.figures.<name> [options]``)."""
-    from varsim.figures import main as make_main
-
-    return make_main(["--only", NAME, *(sys.argv[1:] if argv is None else argv)])
+#: ``python -m varsim.figures.fig_probe_std [options]``: make just this figure
+main = figure_main(NAME)
 
 
 if __name__ == "__main__":

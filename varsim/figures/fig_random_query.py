@@ -10,11 +10,12 @@ fixed-query curve, and the two leading constants as horizontal lines.
 from __future__ import annotations
 
 import math
-import sys
 from functools import partial
 
 import numpy as np
 from matplotlib.lines import Line2D
+
+from varsim.figures import figure_main
 
 from . import _style
 
@@ -75,11 +76,6 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, sourc
             "footer": _style.computed_footer(seed, quick), "smoke_reason": "few sequences, short N range"}
 
 
-def plot(data: dict, outdir, *, style=None, footer: bool = False) -> list:
-    """Draw the figure from :func:`compute`'s data; returns the PNG and PDF paths."""
-    return _style.draw_and_save(draw, data, outdir, NAME, style=style, footer=footer)
-
-
 def draw(data: dict, ax=None, *, style=None, footer: bool = False):
     """The Matplotlib figure of :func:`compute`'s data (provenance footer and, in quick mode, smoke-test stamp)."""
     A = _style.array
@@ -122,11 +118,8 @@ def draw(data: dict, ax=None, *, style=None, footer: bool = False):
         return _style.finish(fig, data, footer=footer)
 
 
-def main(argv=None) -> int:
-    """Make just this figure (``python -m varsim.figures.<name> [options]``)."""
-    from varsim.figures import main as make_main
-
-    return make_main(["--only", NAME, *(sys.argv[1:] if argv is None else argv)])
+#: ``python -m varsim.figures.fig_random_query [options]``: make just this figure
+main = figure_main(NAME)
 
 
 if __name__ == "__main__":

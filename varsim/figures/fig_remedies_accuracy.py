@@ -3,18 +3,19 @@
 Mean over seeds with the 95% Student-t interval as a band (cut to [0, 1]); trained variants solid, inference-only
 maps (the softmax runs' weights with another weight map) dashed. The dotted line marks chance, the dashed grey one
 the longest training length. Drawn from a remedies results directory (``varsim figures --remedies-results DIR``);
-the statistics are :func:`varsim.experiments.remedies_summary.aggregate_remedies`'s. The legend sits below the
+the statistics are :func:`varsim.experiments.remedies_summary.summarize_remedies`'s. The legend sits below the
 panels, off the curves.
 """
 
 from __future__ import annotations
 
-import sys
+from varsim.figures import figure_main
 
 from . import _style
 from .remedies import chance_of, draw_lines, header, panel_lines, panel_row, panels_of, source_of
 
 NAME = "fig_remedies_accuracy"
+SOURCE = "remedies"  # the data it draws: a key of varsim.figures.SOURCES
 
 
 def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, source=None) -> dict:
@@ -29,11 +30,6 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, sourc
     return {"name": NAME, **header(src, quick), "seeds": st["seeds"], "lengths": st["eval_lengths"],
             "train_max": st["train"].get("train_max", 16), "confidence": summary.get("confidence", 0.95),
             "panels": panels}
-
-
-def plot(data: dict, outdir, *, style=None, footer: bool = False) -> list:
-    """Draw the figure from :func:`compute`'s data; returns the PNG and PDF paths."""
-    return _style.draw_and_save(draw, data, outdir, NAME, style=style, footer=footer)
 
 
 def draw(data: dict, ax=None, *, style=None, footer: bool = False):
@@ -56,11 +52,8 @@ def draw(data: dict, ax=None, *, style=None, footer: bool = False):
         return _style.finish(fig, data, footer=footer)
 
 
-def main(argv=None) -> int:
-    """Make just this figure (``python -m varsim.figures.fig_remedies_accuracy --remedies-results DIR``)."""
-    from varsim.figures import main as make_main
-
-    return make_main(["--only", NAME, *(sys.argv[1:] if argv is None else argv)])
+#: ``python -m varsim.figures.fig_remedies_accuracy --remedies-results DIR``: make just this figure
+main = figure_main(NAME)
 
 
 if __name__ == "__main__":

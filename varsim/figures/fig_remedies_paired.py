@@ -3,20 +3,21 @@
 Per seed, a variant minus softmax at the same N (same initialization, data and test sets; the same weights for the
 inference-only maps), mean over seeds with its 95% Student-t interval. A filled marker: the paired t-test rejects
 "no difference" at 5% after Holm's step-down correction over every paired test of the grid (all tasks, depths,
-variants and N, as :func:`varsim.experiments.remedies_summary.aggregate_remedies` computes it); an open marker:
+variants and N, as :func:`varsim.experiments.remedies_summary.summarize_remedies` computes it); an open marker:
 not significant after the correction. One panel per task and depth; legend below the panels.
 """
 
 from __future__ import annotations
 
-import sys
-
 import numpy as np
+
+from varsim.figures import figure_main
 
 from . import _style
 from .remedies import header, panel_row, panels_of, source_of, variant_label, variant_style
 
 NAME = "fig_remedies_paired"
+SOURCE = "remedies"  # the data it draws: a key of varsim.figures.SOURCES
 ALPHA = 0.05
 
 
@@ -35,11 +36,6 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, sourc
     return {"name": NAME, **header(src, quick), "seeds": st["seeds"], "lengths": st["eval_lengths"],
             "train_max": st["train"].get("train_max", 16), "alpha": ALPHA,
             "confidence": summary.get("confidence", 0.95), "correction": summary["correction"], "panels": panels}
-
-
-def plot(data: dict, outdir, *, style=None, footer: bool = False) -> list:
-    """Draw the figure from :func:`compute`'s data; returns the PNG and PDF paths."""
-    return _style.draw_and_save(draw, data, outdir, NAME, style=style, footer=footer)
 
 
 def draw(data: dict, ax=None, *, style=None, footer: bool = False):
@@ -84,11 +80,8 @@ def draw(data: dict, ax=None, *, style=None, footer: bool = False):
         return _style.finish(fig, data, footer=footer)
 
 
-def main(argv=None) -> int:
-    """Make just this figure (``python -m varsim.figures.fig_remedies_paired --remedies-results DIR``)."""
-    from varsim.figures import main as make_main
-
-    return make_main(["--only", NAME, *(sys.argv[1:] if argv is None else argv)])
+#: ``python -m varsim.figures.fig_remedies_paired --remedies-results DIR``: make just this figure
+main = figure_main(NAME)
 
 
 if __name__ == "__main__":

@@ -11,13 +11,15 @@ Holm adjustment is made here, over the family shown. The legend sits below the p
 
 from __future__ import annotations
 
-import sys
-
 import numpy as np
+
+from varsim.figures import figure_main
+from varsim.tasks import chance_level
 
 from . import _style
 
 NAME = "fig_repro_accuracy"
+SOURCE = "reproduction"  # the data it draws: a key of varsim.figures.SOURCES
 ALPHA = 0.05
 NORM_ORDER = ("none", "layernorm", "standardize", "layernorm_per_head", "standardize_per_head")
 
@@ -48,7 +50,6 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, sourc
     """Per task and architecture: accuracy vs N per norm, and paired differences with Holm-adjusted p-values."""
     rep = source_of(quick, seed, source)
     summary, st = rep["summary"], rep["settings"]
-    chance = {"argmax": 1 / st["model"].get("n_classes", 10), "dictionary": 1 / st["model"].get("value_vocab", 16)}
     paired = {(p["task"], p["architecture"], p["norm"]): p for p in summary["paired"]}
     panels = []
     for task in st["tasks"]:
@@ -65,7 +66,7 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, sourc
                     diffs.append({"norm": g["norm"], "n_seeds": len(p["seeds"]), "mean": p["mean_diff"],
                                   "ci_low": p["ci_low"], "ci_high": p["ci_high"], "p_ttest": p["p_ttest"]})
             panels.append({"task": task, "architecture": arch, "lines": lines, "diffs": diffs,
-                           "chance": chance[task]})
+                           "chance": chance_level(task, st["model"])})
     # Holm over the whole family drawn: every (task, architecture, variant, N) difference in the figure
     family = [d for p in panels for d in p["diffs"]]
     raw = np.array([[np.nan if v is None else v for v in d["p_ttest"]] for d in family]) if family else np.zeros(0)
@@ -76,11 +77,6 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, sourc
             "lengths": st["eval_lengths"], "train_max": st["train"].get("train_max", 16), "alpha": ALPHA,
             "confidence": summary.get("confidence", 0.95), "n_comparisons": int(np.isfinite(raw).sum()),
             "panels": panels}
-
-
-def plot(data: dict, outdir, *, style=None, footer: bool = False) -> list:
-    """Draw the figure from :func:`compute`'s data; returns the PNG and PDF paths."""
-    return _style.draw_and_save(draw, data, outdir, NAME, style=style, footer=footer)
 
 
 def draw(data: dict, ax=None, *, style=None, footer: bool = False):
@@ -141,11 +137,8 @@ def draw(data: dict, ax=None, *, style=None, footer: bool = False):
         return _style.finish(fig, data, footer=footer)
 
 
-def main(argv=None) -> int:
-    """Make just this figure (``python -m varsim.figures.fig_repro_accuracy [options]``)."""
-    from varsim.figures import main as make_main
-
-    return make_main(["--only", NAME, *(sys.argv[1:] if argv is None else argv)])
+#: ``python -m varsim.figures.fig_repro_accuracy [options]``: make just this figure
+main = figure_main(NAME)
 
 
 if __name__ == "__main__":

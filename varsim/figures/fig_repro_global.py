@@ -8,14 +8,15 @@ norm (solid), after it (dashed; LayerNorm fixes both to 0 and ~1 per vector), an
 
 from __future__ import annotations
 
-import sys
-
 import numpy as np
+
+from varsim.figures import figure_main
 
 from . import _style
 from .fig_repro_accuracy import header, norm_style, source_of
 
 NAME = "fig_repro_global"
+SOURCE = "reproduction"  # the data it draws: a key of varsim.figures.SOURCES
 NORMS = ("none", "layernorm")
 # (probe key, legend text, line style); "post" is drawn only where there is a norm
 STAGES = (("pre", "attention output", "-"), ("post", "after the norm", "--"), ("next", "next-layer input", ":"))
@@ -46,11 +47,6 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, sourc
             rows.append({"task": task, "architecture": arch, "lines": lines})
     return {"name": NAME, **header(res, quick), "seeds": st["seeds"],
             "lengths": st["probe_lengths"], "rows": rows}
-
-
-def plot(data: dict, outdir, *, style=None, footer: bool = False) -> list:
-    """Draw the figure from :func:`compute`'s data; returns the PNG and PDF paths."""
-    return _style.draw_and_save(draw, data, outdir, NAME, style=style, footer=footer)
 
 
 def draw(data: dict, ax=None, *, style=None, footer: bool = False):
@@ -91,11 +87,8 @@ def draw(data: dict, ax=None, *, style=None, footer: bool = False):
         return _style.finish(fig, data, footer=footer)
 
 
-def main(argv=None) -> int:
-    """Make just this figure (``python -m varsim.figures.<name> [options]``)."""
-    from varsim.figures import main as make_main
-
-    return make_main(["--only", NAME, *(sys.argv[1:] if argv is None else argv)])
+#: ``python -m varsim.figures.fig_repro_global [options]``: make just this figure
+main = figure_main(NAME)
 
 
 if __name__ == "__main__":

@@ -9,14 +9,15 @@ vanishes; after LayerNorm they keep their width only if the coordinate's mean ov
 
 from __future__ import annotations
 
-import sys
-
 import numpy as np
+
+from varsim.figures import figure_main
 
 from . import _style
 from .fig_repro_accuracy import header, source_of
 
 NAME = "fig_repro_hist"
+SOURCE = "reproduction"  # the data it draws: a key of varsim.figures.SOURCES
 # (norm, stage, column title)
 COLUMNS = (("none", "pre", "no norm: attention output"),
            ("layernorm", "pre", "LayerNorm model: before the norm"),
@@ -42,11 +43,6 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, sourc
         rows.append({"task": task, "columns": cols})
     return {"name": NAME, **header(res, quick), "architecture": arch,
             "probe_sets": st["probe_sets"], "rows": rows}
-
-
-def plot(data: dict, outdir, *, style=None, footer: bool = False) -> list:
-    """Draw the figure from :func:`compute`'s data; returns the PNG and PDF paths."""
-    return _style.draw_and_save(draw, data, outdir, NAME, style=style, footer=footer)
 
 
 def draw(data: dict, ax=None, *, style=None, footer: bool = False):
@@ -78,11 +74,8 @@ def draw(data: dict, ax=None, *, style=None, footer: bool = False):
         return _style.finish(fig, data, footer=footer)
 
 
-def main(argv=None) -> int:
-    """Make just this figure (``python -m varsim.figures.<name> [options]``)."""
-    from varsim.figures import main as make_main
-
-    return make_main(["--only", NAME, *(sys.argv[1:] if argv is None else argv)])
+#: ``python -m varsim.figures.fig_repro_hist [options]``: make just this figure
+main = figure_main(NAME)
 
 
 if __name__ == "__main__":

@@ -10,14 +10,15 @@ after the output projection for none / layernorm / standardize, the concatenated
 
 from __future__ import annotations
 
-import sys
-
 import numpy as np
+
+from varsim.figures import figure_main
 
 from . import _style
 from .fig_repro_accuracy import header, norm_style, source_of
 
 NAME = "fig_repro_std"
+SOURCE = "reproduction"  # the data it draws: a key of varsim.figures.SOURCES
 STAGES = ("pre", "post")
 
 
@@ -53,11 +54,6 @@ def _slope_text(fit) -> str:
     if lo is None or hi is None:
         return f"slope {fit['mean']:+.2f}"
     return f"slope {fit['mean']:+.2f} [{lo:+.2f}, {hi:+.2f}]"
-
-
-def plot(data: dict, outdir, *, style=None, footer: bool = False) -> list:
-    """Draw the figure from :func:`compute`'s data; returns the PNG and PDF paths."""
-    return _style.draw_and_save(draw, data, outdir, NAME, style=style, footer=footer)
 
 
 def draw(data: dict, ax=None, *, style=None, footer: bool = False):
@@ -111,11 +107,8 @@ def draw(data: dict, ax=None, *, style=None, footer: bool = False):
         return _style.finish(fig, data, footer=footer)
 
 
-def main(argv=None) -> int:
-    """Make just this figure (``python -m varsim.figures.<name> [options]``)."""
-    from varsim.figures import main as make_main
-
-    return make_main(["--only", NAME, *(sys.argv[1:] if argv is None else argv)])
+#: ``python -m varsim.figures.fig_repro_std [options]``: make just this figure
+main = figure_main(NAME)
 
 
 if __name__ == "__main__":

@@ -11,10 +11,11 @@ so the bottom panel draws that exact local exponent and the legend gives its ran
 from __future__ import annotations
 
 import math
-import sys
 
 import numpy as np
 from matplotlib.lines import Line2D
+
+from varsim.figures import figure_main
 
 from . import _style
 
@@ -87,11 +88,6 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, sourc
     if out is not None:
         _style.write_data(out, data)
     return data
-
-
-def plot(data: dict, outdir, *, style=None, footer: bool = False) -> list:
-    """Draw the figure from :func:`compute`'s data; returns the PNG and PDF paths."""
-    return _style.draw_and_save(draw, data, outdir, NAME, style=style, footer=footer)
 
 
 def draw(data: dict, ax=None, *, style=None, footer: bool = False, ratio: bool = True, exponent: bool = True):
@@ -178,11 +174,8 @@ def draw(data: dict, ax=None, *, style=None, footer: bool = False, ratio: bool =
         return _style.finish(fig, data, footer=footer)
 
 
-def main(argv=None) -> int:
-    """Make just this figure (``python -m varsim.figures.<name> [options]``)."""
-    from varsim.figures import main as make_main
-
-    return make_main(["--only", NAME, *(sys.argv[1:] if argv is None else argv)])
+#: ``python -m varsim.figures.fig_variance_vs_n [options]``: make just this figure
+main = figure_main(NAME)
 
 
 if __name__ == "__main__":

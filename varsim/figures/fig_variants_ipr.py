@@ -1,10 +1,11 @@
 """Figure: E[sum w^2] against N for every attention variant of :mod:`varsim.variants`, one panel per common beta.
 
-Monte Carlo points with standard-error bars come from one :func:`varsim.experiments.sweep.run_sweep` call (logits
+Monte Carlo points with standard-error bars come from one :func:`varsim.sim.sweep.run_sweep` call (logits
 sampler with the Rao-Blackwell estimator, every cell seeded by its own key) over all variants, both betas and all N.
-Lines are exact where theory is: softmax, ssmax, logn and critical (softmax at the effective scale ``f(N) beta``,
-:func:`varsim.theory.remedies.variant_ipr`) and sigmoid (:func:`varsim.theory.remedies.sigmoid_moments`); top-k
-gets its bound ``1/k <= sum w^2 <= 1`` as a band; adaptive temperature, entmax-1.5 and sparsemax are Monte Carlo only.
+Lines and bands are what the theory kind of each variant's registry entry gives
+(:func:`varsim.theory.remedies.variant_theory`): exact for softmax, ssmax, logn and critical (softmax at the effective
+scale ``f(N) beta``) and sigmoid (its exact moments); top-k's bound ``1/k <= sum w^2 <= 1`` as a band; adaptive
+temperature, entmax-1.5 and sparsemax are Monte Carlo only. The legend names each variant's kind.
 ``critical`` uses ``beta0 = beta`` in each panel (the REM scaling ``c sqrt(2 ln N)`` of the logits' own spread).
 
 Softmax's weights flatten (E[sum w^2] -> e^{beta^2}/N); a variant whose curve stays level keeps the output variance
@@ -14,11 +15,11 @@ Softmax's weights flatten (E[sum w^2] -> e^{beta^2}/N); a variant whose curve st
 
 from __future__ import annotations
 
-import sys
-
 import numpy as np
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
+
+from varsim.figures import figure_main
 
 from . import _style
 
@@ -58,22 +59,14 @@ def _panel_params(params: dict, beta: float) -> dict:
     return {p: (beta if v is None else v) for p, v in params.items()}
 
 
-def _exact_line(name: str, n: np.ndarray, beta: float, params: dict):
-    """Exact E[sum w^2] on ``n`` for the variants that have it, else None."""
-    from varsim.theory import remedies
-    from varsim.variants import get_variant
-
-    spec = get_variant(name)
-    if name == "sigmoid":
-        return np.asarray(remedies.sigmoid_moments(n, beta)[0], dtype=np.float64)
-    if spec.is_scaled_softmax:
-        return np.asarray(remedies.variant_ipr(name, n, beta, **params), dtype=np.float64)
-    return None
+#: the legend's words for each theory kind of the registry (varsim.variants.THEORY_KINDS)
+_KIND_LABELS = {"exact_ipr": "MC + exact", "sigmoid_moments": "MC + exact", "bound": "MC + bound", "none": "MC only"}
 
 
 def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, source=None) -> dict:
     """Run the sweep (all variants x betas x N) and the exact lines; returns plain data for :func:`plot`."""
-    from varsim.experiments.sweep import SweepGrid, run_sweep
+    from varsim.sim.sweep import SweepGrid, run_sweep
+    from varsim.theory.remedies import variant_theory
     from varsim.variants import get_variant
 
     from ._style import computed_footer
@@ -88,28 +81,26 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, sourc
     for beta in BETAS:
         series = []
         for name, label, params in VARIANT_SPECS:
-            full = get_variant(name).check_params(_panel_params(params, beta))
+            spec = get_variant(name)
+            full = spec.check_params(_panel_params(params, beta))
             cells = [c for c in sweep["cells"] if c["attention"] == name and c["beta"] == beta
                      and c["params"] == full]
             cells.sort(key=lambda c: c["n"])
-            exact = _exact_line(name, n_dense, beta, full)
+            th = variant_theory(name, n_dense, beta, **full)
+            exact = None if all(v is None for v in th.ipr) else np.array(
+                [np.nan if v is None else v for v in th.ipr], dtype=np.float64)
             series.append({
                 "attention": name, "label": label, "params": full,
                 "n": [c["n"] for c in cells], "ipr": [c["ipr"] for c in cells],
-                "ipr_se": [c["ipr_se"] for c in cells], "theory": cells[0]["theory"],
+                "ipr_se": [c["ipr_se"] for c in cells], "theory": spec.theory,
                 "exact_at_mc": [c["exact_ipr"] for c in cells], "z": [c["z_ipr"] for c in cells],
                 "exact": None if exact is None else {"n": n_dense, "ipr": exact},
-                "bound": None if name != "topk" else {"lower": 1.0 / full["k"], "upper": 1.0},
+                "bound": None if th.ipr_lower is None else {"lower": th.ipr_lower[0], "upper": th.ipr_upper[0]},
             })
         panels.append({"beta": beta, "series": series})
     return {"name": NAME, "quick": bool(quick), "seed": int(seed), "betas": list(BETAS), "sequences": sequences,
             "sampler": "logits", "estimator": "rao_blackwell", "sweep_elapsed_s": sweep["elapsed_s"],
             "panels": panels, "footer": computed_footer(seed, quick), "smoke_reason": "few sequences, N <= 1024"}
-
-
-def plot(data: dict, outdir, *, style=None, footer: bool = False) -> list:
-    """Draw the figure from :func:`compute`'s data; returns the PNG and PDF paths."""
-    return _style.draw_and_save(draw, data, outdir, NAME, style=style, footer=footer)
 
 
 def draw(data: dict, ax=None, *, style=None, footer: bool = False):
@@ -121,6 +112,7 @@ def draw(data: dict, ax=None, *, style=None, footer: bool = False):
                                        layout="constrained")
         n_all = [n for p in panels for s in p["series"] for n in s["n"]]
         handles = []
+        band_color = None
         for k, (ax, panel) in enumerate(zip(axes, panels)):
             for i, s in enumerate(panel["series"]):
                 color, marker = _COLORS[i % len(_COLORS)], _MARKERS[i % len(_MARKERS)]
@@ -132,11 +124,12 @@ def draw(data: dict, ax=None, *, style=None, footer: bool = False):
                     ax.plot(A(s["exact"]["n"]), A(s["exact"]["ipr"]), color=color, lw=1.3,
                             ls=_LINESTYLES.get(s["attention"], "-"), zorder=2.5 if s["attention"] in _LINESTYLES else 2)
                 if s["bound"] is not None:
+                    band_color = color
                     ax.fill_between([min(n_all) / 1.25, max(n_all) * 1.25], s["bound"]["lower"], s["bound"]["upper"],
                                     color=color, alpha=0.10, lw=0, zorder=1)
                     ax.axhline(s["bound"]["lower"], color=color, lw=0.9, ls=":", zorder=1)
                 if k == 0:
-                    kind = {"exact": "MC + exact", "bound": "MC + bound", None: "MC only"}[s["theory"]]
+                    kind = _KIND_LABELS[s["theory"]]
                     handles.append(Line2D([], [], color=color, marker=marker,
                                           ls=_LINESTYLES.get(s["attention"], "-"),
                                           lw=1.3 if s["exact"] is not None else 0, label=f"{s['label']}: {kind}"))
@@ -147,7 +140,8 @@ def draw(data: dict, ax=None, *, style=None, footer: bool = False):
             _style.log2_ticks(ax, min(n_all), max(n_all))
         narrow = fig.get_figwidth() < 4.5
         axes[0].set_ylabel(r"$E[\sum_i w_i^2]$" + ("" if narrow else r"  $(= \mathrm{Var}(o_j) / \sigma_v^2)$"))
-        handles.append(Patch(color=_COLORS[5], alpha=0.25, label=r"top-$k$ bound $1/k \leq \sum w^2 \leq 1$"))
+        if band_color is not None:
+            handles.append(Patch(color=band_color, alpha=0.25, label=r"top-$k$ bound $1/k \leq \sum w^2 \leq 1$"))
         handles.append(Line2D([], [], color="k", marker="o", ls="none",
                               label=f"MC ± SE, {data['sequences']} sequences per point (logits sampler + RB)"))
         handles.append(Line2D([], [], color="k", lw=1.3, label="exact (varsim.theory)"))
@@ -156,11 +150,8 @@ def draw(data: dict, ax=None, *, style=None, footer: bool = False):
         return _style.finish(fig, data, footer=footer)
 
 
-def main(argv=None) -> int:
-    """Make just this figure (``python -m varsim.figures.fig_variants_ipr [options]``)."""
-    from varsim.figures import main as make_main
-
-    return make_main(["--only", NAME, *(sys.argv[1:] if argv is None else argv)])
+#: ``python -m varsim.figures.fig_variants_ipr [options]``: make just this figure
+main = figure_main(NAME)
 
 
 if __name__ == "__main__":

@@ -156,6 +156,18 @@ class ProbeSource:
         """Read and validate every file now (fail before drawing anything)."""
         self.load()
 
+    @classmethod
+    def from_options(cls, options: dict) -> ProbeSource:
+        """The source :func:`varsim.figures.make`'s arguments ``options`` ask for."""
+        return cls(options["probe_results"])
+
+    def prepare(self, names: list[str], *, explicit: bool, replot: bool, outdir) -> tuple[list[str], str]:
+        """Before :func:`varsim.figures.make` draws the figures ``names``: read every file (a corrupt or partial
+        probe file fails here, before any drawing). Never skips: returns ``([], "")``."""
+        if names and not replot:
+            self.check()
+        return [], ""
+
     def load(self) -> list[dict]:
         if self._loaded is None:
             out = []
@@ -172,9 +184,8 @@ class ProbeSource:
 
 def source_of(source) -> list[dict]:
     """The probe results to draw: ``source`` (a :class:`ProbeSource`) from :func:`varsim.figures.make`, else the
-    committed files. A :class:`~varsim.figures.reproduction.ReproductionSource` (what older callers pass to every
-    figure) also means the committed files."""
-    return (source if isinstance(source, ProbeSource) else ProbeSource()).load()
+    committed files."""
+    return (source if source is not None else ProbeSource()).load()
 
 
 def header(models: list[dict], quick: bool) -> dict:

@@ -1,7 +1,7 @@
 """Where the remedies figures (``fig_remedies_*``) get their numbers, and what they share.
 
 The source is a results directory of ``varsim reproduce DIR --preset remedies``: its ``summary.json`` (written by
-:func:`varsim.experiments.remedies_summary.aggregate_remedies` at the end of the run, or by ``varsim reproduce DIR
+:func:`varsim.experiments.remedies_summary.summarize_remedies` at the end of the run, or by ``varsim reproduce DIR
 --aggregate-only``) holds every statistic the figures draw: accuracy per N with t intervals, paired differences
 against softmax with Holm-adjusted p-values over the whole grid, and the weight on the correct item.
 
@@ -19,6 +19,8 @@ weights) dashed.
 from __future__ import annotations
 
 from pathlib import Path
+
+from varsim.tasks import chance_level
 
 __all__ = ["RemediesSource", "COMMITTED_DIR", "COMMITTED_FILES", "write_committed", "variant_style", "variant_label",
            "panels_of", "panel_lines", "panel_row", "draw_lines", "header", "OKABE_ITO"]
@@ -113,6 +115,27 @@ class RemediesSource:
     def check(self) -> None:
         """ValueError naming ``remedies_results`` when there is no source or its summary is missing/corrupt."""
         self.load()
+
+    @classmethod
+    def from_options(cls, options: dict) -> RemediesSource:
+        """The source :func:`varsim.figures.make`'s arguments ``options`` ask for."""
+        return cls(options["remedies_results"], quick=options["quick"])
+
+    def prepare(self, names: list[str], *, explicit: bool, replot: bool, outdir) -> tuple[list[str], str]:
+        """Before :func:`varsim.figures.make` draws the figures ``names``: check this source (ValueError), or, when
+        all figures are drawn and there is no remedies source (or, with ``replot``, no stored data in ``outdir``),
+        return ``(skipped, why)``."""
+        wanted = list(names)
+        if replot and not explicit:  # redraw the figures whose data an earlier run stored, skip the others
+            wanted = [name for name in wanted if not (Path(outdir) / f"{name}.json").is_file()]
+        if not wanted:
+            return [], ""
+        if explicit or (self.available and not replot):
+            if not replot:
+                self.check()  # ValueError naming remedies_results: missing source, summary or format
+            return [], ""
+        return wanted, (f"no remedies {'stored data' if replot else 'results'} (draw them with --remedies-results "
+                        "DIR, a `varsim reproduce DIR --preset remedies` directory)")
 
     def load(self) -> dict:
         """``{"summary", "settings", "footer", "smoke_test", "origin", "source"}``, read once."""
@@ -230,8 +253,8 @@ def panel_lines(summary: dict, panel: dict, statistic: str, extra=None) -> list[
 
 
 def chance_of(settings: dict, task: str) -> float:
-    model = settings.get("model", {})
-    return 1 / model.get("n_classes", 10) if task == "argmax" else 1 / model.get("value_vocab", 16)
+    """Accuracy of a uniform guess at ``task`` with the settings' vocabulary sizes (the task's ``chance``)."""
+    return chance_level(task, settings.get("model", {}))
 
 
 def main(argv=None) -> int:

@@ -312,6 +312,23 @@ class ReproductionSource:
                              "the reproduction figures from a run directory with --results DIR, or run one with "
                              "--rerun (about 30 min on 2 cores)")
 
+    @classmethod
+    def from_options(cls, options: dict) -> ReproductionSource:
+        """The source :func:`varsim.figures.make`'s arguments ``options`` ask for."""
+        return cls(quick=options["quick"], seed=options["seed"], results=options["results"], rerun=options["rerun"],
+                   progress=options["progress"])
+
+    def prepare(self, names: list[str], *, explicit: bool, replot: bool, outdir) -> tuple[list[str], str]:
+        """Before :func:`varsim.figures.make` draws the figures ``names``: check this source (ValueError), or, when
+        all figures are drawn and this build has no committed records, return ``(names, why)`` to skip them."""
+        if replot or not names:
+            return [], ""
+        if explicit or self.available:
+            self.check()
+            return [], ""
+        return names, ("this build has no committed reproduction records (draw them with --results DIR, a "
+                       "`varsim reproduce DIR` directory, or --rerun)")
+
     @property
     def smoke_test(self) -> bool:
         """True when the figures come from quick-mode models (which do not learn): not results."""

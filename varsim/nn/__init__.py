@@ -1,13 +1,17 @@
 """A small transformer with hand-written backprop (NumPy; no autograd), for the synthetic set tasks.
 
-Every layer is a ``xxx_forward(...) -> (out, cache)`` / ``xxx_backward(dout, cache) -> grads`` pair
-(``layers``, ``norms``, ``attention``); ``model`` assembles them into :class:`Transformer`, configured by
-:class:`ModelConfig`; ``optim`` holds Adam and AdamW; ``weightmaps`` the attention weight maps of
-``varsim.variants`` (softmax, ssmax, logn, sigmoid, entmax15, sparsemax with backward passes; critical,
-adaptive_temperature, topk for inference) and ipr_norm, chosen with ``ModelConfig(attention=...,
-attention_params=..., attention_output=...)``. This package never imports ``varsim.sim``.
+Every layer is a ``xxx_forward(...) -> (out, cache)`` / ``xxx_backward(dout, cache) -> grads`` pair (``layers``,
+``norms``, ``attention``); ``model`` assembles them into :class:`Transformer` (the set transformer), configured by
+:class:`ModelConfig` (``config``), its parameters listed by ``set_params`` and its cost by ``set_cost``;
+``architectures`` says which model a config builds (:func:`build_model`) and what it costs, for the training budget;
+the task (``varsim.tasks``) supplies the input features and output classes; ``optim`` holds Adam and AdamW;
+``weightmaps`` the attention weight maps of ``varsim.variants`` (softmax, ssmax, logn, sigmoid, entmax15, sparsemax
+with backward passes; critical, adaptive_temperature, topk for inference) and ipr_norm, chosen with
+``ModelConfig(attention=..., attention_params=..., attention_output=...)``. This package never imports
+``varsim.sim``.
 """
 
+from .architectures import ARCHITECTURES, build_model, get_architecture
 from .attention import (
     attention_backward,
     attention_forward,
@@ -66,6 +70,9 @@ from .weightmaps import (
 __all__ = [
     "ModelConfig",
     "Transformer",
+    "ARCHITECTURES",
+    "build_model",
+    "get_architecture",
     "NORMS",
     "Normalization",
     "register_norm",

@@ -1,19 +1,19 @@
-"""A small set transformer with a query token, hand-written backprop, for the argmax and dictionary tasks.
+"""The set transformer: a query token over a set of items, hand-written backprop, for any task of varsim.tasks.
 
 Notation: B batch, N set size, T = N + 1 tokens (token 0 is the query token, tokens 1..N the items), D = d_model,
-H heads, Dh = D / H, F = d_hidden, C = n_outputs (classes of argmax retrieval, or the value vocabulary).
+H heads, Dh = D / H, F = d_hidden, C = n_outputs (the task's output classes).
 
-Architecture (``ModelConfig`` chooses the variants; PAPER.md, "The tasks as varsim defines them"):
+Architecture (``ModelConfig`` chooses the variants; PAPER.md, "The tasks as varsim defines them"; the
+``"set_transformer"`` entry of :mod:`varsim.nn.architectures`, its cost in :mod:`varsim.nn.set_cost`):
 
 1. Token embedding. Every item is embedded by a per-item MLP (depth ``item_mlp_depth``, ReLU or GELU between its
-   Linear layers) from its features:
-     argmax      [priority, onehot(class)]                      (1 + C features)
-     dictionary  [key code, onehot(value), 0]                    (K + V + 1 features)
-   The query token is a learned vector (argmax) or the *same* MLP applied to [key code of the query, 0, 1]
-   (dictionary; the last feature flags the query). The key code is either ``"binary"``: the ceil(log2 key_vocab)
-   bits of the key id as +-1 features, so that every key shares the same few weights and a key seen once in training
-   is still encoded sensibly; or ``"embedding"``: a learned row per key id added to the first layer's pre-activation
-   (the same as a one-hot block of input features).
+   Linear layers) from its input features, which the task writes (:meth:`varsim.tasks.Task.write_features`; e.g.
+   argmax ``[priority, onehot(class)]``, dictionary ``[key code, onehot(value), 0]``). The query token is a learned
+   vector when the task says its query carries nothing (``learned_query``, argmax), else the *same* MLP applied to
+   the task's query features (dictionary: ``[key code of the query, 0, 1]``). Keys are encoded by the config's key
+   encoding (:mod:`varsim.tasks.keys`): features (``"binary"``: the bits of the key id as +-1), and/or a learned
+   table (``"embedding"``: a trained row per key id added to the first layer's pre-activation, the same as a one-hot
+   block of input features).
 2. ``n_blocks`` blocks, each:
      h = LN1(x) if pre_ln else x
      a = attention(h)                       multi-head attention, no positional encoding; the weight map is
@@ -39,14 +39,15 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import math
-from dataclasses import dataclass, field
 
 import numpy as np
 
 from varsim._common.seeding import child_generator, root_sequence
-from varsim._common.validate import check_choice, check_fields, check_int, check_positive_int
+from varsim._common.validate import check_positive_int
+from varsim.tasks import KEY_ENCODINGS, TASKS, get_key_encoding
 
+from . import set_cost
+from .architectures import Architecture, register_architecture
 from .attention import (
     attention_weights,
     query_attention_backward,
@@ -55,8 +56,8 @@ from .attention import (
     self_attention_forward,
     self_attention_rows,
 )
+from .config import DTYPES, ModelConfig
 from .layers import (
-    ACTIVATIONS,
     activation_backward,
     activation_forward,
     embedding_backward,
@@ -69,125 +70,16 @@ from .layers import (
     softmax_cross_entropy_forward,
 )
 from .norms import get_norm, layernorm_backward, layernorm_forward
-from .weightmaps import TRAINABLE_MAPS, AttentionSpec, make_attention
+from .set_params import parameter_shapes, parameter_table, theta_name
+from .weightmaps import TRAINABLE_MAPS
 
 __all__ = [
     "ModelConfig", "Transformer", "parameter_shapes", "TASKS", "KEY_ENCODINGS", "DTYPES", "DEFAULT_MEMORY_BUDGET",
 ]
 
-TASKS = ("argmax", "dictionary")
-KEY_ENCODINGS = ("binary", "embedding")
-DTYPES = ("float32", "float64")
 DEFAULT_MEMORY_BUDGET = 2 * 1024**3  # bytes of attention matrices a forward/backward pass may hold
-# Tokens per chunk in predict/analysis: bounds their memory for any batch size, and keeps a chunk's activations (and
-# a 2-block model's T x T attention) near the CPU cache: 2^13 evaluates 4.6x faster than 2^16 at N = 1024 for a
-# 2-block model and 1.2-1.5x for 1 block at N >= 256, with the same predictions (benchmarks/bench_eval_chunks.py).
-EVAL_CHUNK_TOKENS = 1 << 13
-
-
-@dataclass(frozen=True)
-class ModelConfig:
-    """Sizes and variants of :class:`Transformer` (validated on construction; ValueError names the field)."""
-
-    task: str
-    d_model: int = 64
-    n_heads: int = 4
-    n_blocks: int = 1
-    norm: str = "none"
-    residual: bool = True
-    pre_ln: bool = False
-    item_mlp_depth: int = 2
-    predictor_depth: int = 2
-    d_hidden: int | None = None  # default 2 * d_model
-    n_classes: int = 10
-    key_vocab: int = 16384
-    value_vocab: int = 16
-    key_encoding: str = "binary"
-    dtype: str = "float32"
-    activation: str = "relu"
-    # attention weight map (a name of varsim.variants.WEIGHT_MAPS, with its parameters; ssmax's s is the initial value
-    # of the learned per-head scale) and the output normalization acting on each head ("none" or "ipr_norm"), in
-    # every block. Configs saved before these fields existed load as plain softmax.
-    attention: str = "softmax"
-    attention_params: dict = field(default_factory=dict)
-    attention_output: str = "none"
-    attention_output_params: dict = field(default_factory=dict)
-
-    def __post_init__(self):
-        check_choice("task", self.task, TASKS)
-        get_norm(self.norm)  # unknown names: ValueError listing the registered normalizations
-        check_choice("key_encoding", self.key_encoding, KEY_ENCODINGS)
-        check_choice("dtype", self.dtype, DTYPES)
-        check_choice("activation", self.activation, ACTIVATIONS)
-        ints = {
-            "d_model": 1,
-            "n_heads": 1,
-            "n_blocks": 1,
-            "item_mlp_depth": 1,
-            "predictor_depth": 1,
-            "n_classes": 2,
-            "key_vocab": 1,
-            "value_vocab": 2,
-        }
-        for name, minimum in ints.items():
-            object.__setattr__(self, name, check_int(name, getattr(self, name), minimum=minimum))
-        if self.d_hidden is not None:
-            object.__setattr__(self, "d_hidden", check_positive_int("d_hidden", self.d_hidden))
-        if self.d_model % self.n_heads:
-            raise ValueError(f"n_heads ({self.n_heads}) must divide d_model ({self.d_model})")
-        for name in ("residual", "pre_ln"):
-            if not isinstance(getattr(self, name), (bool, np.bool_)):
-                raise ValueError(f"{name} must be a bool, got {getattr(self, name)!r}")
-            object.__setattr__(self, name, bool(getattr(self, name)))
-        for name in ("attention_params", "attention_output_params"):
-            if getattr(self, name) is None:
-                object.__setattr__(self, name, {})
-            if not isinstance(getattr(self, name), dict):
-                raise ValueError(f"{name} must be a dict, got {type(getattr(self, name)).__name__}")
-        spec = make_attention(self.attention, self.attention_params, self.attention_output,
-                              self.attention_output_params)  # ValueError naming the map or parameter
-        object.__setattr__(self, "attention_params", dict(spec.params))  # validated, defaults filled in
-        object.__setattr__(self, "attention_output_params", dict(spec.output_params))
-        object.__setattr__(self, "_attention_spec", spec)
-
-    def __hash__(self):  # the parameter dicts are not hashable: hash their sorted items
-        items = [(k, tuple(sorted(v.items())) if isinstance(v, dict) else v) for k, v in self.to_dict().items()]
-        return hash(tuple(items))
-
-    @property
-    def attention_spec(self) -> AttentionSpec:
-        """The validated weight map and output normalization (:class:`varsim.nn.weightmaps.AttentionSpec`)."""
-        return self._attention_spec
-
-    @property
-    def n_outputs(self) -> int:
-        """Number of classes the model predicts: ``n_classes`` (argmax) or ``value_vocab`` (dictionary)."""
-        return self.n_classes if self.task == "argmax" else self.value_vocab
-
-    @property
-    def hidden(self) -> int:
-        """The MLP hidden width F actually used."""
-        return self.d_hidden if self.d_hidden is not None else 2 * self.d_model
-
-    @property
-    def key_bits(self) -> int:
-        """Number of +-1 features of the binary key code: ceil(log2 key_vocab), at least 1."""
-        return max(1, (self.key_vocab - 1).bit_length())
-
-    def to_dict(self) -> dict:
-        """All fields, except the attention variant's pairs at their defaults (``attention="softmax"``,
-        ``attention_output="none"``): so the dict of a softmax model is the one saved before these fields existed, and
-        records that compare config dicts (the reproduction's run specs) stay valid. ``from_dict`` fills them in."""
-        d = dataclasses.asdict(self)
-        if d["attention"] == "softmax":
-            del d["attention"], d["attention_params"]
-        if d["attention_output"] == "none":
-            del d["attention_output"], d["attention_output_params"]
-        return d
-
-    @classmethod
-    def from_dict(cls, d) -> "ModelConfig":
-        return cls(**check_fields("model config", d, cls, required=("task",)))
+#: tokens per chunk in predict/analysis (:data:`varsim.nn.set_cost.EVAL_CHUNK_TOKENS`)
+EVAL_CHUNK_TOKENS = set_cost.EVAL_CHUNK_TOKENS
 
 
 def _gather_rows(a: np.ndarray, sel: np.ndarray) -> np.ndarray:
@@ -207,78 +99,12 @@ def _name_key(name: str) -> int:
     return int.from_bytes(hashlib.sha256(name.encode("utf-8")).digest()[:8], "little") >> 1
 
 
-def _n_features(config: ModelConfig) -> int:
-    """Width of one token's input features."""
-    if config.task == "argmax":
-        return 1 + config.n_classes
-    return (config.key_bits if config.key_encoding == "binary" else 0) + config.value_vocab + 1
-
-
-def _theta_name(config: ModelConfig, block: int) -> str | None:
-    """Name of block ``block``'s learned weight-map parameter (e.g. ``block0.attn.ssmax_s``), or None."""
-    spec = config.attention_spec
-    return None if spec.trained_param is None else f"block{block}.attn.{spec.name}_{spec.trained_param}"
-
-
-def _parameter_table(config: ModelConfig) -> list[tuple]:
-    """(name, shape, init std or the constant 'zeros'/'ones' or ("fill", value)) in the stable parameter order."""
-    c = config
-    d, f = c.d_model, c.hidden
-    out = []
-
-    def mlp(prefix, dims):
-        for i, (a, b) in enumerate(zip(dims[:-1], dims[1:])):
-            out.append((f"{prefix}.{i}.w", (a, b), 1.0 / math.sqrt(a)))
-            out.append((f"{prefix}.{i}.b", (b,), "zeros"))
-
-    def ln(prefix):
-        out.append((f"{prefix}.gamma", (d,), "ones"))
-        out.append((f"{prefix}.beta", (d,), "zeros"))
-
-    n_in = _n_features(c)
-    embed_dims = [n_in] + [f] * (c.item_mlp_depth - 1) + [d]
-    mlp("embed", embed_dims)
-    if c.task == "dictionary" and c.key_encoding == "embedding":
-        # one-hot key block of the first layer's input: same scale as a weight row with fan-in n_in + 1
-        out.append(("embed.key_table", (c.key_vocab, embed_dims[1]), 1.0 / math.sqrt(n_in + 1)))
-    if c.task == "argmax":
-        out.append(("query", (d,), 1.0))
-    for b in range(c.n_blocks):
-        p = f"block{b}"
-        if c.pre_ln:
-            ln(f"{p}.ln1")
-        out.append((f"{p}.attn.w_qkv", (d, 3 * d), 1.0 / math.sqrt(d)))
-        theta = c.attention_spec.theta_init(c.n_heads, np.dtype(c.dtype))
-        if theta is not None:  # the weight map's learned per-head parameter (ssmax: s), a constant start
-            out.append((_theta_name(c, b), theta.shape, ("fill", float(theta[0]))))
-        out.append((f"{p}.attn.b_qkv", (3 * d,), "zeros"))
-        for name, init in get_norm(c.norm).params:
-            out.append((f"{p}.attn_norm.{name}", (d,), init))
-        out.append((f"{p}.attn.w_o", (d, d), 1.0 / math.sqrt(d)))
-        out.append((f"{p}.attn.b_o", (d,), "zeros"))
-        if c.pre_ln:
-            ln(f"{p}.ln2")
-        mlp(f"{p}.mlp", [d, f, d])
-    if c.pre_ln:
-        ln("final_ln")
-    mlp("head", [d] + [f] * (c.predictor_depth - 1) + [c.n_outputs])
-    return out
-
-
-def parameter_shapes(config: ModelConfig) -> dict[str, tuple[int, ...]]:
-    """``{name: shape}`` of the parameters of ``Transformer(config)``, in their stable order, without allocating
-    them (cost estimates, checkpoint checks). ``embed.0.w`` has shape ``(n_features, width)``."""
-    if not isinstance(config, ModelConfig):
-        raise ValueError(f"config must be a ModelConfig, got {type(config).__name__}")
-    return {name: tuple(shape) for name, shape, _ in _parameter_table(config)}
-
-
 class Transformer:
     """The model of the module docstring, with parameters in ``params`` (an ordered ``{name: array}`` dict).
 
     ``seed`` (int or SeedSequence) draws the initial parameters, each from a child stream keyed by its name: weights
-    N(0, 1/fan_in), biases 0, LayerNorm gains 1, the argmax query vector N(0, 1). ``memory_budget`` (bytes) bounds
-    the T x T attention matrices of the blocks before the last.
+    N(0, 1/fan_in), biases 0, LayerNorm gains 1, the learned query vector (a task with ``learned_query``) N(0, 1).
+    ``memory_budget`` (bytes) bounds the T x T attention matrices of the blocks before the last.
 
     ``forward``/``backward`` are the training path (the cache holds the activations); ``predict`` and ``analysis``
     are memory-lean evaluation paths that run the batch in chunks.
@@ -296,12 +122,9 @@ class Transformer:
     # ------------------------------------------------------------------------------------------------------------
     # Parameters
 
-    def _n_features(self) -> int:
-        return _n_features(self.config)
-
     def _shapes(self):
-        """(name, shape, init) of every parameter in the stable order (:func:`_parameter_table`)."""
-        return _parameter_table(self.config)
+        """(name, shape, init) of every parameter in the stable order (:func:`varsim.nn.set_params.parameter_table`)."""
+        return parameter_table(self.config)
 
     def _init_params(self, seq: np.random.SeedSequence) -> None:
         for name, shape, init in self._shapes():
@@ -319,7 +142,7 @@ class Transformer:
 
     def _theta_name(self, block: int) -> str | None:
         """Name of block ``block``'s learned weight-map parameter (e.g. ``block0.attn.ssmax_s``), or None."""
-        return _theta_name(self.config, block)
+        return theta_name(self.config, block)
 
     def with_attention(self, attention: str, params: dict | None = None, **kwargs) -> "Transformer":
         """A copy of this model that evaluates with another weight map, e.g. ``model.with_attention("topk", k=8)``.
@@ -366,75 +189,27 @@ class Transformer:
     # Inputs
 
     def _inputs(self, batch):
-        """Validate a batch and build (features (B, T, n_in), key ids (B, T) or None, item mask (B, N))."""
+        """Validate a batch against the task's schema and build (features (B, T, n_in): row 0 the query token, rows
+        1..N the items; key ids (B, T) for a learned key table, else None; item mask (B, N))."""
         c = self.config
-        if not isinstance(batch, dict):
-            raise ValueError(f"batch must be a dict, got {type(batch).__name__}")
-        need = ("priority", "label", "mask") if c.task == "argmax" else ("key", "value", "query", "mask")
-        missing = [k for k in need if k not in batch]
-        if missing:
-            raise ValueError(f"{c.task} batch is missing {missing}")
-        mask = np.asarray(batch["mask"])
-        if mask.ndim != 2 or mask.dtype != np.bool_:
-            raise ValueError(f"batch['mask'] must be a bool (B, N) array, got {mask.dtype}{mask.shape}")
+        task = c.task_spec
+        arrays = task.check_batch(batch, c.vocab)
+        mask = arrays["mask"]
         b, n = mask.shape
-        if b == 0 or n == 0:
-            raise ValueError(f"batch must have at least one example and one item, got mask shape {mask.shape}")
-        if not mask.any(axis=1).all():
-            raise ValueError("every example needs at least one real item (a mask row is all False)")
         self._check_memory(b, n)  # before allocating anything of size N
-        t = n + 1
-        n_in = self._n_features()
-        feats = np.zeros((b, t, n_in), dtype=self.dtype)  # (B, T, n_in); row 0 the query token
-        rows = (np.arange(b)[:, None] * t + np.arange(1, t)[None, :]) * n_in  # (B, N) flat offsets of item rows
-
-        def ids(name, vocab, shape):
-            a = np.asarray(batch[name])
-            if a.shape != shape or not np.issubdtype(a.dtype, np.integer):
-                raise ValueError(f"batch[{name!r}] must be an integer array of shape {shape}, got {a.dtype}{a.shape}")
-            if a.ndim == 2:  # padded items may hold anything: read them as id 0
-                a = np.where(mask, a, 0)
-            if a.size and (a.min() < 0 or a.max() >= vocab):
-                raise ValueError(f"batch[{name!r}] has ids outside [0, {vocab})")
-            return a
-
-        if c.task == "argmax":
-            pr = np.asarray(batch["priority"])
-            if pr.shape != (b, n) or not np.issubdtype(pr.dtype, np.floating):
-                raise ValueError(f"batch['priority'] must be a float array of shape {(b, n)}, got {pr.dtype}{pr.shape}")
-            pr = np.where(mask, pr, 0.0)
-            if not np.isfinite(pr).all():
-                raise ValueError("batch['priority'] has non-finite values at real items")
-            label = ids("label", c.n_classes, (b, n))
-            feats[:, 1:, 0] = pr
-            feats.reshape(-1)[rows + 1 + label] = 1.0
+        feats = np.zeros((b, n + 1, c.n_features), dtype=self.dtype)
+        task.write_features(arrays, c.vocab, c.key_encoding, feats[:, 1:], feats[:, 0])
+        keys = task.key_ids(arrays)
+        if keys is None or not get_key_encoding(c.key_encoding).learned_table:
             return feats, None, mask
-
-        key = ids("key", c.key_vocab, (b, n))
-        value = ids("value", c.value_vocab, (b, n))
-        query = ids("query", c.key_vocab, (b,))
-        keys_all = np.empty((b, t), dtype=np.int64)  # (B, T): the query key, then the item keys
-        keys_all[:, 0] = query
-        keys_all[:, 1:] = key
-        k0 = 0
-        if c.key_encoding == "binary":
-            k0 = c.key_bits
-            bits = (keys_all[:, :, None] >> np.arange(k0)) & 1  # (B, T, K)
-            feats[:, :, :k0] = 2 * bits - 1
-        feats.reshape(-1)[rows + k0 + value] = 1.0
-        feats[:, 0, -1] = 1.0
-        return feats, (keys_all if c.key_encoding == "embedding" else None), mask
+        keys_all = np.empty((b, n + 1), dtype=np.int64)  # (B, T): the query key, then the item keys
+        keys_all[:, 0] = keys[1]
+        keys_all[:, 1:] = keys[0]
+        return feats, keys_all, mask
 
     def _attention_bytes(self, b: int, n: int) -> int:
         """Bytes of the T x T attention matrices a forward + backward pass holds (0 for a one-block model)."""
-        c = self.config
-        if c.n_blocks == 1:
-            return 0
-        t = n + 1
-        # weights kept for each full block, plus two same-size temporaries in the backward pass; a weight map other
-        # than plain softmax keeps up to three more (effective weights, its own cache, the ipr_norm cache)
-        per_block = 1 if c.attention_spec.is_plain_softmax else 4
-        return (per_block * (c.n_blocks - 1) + 2) * b * c.n_heads * t * t * self.dtype.itemsize
+        return set_cost.attention_bytes(self.config, b, n)
 
     def _check_memory(self, b: int, n: int) -> None:
         need = self._attention_bytes(b, n)
@@ -473,14 +248,14 @@ class Transformer:
             h, rest_cache = mlp_forward(h, layers, c.activation)  # (B, T, D)
         if sel is not None:
             h = _scatter_rows(h, sel, b, t)
-        if c.task == "argmax":
+        if c.task_spec.learned_query:
             h[:, 0] = p["query"]  # the learned query token replaces the MLP's output on the (all-zero) row 0
         return h, (lin_cache, emb_cache, act_cache, rest_cache, sel)
 
     def _embed_backward(self, dx, cache, grads):
         c = self.config
         lin_cache, emb_cache, act_cache, rest_cache, sel = cache
-        if c.task == "argmax":
+        if c.task_spec.learned_query:
             grads["query"] = dx[:, 0].sum(axis=0)
             dx = dx.copy()
             dx[:, 0] = 0.0
@@ -684,7 +459,7 @@ class Transformer:
         if mask is None or mask.ndim != 2:
             self._inputs(batch)  # raises the precise error
         b, n = mask.shape
-        per = max(1, EVAL_CHUNK_TOKENS // (n + 1))
+        per = set_cost.eval_chunk(self.config, n, EVAL_CHUNK_TOKENS)
         if self.config.n_blocks > 1:
             self._check_memory(1, n)
             per = max(1, min(per, self.memory_budget // max(self._attention_bytes(1, n), 1)))
@@ -716,3 +491,12 @@ class Transformer:
             for k, v in record.items():
                 parts.setdefault(k, []).append(v)
         return {k: np.concatenate(v, axis=0) for k, v in parts.items()}
+
+
+register_architecture(Architecture(
+    "set_transformer",
+    "the set transformer with a query token (this module): one or more blocks, no positions",
+    Transformer,
+    set_cost,
+    set_cost.sizes,
+))

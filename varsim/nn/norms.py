@@ -23,6 +23,7 @@ from typing import Callable
 
 import numpy as np
 
+from varsim._common.registry import lookup, register
 from varsim._common.validate import check_positive_int, check_real
 
 __all__ = [
@@ -169,21 +170,15 @@ def register_norm(norm: Normalization) -> Normalization:
     """Add ``norm`` to :data:`NORMS` under ``norm.name``; a name already registered is refused."""
     if not isinstance(norm, Normalization):
         raise ValueError(f"norm must be a Normalization, got {type(norm).__name__}")
-    if norm.name in NORMS:
-        raise ValueError(f"a normalization named {norm.name!r} is already registered")
     for pname, init in norm.params:
         if init not in ("ones", "zeros"):
             raise ValueError(f"norm {norm.name!r}: parameter {pname!r} has init {init!r}; expected 'ones' or 'zeros'")
-    NORMS[norm.name] = norm
-    return norm
+    return register(NORMS, norm, what="normalization")
 
 
 def get_norm(name: str) -> Normalization:
     """The registered normalization ``name``; ValueError listing the registered names otherwise."""
-    norm = NORMS.get(name) if isinstance(name, str) else None
-    if norm is None:
-        raise ValueError(f"unknown norm {name!r}; expected one of {', '.join(map(repr, NORMS))}")
-    return norm
+    return lookup(NORMS, name, param="norm")
 
 
 _AFFINE = (("gamma", "ones"), ("beta", "zeros"))

@@ -3,7 +3,8 @@ normalization expressed on the weights.
 
 The maps are the registered variants of :mod:`varsim.variants` (names, parameters and their validation live there;
 REMEDIES.md 2 gives the formulas). This module adds what training needs: batched forward passes in the model's dtype
-with a cache, and hand-written backward passes.
+with a cache, and hand-written backward passes for the maps the registry declares trainable
+(:attr:`varsim.variants.Variant.trainable`; the others are inference-only and have a forward pass only).
 
 Shapes: logits ``z`` (B, H, Tq, T) -- batch, heads, query rows, keys -- already scaled by ``1/sqrt(Dh)``, with
 ``-inf`` at masked keys; ``key_mask`` a bool array broadcastable to ``z`` (True = the key takes part) or None (every
@@ -21,10 +22,10 @@ map                           forward                                           
 ``entmax15``                  ``[z/2 - t]_+^2``, sum 1 (t by Newton's method,    ``g dw - g (sum g dw)/(sum g)``,
                               then the registry's closed form on the support)    ``g = sqrt(w)`` (see below)
 ``sparsemax``                 ``[z - t]_+``, sum 1 (the registry's sort)         ``1_S (dw - mean_S dw)``
-``critical``                  ``softmax(c sqrt(2 ln n) z / beta0)``              none (inference only)
-``adaptive_temperature``      ``softmax(b(H) z)``, ``H`` the entropy of          none (inference only)
+``critical``                  ``softmax(c sqrt(2 ln n) z / beta0)``              none
+``adaptive_temperature``      ``softmax(b(H) z)``, ``H`` the entropy of          none
                               ``softmax(z)``
-``topk``                      softmax over the k largest (partition; ties as     none (inference only)
+``topk``                      softmax over the k largest (partition; ties as     none
                               the registry's argpartition)
 ============================  =================================================  ==================================
 
@@ -51,7 +52,14 @@ from typing import Callable
 
 import numpy as np
 
-from varsim.variants import OUTPUT_NORMALIZATIONS, adaptive_temperature_factor, get_output_normalization, get_variant
+from varsim.variants import (
+    INFERENCE_ONLY_MAPS,
+    OUTPUT_NORMALIZATIONS,
+    TRAINABLE_MAPS,
+    adaptive_temperature_factor,
+    get_output_normalization,
+    get_variant,
+)
 
 from . import _kernels
 
@@ -263,7 +271,7 @@ def _bwd_sparsemax(dw, w, cache):
 @dataclass(frozen=True)
 class _MapImpl:
     forward: Callable
-    backward: Callable | None  # None: inference only
+    backward: Callable | None  # None exactly for the registry's inference-only maps
     needs_n: bool
     shift_invariant: bool  # w(z + c) = w(z) for a per-row constant c
     trained_param: str | None = None  # the registry parameter that initialises a learned per-head vector
@@ -281,15 +289,16 @@ _IMPLS: dict[str, _MapImpl] = {
     "topk": _MapImpl(_fwd_topk, None, False, True),
 }
 
-TRAINABLE_MAPS: tuple[str, ...] = tuple(k for k, v in _IMPLS.items() if v.backward is not None)
-INFERENCE_ONLY_MAPS: tuple[str, ...] = tuple(k for k, v in _IMPLS.items() if v.backward is None)
-
 
 def _impl(name: str) -> _MapImpl:
-    get_variant(name)  # unknown names: the registry's error, listing the valid ones
-    if name not in _IMPLS:  # registered after this module was written
-        raise ValueError(f"attention {name!r} is registered but has no transformer implementation")
-    return _IMPLS[name]
+    """The map's implementation; an inference-only map without its own forward here runs the registry's NumPy
+    reference (float64, with the key counts; not assumed shift-invariant, so the key bias is kept)."""
+    spec = get_variant(name)  # unknown names: the registry's error, listing the valid ones
+    if name in _IMPLS:
+        return _IMPLS[name]
+    if not spec.trainable:
+        return _MapImpl(_reference(name), None, True, False)
+    raise ValueError(f"attention {name!r} is registered as trainable but has no forward/backward pair here")
 
 
 def weight_map_forward(name: str, z: np.ndarray, key_mask=None, theta=None, **params):
@@ -307,13 +316,12 @@ def weight_map_forward(name: str, z: np.ndarray, key_mask=None, theta=None, **pa
 def weight_map_backward(dw: np.ndarray, cache):
     """-> ``(dz, dtheta)`` (``dtheta`` None for maps without a learned parameter); inference-only maps raise."""
     name, w, c = cache
-    impl = _IMPLS[name]
-    if impl.backward is None:
+    if not _impl(name).backward:
         raise ValueError(
             f"attention {name!r} is inference-only (no backward pass): train with one of {', '.join(TRAINABLE_MAPS)} "
             "and apply it to the trained model with Transformer.with_attention"
         )
-    return impl.backward(dw, w, c)
+    return _impl(name).backward(dw, w, c)
 
 
 # ----------------------------------------------------------------------------------------------------------------------
@@ -362,7 +370,7 @@ class AttentionSpec:
 
     @property
     def impl(self) -> _MapImpl:
-        return _IMPLS[self.name]
+        return _impl(self.name)
 
     @property
     def is_plain_softmax(self) -> bool:
@@ -370,7 +378,7 @@ class AttentionSpec:
 
     @property
     def trainable(self) -> bool:
-        return self.impl.backward is not None
+        return get_variant(self.name).trainable
 
     @property
     def trained_param(self) -> str | None:

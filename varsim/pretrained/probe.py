@@ -246,6 +246,58 @@ def probe_model(
     if out is not None:
         out = check_writable(out, "out")
     m = load_model(model)
+    layers, lengths, query_position = _probe_grid(m, layers, lengths, query_position, bos)
+    text, source = _probe_text(text, text_files)
+    n_special = m.n_special(bos=bos)
+    tokens = m.encode(text)
+    for n in lengths:  # fail before any work if the text is too short
+        draw_windows(len(tokens), n - n_special, windows, seed, n)
+
+    name = m.source.get("name")
+    model_file = Path(m.source["path"])
+    settings = {
+        "model": name, "lengths": lengths, "windows": windows, "layers": list(layers),
+        "query_position": query_position, "bos": bool(bos), "seed": seed_entropy(seed), "bootstrap": bootstrap,
+    }
+    text_info = {"source": source, "sha256": text_digest(text), "chars": len(text), "tokens": int(len(tokens))}
+    model_info = {"name": name, "format": m.source["format"], "file": model_file.name,
+                  "sha256": file_digest(model_file), "spec": dataclasses.asdict(m.spec)}
+    key = json.dumps({"settings": settings, "text": text_info["sha256"], "model": model_info["sha256"]},
+                     sort_keys=True)
+    partial = None if out is None else out.with_name(out.name + ".partial.npz")
+    arrays, seconds = _probe_windows(m, tokens, settings, seed, partial, key, progress=progress,
+                                     blas_threads=blas_threads)
+    summ = summarize(arrays, lengths, seed=seed, bootstrap=bootstrap)
+    sp = m.spec
+    result = {
+        "kind": "varsim.probe_model",
+        "format_version": 1,
+        "settings": settings,
+        "model": model_info,
+        "text": text_info,
+        "lengths": lengths,
+        "layers": list(layers),
+        "n_head": sp.n_head,
+        "n_kv_head": sp.n_kv_head,
+        "d_head": sp.d_head,
+        "components": list(range(min(N_COMPONENTS, sp.d_head))),
+        "per_length": {k: _round(v) for k, v in summ["per_length"].items()},
+        "slopes": {k: {kk: _round(vv, 5) for kk, vv in v.items()} for k, v in summ["slopes"].items()},
+        "layer_summary": _layer_summary(summ, layers),
+        "timing": {"seconds_total": round(time.perf_counter() - t_start, 2),
+                   "seconds_per_length": {str(n): round(s, 2) for n, s in seconds.items()},
+                   "resumed_lengths": [n for n in lengths if n not in seconds], "blas_threads": blas_threads},
+        "provenance": provenance(),
+    }
+    if out is not None:
+        atomic_write_json(out, result, indent=1)
+        if partial is not None and partial.exists():
+            partial.unlink()
+    return result
+
+
+def _probe_grid(m, layers, lengths, query_position, bos: bool) -> tuple[tuple[int, ...], list[int], int]:
+    """The probed layers, lengths and query row of model ``m``: the arguments checked, defaults filled in."""
     sp = m.spec
     name = m.source.get("name")
     if layers is None:
@@ -272,41 +324,35 @@ def probe_model(
         raise ValueError("bos: only for causal (llama) models; encoders always get [CLS] ... [SEP]")
     if bos and "bos" not in m.special:
         raise ValueError("bos: the model defines no BOS token")
+    return layers, lengths, query_position
 
-    # ---- text
+
+def _probe_text(text, text_files) -> tuple[str, object]:
+    """``(text, source)``: the text argument, else the files' text, else the built-in "python-docs" source."""
     if text is not None:
         if not isinstance(text, str) or not text.strip():
             raise ValueError("text must be a non-empty string")
-        source = "text argument"
-    elif text_files:
-        text = load_text(text_files)
-        source = [str(p) for p in ([text_files] if isinstance(text_files, (str, Path)) else text_files)]
-    else:
-        text, source = builtin_text("python-docs"), "python-docs"
-    tokens = m.encode(text)
-    for n in lengths:  # fail before any work if the text is too short
-        draw_windows(len(tokens), n - n_special, windows, seed, n)
+        return text, "text argument"
+    if text_files:
+        return load_text(text_files), [str(p) for p in ([text_files] if isinstance(text_files, (str, Path))
+                                                       else text_files)]
+    return builtin_text("python-docs"), "python-docs"
 
-    model_file = Path(m.source["path"])
-    settings = {
-        "model": name, "lengths": lengths, "windows": windows, "layers": list(layers),
-        "query_position": query_position, "bos": bool(bos), "seed": seed_entropy(seed), "bootstrap": bootstrap,
-    }
-    run_info = {"blas_threads": blas_threads}
-    text_info = {"source": source, "sha256": text_digest(text), "chars": len(text), "tokens": int(len(tokens))}
-    model_info = {"name": name, "format": m.source["format"], "file": model_file.name,
-                  "sha256": file_digest(model_file), "spec": dataclasses.asdict(sp)}
-    key = json.dumps({"settings": settings, "text": text_info["sha256"], "model": model_info["sha256"]},
-                     sort_keys=True)
-    partial = None if out is None else out.with_name(out.name + ".partial.npz")
+
+def _probe_windows(m, tokens, settings: dict, seed, partial: Path | None, key: str, *, progress: bool,
+                   blas_threads: int) -> tuple[dict, dict]:
+    """The per-window arrays of every length (``{N: {field: array}}``; the lengths of ``partial`` made with the same
+    ``key`` are reused, the others are run and saved there after each) and the seconds each run length took."""
+    lengths, windows, layers = settings["lengths"], settings["windows"], tuple(settings["layers"])
+    bos, query_position = settings["bos"], settings["query_position"]
+    n_special = m.n_special(bos=bos)
     arrays = _load_partial(partial, key) if partial is not None else {}
     arrays = {n: a for n, a in arrays.items() if n in lengths}
     if arrays and progress:
         print(f"probe-model: resuming, lengths {sorted(arrays)} already done", file=sys.stderr, flush=True)
-
-    # ---- windows
     todo = [n for n in lengths if n not in arrays]
     seconds = {}
+    name = m.source.get("name")
     with _blas.blas_threads(blas_threads), Progress(windows * len(todo), f"probe {name}", enabled=progress) as bar:
         for n in todo:
             t0 = time.perf_counter()
@@ -314,17 +360,19 @@ def probe_model(
             rows = []
             for s in starts:
                 ids = m.frame(tokens[s : s + n - n_special], bos=bos)
-                rows.append(_collect_window(m, ids, layers, query_position, sp.causal))
+                rows.append(_collect_window(m, ids, layers, query_position, m.spec.causal))
                 bar.update(1, f"N={n}")
             arrays[n] = {f: np.stack([r[f] for r in rows]) for f in _FIELDS}
             seconds[n] = time.perf_counter() - t0
             if partial is not None:
                 _save_partial(partial, key, arrays)
+    return arrays, seconds
 
-    # ---- statistics
-    summ = summarize(arrays, lengths, seed=seed, bootstrap=bootstrap)
+
+def _layer_summary(summ: dict, layers) -> list[dict]:
+    """Per probed layer: median and range over heads of the slopes, and the shares of the variance at the largest N."""
     pl, sl = summ["per_length"], summ["slopes"]
-    layer_summary = []
+    rows = []
     for i, l in enumerate(layers):
         row = {"layer": l}
         for nm in ("std", "y2", "std_iid"):
@@ -335,29 +383,5 @@ def probe_model(
         row["median_std_ratio_first_last"] = _round(np.median(np.sqrt(first / last)), 4)
         row["median_iid_share_last"] = _round(np.median(pl["var_iid"][-1, i] / last), 4)
         row["median_offset_share_last"] = _round(np.median(pl["var_offset"][-1, i] / last), 4)
-        layer_summary.append(row)
-    result = {
-        "kind": "varsim.probe_model",
-        "format_version": 1,
-        "settings": settings,
-        "model": model_info,
-        "text": text_info,
-        "lengths": lengths,
-        "layers": list(layers),
-        "n_head": sp.n_head,
-        "n_kv_head": sp.n_kv_head,
-        "d_head": sp.d_head,
-        "components": list(range(min(N_COMPONENTS, sp.d_head))),
-        "per_length": {k: _round(v) for k, v in pl.items()},
-        "slopes": {k: {kk: _round(vv, 5) for kk, vv in v.items()} for k, v in sl.items()},
-        "layer_summary": layer_summary,
-        "timing": {"seconds_total": round(time.perf_counter() - t_start, 2),
-                   "seconds_per_length": {str(n): round(s, 2) for n, s in seconds.items()},
-                   "resumed_lengths": [n for n in lengths if n not in seconds], **run_info},
-        "provenance": provenance(),
-    }
-    if out is not None:
-        atomic_write_json(out, result, indent=1)
-        if partial is not None and partial.exists():
-            partial.unlink()
-    return result
+        rows.append(row)
+    return rows

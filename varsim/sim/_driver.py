@@ -88,7 +88,8 @@ def simulate(
     rng : instead of ``seed``: an int or ``SeedSequence`` (identical results to ``seed`` with the same value) or a
         ``numpy.random.Generator`` (entropy is drawn from it); giving both ``seed`` and ``rng`` is an error.
     threads : worker threads (default ``numba.get_num_threads()``); never changes the numbers.
-    progress : print progress to stderr. keep_samples : keep per-sequence ``sum w^2`` and ``o_coordinate``.
+    progress : print progress to stderr.
+    keep_samples : keep per-sequence ``sum w^2`` and ``o_coordinate``.
     attention, **attention_params : the weight map, a name of ``varsim.variants.WEIGHT_MAPS`` (default
         ``"softmax"``) and its parameters, e.g. ``attention="ssmax", s=0.5`` or ``attention="topk", k=8``.
         Softmax with an N-dependent temperature (ssmax, logn, critical) runs the online-softmax kernels at the

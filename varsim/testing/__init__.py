@@ -1,6 +1,10 @@
-"""Property-test your own attention: strategies, Monte Carlo checks with the 5 SE rule, a reference attention.
+"""Property-test your own attention: same-draw reference checks, Monte Carlo checks with the 5 SE rule,
+strategies, adapters for other array libraries.
 
 ::
+
+    from varsim.testing import assert_matches_reference
+    assert_matches_reference(my_attention)   # identical q, K, V (and masks) for yours and the reference
 
     from hypothesis import given
     from varsim.testing import assert_variance_matches, attention_configs, mc_settings
@@ -10,7 +14,11 @@
     def test_my_attention(cfg):
         assert_variance_matches(MyAttention(tau=cfg.tau), cfg.expected_variance, **cfg.check_kwargs())
 
-* Checks (:mod:`varsim.testing.checks`): :func:`assert_variance_matches`, :func:`assert_ipr_matches`,
+* Same-draw checks (:mod:`varsim.testing.same_draw`): :func:`assert_matches_reference` runs your attention and a
+  reference (:func:`softmax_attention_nd` by default) on identical draws of the cases :data:`REFERENCE_CASES` (or
+  :class:`AttentionCase` s of your own, or drawn by :func:`attention_cases`) and names the worst element on failure.
+* Adapters (:mod:`varsim.testing.arrays`): :func:`adapt` for torch, array-API namespaces, other layouts.
+* Statistical checks (:mod:`varsim.testing.checks`): :func:`assert_variance_matches`, :func:`assert_ipr_matches`,
   :func:`assert_mean_matches` run :func:`varsim.sim.measure_variance` with a budget chosen for a target relative SE
   and assert ``|estimate - expected| <= 5 SE + 1%``; :func:`check_statistic` returns the numbers without asserting.
 * References: :func:`softmax_attention` (NumPy, max-subtracted), the registry :data:`ATTENTION_FNS` /
@@ -21,7 +29,9 @@
 Every function that draws random numbers takes ``rng=`` (an int, a ``SeedSequence`` or a ``Generator``; SPEC 7).
 """
 
-from .attention import ATTENTION_FNS, SoftmaxAttention, attention_fn, softmax_attention
+from .arrays import LAYOUTS, Adapted, adapt, to_numpy
+from .attention import ATTENTION_FNS, SoftmaxAttention, attention_fn, softmax_attention, softmax_attention_nd
+from .cases import REFERENCE_CASES, AttentionCase, reference_cases
 from .checks import (
     STATISTICS,
     CheckResult,
@@ -33,8 +43,21 @@ from .checks import (
 )
 from .config import AttentionConfig
 from .reference import softmax_beta, softmax_ipr, softmax_variance
+from .same_draw import CaseResult, ReferenceReport, assert_matches_reference, check_against_reference
 
 __all__ = [
+    "assert_matches_reference",
+    "check_against_reference",
+    "ReferenceReport",
+    "CaseResult",
+    "AttentionCase",
+    "REFERENCE_CASES",
+    "reference_cases",
+    "adapt",
+    "Adapted",
+    "to_numpy",
+    "LAYOUTS",
+    "softmax_attention_nd",
     "assert_variance_matches",
     "assert_ipr_matches",
     "assert_mean_matches",
@@ -54,13 +77,21 @@ __all__ = [
 
 _HYPOTHESIS_NAMES = {
     "attention_configs": "strategies", "n_grids": "strategies", "value_laws": "strategies", "seeds": "strategies",
-    "annealed_beta_max": "strategies", "mc_settings": "profiles", "register_profiles": "profiles",
+    "annealed_beta_max": "strategies", "attention_cases": "strategies", "mc_settings": "profiles",
+    "register_profiles": "profiles",
     "MC_PROFILE": "profiles", "MC_PROFILE_DERANDOMIZED": "profiles", "MC_MAX_EXAMPLES": "profiles",
 }
 
 try:  # register the Hypothesis profiles and export the strategies when Hypothesis is installed
     from .profiles import MC_MAX_EXAMPLES, MC_PROFILE, MC_PROFILE_DERANDOMIZED, mc_settings, register_profiles  # noqa: F401
-    from .strategies import annealed_beta_max, attention_configs, n_grids, seeds, value_laws  # noqa: F401
+    from .strategies import (  # noqa: F401
+        annealed_beta_max,
+        attention_cases,
+        attention_configs,
+        n_grids,
+        seeds,
+        value_laws,
+    )
 
     __all__ += list(_HYPOTHESIS_NAMES)
 except ImportError:  # pragma: no cover - exercised only without hypothesis

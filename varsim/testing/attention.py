@@ -14,7 +14,7 @@ import numpy as np
 
 from varsim._common.validate import check_choice, check_real
 
-__all__ = ["softmax_attention", "SoftmaxAttention", "ATTENTION_FNS", "attention_fn"]
+__all__ = ["softmax_attention", "softmax_attention_nd", "SoftmaxAttention", "ATTENTION_FNS", "attention_fn"]
 
 
 def softmax_attention(q, K, V, *, tau: float = 1.0, return_weights: bool = True):
@@ -53,6 +53,28 @@ def softmax_attention(q, K, V, *, tau: float = 1.0, return_weights: bool = True)
     # phase 3: weighted sum of the values (S, d_v)
     o = np.matmul(w[:, None, :], V)[:, 0, :]
     return (o, w) if return_weights else o
+
+
+def softmax_attention_nd(q, K, V, *, tau: float = 1.0, mask=None):
+    """Reference softmax attention with any leading batch axes, several queries and a boolean mask (float64).
+
+    ``q (..., L, d_k)``, ``K (..., N, d_k)``, ``V (..., N, d_v)``; ``mask`` broadcastable to ``(..., L, N)``, True
+    where a query may attend a key (every query must see at least one key). Returns ``o (..., L, d_v)`` and
+    ``w (..., L, N)``: ``w = softmax(tau q.K^T / sqrt(d_k))`` over the unmasked keys, max-subtracted.
+    """
+    q = np.asarray(q, dtype=np.float64)
+    K = np.asarray(K, dtype=np.float64)
+    V = np.asarray(V, dtype=np.float64)
+    logits = np.matmul(q, np.swapaxes(K, -1, -2)) * (tau / math.sqrt(q.shape[-1]))
+    if mask is not None:
+        mask = np.asarray(mask, dtype=bool)
+        if not np.all(np.any(np.broadcast_to(mask, logits.shape), axis=-1)):
+            raise ValueError("mask: every query must attend at least one key")
+        logits = np.where(mask, logits, -np.inf)
+    logits -= logits.max(axis=-1, keepdims=True)
+    e = np.exp(logits)
+    w = e / e.sum(axis=-1, keepdims=True)
+    return np.matmul(w, V), w
 
 
 class SoftmaxAttention:

@@ -1,8 +1,8 @@
 """Monte Carlo checks of an attention function against a reference value, with the 5 SE rule.
 
 Each check runs :func:`varsim.sim.measure_variance` at every length ``N`` with a sample budget chosen for a target
-relative standard error (a 64-sequence pilot run on its own stream estimates the spread), then compares the
-estimate with the reference::
+relative standard error (a 64-sequence pilot run on its own stream estimates the spread; at least 256 sequences),
+then compares the estimate with the reference::
 
     |estimate - expected| <= n_sigma * SE + rel_tol * |expected|          (default: 5 SE + 1%)
 
@@ -22,6 +22,7 @@ from varsim._common.seeding import child_sequence
 from varsim._common.validate import check_choice, check_int, check_int_grid, check_real
 
 from ._rng import as_seed_sequence, describe_seed
+from .arrays import fn_name, to_numpy
 
 __all__ = [
     "CheckResult",
@@ -40,6 +41,9 @@ STATISTICS = {
     "mean": ("mean", "mean_se", "E[o_j]"),
 }
 _PILOT_SEQUENCES = 64
+# the smallest measurement: 16 batch-means chunks of 16 sequences, so that chunk means of a skewed statistic
+# (E[sum w^2] near the annealed edge) are close enough to normal for the 5 SE rule
+_MIN_SEQUENCES = 256
 _PILOT_KEY = 0x70696C6F  # the pilot's stream: child of the root, never equal to a (N, chunk, 1) stream of the run
 _ROUND = 32  # budgets are multiples of 32: whole chunks for the batch-means SEs
 
@@ -51,7 +55,8 @@ class CheckResult:
     ``estimate`` and ``se`` come from ``measure_variance`` (nan when the attention returned non-finite values, see
     ``note``); ``z = (estimate - expected) / se``; ``tolerance = n_sigma * se + rel_tol * |expected|``;
     ``n_sequences`` is the budget used (``capped`` when ``max_sequences``/``max_work`` limited it below the target);
-    ``rng`` recreates the run (pass it back as ``rng=``).
+    ``rng`` recreates the run (pass it back as ``rng=``); ``seed`` is the ``measure_variance`` seed of the numbers
+    reported (the pilot's stream when the check stopped early, else ``rng``).
     """
 
     statistic: str
@@ -66,6 +71,7 @@ class CheckResult:
     capped: bool
     rng: str
     note: str = ""
+    seed: str = ""
 
     def describe(self) -> str:
         """One line: estimate +- SE, reference, z-score, verdict."""
@@ -84,7 +90,8 @@ class _NonFinite(Exception):
 
 
 class _Guarded:
-    """Wraps the attention under test: non-finite outputs stop the run with a reportable reason."""
+    """Wraps the attention under test: outputs of any array library come back as NumPy (else a ``TypeError``
+    naming the function); non-finite outputs stop the run with a reportable reason."""
 
     def __init__(self, fn):
         self.fn = fn
@@ -92,10 +99,13 @@ class _Guarded:
 
     def __call__(self, q, K, V):
         out = self.fn(q, K, V)
+        if isinstance(out, tuple) and len(out) == 2:
+            out = tuple(to_numpy(a, fn=self.fn, what=what)[0] for a, what in zip(out, ("output", "weights")))
+        elif not isinstance(out, tuple):
+            out = to_numpy(out, fn=self.fn, what="output")[0]
         parts = out if isinstance(out, tuple) else (out,)
         for label, arr in zip(("o", "w"), parts):
-            arr = np.asarray(arr)
-            if arr.dtype.kind in "fc" and not np.all(np.isfinite(arr)):
+            if not np.all(np.isfinite(arr)):
                 bad = int(np.size(arr) - np.count_nonzero(np.isfinite(arr)))
                 raise _NonFinite(
                     f"attention_fn returned {bad} non-finite value(s) in {label} out of {arr.size} (an overflow? a "
@@ -105,7 +115,7 @@ class _Guarded:
 
 
 def _name(fn) -> str:
-    return getattr(fn, "__qualname__", None) or repr(fn)
+    return fn_name(fn)
 
 
 def _expected_at(expected, n: int) -> float:
@@ -126,9 +136,10 @@ def _budget(statistic, pilot, expected, rel_se, cap) -> tuple[int, bool]:
     else:
         scale = abs(expected) if expected != 0 else abs(est)
     if not (se > 0 and scale > 0 and math.isfinite(se)):
-        return _PILOT_SEQUENCES, False
-    want = _PILOT_SEQUENCES * (se / (rel_se * scale)) ** 2
-    want = int(math.ceil(max(want, _PILOT_SEQUENCES) / _ROUND) * _ROUND)
+        want = _MIN_SEQUENCES
+    else:
+        want = _PILOT_SEQUENCES * (se / (rel_se * scale)) ** 2
+        want = int(math.ceil(max(want, _MIN_SEQUENCES) / _ROUND) * _ROUND)
     return (cap, True) if want > cap else (want, False)
 
 
@@ -153,6 +164,7 @@ def check_statistic(
     n_sequences: int | None = None,
     max_sequences: int = 20_000,
     max_work: float = 5e7,
+    early_stop: float | None = 10.0,
     rng=0,
 ) -> list[CheckResult]:
     """Measure ``statistic`` of ``attention_fn`` at each length in ``n`` and compare it with ``expected``.
@@ -170,12 +182,19 @@ def check_statistic(
     d_k, d_v, query, query_norm, key_dist, value_dist, value_mean, value_scale, coordinate
         Sampling options of :func:`varsim.sim.measure_variance`.
     rel_se : float
-        Target standard error relative to ``|expected|`` (for ``"mean"``: to ``max(|expected|, sd(o_j))``).
+        Target standard error relative to ``|expected|`` (for ``"mean"``: to ``max(|expected|, sd(o_j))``). This
+        is the knob that trades time for power: the budget grows as ``1/rel_se^2`` and the smallest relative error
+        detected with 95% probability is about ``(n_sigma + 1.645) rel_se + rel_tol`` (measured in
+        ``benchmarks/bench_testing_power.py``; table in the docs, "Test your attention").
     n_sigma, rel_tol : float
         Tolerance ``n_sigma * SE + rel_tol * |expected|``.
     n_sequences : int, optional
         A fixed budget (>= 32) instead of the pilot-based one.
     max_sequences, max_work : caps on the budget: sequences, and ``sequences * N * (d_k + d_v)`` numbers drawn.
+    early_stop : float or None
+        When the pilot (64 sequences, 16 batch-means chunks) is already more than ``early_stop`` of its own SEs off
+        and outside the tolerance, the length fails on the pilot alone (``note`` says so) instead of spending the
+        budget. None always runs the full budget.
     rng : int, SeedSequence or Generator
         Seed of the run (SPEC 7). Each length's numbers depend only on ``rng`` and that length.
 
@@ -198,6 +217,8 @@ def check_statistic(
         n_sequences = check_int("n_sequences", n_sequences, minimum=_ROUND)
     max_sequences = check_int("max_sequences", max_sequences, minimum=_ROUND)
     max_work = check_real("max_work", max_work, minimum=0.0, strict_min=True)
+    if early_stop is not None:
+        early_stop = check_real("early_stop", early_stop, minimum=n_sigma)
     root = as_seed_sequence(rng)
     seed_text = describe_seed(root)
     sampling = dict(d_k=d_k, d_v=d_v, query=query, query_norm=query_norm, key_dist=key_dist, value_dist=value_dist,
@@ -215,6 +236,16 @@ def check_statistic(
                 pilot = measure_variance(fn, [n_keys], n_sequences=_PILOT_SEQUENCES,
                                          seed=child_sequence(root, _PILOT_KEY), **sampling)
                 _need_field(pilot, statistic)
+                est, se = float(getattr(pilot, field)[0]), float(getattr(pilot, se_field)[0])
+                if early_stop is not None and se > 0 and abs(est - ref) > max(early_stop * se,
+                                                                              n_sigma * se + rel_tol * abs(ref)):
+                    out.append(CheckResult(
+                        statistic, n_keys, est, se, ref, (est - ref) / se, n_sigma * se + rel_tol * abs(ref), False,
+                        _PILOT_SEQUENCES, False, seed_text, seed=describe_seed(child_sequence(root, _PILOT_KEY)),
+                        note=f"stopped after the pilot: {STATISTICS[statistic][2]} = {est:.6g} +- {se:.3g} (SE, "
+                             f"{_PILOT_SEQUENCES} sequences), expected {ref:.6g}, z = {(est - ref) / se:+.1f} "
+                             f"(|z| > early_stop = {early_stop:g})"))
+                    continue
                 budget, capped = _budget(statistic, pilot, ref, rel_se, cap)
             else:
                 budget, capped = n_sequences, False
@@ -266,7 +297,7 @@ def _failure_message(attention_fn, statistic, results, failed, options) -> str:
         *("  " + r.describe() for r in results),
         f"configuration: {config}",
         f"reproduce: rerun with rng={first.rng}, or varsim.sim.measure_variance(attention_fn, [{first.n}], {config}, "
-        f"n_sequences={first.n_sequences}, seed={first.rng})",
+        f"n_sequences={first.n_sequences}, seed={first.seed or first.rng})",
     ]
     return "\n".join(lines)
 

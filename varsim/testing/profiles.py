@@ -2,13 +2,16 @@
 
 Loading one (``settings.load_profile("varsim-mc")``) or decorating a test with :func:`mc_settings` gives: no
 deadline (one example runs a simulation, far beyond Hypothesis's default 200 ms), a small bounded number of
-examples, and no health-check failures for slow draws. ``varsim-mc-derandomized`` is the same with a fixed
-example sequence (what CI wants: a failure is reproducible from the test alone).
+examples, no health-check failures for slow draws, and no shrinking: a failing example fails the test at once
+(every check's message already names the configuration and the seed; shrinking a Monte Carlo property reruns
+simulations for minutes). Pass ``shrink=True`` to :func:`mc_settings` to shrink anyway.
+``varsim-mc-derandomized`` is the same with a fixed example sequence (what CI wants: a failure is reproducible
+from the test alone).
 """
 
 from __future__ import annotations
 
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, Phase, settings
 
 __all__ = ["MC_PROFILE", "MC_PROFILE_DERANDOMIZED", "MC_MAX_EXAMPLES", "mc_settings", "register_profiles"]
 
@@ -18,17 +21,20 @@ MC_MAX_EXAMPLES = 10
 _SUPPRESS = [HealthCheck.too_slow, HealthCheck.data_too_large]
 
 
-def mc_settings(*, max_examples: int = MC_MAX_EXAMPLES, derandomize: bool = False, **overrides) -> settings:
+def mc_settings(*, max_examples: int = MC_MAX_EXAMPLES, derandomize: bool = False, shrink: bool = False,
+                **overrides) -> settings:
     """A ``hypothesis.settings`` object for Monte Carlo tests (usable as a decorator).
 
     Parameters
     ----------
     max_examples : examples per test (each runs simulations: keep it small).
     derandomize : draw the same examples on every run.
+    shrink : let Hypothesis shrink a failing example (off: fail at the first failing example).
     overrides : any other ``hypothesis.settings`` field.
     """
+    phases = tuple(Phase) if shrink else (Phase.explicit, Phase.reuse, Phase.generate)
     options = dict(deadline=None, max_examples=max_examples, derandomize=derandomize, print_blob=True,
-                   suppress_health_check=_SUPPRESS)
+                   suppress_health_check=_SUPPRESS, phases=phases)
     options.update(overrides)
     return settings(**options)
 

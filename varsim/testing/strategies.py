@@ -13,6 +13,7 @@ import math
 
 from hypothesis import strategies as st
 
+from .cases import CASE_DTYPES, KEY_LAWS, MASKS, AttentionCase
 from .config import AttentionConfig
 
 __all__ = [
@@ -22,6 +23,7 @@ __all__ = [
     "seeds",
     "annealed_beta_max",
     "attention_configs",
+    "attention_cases",
 ]
 
 DISTRIBUTIONS = ("gaussian", "uniform", "rademacher")
@@ -87,6 +89,7 @@ def _configs(draw, n, grid_points, d_k, d_v, beta, tau, queries, key_dists, valu
     b_hi = beta[1] if regime == "any" else min(beta[1], annealed_beta_max(grid[0]))
     b_hi = max(b_hi, beta[0])
     t = draw(st.floats(*tau))
+    t = _away_from_one(t) if tau[0] <= _away_from_one(t) <= tau[1] else t
     if query == "fixed":
         b = draw(st.floats(beta[0], b_hi))
         norm = b * math.sqrt(dk) / t  # beta = tau |q| / sqrt(d_k)
@@ -107,7 +110,7 @@ def attention_configs(
     grid_points: int = 2,
     d_k=(8, 32),
     d_v=(1, 8),
-    beta=(0.0, 1.2),
+    beta=(0.5, 3.0),
     tau=(0.5, 2.0),
     queries=("fixed",),
     key_dists=("gaussian",),
@@ -125,8 +128,11 @@ def attention_configs(
     ----------
     n : (min, max) lengths; ``grid_points`` lengths at most per configuration.
     d_k, d_v : (min, max) dimensions (``d_k >= 8`` keeps a 1/d scale distinguishable from 1/sqrt(d)).
-    beta : (min, max) logit scale ``tau |q| / sqrt(d_k)`` of a fixed query (capped by the regime).
-    tau : (min, max) temperature; the query norm is set so that ``tau |q| / sqrt(d_k) = beta``.
+    beta : (min, max) logit scale ``tau |q| / sqrt(d_k)`` of a fixed query (capped by the regime: at the default
+        lengths the annealed cap is 0.85 at N = 16 and 1.48 at N = 512). Near 0 every attention is mean pooling
+        and a temperature or scale bug is invisible, hence the default minimum 0.5.
+    tau : (min, max) temperature, kept 0.1 away from 1 when the range allows; the query norm is set so that
+        ``tau |q| / sqrt(d_k) = beta``.
     queries : query laws to draw from (``"random"``: the exact reference costs ~1 s per length).
     key_dists : key laws (the exact references need ``"gaussian"``).
     value_dists, value_mean, value_scale : value law, constant mean and scale.
@@ -160,3 +166,73 @@ def attention_configs(
     return _configs(n, grid_points, d_k, d_v, beta, tau, tuple(queries), tuple(key_dists),
                     value_laws(value_dists, value_mean, value_scale), regime, params, max_work,
                     seeds() if seed is None else seed)
+
+
+def _away_from_one(t: float) -> float:
+    """A temperature at least 0.1 away from 1 (tau = 1 cannot tell an ignored temperature from a correct one)."""
+    return t if abs(t - 1.0) >= 0.1 else (0.9 if t < 1.0 else 1.1)
+
+
+@st.composite
+def _cases(draw, batch, heads, n_queries, n_keys, d_k, d_v, tau, beta, huge_beta, value_mean, key_laws, masks,
+           dtypes):
+    dk = draw(st.integers(*d_k))
+    dv = draw(st.integers(*d_v))
+    if dv == dk:  # d_k = d_v hides a 1/sqrt(d_v) scale
+        dv = dv + 1 if dv < d_v[1] else dv - 1
+    lo, hi = math.log(n_keys[0]), math.log(n_keys[1])
+    n = min(n_keys[1], max(n_keys[0], int(round(math.exp(draw(st.floats(lo, hi)))))))
+    b = draw(st.floats(*huge_beta)) if huge_beta and draw(st.integers(0, 4)) == 0 else draw(st.floats(*beta))
+    mean = draw(st.floats(*value_mean)) * draw(st.sampled_from((1.0, -1.0)))
+    mask = draw(st.sampled_from(masks))
+    L = draw(st.integers(*n_queries))
+    L = min(L, n) if mask == "causal" else L
+    return AttentionCase(
+        name="drawn", batch=draw(st.integers(*batch)), heads=draw(st.integers(*heads)), n_queries=L, n_keys=n,
+        d_k=dk, d_v=max(dv, 1), tau=_away_from_one(draw(st.floats(*tau))), beta=b, value_mean=mean,
+        value_scale=draw(st.floats(0.25, 4.0)), key_law=draw(st.sampled_from(key_laws)), mask=mask,
+        dtype=draw(st.sampled_from(dtypes)), seed=draw(seeds()),
+    )
+
+
+def attention_cases(
+    *,
+    batch=(2, 4),
+    heads=(1, 3),
+    n_queries=(1, 4),
+    n_keys=(1, 512),
+    d_k=(2, 32),
+    d_v=(1, 16),
+    tau=(0.25, 4.0),
+    beta=(0.5, 3.0),
+    huge_beta=(300.0, 3000.0),
+    value_mean=(0.25, 3.0),
+    key_laws=KEY_LAWS,
+    masks=MASKS,
+    dtypes=CASE_DTYPES,
+) -> st.SearchStrategy:
+    """Same-draw cases (:class:`~varsim.testing.AttentionCase`) for
+    :func:`~varsim.testing.assert_matches_reference`.
+
+    Every draw has ``d_k != d_v``, ``tau`` at least 0.1 away from 1 (the query norm carries the rest of ``beta``)
+    and a value mean of magnitude in ``value_mean``; one draw in five has a huge logit scale from ``huge_beta``
+    (None: never), the others ``beta`` in ``beta``. ``n_keys`` is log-uniform; ``masks``, ``key_laws`` and
+    ``dtypes`` are drawn from the given choices (pass ``masks=("none",)`` for a function without a mask).
+    """
+    ranges = {}
+    for name, value, lo_min, integer in (("batch", batch, 1, True), ("heads", heads, 1, True),
+                                         ("n_queries", n_queries, 1, True), ("n_keys", n_keys, 1, True),
+                                         ("d_k", d_k, 1, True), ("d_v", d_v, 1, True), ("tau", tau, 1e-6, False),
+                                         ("beta", beta, 0.0, False), ("value_mean", value_mean, 0.0, False)):
+        ranges[name] = _check_range(name, value, lo_min, integer)
+    if huge_beta is not None:
+        huge_beta = _check_range("huge_beta", huge_beta, 0.0)
+    if d_k == d_v and d_k[0] == d_k[1]:
+        raise ValueError(f"d_k and d_v must allow different values, got {d_k!r} and {d_v!r}")
+    for name, items, allowed in (("key_laws", key_laws, KEY_LAWS), ("masks", masks, MASKS),
+                                 ("dtypes", dtypes, CASE_DTYPES)):
+        if not items or any(v not in allowed for v in items):
+            raise ValueError(f"{name} must be a non-empty subset of {allowed}, got {items!r}")
+    return _cases(ranges["batch"], ranges["heads"], ranges["n_queries"], ranges["n_keys"], ranges["d_k"],
+                  ranges["d_v"], ranges["tau"], ranges["beta"], huge_beta, ranges["value_mean"], tuple(key_laws),
+                  tuple(masks), tuple(dtypes))

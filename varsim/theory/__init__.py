@@ -15,7 +15,8 @@ For i.i.d. Gaussian keys and a fixed query the logits are i.i.d. ``N(0, beta^2)`
 * LayerNorm (``layernorm``) and standardisation / SSMax (``remedies``);
 * attention variants of ``varsim.variants`` (``remedies``): :func:`variant_beta`, :func:`variant_ipr` (softmax with an
   N-dependent temperature: ssmax, logn, critical; and sigmoid), :func:`sigmoid_moments`, :func:`sigmoid_variance`,
-  :func:`topk_ipr_bounds`, :func:`adaptive_switch_off_entropy`.
+  :func:`topk_ipr_bounds`, :func:`adaptive_switch_off_entropy`, and :func:`variant_theory`, everything the theory kind
+  of a variant's registry entry gives.
 
 Every function validates its arguments and raises ``ValueError`` naming the parameter.
 """
@@ -49,6 +50,7 @@ from varsim.theory.rem import (
     rem_thresholds,
 )
 from varsim.theory.remedies import (
+    VariantTheory,
     adaptive_switch_off_entropy,
     fixed_standardized_variance,
     ipr_normalized_variance,
@@ -59,6 +61,7 @@ from varsim.theory.remedies import (
     topk_ipr_bounds,
     variant_beta,
     variant_ipr,
+    variant_theory,
 )
 from varsim.theory.series import generic_series_coefficients, ipr_series, series_coefficients, truncated_series
 
@@ -104,4 +107,6 @@ __all__ = [
     "truncated_series",
     "variant_beta",
     "variant_ipr",
+    "variant_theory",
+    "VariantTheory",
 ]

@@ -7,21 +7,25 @@
 * The attention variants of ``varsim.variants`` (REMEDIES.md 3): exact ``E[sum w^2]`` for softmax with an
   N-dependent temperature (ssmax, logn, critical) at the effective scale; sigmoid attention's two terms of
   ``Var(o) = sigma_v^2 E[sum w^2] + mu_v^2 Var(sum w)``; the top-k bound; adaptive temperature's switch-off entropy.
+  :func:`variant_theory` gives what applies to a variant, by the theory kind its registry entry declares
+  (``Variant.theory``): the one place that turns a kind into numbers.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
 from varsim._common.validate import check_real
 from varsim.theory._args import real_array, scalar_or_array
-from varsim.theory.ipr import N_MAX, expected_ipr
+from varsim.theory.ipr import BETA_MAX, N_MAX, expected_ipr
 
 __all__ = [
     "ipr_normalized_variance", "fixed_standardized_variance", "ssmax_beta", "ssmax_ipr", "variant_beta", "variant_ipr",
-    "sigmoid_moments", "sigmoid_variance", "topk_ipr_bounds", "adaptive_switch_off_entropy",
+    "VariantTheory", "variant_theory", "sigmoid_moments", "sigmoid_variance", "topk_ipr_bounds",
+    "adaptive_switch_off_entropy",
 ]
 
 
@@ -75,24 +79,106 @@ def variant_beta(name: str, n, beta, **params):
 def variant_ipr(name: str, n, beta, **params):
     """Exact ``E[sum w^2]`` of the weight map ``name`` over ``N`` i.i.d. logits ``beta g``, ``g ~ N(0, 1)``.
 
-    Softmax with an N-dependent temperature: :func:`expected_ipr` at :func:`variant_beta` (one quadrature per N).
-    ``sigmoid``: ``N E[sigmoid(beta g - ln N)^2]`` (:func:`sigmoid_moments`). The other maps (topk, entmax15,
-    sparsemax, adaptive_temperature) have no closed form here: ``ValueError`` (use the simulator; for topk see
-    :func:`topk_ipr_bounds`).
+    Theory kind ``exact_ipr`` (softmax with an N-dependent temperature): :func:`expected_ipr` at
+    :func:`variant_beta` (one quadrature per N). ``sigmoid_moments``: ``N E[sigmoid(beta g - ln N)^2]``
+    (:func:`sigmoid_moments`). The other kinds (topk's bound, Monte Carlo only) have no closed form: ``ValueError``
+    (use the simulator; for topk see :func:`topk_ipr_bounds`, for everything a kind gives :func:`variant_theory`).
     """
     from varsim.variants import get_variant
 
     spec = get_variant(name)
-    if name == "sigmoid":
+    if spec.theory == "sigmoid_moments":
         spec.check_params(params)
         return sigmoid_moments(n, beta)[0]
-    if not spec.is_scaled_softmax:
+    if spec.theory != "exact_ipr":
         raise ValueError(f"attention {name!r} has no exact E[sum w^2] here (only softmax with an N-dependent "
                          f"temperature and sigmoid do); estimate it with varsim.sim.simulate(attention={name!r})")
     betas = np.asarray(variant_beta(name, n, beta, **params), dtype=np.float64)
     n_arr = np.broadcast_to(np.asarray(n, dtype=np.float64), betas.shape)
     out = np.array([expected_ipr(float(v), float(b)) for v, b in zip(n_arr.ravel(), betas.ravel())])
     return scalar_or_array(n, out.reshape(betas.shape))
+
+
+@dataclass(frozen=True)
+class VariantTheory:
+    """What exact theory says about a weight map over ``N`` i.i.d. logits ``beta g``, ``g ~ N(0, 1)``, per N.
+
+    ``kind``: the registry entry's theory kind (:data:`varsim.variants.THEORY_KINDS`). Per-N tuples (None where the
+    quantity is not defined there): ``ipr`` the exact ``E[sum w^2]``; ``beta_n`` the effective scale ``f(N) beta``
+    (``exact_ipr``); ``ipr_lower``/``ipr_upper`` the bound (``bound``); ``wsum``/``wsum_var`` ``E[sum w]`` and
+    ``Var(sum w)`` (``sigmoid_moments``; None for maps whose weights sum to 1). A field the kind does not give is None.
+    """
+
+    attention: str
+    kind: str
+    params: dict
+    beta: float
+    n: tuple
+    ipr: tuple
+    beta_n: tuple | None = None
+    ipr_lower: tuple | None = None
+    ipr_upper: tuple | None = None
+    wsum: tuple | None = None
+    wsum_var: tuple | None = None
+
+    def exact_var(self, sigma_v2: float = 1.0, mu_v2: float = 0.0) -> list:
+        """``Var(o_j) = sigma_v^2 E[sum w^2] + mu_v^2 Var(sum w)`` per N (REMEDIES 1; values independent of the keys;
+        the second term only for maps whose weights do not sum to 1), None where ``E[sum w^2]`` is not exact."""
+        if self.wsum_var is None:
+            return [None if y is None else sigma_v2 * y for y in self.ipr]
+        return [None if y is None or v is None else sigma_v2 * y + mu_v2 * v for y, v in zip(self.ipr, self.wsum_var)]
+
+
+def _softmax_ipr(n: float, beta: float):
+    """Exact softmax ``E[sum w^2]`` at (n, beta), None beyond the quadrature's range ``beta > BETA_MAX``."""
+    return float(expected_ipr(n, beta)) if beta <= BETA_MAX else None
+
+
+def _theory_exact_ipr(spec, n_arr, beta, params) -> dict:
+    beta_n = np.atleast_1d(np.asarray(variant_beta(spec.name, n_arr, beta, **params), dtype=np.float64))
+    return {"beta_n": tuple(float(b) for b in beta_n),
+            "ipr": tuple(_softmax_ipr(float(n), float(b)) for n, b in zip(n_arr, beta_n))}
+
+
+def _theory_sigmoid_moments(spec, n_arr, beta, params) -> dict:
+    y2, var_s1, s1 = (np.atleast_1d(np.asarray(a, dtype=np.float64)) for a in sigmoid_moments(n_arr, beta))
+    # sigmoid > 0, so E[sum w^2] > 0 (and Var(sum w) > 0 for beta != 0): an exact 0 is the quadrature's underflow at
+    # huge N (N E[s^2] ~ e^{2 beta^2}/N needs E[s^2] below 1e-308), not a value
+    return {"ipr": tuple(None if a == 0.0 else float(a) for a in y2),
+            "wsum_var": tuple(None if v == 0.0 and beta != 0.0 else float(v) for v in var_s1),
+            "wsum": tuple(float(m) for m in s1)}
+
+
+def _theory_bound(spec, n_arr, beta, params) -> dict:
+    lower, upper = topk_ipr_bounds(params["k"])
+    return {"ipr_lower": (lower,) * len(n_arr), "ipr_upper": (upper,) * len(n_arr),
+            # k >= N keeps every key: the map is softmax there
+            "ipr": tuple(_softmax_ipr(float(n), beta) if params["k"] >= n else None for n in n_arr)}
+
+
+def _theory_none(spec, n_arr, beta, params) -> dict:
+    return {"ipr": (None,) * len(n_arr)}
+
+
+#: theory kind of a registry entry -> the function giving its fields of :class:`VariantTheory`
+_THEORIES = {"exact_ipr": _theory_exact_ipr, "sigmoid_moments": _theory_sigmoid_moments, "bound": _theory_bound,
+             "none": _theory_none}
+
+
+def variant_theory(name: str, n, beta, **params) -> VariantTheory:
+    """Everything exact theory gives for the weight map ``name`` (parameters ``params``, defaults filled in) over
+    ``N`` i.i.d. logits ``beta g`` at each ``n`` (``1 <= n <= 1e300``), by the theory kind its registry entry
+    declares: see :class:`VariantTheory`. An unknown name, a bad parameter or a ``beta`` outside what the kind's
+    quadrature accepts (sigmoid: ``|beta| <= 50``) raises ``ValueError``; an effective scale beyond ``BETA_MAX``
+    gives None in that cell."""
+    from varsim.variants import get_variant
+
+    spec = get_variant(name)
+    p = spec.check_params(params)
+    n_arr = real_array("n", n, minimum=1.0, maximum=N_MAX).ravel()
+    beta = abs(check_real("beta", beta))
+    fields = _THEORIES[spec.theory](spec, n_arr, beta, p)
+    return VariantTheory(spec.name, spec.theory, p, beta, tuple(float(v) for v in n_arr), **fields)
 
 
 def _gauss_expect(fn, center: float, beta: float) -> float:

@@ -19,6 +19,10 @@ Two costs:
   estimate is a lower bound and only runs that surely take longer than ``max_hours`` are refused. Training is
   checkpointed and resumable, so its default bound is longer.
 
+The per-example formulas are the architecture's (``cost`` of its :mod:`varsim.nn.architectures` entry, e.g.
+:mod:`varsim.nn.set_cost`, which the model itself uses to refuse and chunk batches) and the task's
+(:meth:`varsim.tasks.Task.batch_bytes`); this module adds them up over a run and refuses what is beyond the bounds.
+
 The parameter named in an error is the one of the sizes that drive the exceeded cost that lies furthest above its
 default (``batch_size=1000000000`` rather than ``d_model=64``).
 """
@@ -26,10 +30,10 @@ default (``batch_size=1000000000`` rather than ``d_model=64``).
 from __future__ import annotations
 
 import dataclasses
-import math
 
 from varsim._common.validate import check_real, format_bytes, format_seconds, memory_limit_bytes
-from varsim.tasks import batch_bytes
+from varsim.nn.architectures import get_architecture
+from varsim.tasks import get_key_encoding
 
 __all__ = [
     "Cost",
@@ -78,75 +82,17 @@ class Cost:
 
 
 # ----------------------------------------------------------------------------------------------------------------------
-# Sizes of the model
+# What the architecture and the task say
 
 
-def _state(mcfg, copies: int) -> tuple[int, int]:
-    """(bytes of ``copies`` float copies of every parameter, plus the float64 draw of the largest at init; number
-    of parameters). Blocks all have the same parameters, so the table is built for one and two blocks only."""
-    from varsim.nn.model import parameter_shapes
-
-    one = [math.prod(s) for s in parameter_shapes(dataclasses.replace(mcfg, n_blocks=1)).values()]
-    two = [math.prod(s) for s in parameter_shapes(dataclasses.replace(mcfg, n_blocks=2)).values()]
-    count = sum(one) + (mcfg.n_blocks - 1) * (sum(two) - sum(one))
-    itemsize = 4 if mcfg.dtype == "float32" else 8
-    return copies * itemsize * count + 8 * max(one), count
-
-
-def _embed_dims(mcfg) -> list[int]:
-    from varsim.nn.model import parameter_shapes
-
-    shapes = parameter_shapes(dataclasses.replace(mcfg, n_blocks=1))  # the item MLP does not depend on the blocks
-    return [shapes["embed.0.w"][0]] + [shapes[f"embed.{i}.w"][1] for i in range(mcfg.item_mlp_depth)]
-
-
-def _forward_flops(mcfg, t: int) -> float:
-    """Multiply-adds (x2) of one example's forward pass with ``t`` tokens (the query token and ``t - 1`` items)."""
-    d, f, h = mcfg.d_model, mcfg.hidden, mcfg.n_heads
-    dims = _embed_dims(mcfg)
-    per_token = 2.0 * sum(a * b for a, b in zip(dims[:-1], dims[1:]))  # the item MLP on every token
-    full = 2.0 * (3 * d * d + 2 * t * d + d * d + 2 * d * f)  # a block before the last, per token
-    per_token += (mcfg.n_blocks - 1) * full
-    per_token += 4.0 * d * h  # the last block: the query row's scores and weighted mean over the token
-    head = 2.0 * (2 * d * f + d * d)  # the last block's projections and MLP, and the predictor, on the query row
-    return t * per_token + mcfg.n_blocks * head
-
-
-def _element_ops(mcfg, t: int) -> float:
-    """Elementwise operations of one example's forward pass with ``t`` tokens (features, activations, masks,
-    softmax): a few passes over every width a token goes through."""
-    d, h = mcfg.d_model, mcfg.n_heads
-    per_token = 2 * sum(_embed_dims(mcfg)) + (mcfg.n_blocks - 1) * (12 * d + 4 * mcfg.hidden + 4 * h * t)
-    per_token += 4 * d + 4 * h
-    return float(t * per_token)
-
-
-def _activation_bytes(mcfg, b: int, t: int, *, training: bool) -> int:
-    """Bytes of the activations of ``b`` examples of ``t`` tokens: kept for the backward pass (training) or the
-    few largest temporaries alive at once (evaluation)."""
-    d, f, h = mcfg.d_model, mcfg.hidden, mcfg.n_heads
-    itemsize = 4 if mcfg.dtype == "float32" else 8
-    dims = _embed_dims(mcfg)
-    if training:
-        per_token = dims[0] + 3 * sum(dims[1:])  # features; each layer's pre-activation, activation and grad
-        per_token += (mcfg.n_blocks - 1) * (14 * d + 4 * f)  # projections, residuals, norms, MLP, their grads
-        per_token += 4 * d + 4 * h  # the last block's query-row caches over the tokens
-        attention = (mcfg.n_blocks - 1 + 2) * h * t if mcfg.n_blocks > 1 else 0  # T x T weights (model's formula)
-        return int(itemsize * b * t * (2 * per_token + attention))
-    per_token = dims[0] + 2 * max(dims[1:]) + (mcfg.n_blocks - 1) * (6 * d + 2 * f + 2 * h * t) + 2 * d + 2 * h
-    return int(itemsize * b * t * per_token)
+def _cost(mcfg):
+    """The cost module of the model's architecture (:mod:`varsim.nn.architectures`)."""
+    return get_architecture(mcfg.architecture).cost
 
 
 def _batch_bytes(mcfg, b: int, n: int) -> int:
-    """Bytes of one batch from :func:`varsim.tasks.make_batch` (arrays and their largest temporaries)."""
-    return batch_bytes(mcfg.task, b, n, key_vocab=mcfg.key_vocab)
-
-
-def _eval_chunk(mcfg, n: int) -> int:
-    """Examples per chunk of ``Transformer.predict`` at set size ``n`` (EVAL_CHUNK_TOKENS tokens per chunk)."""
-    from varsim.nn.model import EVAL_CHUNK_TOKENS
-
-    return max(1, EVAL_CHUNK_TOKENS // (n + 1))
+    """Bytes of one batch of the model's task (:meth:`varsim.tasks.Task.batch_bytes`)."""
+    return mcfg.task_spec.batch_bytes(b, n, mcfg.vocab)
 
 
 # ----------------------------------------------------------------------------------------------------------------------
@@ -160,10 +106,11 @@ def training_cost(config) -> Cost:
     n = config.train_range[1]
     b = config.batch_size
     # parameters, gradients, two Adam moments, and the checkpoint's payload copies while it is written
-    state, _ = _state(mcfg, copies=6)
-    step = _activation_bytes(mcfg, b, n + 1, training=True) + _batch_bytes(mcfg, b, n)
-    flops = 3.0 * b * _forward_flops(mcfg, n + 1) * config.steps  # backward ~ twice the forward
-    elements = 3.0 * b * _element_ops(mcfg, n + 1) * config.steps
+    cost = _cost(mcfg)
+    state, _ = cost.state(mcfg, copies=6)
+    step = cost.activation_bytes(mcfg, b, n + 1, training=True) + _batch_bytes(mcfg, b, n)
+    flops = 3.0 * b * cost.forward_flops(mcfg, n + 1) * config.steps  # backward ~ twice the forward
+    elements = 3.0 * b * cost.element_ops(mcfg, n + 1) * config.steps
     return Cost(flops=flops, element_ops=elements, steps=float(config.steps), state_bytes=state, step_bytes=step)
 
 
@@ -172,15 +119,16 @@ def evaluation_cost(model_config, lengths, n_examples: int, batch_size: int) -> 
     set size in ``lengths``, generated in batches of ``batch_size`` and run through the model in chunks."""
     mcfg = model_config
     b = min(int(batch_size), int(n_examples))
-    state, _ = _state(mcfg, copies=1)
+    cost = _cost(mcfg)
+    state, _ = cost.state(mcfg, copies=1)
     step = 0
     flops = elements = 0.0
     for n in lengths:
         n = int(n)
-        chunk = min(b, _eval_chunk(mcfg, n))
-        step = max(step, _batch_bytes(mcfg, b, n) + _activation_bytes(mcfg, chunk, n + 1, training=False))
-        flops += float(n_examples) * _forward_flops(mcfg, n + 1)
-        elements += float(n_examples) * _element_ops(mcfg, n + 1)
+        chunk = min(b, cost.eval_chunk(mcfg, n))
+        step = max(step, _batch_bytes(mcfg, b, n) + cost.activation_bytes(mcfg, chunk, n + 1, training=False))
+        flops += float(n_examples) * cost.forward_flops(mcfg, n + 1)
+        elements += float(n_examples) * cost.element_ops(mcfg, n + 1)
     return Cost(flops=flops, element_ops=elements, steps=0.0, state_bytes=state, step_bytes=step)
 
 
@@ -196,17 +144,20 @@ def _culprit(candidates: dict[str, tuple[float, float]]) -> str:
 
 
 def _model_sizes(mcfg) -> dict[str, tuple[float, float]]:
-    out = {"d_model": (mcfg.d_model, 64), "n_blocks": (mcfg.n_blocks, 1), "item_mlp_depth": (mcfg.item_mlp_depth, 2),
-           "predictor_depth": (mcfg.predictor_depth, 2)}
-    if mcfg.d_hidden is not None:
-        out["d_hidden"] = (mcfg.d_hidden, 2 * mcfg.d_model)
-    if mcfg.task == "argmax":
-        out["n_classes"] = (mcfg.n_classes, 10)
-    else:
-        out["value_vocab"] = (mcfg.value_vocab, 16)
-        if mcfg.key_encoding == "embedding":
-            out["key_vocab"] = (mcfg.key_vocab, 16384)
+    """The sizes the model's parameters grow with: the architecture's, and the task's vocabularies (its key
+    vocabulary only when the key encoding learns a table)."""
+    out = get_architecture(mcfg.architecture).sizes(mcfg)
+    task, vocab = mcfg.task_spec, mcfg.vocab
+    for name, default in task.vocab.items():
+        if name != task.key_vocab or get_key_encoding(mcfg.key_encoding).learned_table:
+            out[name] = (vocab[name], default)
     return out
+
+
+def _key_sizes(mcfg) -> dict[str, tuple[float, float]]:
+    """The task's key vocabulary, which a batch's memory grows with (:meth:`varsim.tasks.Task.batch_bytes`)."""
+    task, name = mcfg.task_spec, mcfg.task_spec.key_vocab
+    return {} if name is None else {name: (mcfg.vocab[name], task.vocab[name])}
 
 
 def _max_seconds(max_hours, default: float) -> float:
@@ -230,9 +181,7 @@ def check_training_cost(config, *, max_hours: float | None = None, memory_bytes:
         )
     if cost.peak_bytes > limit:
         step_sizes = {"batch_size": (config.batch_size, 64), "train_max": (config.train_range[1], 16),
-                      "n_heads": (mcfg.n_heads, 4), **sizes}
-        if mcfg.task == "dictionary":
-            step_sizes["key_vocab"] = (mcfg.key_vocab, 16384)
+                      "n_heads": (mcfg.n_heads, 4), **sizes, **_key_sizes(mcfg)}
         raise ValueError(
             f"{_culprit(step_sizes)} is too large: a training step (batch {config.batch_size} of up to "
             f"{config.train_range[1]} items) needs about {format_bytes(cost.peak_bytes)} of memory, more than the "
@@ -261,9 +210,7 @@ def check_evaluation_cost(model_config, lengths, n_examples: int, batch_size: in
     longest = max(lengths)
     if cost.peak_bytes > limit:
         b = min(int(batch_size), int(n_examples))
-        sizes = {"lengths": (longest, 16384), "batch_size": (b, 64)}
-        if model_config.task == "dictionary":
-            sizes["key_vocab"] = (model_config.key_vocab, 16384)
+        sizes = {"lengths": (longest, 16384), "batch_size": (b, 64), **_key_sizes(model_config)}
         raise ValueError(
             f"{_culprit(sizes)} is too large: evaluating a batch of {b} examples at N = {longest} needs about "
             f"{format_bytes(cost.peak_bytes)} of memory, more than the {format_bytes(limit)} of this machine"

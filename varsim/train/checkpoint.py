@@ -148,11 +148,12 @@ def resolve_checkpoint(path) -> Path:
 def load_checkpoint(path):
     """``(model, config, state)`` from a checkpoint file or a run directory (its latest checkpoint).
 
-    ``model`` is a :class:`varsim.nn.model.Transformer` with the saved parameters, ``config`` the
+    ``model`` is the model of the config's architecture (:func:`varsim.nn.architectures.build_model`, a
+    :class:`varsim.nn.model.Transformer` for the set transformer) with the saved parameters, ``config`` the
     :class:`TrainConfig` of the run, and ``state`` a dict with ``step``, ``optimizer`` (a state dict for
     :meth:`varsim.nn.optim.Adam.load_state_dict`), ``header`` and ``path``.
     """
-    from varsim.nn.model import Transformer
+    from varsim.nn.architectures import build_model
 
     p = resolve_checkpoint(path)
     header, arrays = read_checkpoint(p)
@@ -160,7 +161,7 @@ def load_checkpoint(path):
         config = TrainConfig.from_dict(header["config"])
     except (KeyError, TypeError) as exc:
         raise ValueError(f"checkpoint {str(p)!r} has no usable config: {exc}") from None
-    model = Transformer(config.model, seed=config.seed)
+    model = build_model(config.model, seed=config.seed)
     try:  # copies into the model's own arrays, so an optimizer built on model.params afterwards updates them
         model.load_state_dict(_split(arrays, "param/"))
     except ValueError as exc:

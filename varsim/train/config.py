@@ -16,7 +16,7 @@ from typing import Any
 from varsim._common.validate import check_choice, check_fields, check_int, check_real
 from varsim.nn.model import ModelConfig
 from varsim.nn.optim import OPTIMIZERS
-from varsim.tasks import DEFAULT_TRAIN_RANGE, TASKS, check_set_size
+from varsim.tasks import check_set_size, get_task
 
 __all__ = ["TrainConfig", "SCHEDULES"]
 
@@ -34,7 +34,7 @@ class TrainConfig:
     config's ``task`` and must agree with it). ``lr`` is the peak learning rate: ``warmup`` updates of linear
     warmup (``None``: 5% of ``steps``), then cosine decay to ``min_lr_ratio * lr`` at ``steps`` (or constant with
     ``schedule="constant"``). ``clip_norm=None`` disables gradient clipping. Training set sizes are uniform on
-    ``train_min..train_max`` (``train_min=None``: the task's default, see ``varsim.tasks.DEFAULT_TRAIN_RANGE``).
+    ``train_min..train_max`` (``train_min=None``: the task's ``default_train_range``, :mod:`varsim.tasks`).
     ``data_seed=None`` uses ``seed``.
     """
 
@@ -59,7 +59,7 @@ class TrainConfig:
 
     def __post_init__(self):
         set_ = lambda k, v: object.__setattr__(self, k, v)  # noqa: E731  (frozen dataclass)
-        check_choice("task", self.task, TASKS)
+        get_task(self.task)  # unknown names: ValueError listing the registered tasks
         set_("model", _coerce_model(self.model, self.task))
         check_choice("optimizer", self.optimizer, OPTIMIZERS)
         set_("lr", check_real("lr", self.lr, minimum=0.0, strict_min=True))
@@ -78,7 +78,7 @@ class TrainConfig:
         lo, hi = self.train_range
         if lo > hi:
             raise ValueError(f"train_max ({hi}) must be >= the task's minimum training size {lo} (train_min)")
-        check_set_size(self.task, (lo, hi), key_vocab=self.model.key_vocab, name="train_max")
+        check_set_size(self.task, (lo, hi), name="train_max", **self.model.vocab)
         set_("seed", check_int("seed", self.seed, minimum=0))
         if self.data_seed is not None:
             set_("data_seed", check_int("data_seed", self.data_seed, minimum=0))
@@ -89,7 +89,7 @@ class TrainConfig:
     # Derived values -------------------------------------------------------------------------------------------
     @property
     def train_range(self) -> tuple[int, int]:
-        lo = DEFAULT_TRAIN_RANGE[self.task][0] if self.train_min is None else self.train_min
+        lo = get_task(self.task).default_train_range[0] if self.train_min is None else self.train_min
         return lo, self.train_max
 
     @property
@@ -112,9 +112,8 @@ class TrainConfig:
         }
 
     def task_kwargs(self) -> dict:
-        """Keyword arguments for :func:`varsim.tasks.make_batch` taken from the model's vocabulary sizes."""
-        m = self.model
-        return {"n_classes": m.n_classes, "key_vocab": m.key_vocab, "value_vocab": m.value_vocab}
+        """Keyword arguments for :func:`varsim.tasks.make_batch`: the task's vocabulary sizes, from the model's."""
+        return self.model.vocab
 
     # Serialization --------------------------------------------------------------------------------------------
     def to_dict(self) -> dict:

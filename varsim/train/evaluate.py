@@ -31,9 +31,7 @@ def evaluation_batch(model_config, length: int, chunk: int, size: int, seed) -> 
         size,
         int(length),
         child_generator(seed, int(length), int(chunk)),
-        n_classes=model_config.n_classes,
-        key_vocab=model_config.key_vocab,
-        value_vocab=model_config.value_vocab,
+        **model_config.vocab,
     )
 
 
@@ -65,10 +63,10 @@ def evaluate(
 
     ``attention``: evaluate with another weight map of :data:`varsim.variants.WEIGHT_MAPS` (``attention_params``
     its parameters, validated by the registry), applied to the loaded weights by
-    :meth:`~varsim.nn.model.Transformer.with_attention`: an inference-only map (``topk``, ``critical``,
-    ``adaptive_temperature``) on any model, or any map on a softmax-trained model; the model's own map is allowed
-    too. ``None`` (default): the map the model was trained with. The result's ``"attention"`` entry names the map
-    used and its parameters, and ``"trained_attention"`` the one in the model's configuration.
+    :meth:`~varsim.nn.model.Transformer.with_attention`: an inference-only map
+    (:data:`varsim.variants.INFERENCE_ONLY_MAPS`) on any model, or any map on a softmax-trained model; the model's
+    own map is allowed too. ``None`` (default): the map the model was trained with. The result's ``"attention"``
+    entry names the map used and its parameters, and ``"trained_attention"`` the one in the model's configuration.
 
     Sizes whose memory exceeds the machine's, or whose estimated time exceeds ``max_hours`` (default
     ``varsim.train.budget.EVALUATE_MAX_HOURS``), are refused before any work (ValueError naming the parameter).
@@ -79,7 +77,7 @@ def evaluate(
     mcfg = model.config
     lengths = check_int_grid("lengths", lengths, minimum=1)
     for i, length in enumerate(lengths):
-        check_set_size(mcfg.task, int(length), key_vocab=mcfg.key_vocab, name=f"lengths[{i}]")
+        check_set_size(mcfg.task, int(length), name=f"lengths[{i}]", **mcfg.vocab)
     n_examples = check_int("n_examples", n_examples, minimum=1)
     batch_size = check_int("batch_size", batch_size, minimum=1)
     seed_seq = root_sequence(seed)
@@ -129,7 +127,7 @@ def _override_attention(model, attention, attention_params):
     """``model`` itself when ``attention`` is None, else a copy evaluating with that weight map; ValueError naming
     ``attention`` for an unknown map or for a trained map on a model trained with a different map other than
     softmax (its learned weights assume their own map), ValueError naming the parameter for a bad one."""
-    from varsim.variants import VARIANTS, get_variant
+    from varsim.variants import INFERENCE_ONLY_MAPS, get_variant
 
     if attention is None:
         if attention_params:
@@ -139,10 +137,9 @@ def _override_attention(model, attention, attention_params):
     if attention_params is not None and not isinstance(attention_params, dict):
         raise ValueError(f"attention_params must be a dict, got {type(attention_params).__name__}")
     own = model.config.attention
-    if not (spec.inference_only or own == "softmax" or spec.name == own):
-        inference = ", ".join(k for k, v in VARIANTS.items() if v.inference_only)
+    if spec.trainable and own != "softmax" and spec.name != own:
         raise ValueError(f"attention {spec.name!r} on a model trained with {own!r}: use an inference-only map "
-                         f"({inference}), the model's own map, or a softmax-trained model")
+                         f"({', '.join(INFERENCE_ONLY_MAPS)}), the model's own map, or a softmax-trained model")
     params = spec.check_params(attention_params)
     learned = model.config.attention_spec.trained_param
     if spec.name == own and learned is not None and params[learned] != model.config.attention_params[learned]:

@@ -19,7 +19,7 @@ use several cores.
 
 from __future__ import annotations
 
-import json
+import dataclasses
 import math
 import sys
 import time
@@ -29,10 +29,12 @@ import numpy as np
 
 from varsim._common.atomic import atomic_write_json, check_writable_dir
 from varsim._common.blas import blas_threads
+from varsim._common.jsonio import read_json
 from varsim._common.progress import Progress
 from varsim._common.provenance import provenance
 from varsim._common.runlock import LOCK_NAME, run_lock
 from varsim._common.seeding import child_generator
+from varsim.nn.architectures import build_model
 from varsim.nn.optim import make_optimizer
 from varsim.tasks import make_batch
 from varsim.train.budget import check_training_cost
@@ -169,13 +171,22 @@ def _discard_run(out: Path) -> None:
         (out / name).unlink(missing_ok=True)
 
 
+@dataclasses.dataclass
+class _RunState:
+    """What a run carries from one update to the next (all of it saved in a checkpoint)."""
+
+    model: object
+    optimizer: object
+    step: int = 0
+    window: _Window = dataclasses.field(default_factory=_Window)
+    elapsed: float = 0.0
+    last_log: dict | None = None
+
+
 def _train_locked(config: TrainConfig, out: Path, resume: bool, progress) -> dict:
     """The body of :func:`train`, run while holding the run directory's lock."""
-    from varsim.nn.model import Transformer
-
     for stale in out.glob(".ckpt-*.tmp"):  # left by a run killed while writing a checkpoint
         stale.unlink(missing_ok=True)
-    metrics = MetricsLog(out / "metrics.jsonl")
     config_file = out / "config.json"
     latest = latest_checkpoint(out)
     if not resume and (latest is not None or config_file.exists()):
@@ -183,103 +194,119 @@ def _train_locked(config: TrainConfig, out: Path, resume: bool, progress) -> dic
             f"outdir {str(out)!r} already holds a run; pass resume=True (--resume) to continue it "
             "or choose another outdir"
         )
-
-    if latest is not None:
-        model, saved, state = load_checkpoint(latest)
-        _check_same_config(config, saved, str(latest))
-        step = state["step"]
-        header = state["header"]
-        optimizer = make_optimizer(config.optimizer, model.params, **config.optimizer_kwargs())
-        optimizer.load_state_dict(state["optimizer"])
-        window = _Window(header.get("window"))
-        elapsed = float(header.get("elapsed_s", 0.0))
-        last_log = header.get("last_log")
-    else:
-        if config_file.exists():
-            try:
-                saved = TrainConfig.from_dict(json.loads(config_file.read_text(encoding="utf-8"))["config"])
-            except (OSError, KeyError, TypeError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-                raise ValueError(f"{str(config_file)!r} is unreadable: {exc}") from None
-            _check_same_config(config, saved, str(config_file))
-        model = Transformer(config.model, seed=config.seed)
-        optimizer = make_optimizer(config.optimizer, model.params, **config.optimizer_kwargs())
-        step, window, elapsed, last_log = 0, _Window(), 0.0, None
-    torn = metrics.truncate_after(step)  # before anything is written: a damaged log refuses the resumption
+    state = _restore(config, latest, config_file)
+    metrics = MetricsLog(out / "metrics.jsonl")
+    torn = metrics.truncate_after(state.step)  # before anything is written: a damaged log refuses the resumption
     if torn is not None:
         print(f"varsim train: notice: dropped the torn last line ({torn}) of {str(metrics.path)!r}, left by an "
-              f"interrupted write; the steps after the checkpoint at {step} are logged again", file=sys.stderr)
+              f"interrupted write; the steps after the checkpoint at {state.step} are logged again", file=sys.stderr)
     prov = provenance()  # once per call: it runs git; every checkpoint of this call reuses it
     atomic_write_json(config_file, {"config": config.to_dict(), "provenance": prov})
+    if state.step >= config.steps:
+        return _summary(out, config, state, prov, "completed", f"run already complete at step {state.step}")
+    status, message = _run_updates(config, out, state, metrics, prov, progress)
+    return _summary(out, config, state, prov, status, message)
 
-    def summary(status: str, message: str) -> dict:
-        ckpt = latest_checkpoint(out)
-        rec = {
-            "status": status,
-            "message": message,
-            "steps_done": step,
-            "steps": config.steps,
-            "final_loss": None if last_log is None else last_log["loss"],
-            "train_accuracy": None if last_log is None else last_log["accuracy"],
-            "wall_time_s": elapsed,
-            "checkpoint": None if ckpt is None else str(ckpt),
-            "outdir": str(out),
-        }
-        atomic_write_json(out / "summary.json", {**rec, "provenance": prov})
-        return rec
 
-    if step >= config.steps:
-        return summary("completed", f"run already complete at step {step}")
+def _restore(config: TrainConfig, latest: Path | None, config_file: Path) -> _RunState:
+    """The run's state: from its latest checkpoint, or a fresh model and optimizer (after checking that a
+    ``config.json`` left by a run stopped before its first checkpoint holds the same config)."""
+    if latest is not None:
+        model, saved, ckpt = load_checkpoint(latest)
+        _check_same_config(config, saved, str(latest))
+        header = ckpt["header"]
+        optimizer = make_optimizer(config.optimizer, model.params, **config.optimizer_kwargs())
+        optimizer.load_state_dict(ckpt["optimizer"])
+        return _RunState(model, optimizer, ckpt["step"], _Window(header.get("window")),
+                         float(header.get("elapsed_s", 0.0)), header.get("last_log"))
+    if config_file.exists():
+        recorded = read_json(config_file, what="run config")
+        if "config" not in recorded:
+            raise ValueError(f"run config {str(config_file)!r} has no 'config' entry")
+        _check_same_config(config, TrainConfig.from_dict(recorded["config"]), str(config_file))
+    model = build_model(config.model, seed=config.seed)
+    return _RunState(model, make_optimizer(config.optimizer, model.params, **config.optimizer_kwargs()))
 
+
+def _run_updates(config: TrainConfig, out: Path, state: _RunState, metrics: MetricsLog, prov: dict,
+                 progress) -> tuple[str, str]:
+    """Run the updates from ``state.step`` to ``config.steps``, logging and checkpointing as the config says;
+    return (status, message). A non-finite loss, gradient or parameter stops the run before it is applied or
+    saved."""
     status, message = "completed", f"completed {config.steps} steps"
     t_start = t_window = time.perf_counter()
     timed = 0  # updates since t_window (a restored window may hold updates from before the resumption)
-    elapsed_at_start = elapsed
-    label = f"train {config.task}" + (f" (resumed at {step})" if step else "")
-    with blas_threads(1), Progress(config.steps - step, label, enabled=progress) as bar:
-        while step < config.steps:
-            batch = training_batch(config, step)
-            with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # detected and reported below
-                loss, acc, grads = model.loss_and_grads(batch)
-            loss, acc = float(loss), float(acc)
-            info = None
-            if math.isfinite(loss):
-                try:
-                    info = optimizer.step(grads)
-                except FloatingPointError:
-                    info = None
+    elapsed_at_start = state.elapsed
+    label = f"train {config.task}" + (f" (resumed at {state.step})" if state.step else "")
+    with blas_threads(1), Progress(config.steps - state.step, label, enabled=progress) as bar:
+        while state.step < config.steps:
+            loss, acc, info = _update(state, training_batch(config, state.step))
             if info is None:
-                status = "non_finite"
                 what = "loss" if not math.isfinite(loss) else "gradient"
-                message = _stop_message(what, step + 1, out)
-                metrics.append({"step": step + 1, "event": f"non-finite {what}", "loss": loss})
-                break
-            step += 1
+                metrics.append({"step": state.step + 1, "event": f"non-finite {what}", "loss": loss})
+                return "non_finite", _stop_message(what, state.step + 1, out)
+            state.step += 1
             timed += 1
-            window.add(loss, acc, info["grad_norm"])
-            elapsed = elapsed_at_start + (time.perf_counter() - t_start)
-
-            if step % config.log_every == 0 or step == config.steps:
+            state.window.add(loss, acc, info["grad_norm"])
+            state.elapsed = elapsed_at_start + (time.perf_counter() - t_start)
+            if state.step % config.log_every == 0 or state.step == config.steps:
                 now = time.perf_counter()
-                last_log = {
-                    "step": step,
-                    "loss": window.loss / window.n,
-                    "accuracy": window.acc / window.n,
-                    "lr": info["lr"],
-                    "grad_norm": window.grad_norm / window.n,
-                    "steps_per_s": timed / max(now - t_window, 1e-12),
-                    "elapsed_s": elapsed,
-                }
-                metrics.append(last_log)
-                window, t_window, timed = _Window(), now, 0
-            bar.update(1, _progress_text(last_log))
+                state.last_log = _log_record(state, info, timed / max(now - t_window, 1e-12))
+                metrics.append(state.last_log)
+                state.window, t_window, timed = _Window(), now, 0
+            bar.update(1, _progress_text(state.last_log))
+            if state.step % config.checkpoint_every == 0 or state.step == config.steps:
+                if not all(np.isfinite(p).all() for p in state.model.params.values()):
+                    metrics.append({"step": state.step, "event": "non-finite parameter"})
+                    return "non_finite", _stop_message("parameter", state.step, out)
+                _save(out, config, state, prov)
+    return status, message
 
-            if step % config.checkpoint_every == 0 or step == config.steps:
-                if not all(np.isfinite(p).all() for p in model.params.values()):
-                    status, message = "non_finite", _stop_message("parameter", step, out)
-                    metrics.append({"step": step, "event": "non-finite parameter"})
-                    break
-                _save(out, config, model, optimizer, step, window, elapsed, last_log, prov)
-    return summary(status, message)
+
+def _update(state: _RunState, batch: dict) -> tuple[float, float, dict | None]:
+    """One optimizer update on ``batch``: (loss, accuracy, the optimizer's info, or None when the loss or the
+    gradient is not finite and nothing was applied)."""
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # detected and reported by the caller
+        loss, acc, grads = state.model.loss_and_grads(batch)
+    loss, acc = float(loss), float(acc)
+    if not math.isfinite(loss):
+        return loss, acc, None
+    try:
+        return loss, acc, state.optimizer.step(grads)
+    except FloatingPointError:
+        return loss, acc, None
+
+
+def _log_record(state: _RunState, info: dict, steps_per_s: float) -> dict:
+    w = state.window
+    return {
+        "step": state.step,
+        "loss": w.loss / w.n,
+        "accuracy": w.acc / w.n,
+        "lr": info["lr"],
+        "grad_norm": w.grad_norm / w.n,
+        "steps_per_s": steps_per_s,
+        "elapsed_s": state.elapsed,
+    }
+
+
+def _summary(out: Path, config: TrainConfig, state: _RunState, prov: dict, status: str, message: str) -> dict:
+    """The run's summary (written to ``summary.json`` with the provenance)."""
+    ckpt = latest_checkpoint(out)
+    last = state.last_log
+    rec = {
+        "status": status,
+        "message": message,
+        "steps_done": state.step,
+        "steps": config.steps,
+        "final_loss": None if last is None else last["loss"],
+        "train_accuracy": None if last is None else last["accuracy"],
+        "wall_time_s": state.elapsed,
+        "checkpoint": None if ckpt is None else str(ckpt),
+        "outdir": str(out),
+    }
+    atomic_write_json(out / "summary.json", {**rec, "provenance": prov})
+    return rec
 
 
 def _stop_message(what: str, step: int, out: Path) -> str:
@@ -294,7 +321,8 @@ def _progress_text(last: dict | None) -> str:
     return f"loss {last['loss']:.4f} acc {last['accuracy']:.3f} {last['steps_per_s']:.1f} steps/s"
 
 
-def _save(out, config, model, optimizer, step, window, elapsed, last_log, prov) -> None:
+def _save(out: Path, config: TrainConfig, state: _RunState, prov: dict) -> None:
+    step = state.step
     header = {
         "step": step,
         "config": config.to_dict(),
@@ -304,14 +332,14 @@ def _save(out, config, model, optimizer, step, window, elapsed, last_log, prov) 
             "stream": "batch of update k drawn from varsim._common.seeding.child_generator(data_seed, k)",
             "next_step": step,
         },
-        "window": window.to_dict(),
-        "last_log": last_log,
-        "elapsed_s": elapsed,
+        "window": state.window.to_dict(),
+        "last_log": state.last_log,
+        "elapsed_s": state.elapsed,
         "blas_threads": 1,
         "provenance": prov,
     }
-    save_checkpoint(checkpoint_path(out, step), params=model.params, optimizer_state=optimizer.state_dict(),
-                    header=header)
+    save_checkpoint(checkpoint_path(out, step), params=state.model.params,
+                    optimizer_state=state.optimizer.state_dict(), header=header)
     for _, old in list_checkpoints(out)[: -config.keep_checkpoints]:
         old.unlink(missing_ok=True)
 

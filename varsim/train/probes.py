@@ -12,9 +12,9 @@ Figure 1 looks at the first layer):
 - ``hist``: the raw values of that coordinate at a few N (Figure 2);
 - ``global``: per set, the mean and the variance across the D features of the attention output before and after
   the normalization and of the input to the next layer, averaged over sets with standard errors (Figure 3);
-- ``attn_correct``: the attention weight on the item that decides the answer (the largest priority, or the key
-  equal to the query), per head, averaged over sets, and the per-set maximum over heads (links accuracy to
-  dispersion: 1 means a hard selection, 1/N a uniform average).
+- ``attn_correct``: the attention weight on the item that decides the answer (the task's ``correct_item``: the
+  largest priority, or the key equal to the query), per head, averaged over sets, and the per-set maximum over
+  heads (links accuracy to dispersion: 1 means a hard selection, 1/N a uniform average).
 
 Sets of length N are drawn from ``child_generator(seed, i, chunk)`` for the i-th length, so the numbers depend on
 the seed, the lengths and the chunking limit only, not on where or when they run.
@@ -29,24 +29,17 @@ import numpy as np
 from varsim._common.fits import loglog_fit
 from varsim._common.seeding import child_generator
 from varsim._common.validate import check_int, check_int_grid, check_positive_int
+from varsim.tasks import check_set_size, get_task, make_batch
 
-__all__ = ["probe_model", "correct_item", "PROBE_KEYS"]
+__all__ = ["probe_length_shift", "correct_item", "PROBE_KEYS"]
 
 # The analysis outputs the probes read, per block b: f"block{b}.<key>".
 PROBE_KEYS = ("attn_pre_norm", "attn_post_norm", "attn_weights", "next_input")
 
 
 def correct_item(task: str, batch: dict) -> np.ndarray:
-    """(B,) index of the item that decides the answer: the largest real priority, or the key equal to the query."""
-    mask = batch["mask"]
-    if task == "argmax":
-        return np.argmax(np.where(mask, batch["priority"], -np.inf), axis=1)
-    if task == "dictionary":
-        hit = (batch["key"] == batch["query"][:, None]) & mask
-        if not np.all(hit.any(axis=1)):
-            raise ValueError("batch: a dictionary query is missing from its set")
-        return np.argmax(hit, axis=1)
-    raise ValueError(f"unknown task {task!r}; expected 'argmax' or 'dictionary'")
+    """(B,) index of the item that decides the answer (the task's :meth:`~varsim.tasks.Task.correct_item`)."""
+    return get_task(task).correct_item(batch)
 
 
 def _sets_per_chunk(n: int, max_items: int) -> int:
@@ -59,7 +52,7 @@ def _mean_se(x: np.ndarray) -> tuple[float, float]:
     return float(x.mean()), se
 
 
-def probe_model(
+def probe_length_shift(
     model,
     task: str,
     *,
@@ -78,10 +71,7 @@ def probe_model(
     pass (sets x N), which bounds memory at large N. ``task_kwargs`` go to ``varsim.tasks.make_batch`` (vocabulary
     sizes; they must match the model's). Returns plain data (lists and floats), ready for JSON.
     """
-    from varsim.tasks import TASKS, check_set_size, make_batch
-
-    if task not in TASKS:
-        raise ValueError(f"unknown task {task!r}; expected one of {', '.join(map(repr, TASKS))}")
+    spec = get_task(task)  # unknown names: ValueError listing the registered tasks
     if not callable(getattr(model, "analysis", None)):
         raise ValueError("model must provide an analysis(batch) method")
     lengths = check_int_grid("lengths", lengths, minimum=1)
@@ -93,7 +83,7 @@ def probe_model(
     max_items = check_positive_int("max_items", max_items)
     task_kwargs = dict(task_kwargs or {})
     for n in lengths:
-        check_set_size(task, int(n), key_vocab=task_kwargs.get("key_vocab", 16384), name="lengths")
+        check_set_size(task, int(n), name="lengths", **spec.vocab_of(task_kwargs))
     keys = {k: f"block{block}.{k}" for k in PROBE_KEYS}
 
     per_length = []
@@ -111,7 +101,7 @@ def probe_model(
             post.append(np.asarray(out[keys["attn_post_norm"]], dtype=np.float64))  # (b, D)
             nxt.append(np.asarray(out[keys["next_input"]], dtype=np.float64))  # (b, D)
             weights = np.asarray(out[keys["attn_weights"]], dtype=np.float64)  # (b, H, N)
-            idx = correct_item(task, batch)  # (b,)
+            idx = spec.correct_item(batch)  # (b,)
             w_heads.append(weights[np.arange(b), :, idx])  # (b, H)
             done += b
             chunk += 1

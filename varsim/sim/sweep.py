@@ -5,7 +5,7 @@ parameters (the product is taken; parameters not listed keep their defaults), th
 sequence lengths ``N``, plus the simulation settings shared by every cell (sequences per cell, sampler, estimator,
 dimensions, value law). :func:`run_sweep` turns every cell ``(variant, parameters, beta, N)`` into one
 :func:`varsim.sim.simulate` job (fixed query with ``beta = tau``, one ``N``) and runs the jobs through
-:func:`varsim.experiments.executor.run_jobs`: local worker processes, or a Dask cluster with ``scheduler=ADDRESS``.
+:func:`varsim.jobs.executor.run_jobs`: local worker processes, or a Dask cluster with ``scheduler=ADDRESS``.
 
 Randomness: cell ``c`` simulates under the ``SeedSequence`` of the root seed with the spawn key ``cell_spawn_key(c)``,
 four 32-bit words of the SHA-256 of the cell's canonical key (variant, all parameters with defaults filled in, beta,
@@ -22,8 +22,8 @@ where each cell record holds its axes (``attention``, ``params``, ``beta``, ``n`
 estimates ``ipr`` = E[sum w^2], ``var`` = Var(o_j) (with ``_se``, batch-means standard errors), ``wsum``/``wsum_var``
 for maps that do not sum to 1, the theory (``theory``: ``"exact"``, ``"bound"`` or None; ``exact_ipr``,
 ``exact_var``, ``ipr_lower``/``ipr_upper``) and the z-scores ``z_ipr``, ``z_var`` against the exact values. Theory per
-variant: softmax with an N-dependent temperature (softmax, ssmax, logn, critical) and sigmoid exactly
-(:func:`varsim.theory.remedies.variant_ipr`, :func:`~varsim.theory.remedies.sigmoid_moments`); topk the bound
+variant: what the theory kind of its registry entry gives (:func:`varsim.theory.remedies.variant_theory`): softmax
+with an N-dependent temperature (softmax, ssmax, logn, critical) and sigmoid exactly; topk the bound
 ``1/k <= sum w^2 <= 1`` (exact softmax when ``k >= N``); the others have none (Monte Carlo only).
 
 Rerunning with the same ``output`` resumes: cells already in the file are not redone (the file's settings and seed
@@ -31,7 +31,7 @@ must match, else ``ValueError``); cells of the file outside the new grid are kep
 
 Usage::
 
-    from varsim.experiments.sweep import SweepGrid, run_sweep
+    from varsim.sim.sweep import SweepGrid, run_sweep
     grid = SweepGrid(variants={"ssmax": {"s": [0.25, 0.5, 1.0]}, "softmax": {}}, betas=[1, 2],
                      n_grid=[16, 256, 4096], n_sequences=4000)
     result = run_sweep(grid, output="sweep.json", seed=0)          # or scheduler="tcp://host:8786"
@@ -188,32 +188,22 @@ def _simulate_kwargs(cell: dict, settings: dict) -> dict:
 
 
 def cell_theory(cell: dict, settings: dict) -> dict:
-    """The theory of one cell: ``theory`` ("exact", "bound" or None), ``exact_ipr``, ``exact_var`` (``sigma_v^2
-    E[sum w^2] + mu_v^2 Var(sum w)``), ``ipr_lower``, ``ipr_upper``."""
-    from varsim.theory import remedies
-    from varsim.variants import get_variant
+    """The theory of one cell, from its variant's registry entry (:func:`varsim.theory.remedies.variant_theory`):
+    ``theory`` ("exact" where ``E[sum w^2]`` is exact at the cell, "bound" where only a bound is, else None),
+    ``exact_ipr``, ``exact_var`` (``sigma_v^2 E[sum w^2] + mu_v^2 Var(sum w)``), ``ipr_lower``, ``ipr_upper``."""
+    from varsim.theory.remedies import variant_theory
 
     out = {"theory": None, "exact_ipr": None, "exact_var": None, "ipr_lower": None, "ipr_upper": None}
-    spec = get_variant(cell["attention"])
-    n, beta, params = cell["n"], cell["beta"], cell["params"]
-    scale2, mu2 = settings["value_scale"] ** 2, settings["value_mean"] ** 2
     try:
-        if spec.name == "sigmoid":
-            y2, var_s1, _ = remedies.sigmoid_moments(float(n), beta)
-            ipr, extra = float(y2), mu2 * float(var_s1)
-        elif spec.is_scaled_softmax:
-            ipr, extra = float(remedies.variant_ipr(spec.name, float(n), beta, **params)), 0.0
-        elif spec.name == "topk" and params["k"] >= n:  # every logit kept: plain softmax
-            ipr, extra = float(remedies.variant_ipr("softmax", float(n), beta)), 0.0
-        elif spec.name == "topk":
-            lo, hi = remedies.topk_ipr_bounds(params["k"])
-            out.update(theory="bound", ipr_lower=lo, ipr_upper=hi)
-            return out
-        else:
-            return out
-    except ValueError:  # outside the quadrature's range (e.g. a huge beta): Monte Carlo only
+        th = variant_theory(cell["attention"], float(cell["n"]), cell["beta"], **cell["params"])
+    except ValueError:  # outside the quadrature's range (e.g. |beta| > 50 for sigmoid): Monte Carlo only
         return out
-    out.update(theory="exact", exact_ipr=ipr, exact_var=scale2 * ipr + extra, ipr_lower=ipr, ipr_upper=ipr)
+    ipr = th.ipr[0]
+    if ipr is not None:
+        exact_var = th.exact_var(settings["value_scale"] ** 2, settings["value_mean"] ** 2)[0]
+        out.update(theory="exact", exact_ipr=ipr, exact_var=exact_var, ipr_lower=ipr, ipr_upper=ipr)
+    elif th.ipr_lower is not None:
+        out.update(theory="bound", ipr_lower=th.ipr_lower[0], ipr_upper=th.ipr_upper[0])
     return out
 
 
@@ -322,7 +312,7 @@ def run_sweep(grid: SweepGrid, *, output=None, seed=SEED_DEFAULT, scheduler: str
     ``SeedSequence``); or ``rng`` instead (SPEC 7: an int or ``SeedSequence``, the same cells bit for bit as ``seed``
     with that value, or a ``numpy.random.Generator``, from which the root entropy is drawn and recorded in "seed");
     giving both is an error. ``scheduler`` (a Dask address) or ``workers`` (local processes; default one per core,
-    ``1`` runs in this process): see :func:`varsim.experiments.executor.run_jobs`; the numbers do not depend on them.
+    ``1`` runs in this process): see :func:`varsim.jobs.executor.run_jobs`; the numbers do not depend on them.
     Everything is validated before the first job: unknown variants or parameters, bad values, cells the simulator
     would refuse, a total estimated work above ``grid.max_work``, an unwritable ``output`` or one that is not a
     sweep file or was made with other settings or another seed.
@@ -330,8 +320,7 @@ def run_sweep(grid: SweepGrid, *, output=None, seed=SEED_DEFAULT, scheduler: str
     from varsim._common.atomic import atomic_write_json, check_writable
     from varsim._common.progress import Progress
     from varsim._common.seeding import resolve_seed
-
-    from .executor import check_executor_args, run_jobs
+    from varsim.jobs.executor import check_executor_args, run_jobs
 
     if not isinstance(grid, SweepGrid):
         raise ValueError(f"grid must be a SweepGrid, got {type(grid).__name__}")

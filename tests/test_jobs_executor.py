@@ -1,4 +1,4 @@
-"""The local executors of varsim.experiments.executor (the Dask path is tested in test_reproduce_dask.py)."""
+"""The local executors of varsim.jobs.executor (the Dask path is tested in test_reproduce_dask.py)."""
 
 import os
 import sys
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from varsim._common.seeding import child_generator
-from varsim.experiments import executor
+from varsim.jobs import executor
 
 
 def _draw(job):
@@ -89,6 +89,6 @@ def test_package_and_worker_hook_import_light():
     """The worker start-up hook must run before NumPy loads (BLAS pools are sized at load time)."""
     import subprocess
 
-    code = ("import sys, varsim.experiments, varsim._common.blas as w; w.single_threaded_worker(); "
+    code = ("import sys, varsim.experiments, varsim.jobs, varsim._common.blas as w; w.single_threaded_worker(); "
             "assert 'numpy' not in sys.modules and 'distributed' not in sys.modules, sorted(sys.modules)")
     subprocess.run([sys.executable, "-c", code], check=True)

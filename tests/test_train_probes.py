@@ -1,12 +1,12 @@
-"""varsim.experiments.probes on stand-in models whose attention statistics are known exactly."""
+"""varsim.train.probes on stand-in models whose attention statistics are known exactly."""
 
 import math
 
 import numpy as np
 import pytest
 
-from varsim.experiments import probes
 from varsim.tasks import make_batch
+from varsim.train import probes
 
 D, H, C = 8, 2, 10
 
@@ -47,7 +47,7 @@ def test_std_matches_exact_per_coordinate_and_slope():
     that matter at small n_sets."""
     model = _MeanModel()
     lengths = [16, 64, 256, 1024]
-    res = probes.probe_model(model, "argmax", lengths=lengths, n_sets=400, seed=3, hist_lengths=(16, 256))
+    res = probes.probe_length_shift(model, "argmax", lengths=lengths, n_sets=400, seed=3, hist_lengths=(16, 256))
     var_c = model.E.var(axis=0)  # labels uniform on C classes
     for n, std in zip(lengths, res["std_pre"]):
         exact = np.sqrt(var_c / n)
@@ -72,10 +72,10 @@ def test_attention_on_correct_item_and_chunking():
     """A hard argmax selection gives weight 1 on the correct item (catches argmin / wrong axis indexing);
     chunking the sets into small forward passes changes nothing but the grouping of the same draws' order."""
     model = _MeanModel(hard=True)
-    res = probes.probe_model(model, "argmax", lengths=[8, 32], n_sets=50, seed=1, hist_lengths=())
+    res = probes.probe_length_shift(model, "argmax", lengths=[8, 32], n_sets=50, seed=1, hist_lengths=())
     assert np.allclose(res["attn_correct"]["per_head"], 1.0)
-    a = probes.probe_model(_MeanModel(), "argmax", lengths=[8], n_sets=20, seed=2, max_items=1 << 18)
-    b = probes.probe_model(_MeanModel(), "argmax", lengths=[8], n_sets=20, seed=2, max_items=1 << 18)
+    a = probes.probe_length_shift(_MeanModel(), "argmax", lengths=[8], n_sets=20, seed=2, max_items=1 << 18)
+    b = probes.probe_length_shift(_MeanModel(), "argmax", lengths=[8], n_sets=20, seed=2, max_items=1 << 18)
     assert a == b  # a pure function of its arguments
 
 
@@ -90,8 +90,8 @@ def test_correct_item_dictionary():
 
 def test_probe_validation():
     with pytest.raises(ValueError, match="lengths"):
-        probes.probe_model(_MeanModel(), "argmax", lengths=[32, 16], seed=0)
+        probes.probe_length_shift(_MeanModel(), "argmax", lengths=[32, 16], seed=0)
     with pytest.raises(ValueError, match="task"):
-        probes.probe_model(_MeanModel(), "sorting", lengths=[16], seed=0)
+        probes.probe_length_shift(_MeanModel(), "sorting", lengths=[16], seed=0)
     with pytest.raises(ValueError, match="analysis"):
-        probes.probe_model(object(), "argmax", lengths=[16], seed=0)
+        probes.probe_length_shift(object(), "argmax", lengths=[16], seed=0)

@@ -1,0 +1,55 @@
+"""Architectures: which model a :class:`~varsim.nn.config.ModelConfig` builds, and what it costs.
+
+One entry per model family, read by everything that builds or budgets a model (training, checkpoints, evaluation,
+:mod:`varsim.train.budget`): ``build(config, seed, **kwargs)`` makes the model, ``cost`` is a module with its
+parameter shapes, multiply-adds, elementwise work and activation memory (the functions of
+:mod:`varsim.nn.set_cost` for the set transformer), and ``sizes(config)`` lists the config's size fields with their
+defaults (the budget names the one furthest above its default when a cost is too high).
+
+Each model's module registers its entry (``"set_transformer"``: :mod:`varsim.nn.model`), and :mod:`varsim.nn`
+imports it. Adding a model (e.g. a causal decoder): its module (the model, with ``forward``/``backward``/
+``predict``/``analysis`` and ``params`` as :class:`varsim.nn.model.Transformer` has them, and one
+:func:`register_architecture` call), its cost module, its import in ``varsim/nn/__init__.py``, and any fields it
+needs in :class:`~varsim.nn.config.ModelConfig`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from types import ModuleType
+from typing import Callable
+
+from varsim._common.registry import lookup, register
+
+__all__ = ["Architecture", "ARCHITECTURES", "get_architecture", "register_architecture", "build_model"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Architecture:
+    """A model family: ``build(config, seed, **kwargs) -> model`` (the model class), its ``cost`` module and
+    ``sizes``."""
+
+    name: str
+    description: str
+    build: Callable
+    cost: ModuleType
+    sizes: Callable
+
+
+ARCHITECTURES: dict[str, Architecture] = {}
+
+
+def register_architecture(arch: Architecture) -> Architecture:
+    """Add ``arch`` to :data:`ARCHITECTURES`; a name already taken raises ValueError."""
+    return register(ARCHITECTURES, arch, what="architecture", kind=Architecture)
+
+
+def get_architecture(name: str) -> Architecture:
+    """The registered architecture ``name``; ValueError naming ``architecture`` and the choices otherwise."""
+    return lookup(ARCHITECTURES, name, param="architecture")
+
+
+def build_model(config, seed=0, **kwargs):
+    """The model of ``config`` (its ``architecture``), initialized from ``seed``; ``kwargs`` go to the model
+    (``memory_budget``)."""
+    return get_architecture(config.architecture).build(config, seed, **kwargs)

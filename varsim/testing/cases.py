@@ -1,0 +1,160 @@
+"""Same-draw test cases: shapes, logit scale, temperature, value law, key law, mask and precision of one batch.
+
+An :class:`AttentionCase` describes one batch; :meth:`AttentionCase.arrays` draws it. :data:`REFERENCE_CASES` is the
+standard battery that :func:`varsim.testing.assert_matches_reference` runs by default: every case has a temperature
+``tau != 1`` split from the query norm (``beta = tau |q| / sqrt(d_k)``), ``d_k != d_v``, a non-zero value mean and
+several sequences with their own keys; between them they cover huge logits (``beta = 400``: logits beyond the
+float64 range of ``exp``), one key, long sequences, several queries and heads, padding and causal masks
+(including a single query), non-Gaussian keys (uniform, Rademacher with tied logits, Student-t) and float32 inputs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+
+from varsim._common.seeding import child_generator
+from varsim._common.validate import check_choice, check_int, check_real
+
+from .arrays import causal_mask
+
+__all__ = ["AttentionCase", "REFERENCE_CASES", "reference_cases", "KEY_LAWS", "MASKS", "CASE_DTYPES"]
+
+KEY_LAWS = ("gaussian", "uniform", "rademacher", "student_t")
+MASKS = ("none", "padding", "causal")
+CASE_DTYPES = ("float64", "float32")
+
+
+def _standardised(rng: np.random.Generator, law: str, shape) -> np.ndarray:
+    if law == "gaussian":
+        return rng.standard_normal(shape)
+    if law == "uniform":
+        return rng.uniform(-math.sqrt(3.0), math.sqrt(3.0), shape)
+    if law == "rademacher":
+        return rng.choice(np.array([-1.0, 1.0]), size=shape)
+    return rng.standard_t(3.0, shape) / math.sqrt(3.0)  # student_t: 3 degrees of freedom, unit variance
+
+
+@dataclasses.dataclass(frozen=True)
+class AttentionCase:
+    """One batch for a same-draw comparison.
+
+    Attributes
+    ----------
+    name : str
+        A label shown in failure messages.
+    batch, heads, n_queries, n_keys : int
+        ``B``, ``H``, ``L`` and ``N``: queries ``(B, H, L, d_k)``, keys ``(B, H, N, d_k)``.
+    d_k, d_v : int
+        Key and value dimensions.
+    tau : float
+        Temperature passed to functions that take ``tau=`` (others get 1 and the query norm carries ``beta``).
+    beta : float
+        Logit scale ``tau |q| / sqrt(d_k)`` (every query has this norm, in a random direction).
+    value_mean, value_scale : float
+        Values are ``value_mean + value_scale * N(0, 1)``.
+    key_law : one of :data:`KEY_LAWS`
+        Standardised key coordinates (the same-draw check needs no theory, so any law works).
+    mask : one of :data:`MASKS`
+        ``"padding"``: sequence ``b`` has a random number of valid keys (at least 1); ``"causal"``: bottom-right
+        aligned (query ``l`` sees keys ``0 .. N - L + l``).
+    dtype : ``"float64"`` or ``"float32"``
+        Precision of the inputs (and of the tolerance).
+    seed : int
+        Stream of this case's draws (combined with the check's ``rng``).
+    """
+
+    name: str = "case"
+    batch: int = 2
+    heads: int = 1
+    n_queries: int = 1
+    n_keys: int = 16
+    d_k: int = 16
+    d_v: int = 8
+    tau: float = 1.0
+    beta: float = 1.0
+    value_mean: float = 0.0
+    value_scale: float = 1.0
+    key_law: str = "gaussian"
+    mask: str = "none"
+    dtype: str = "float64"
+    seed: int = 0
+
+    def __post_init__(self):
+        for field in ("batch", "heads", "n_queries", "n_keys", "d_k", "d_v"):
+            check_int(field, getattr(self, field), minimum=1)
+        check_int("seed", self.seed, minimum=0)
+        check_real("tau", self.tau, minimum=0.0, strict_min=True)
+        check_real("beta", self.beta, minimum=0.0)
+        check_real("value_mean", self.value_mean)
+        check_real("value_scale", self.value_scale, minimum=0.0, strict_min=True)
+        check_choice("key_law", self.key_law, KEY_LAWS)
+        check_choice("mask", self.mask, MASKS)
+        check_choice("dtype", self.dtype, CASE_DTYPES)
+        if self.mask == "causal" and self.n_queries > self.n_keys:
+            raise ValueError(f"n_queries: a causal case needs n_queries <= n_keys (bottom-right alignment), got "
+                             f"{self.n_queries} > {self.n_keys}")
+
+    def describe(self) -> str:
+        """One line: the case's name and every field that shapes it."""
+        return (f"case {self.name!r} (B={self.batch}, H={self.heads}, L={self.n_queries}, N={self.n_keys}, "
+                f"d_k={self.d_k}, d_v={self.d_v}, tau={self.tau:g}, beta={self.beta:g}, value_mean={self.value_mean:g}"
+                f", value_scale={self.value_scale:g}, keys {self.key_law}, mask {self.mask}, {self.dtype}, "
+                f"seed={self.seed})")
+
+    def arrays(self, rng, tau: float | None = None):
+        """Draw ``q (B, H, L, d_k)``, ``K (B, H, N, d_k)``, ``V (B, H, N, d_v)`` and the boolean mask
+        ``(B, 1, L, N)`` (None without a mask) from the stream ``(rng, seed)``; ``|q| = beta sqrt(d_k) / tau``
+        with ``tau`` the temperature actually applied (default: the case's)."""
+        tau = self.tau if tau is None else tau
+        g = child_generator(rng, self.seed)
+        B, H, L, N = self.batch, self.heads, self.n_queries, self.n_keys
+        q = g.standard_normal((B, H, L, self.d_k))
+        q *= (self.beta * math.sqrt(self.d_k) / tau) / np.maximum(np.linalg.norm(q, axis=-1, keepdims=True), 1e-300)
+        K = _standardised(g, self.key_law, (B, H, N, self.d_k))
+        V = self.value_mean + self.value_scale * g.standard_normal((B, H, N, self.d_v))
+        mask = None
+        if self.mask == "padding":
+            valid = g.integers(1, N + 1, size=B)
+            valid[0] = N if B > 1 else valid[0]  # one full sequence, the others padded
+            mask = np.broadcast_to((np.arange(N)[None, :] < valid[:, None])[:, None, None, :], (B, 1, L, N)).copy()
+        elif self.mask == "causal":
+            mask = np.broadcast_to(causal_mask(L, N), (B, 1, L, N)).copy()
+        return q, K, V, mask
+
+
+# The standard battery. Each case catches its own family of bugs; all have tau != 1, d_k != d_v, value_mean != 0.
+REFERENCE_CASES = (
+    AttentionCase("moderate", batch=3, n_keys=24, d_k=16, d_v=6, tau=0.7, beta=1.5, value_mean=1.5, value_scale=2.0,
+                  seed=1),
+    AttentionCase("huge-logits", batch=3, n_keys=20, d_k=8, d_v=5, tau=1.6, beta=400.0, value_mean=-2.0, seed=2),
+    AttentionCase("one-key", batch=2, n_keys=1, d_k=4, d_v=3, tau=1.3, beta=2.0, value_mean=0.5, seed=3),
+    AttentionCase("long", batch=2, n_keys=1024, d_k=32, d_v=3, tau=2.0, beta=2.5, value_mean=1.0, seed=4),
+    AttentionCase("multi-query", batch=2, n_queries=5, n_keys=12, d_k=12, d_v=7, tau=0.8, beta=2.0,
+                  value_mean=-1.0, seed=5),
+    AttentionCase("multi-head", batch=2, heads=3, n_queries=4, n_keys=9, d_k=10, d_v=6, tau=1.3, beta=1.2,
+                  value_mean=0.7, seed=6),
+    AttentionCase("padding-mask", batch=3, heads=2, n_queries=2, n_keys=15, d_k=8, d_v=4, tau=0.9, beta=2.0,
+                  value_mean=1.2, mask="padding", seed=7),
+    AttentionCase("causal", batch=2, heads=2, n_queries=6, n_keys=6, d_k=8, d_v=5, tau=1.5, beta=1.5,
+                  value_mean=-0.8, mask="causal", seed=8),
+    AttentionCase("causal-one-query", batch=3, n_queries=1, n_keys=10, d_k=8, d_v=3, tau=0.6, beta=1.8,
+                  value_mean=2.0, mask="causal", seed=9),
+    AttentionCase("causal-kv-cache", batch=2, heads=2, n_queries=3, n_keys=11, d_k=6, d_v=9, tau=1.1, beta=2.2,
+                  value_mean=0.3, mask="causal", seed=10),
+    AttentionCase("uniform-keys", batch=3, n_keys=40, d_k=9, d_v=4, tau=0.5, beta=3.0, value_mean=-1.5,
+                  key_law="uniform", seed=11),
+    AttentionCase("rademacher-keys", batch=3, n_keys=32, d_k=4, d_v=6, tau=1.4, beta=0.8, value_mean=1.0,
+                  key_law="rademacher", seed=12),
+    AttentionCase("heavy-tailed-keys", batch=3, n_keys=48, d_k=16, d_v=5, tau=0.9, beta=1.0, value_mean=0.4,
+                  key_law="student_t", seed=13),
+    AttentionCase("float32", batch=3, n_keys=64, d_k=16, d_v=8, tau=1.2, beta=3.0, value_mean=-0.6, dtype="float32",
+                  seed=14),
+)
+
+
+def reference_cases(*, masks: bool = True, float32: bool = True) -> tuple[AttentionCase, ...]:
+    """:data:`REFERENCE_CASES`, optionally without the masked or the float32 cases."""
+    return tuple(c for c in REFERENCE_CASES if (masks or c.mask == "none") and (float32 or c.dtype == "float64"))

@@ -1,0 +1,218 @@
+"""Same-draw reference checks: your attention and a reference get identical ``q``, ``K``, ``V`` (and mask).
+
+This is what catches small and structural bugs (a scale off by a few percent, a dropped key, keys reused across
+the batch, a causal mask aligned to the wrong corner, reduced precision) that a Monte Carlo statistic cannot see
+at a useful budget. The tolerance of output ``o[b, h, l, j]`` is::
+
+    tol_factor * eps * (1 + Lmax + sqrt(N)) * max_i |V[b, h, i, :]|  +  atol
+
+with ``eps`` the machine epsilon of the dtype your function receives and ``Lmax = tau |q| max_i |k_i| / sqrt(d_k)``
+the Cauchy-Schwarz bound on the row's logits (rounding in ``exp`` grows with the logits, rounding in the sums with
+``N``); weights get ``tol_factor * eps * (1 + Lmax + sqrt(N)) + atol``. Inputs are rounded to that dtype first, so
+the float64 reference sees exactly the numbers your function sees. A failure names the worst element over all
+cases: the case, the sequence and coordinate, both values and the ratio to the tolerance.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+
+from varsim._common.validate import check_real
+
+from ._rng import as_seed_sequence, describe_seed
+from .arrays import Adapted, adapt, finfo_eps, fn_name
+from .attention import softmax_attention_nd
+from .cases import AttentionCase, reference_cases
+
+__all__ = ["CaseResult", "ReferenceReport", "check_against_reference", "assert_matches_reference",
+           "DEFAULT_REFERENCE"]
+
+DEFAULT_REFERENCE = adapt(softmax_attention_nd, layout="bhld")
+
+
+@dataclasses.dataclass(frozen=True)
+class CaseResult:
+    """One case: ``ratio`` is the worst ``|diff| / tolerance`` (inf for non-finite output), ``detail`` describes
+    that element; ``skipped`` gives the reason when the case did not run; ``tau`` is the temperature applied (1
+    when a function takes no ``tau``)."""
+
+    case: AttentionCase
+    passed: bool
+    ratio: float
+    detail: str
+    skipped: str = ""
+    tau: float = 1.0
+
+
+@dataclasses.dataclass(frozen=True)
+class ReferenceReport:
+    """All cases of one same-draw check."""
+
+    fn: str
+    reference: str
+    results: tuple
+    rng: str
+    tol_factor: float
+
+    @property
+    def passed(self) -> bool:
+        return all(r.passed for r in self.results)
+
+    @property
+    def worst(self) -> CaseResult | None:
+        ran = [r for r in self.results if not r.skipped]
+        return max(ran, key=lambda r: r.ratio) if ran else None
+
+    def describe(self) -> str:
+        ran = [r for r in self.results if not r.skipped]
+        failed = [r for r in ran if not r.passed]
+        verdict = (f"matches the reference {self.reference} on all {len(ran)}" if not failed else
+                   f"does not match the reference {self.reference}: {len(failed)} of {len(ran)}")
+        head = (f"attention_fn {self.fn} {verdict} same-draw case(s) {'' if not failed else 'fail '}(tolerance "
+                f"{self.tol_factor:g} eps (1 + Lmax + sqrt N) max|V|)")
+        lines = [head + (":" if failed else "")]
+        worst = self.worst
+        if failed and worst is not None:
+            lines.append(f"  worst: {worst.case.describe()}: {worst.detail}")
+        others = [r for r in failed if r is not worst]
+        lines += [f"  FAIL {r.case.name}: {r.detail}" for r in others[:4]]
+        if len(others) > 4:
+            lines.append(f"  FAIL {', '.join(r.case.name for r in others[4:])} as well")
+        lines += [f"  skipped {r.case.name}: {r.skipped}" for r in self.results if r.skipped]
+        if failed:
+            lines.append(f"  passed: {', '.join(r.case.name for r in ran if r.passed) or 'none'}")
+            lines.append(f"reproduce: q, K, V, mask = case.arrays(rng={self.rng}, tau={worst.tau:g}) for the case "
+                         f"above (varsim.testing.AttentionCase), or rerun with rng={self.rng}")
+        return "\n".join(lines)
+
+
+def _where(fn: Adapted, shape, idx, what: str) -> str:
+    """``o[b=.., h=.., l=.., j=..]`` and, for the folded layouts, the row of the user's own batch."""
+    b, h, l_, last = idx
+    B, H, L = shape[:3]
+    text = f"{what}[b={b}, h={h}, l={l_}, {'i' if what == 'w' else 'j'}={last}]"
+    if fn.layout == "batch":
+        text += f" (row {(b * H + h) * L + l_} of your batch)"
+    elif fn.layout == "bld":
+        text += f" (row {b * H + h}, query {l_} of your batch)"
+    return text
+
+
+def _nonfinite(fn, arr, what, shape) -> str | None:
+    bad = ~np.isfinite(arr)
+    if not bad.any():
+        return None
+    idx = np.unravel_index(int(np.argmax(bad)), arr.shape)
+    return (f"{_where(fn, shape, idx, what)} = {arr[idx]} ({int(bad.sum())} non-finite value(s) in "
+            f"{what}; an overflow? exp of logits that are not max-subtracted overflows at large logits)")
+
+
+def _worst(fn, got, want, tol, what, shape) -> tuple[float, str]:
+    err = np.abs(got - want)
+    ratio = err / tol
+    idx = np.unravel_index(int(np.argmax(ratio)), ratio.shape)
+    r = float(ratio[idx])
+    text = (f"{_where(fn, shape, idx, what)} = {got[idx]:.10g}, reference "
+            f"{want[idx]:.10g}, |diff| {err[idx]:.3g} vs tolerance {np.broadcast_to(tol, ratio.shape)[idx]:.3g} "
+            f"({r:.3g} x tolerance)")
+    return r, text
+
+
+def _run_case(fn: Adapted, ref: Adapted, case: AttentionCase, root, tol_factor, atol) -> CaseResult:
+    for who, f in (("attention_fn", fn), ("reference", ref)):
+        if case.mask == "padding" and "mask" not in f.accepts:
+            return CaseResult(case, True, 0.0, "", skipped=f"{who} {f.__qualname__} takes no mask= keyword")
+        if case.mask == "causal" and not ({"mask", "causal"} & f.accepts):
+            return CaseResult(case, True, 0.0, "", skipped=f"{who} {f.__qualname__} takes no mask= or causal=")
+    tau = case.tau if ("tau" in fn.accepts and "tau" in ref.accepts) else 1.0
+    q, K, V, mask = case.arrays(root, tau=tau)
+    q, K, V = (fn.rounding(a, case.dtype) for a in (q, K, V))
+    dtype = fn.input_dtype(case.dtype)
+    causal = case.mask == "causal"
+    padding = mask if case.mask == "padding" else None
+    try:
+        o, w = fn.call4(q, K, V, tau=tau, mask=padding, causal=causal, case_dtype=case.dtype)
+    except Exception as exc:
+        exc.add_note(f"while running attention_fn {fn.__qualname__} on {case.describe()}")
+        raise
+    o_ref, w_ref = ref.call4(q, K, V, tau=tau, mask=padding, causal=causal)
+    shape = q.shape
+    for arr, what in ((o, "o"), (w, "w")):
+        if arr is not None:
+            bad = _nonfinite(fn, arr, what, shape)
+            if bad:
+                return CaseResult(case, False, math.inf, bad, tau=tau)
+    eps = finfo_eps(dtype)
+    lmax = tau / math.sqrt(case.d_k) * np.linalg.norm(q, axis=-1) * np.linalg.norm(K, axis=-1).max(axis=-1)[..., None]
+    growth = tol_factor * eps * (1.0 + lmax + math.sqrt(case.n_keys))  # (B, H, L)
+    vmax = np.abs(V).max(axis=(-1, -2))[..., None]  # (B, H, 1)
+    tol_o = (growth * vmax)[..., None] + atol
+    tol_w = growth[..., None] + atol
+    checks = [_worst(fn, o, o_ref, tol_o, "o", shape)]
+    if w is not None:
+        if w_ref is not None:
+            checks.append(_worst(fn, w, w_ref, tol_w, "w", shape))
+        r, text = _worst(fn, o, np.matmul(w, V), tol_o, "o", shape)
+        checks.append((r, text + " -- the output disagrees with the returned weights (o != w V)"))
+    ratio, detail = max(checks, key=lambda c: c[0])
+    return CaseResult(case, ratio <= 1.0, ratio, detail, tau=tau)
+
+
+def check_against_reference(attention_fn, cases=None, *, reference=None, tol_factor: float = 16.0,
+                            atol: float = 0.0, rng=0) -> ReferenceReport:
+    """Run ``attention_fn`` and ``reference`` on the same draws of every case and compare them elementwise.
+
+    Parameters
+    ----------
+    attention_fn : callable or :class:`~varsim.testing.arrays.Adapted`
+        Your attention. A plain function is taken to be NumPy with the batch layout (``q (S, d_k)``,
+        ``K (S, N, d_k)``, ``V (S, N, d_v)`` -> ``o (S, d_v)`` or ``(o, w)``); wrap others with
+        :func:`~varsim.testing.adapt`. It gets ``tau=``, ``mask=``, ``causal=`` if its signature names them.
+    cases : AttentionCase, sequence of them, or None
+        None runs the standard battery :data:`~varsim.testing.REFERENCE_CASES`.
+    reference : callable, optional
+        Default: :func:`~varsim.testing.softmax_attention_nd` (float64). Any function, adapted like
+        ``attention_fn`` (e.g. your previous implementation).
+    tol_factor, atol : float
+        The tolerance (see the module documentation).
+    rng : int, SeedSequence or Generator
+        Combined with each case's ``seed``.
+
+    Returns
+    -------
+    :class:`ReferenceReport`. Nothing is asserted. Cases that need a keyword your function lacks (a mask) are
+    skipped and listed. A function that takes no ``tau`` is compared at ``tau = 1`` (the query norm carries
+    ``beta``).
+    """
+    fn = adapt(attention_fn)
+    ref = DEFAULT_REFERENCE if reference is None else adapt(reference)
+    tol_factor = check_real("tol_factor", tol_factor, minimum=0.0, strict_min=True)
+    atol = check_real("atol", atol, minimum=0.0)
+    if cases is None:
+        cases = reference_cases()
+    elif isinstance(cases, AttentionCase):
+        cases = (cases,)
+    cases = tuple(cases)
+    if not cases or not all(isinstance(c, AttentionCase) for c in cases):
+        raise ValueError("cases must be an AttentionCase, a non-empty sequence of them, or None")
+    root = as_seed_sequence(rng)
+    results = tuple(_run_case(fn, ref, c, root, tol_factor, atol) for c in cases)
+    if all(r.skipped for r in results):
+        raise ValueError(f"cases: every case was skipped ({results[0].skipped})")
+    return ReferenceReport(fn_name(fn), fn_name(ref), results, describe_seed(root), tol_factor)
+
+
+def assert_matches_reference(attention_fn, cases=None, **options) -> ReferenceReport:
+    """:func:`check_against_reference`, raising ``AssertionError`` that names the worst case, element and values
+    when any case fails. Returns the report when all pass::
+
+        from varsim.testing import assert_matches_reference
+        assert_matches_reference(my_attention)  # the standard battery, identical draws, float64 reference
+    """
+    report = check_against_reference(attention_fn, cases, **options)
+    if not report.passed:
+        raise AssertionError(report.describe())
+    return report
