@@ -14,7 +14,7 @@ import numpy as np
 from varsim.figures import figure_main
 
 from . import _style
-from .remedies import header, panel_row, panels_of, source_of, variant_label, variant_style
+from .remedies import family_rows, header, panel_grid, panels_of, source_of, variant_label, variant_style
 
 NAME = "fig_remedies_paired"
 SOURCE = "remedies"  # the data it draws: a key of varsim.figures.SOURCES
@@ -46,9 +46,10 @@ def draw(data: dict, ax=None, *, style=None, footer: bool = False):
     n = A(data["lengths"])
     conf = int(round(100 * data["confidence"]))
     with _style.style(style):
-        fig, axes = panel_row(data["panels"], data["lengths"], ax=ax, style=style)
+        rows = family_rows(data["panels"], "diffs")
+        fig, axes = panel_grid(rows, data["lengths"], ax=ax, style=style)
         handles = {}
-        for ax, p in zip(axes, data["panels"]):
+        for ax, p in ((a, q) for axrow, row in zip(axes, rows) for a, q in zip(axrow, row)):
             k = len(p["diffs"])
             for j, d in enumerate(p["diffs"]):
                 sty = variant_style(d["variant"], p["order"], d["kind"])
@@ -66,7 +67,8 @@ def draw(data: dict, ax=None, *, style=None, footer: bool = False):
                                                         marker=sty["marker"], label=h.get_label()))
             ax.axhline(0, color="k", lw=0.9)
             ax.axvline(data["train_max"], color="0.5", ls="--", lw=0.8)
-        axes[0].set_ylabel(f"paired accuracy difference\nvariant − softmax ({conf}% t interval)")
+        for axrow in axes:
+            axrow[0].set_ylabel("accuracy difference\nvariant − softmax")
         extra = [Line2D([], [], color="0.3", marker="o", ls="none",
                         label=f"Holm-adjusted paired t-test p ≤ {data['alpha']:g}"),
                  Line2D([], [], color="0.3", marker="o", mfc="white", ls="none",
