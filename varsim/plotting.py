@@ -29,6 +29,15 @@ def style(name=None):
     return _style.style(name)
 
 
+def _context(style, ax):
+    """The style to draw in: ``style`` if given; none (the caller's rcParams) when drawing on the caller's axes."""
+    import contextlib
+
+    from varsim.figures import _style
+
+    return contextlib.nullcontext() if style is None and ax is not None else _style.style(style)
+
+
 def _axes(ax, style, aspect=0.75):
     from varsim.figures import _style
 
@@ -52,7 +61,6 @@ def plot_result(result, ax=None, *, exact: bool = True, asymptote: bool = True, 
     the legend (``legend``: redrawn with every call). Returns the axes."""
     import numpy as np
 
-    from varsim.figures import _style
     from varsim.theory import expected_ipr
 
     if not hasattr(result, "var") or not hasattr(result, "n"):
@@ -64,7 +72,7 @@ def plot_result(result, ax=None, *, exact: bool = True, asymptote: bool = True, 
         raise ValueError(f"exact/asymptote: the theory lines are softmax's at a fixed query; this run has {why} "
                          "(pass exact=False, asymptote=False)")
     scale2 = float(cfg.get("value_scale", 1.0)) ** 2
-    with _style.style(style):
+    with _context(style, ax):
         ax = _axes(ax, style)
         n = np.asarray(result.n, dtype=float)
         name = label if label is not None else (rf"$\beta = {beta:.3g}$" if beta is not None else "simulation")
@@ -99,7 +107,6 @@ def phase_diagram(ln_n=None, betas=None, ax=None, *, boundaries: bool = True, co
     the phases named. Returns the axes."""
     import numpy as np
 
-    from varsim.figures import _style
     from varsim.theory import decay_exponent, phase_boundaries
 
     ln_n = np.linspace(0.0, 14.0, 141) if ln_n is None else np.asarray(ln_n, dtype=float)
@@ -110,7 +117,7 @@ def phase_diagram(ln_n=None, betas=None, ax=None, *, boundaries: bool = True, co
     if ln_n[0] < 0:
         raise ValueError("ln_n: must be >= 0 (N >= 1)")
     expo = decay_exponent(np.exp(ln_n), betas[:, None])
-    with _style.style(style):
+    with _context(style, ax):
         ax = _axes(ax, style, aspect=0.8)
         mesh = ax.pcolormesh(ln_n, betas, expo, cmap=cmap, vmin=-1.0, vmax=0.0, shading="nearest",
                              rasterized=True)

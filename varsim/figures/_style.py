@@ -54,6 +54,7 @@ _RC = {
     "pdf.fonttype": 42,  # embed TrueType so the PDF text stays editable/searchable
     "savefig.bbox": "tight",
     "svg.hashsalt": "varsim",
+    "axes.prop_cycle": matplotlib.cycler(color=COLORS),
 }
 
 
