@@ -104,6 +104,8 @@ def draw(data: dict, ax=None, *, style=None, footer: bool = False):
             n_all += [*fam["logits_rb"]["n"], *fam["full"]["n"]]
         ax.set_xscale("log", base=2)
         _style.log2_ticks(ax, min(n_all), max(n_all))
+        lo, hi = ax.get_ylim()
+        ax.set_ylim(lo, max(hi, max(fam["limit"] for _, fam, _ in families)) + 0.1 * (hi - lo))  # room for labels
         ax.set_xlabel("sequence length $N$")
         ax.set_ylabel(r"$N\,\mathrm{Var}(o_j)\,/\,\sigma_v^2$")
         ax.set_title(rf"Random vs fixed query ($\tau = {tau:g}$, $d_v = {data['d_v']}$)")
