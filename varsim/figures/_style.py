@@ -23,7 +23,7 @@ from varsim._common.jsonio import jsonable  # noqa: E402  (re-exported: one home
 
 __all__ = ["plt", "COLORS", "MARKERS", "LINESTYLES", "SMOKE_TEST_LABEL", "STYLES", "style", "style_spec", "axes_grid",
            "new_figure", "finish", "save", "draw_and_save", "computed_footer", "jsonable", "array", "pm", "log2_ticks",
-           "legend_below", "metadata_text", "write_data", "subplots", "suptitle"]
+           "legend_below", "metadata_text", "write_data", "subplots", "suptitle", "label_first_column"]
 
 # Colour-blind-safe (Okabe-Ito) palette, one colour per curve family (never rely on colour alone: markers and line
 # styles differ too).
@@ -158,6 +158,16 @@ def subplots(nrows: int = 1, ncols: int = 1, *, ax=None, style=None, width: floa
     total = spec["width"] or width * ncols
     return plt.subplots(nrows, ncols, figsize=(total, total / ncols * height / width * nrows), squeeze=False,
                         layout="constrained", **kw)
+
+
+def label_first_column(axes, text: str) -> None:
+    """Set the y label of the visible axes in the first column of their grid (where a narrow style put them)."""
+    import numpy as np
+
+    for a in np.ravel(axes):
+        spec = a.get_subplotspec()
+        if a.get_visible() and spec is not None and spec.is_first_col():
+            a.set_ylabel(text)
 
 
 def suptitle(fig, text: str, **kw):
@@ -330,7 +340,8 @@ def metadata_text(data: dict) -> str:
 def draw_and_save(draw, data: dict, outdir, name: str, *, style=None, footer: bool = False) -> list[Path]:
     """``save(draw(data, style=style, footer=footer), outdir, name)`` (``draw`` returns a finished Figure)."""
     with plt.rc_context({**_RC, **style_spec(style)["rc"]}):
-        return save(draw(data, style=style, footer=footer), outdir, name)
+        fig = draw(data) if style is None and not footer else draw(data, style=style, footer=footer)
+        return save(fig, outdir, name)
 
 
 def save(fig, outdir, name: str) -> list[Path]:

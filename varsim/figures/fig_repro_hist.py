@@ -70,7 +70,7 @@ def draw(data: dict, ax=None, *, style=None, footer: bool = False):
                 coord = col.get("coordinate")
                 ax.set_title(f"{row['task']}: {col['title']}", fontsize="medium")
                 ax.set_xlabel("value of coordinate" + ("" if coord is None else f" {coord}"))
-            axes[r][0].set_ylabel(f"density over {data['probe_sets']} sets")
+        _style.label_first_column(axes, f"density over {data['probe_sets']} sets")
         return _style.finish(fig, data, footer=footer)
 
 

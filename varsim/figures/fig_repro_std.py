@@ -102,8 +102,8 @@ def draw(data: dict, ax=None, *, style=None, footer: bool = False):
                     handles.setdefault(label.split(":")[0], h)
             _style.legend_below(fig, list(handles.values()), list(handles), fontsize="small",
                                 title="slope of log std vs log N [95% t interval over seeds], in each panel")
-        for row in axes:
-            row[0].set_ylabel(f"std over {data['probe_sets']} sets of one coordinate")
+        ylabel = f"std over {data['probe_sets']} sets" + ("" if narrow else " of one coordinate")
+        _style.label_first_column(axes, ylabel)
         return _style.finish(fig, data, footer=footer)
 
 
