@@ -53,6 +53,7 @@ _RC = {
     "errorbar.capsize": 2,
     "pdf.fonttype": 42,  # embed TrueType so the PDF text stays editable/searchable
     "savefig.bbox": "tight",
+    "savefig.pad_inches": 0.02,  # a 3.3 in figure stays 3.3 in wide
     "svg.hashsalt": "varsim",
     "axes.prop_cycle": matplotlib.cycler(color=COLORS),
 }
@@ -295,7 +296,7 @@ def finish(fig, data: dict, *, footer: bool = False):
         text = f"{SMOKE_TEST_LABEL.upper()}: quick mode ({data.get('smoke_reason', 'tiny runs')})"
         fig.add_artist(Annotation(text, xy=(0.5, 1.0), xycoords=content, xytext=(0, 6), textcoords="offset points",
                                   ha="center", va="bottom",
-                                  fontsize=min(11.0, fig.get_figwidth() * 72 / (0.62 * len(text))),
+                                  fontsize=min(11.0, fig.get_figwidth() * 72 / (0.7 * len(text))),
                                   fontweight="bold", color="white",
                                   bbox=dict(boxstyle="round,pad=0.3", fc=_SMOKE_COLOR, ec="none"),
                                   gid="varsim-smoke-test", zorder=20))
