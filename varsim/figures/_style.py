@@ -253,8 +253,8 @@ def _wrap_titles(fig) -> None:
         text = title.get_text()
         if not ax.get_visible() or not text or "$" in text:
             continue
-        width_pt = 0.9 * ax.get_position().width * fig.get_figwidth() * 72
-        chars = max(12, int(width_pt / (0.6 * title.get_fontsize())))
+        width_pt = 0.95 * ax.get_position().width * fig.get_figwidth() * 72
+        chars = max(12, int(width_pt / (0.55 * title.get_fontsize())))
         if len(max(text.splitlines(), key=len)) > chars:
             title.set_text("\n".join(textwrap.fill(line, chars) for line in text.splitlines()))
 
