@@ -122,8 +122,12 @@ def draw(data: dict, ax=None, *, style=None, footer: bool = False):
             for a in (ax, axd):
                 a.set_xscale("log", base=2)
                 _style.log2_ticks(a, float(n.min()), float(n.max()))
-        axes[0][0].set_ylabel(f"test accuracy\n(mean, {conf}% t interval over {data['seeds']} seeds)")
-        axes[1][0].set_ylabel("paired difference\nvariant − none")
+        if fig.get_figwidth() < 8:  # short labels: the panels are too low for two lines
+            axes[0][0].set_ylabel("test accuracy")
+            axes[1][0].set_ylabel("difference vs none")
+        else:
+            axes[0][0].set_ylabel(f"test accuracy\n(mean, {conf}% t interval over {data['seeds']} seeds)")
+            axes[1][0].set_ylabel("paired difference\nvariant − none")
         from matplotlib.lines import Line2D
 
         extra = [Line2D([], [], color="0.3", marker="o", ls="none",
