@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from varsim.nn.model import Transformer
+from varsim.nn.architectures import build_model
 from varsim.tasks import make_batch
 
 
@@ -42,11 +42,12 @@ def batch_for(cfg, b, n, seed=0):
 
 
 def check_model_grads(cfg, *, n=(2, 5), b=3, per_param=3, seed=0):
-    """Central differences of sum(logits * dlogits) on ``per_param`` random entries of every parameter.
+    """Central differences of sum(logits * dlogits) on ``per_param`` random entries of every parameter of the model
+    of ``cfg.architecture``.
 
     The tolerance is relative to the scale of the gradient; entries whose true gradient is 0 (e.g. the key bias,
     which the softmax ignores) must come out ~0 analytically too."""
-    m = Transformer(cfg, seed=seed)
+    m = build_model(cfg, seed=seed)
     batch = batch_for(cfg, b, n, seed)
     rng = np.random.default_rng(seed + 1)
     logits, cache = m.forward(batch)

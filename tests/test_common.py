@@ -38,6 +38,30 @@ def test_child_streams_keyed_by_work():
         seeding.root_sequence(-1)
 
 
+def test_resolve_seed_is_the_one_normaliser():
+    """seed and rng=int/SeedSequence give the same root; a Generator gives SeedSequence(128 bits drawn from it), an
+    int (so ``seed=`` the recorded entropy reruns it), and advances it by exactly those draws; None or the default
+    seed is "not given"; an explicit seed with rng and wrong types are refused naming the argument. Catches a second
+    dialect (e.g. 63 bits from the Generator) and an explicit seed=0 silently overridden by rng."""
+    assert seeding.resolve_seed(7).entropy == seeding.resolve_seed(rng=7).entropy == 7
+    assert seeding.resolve_seed(rng=np.random.SeedSequence(7)).entropy == 7
+    assert seeding.resolve_seed().entropy == 0
+    g, h = np.random.default_rng(5), np.random.default_rng(5)
+    root = seeding.resolve_seed(rng=g)
+    assert root.entropy == int.from_bytes(h.bytes(16), "little") and root.entropy >= 2**96
+    assert g.integers(0, 2**62) == h.integers(0, 2**62)  # advanced alike
+    assert seeding.resolve_seed(None, np.random.default_rng(5)).entropy == root.entropy
+    assert seeding.resolve_seed(root.entropy).generate_state(4).tolist() == root.generate_state(4).tolist()
+    for seed in (0, 3, np.random.SeedSequence(1)):
+        with pytest.raises(ValueError, match="seed or rng"):
+            seeding.resolve_seed(seed, 1)
+    for bad in (-1, "x", 1.5, True):
+        with pytest.raises(ValueError, match="rng"):
+            seeding.resolve_seed(rng=bad)
+    with pytest.raises(ValueError, match="rng="):
+        seeding.root_sequence(np.random.default_rng(0))
+
+
 def test_atomic_write_keeps_old_file_on_failure(tmp_path):
     path = tmp_path / "r.json"
     atomic.atomic_write_json(path, {"a": 1})

@@ -288,3 +288,47 @@ def test_measure_variance_names_attention_fn_and_what_it_returned(fn, needle):
     with pytest.raises(ValueError) as err:
         measure_variance(fn, [8], d_k=4, d_v=2, n_sequences=32)
     assert "attention_fn" in str(err.value) and needle in str(err.value), str(err.value)
+
+
+def test_one_generator_one_stream_everywhere():
+    """Every public function that takes ``rng=`` turns a Generator into the root of ``resolve_seed`` (so one Generator
+    state gives the same streams wherever it is passed), and ``rng=int`` equals ``seed=int``. Catches a function that
+    draws its own entropy from the Generator (the testing checks once drew 63 bits where simulate drew 128) or seeds
+    a Generator directly."""
+    from varsim._common.seeding import resolve_seed
+    from varsim.experiments.stats import sign_flip_pvalue
+    from varsim.nn.model import ModelConfig, Transformer
+    from varsim.testing import check_statistic
+    from varsim.theory import layernorm_variance_eps
+
+    root = resolve_seed(rng=np.random.default_rng(8))
+    gen = lambda: np.random.default_rng(8)  # noqa: E731
+    args = {k: v for k, v in SMALL.items() if k != "seed"}
+    assert simulate([16], **args, rng=gen()).seed == root.entropy
+    f = lambda q, K, V: V.mean(axis=1)  # noqa: E731
+    assert measure_variance(f, [8], d_k=4, d_v=2, n_sequences=32, rng=gen()).seed == root.entropy
+    check = check_statistic(f, "var", 0.1, [8], d_k=4, d_v=2, n_sequences=32, rng=gen())[0]
+    assert check.rng == str(root.entropy)
+    d = np.random.default_rng(1).normal(0.2, 1.0, 40)
+    assert sign_flip_pvalue(d, n_random=200, rng=gen()) == sign_flip_pvalue(d, n_random=200, rng=root)
+    assert sign_flip_pvalue(d, n_random=200, rng=3) == sign_flip_pvalue(d, n_random=200, seed=3)
+    ln = dict(samples=50)
+    assert layernorm_variance_eps(16, 1.0, 4, 1e-2, rng=gen(), **ln) == layernorm_variance_eps(16, 1.0, 4, 1e-2,
+                                                                                                rng=root, **ln)
+    assert layernorm_variance_eps(16, 1.0, 4, 1e-2, rng=3, **ln) == layernorm_variance_eps(16, 1.0, 4, 1e-2, seed=3,
+                                                                                            **ln)
+    cfg = ModelConfig(task="argmax", d_model=8, n_heads=2, d_hidden=8)
+    a, b = Transformer(cfg, rng=gen()).params, Transformer(cfg, rng=root).params
+    assert all(np.array_equal(a[k], b[k]) for k in a)
+    c, e = Transformer(cfg, rng=3).params, Transformer(cfg, seed=3).params
+    assert all(np.array_equal(c[k], e[k]) for k in c)
+    with pytest.raises(ValueError, match="seed or rng"):
+        Transformer(cfg, seed=1, rng=1)
+    from varsim.train import evaluate
+
+    ev = dict(lengths=[4, 9], n_examples=16, batch_size=8)
+    first = evaluate(Transformer(cfg, seed=0), rng=gen(), **ev)
+    assert first["seed"] == root.entropy
+    assert first["correct"] == evaluate(Transformer(cfg, seed=0), rng=root, **ev)["correct"]
+    assert evaluate(Transformer(cfg, seed=0), rng=5, **ev)["correct"] == evaluate(Transformer(cfg, seed=0), seed=5,
+                                                                                  **ev)["correct"]

@@ -9,7 +9,9 @@ import pytest
 from varsim.sim import _kernels_attn as KA
 from varsim.sim import _twins_attn as TA
 from varsim.sim import simulate
+from varsim.sim._kernel_args import FullSampler, LogitsSampler
 from varsim.sim._rngstate import new_state
+from varsim.sim._twins_draws import sample_full
 from varsim.sim._ziggurat import kernel_tables
 
 TABLES = kernel_tables()
@@ -17,13 +19,19 @@ TABLES = kernel_tables()
 
 def _full(impl, state, n_keys, n_seq, q, random_query, tau, key_dist, value_dist, a_mat, noise, mu, sigma):
     """Run ``impl.full_chunk`` (kernel or twin: the same arguments) and return ``(o, y2)`` with ``o`` (not o - mu)."""
-    d_k, d_v = q.size, mu.size
+    d_v = mu.size
     dev = np.empty((n_seq, d_v))
     y2 = np.empty(n_seq)
-    coupled = a_mat is not None
-    impl.full_chunk(state, n_keys, q, random_query, tau / math.sqrt(d_k), key_dist, value_dist, coupled,
-                    a_mat if coupled else np.zeros((d_v, d_k)), noise, mu, sigma, *TABLES, dev, y2)
+    impl.full_chunk(state, _sampler(n_keys, q, random_query, tau, key_dist, value_dist, a_mat, noise, mu, sigma),
+                    TABLES, dev, y2)
     return mu + dev, y2
+
+
+def _sampler(n_keys, q, random_query, tau, key_dist, value_dist, a_mat, noise, mu, sigma):
+    d_k, d_v = q.size, mu.size
+    coupled = a_mat is not None
+    return FullSampler(n_keys, q, random_query, tau / math.sqrt(d_k), key_dist, value_dist, coupled,
+                       a_mat if coupled else np.zeros((d_v, d_k)), noise, mu, sigma)
 
 
 def _full_kernel(*args):
@@ -70,8 +78,9 @@ def test_logits_kernel_matches_twin(random_query, d_v, n_keys, n_seq):
     b = a.copy()
     o, ot = np.empty((n_seq, d_v)), np.empty((n_seq, d_v))
     y2, y2t = np.empty(n_seq), np.empty(n_seq)
-    KA.logits_chunk(a, n_keys, 1.7, random_query, 9, 0.6, 1, mu, 1.4, *TABLES, o, y2)
-    TA.logits_chunk(b, n_keys, 1.7, random_query, 9, 0.6, 1, mu, 1.4, *TABLES, ot, y2t)
+    p = LogitsSampler(n_keys, 1.7, random_query, 9, 0.6, 1, mu, 1.4)
+    KA.logits_chunk(a, p, TABLES, o, y2)
+    TA.logits_chunk(b, p, TABLES, ot, y2t)
     np.testing.assert_allclose(y2, y2t, rtol=1e-12)
     if d_v:
         np.testing.assert_allclose(o, ot, rtol=1e-12, atol=1e-12)
@@ -87,7 +96,7 @@ def test_p1_zero_query_gives_uniform_weights(impl):
     a = new_state(3)
     b = a.copy()
     o, y2 = _full(impl, a, n_keys, n_seq, np.zeros(d), False, 1.0, 0, 0, None, 1.0, mu, 2.0)
-    _, _, V = TA.sample_full(b, n_keys, n_seq, np.zeros(d), False, 0, 0, None, 1.0, mu, 2.0)
+    _, _, V = sample_full(b, _sampler(n_keys, np.zeros(d), False, 1.0, 0, 0, None, 1.0, mu, 2.0), n_seq)
     np.testing.assert_allclose(o, V.mean(axis=1), rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(y2, 1.0 / n_keys, rtol=1e-12)
     res = simulate([n_keys], d_k=d, d_v=d, query_norm=0.0, n_sequences=64, seed=0)
@@ -104,7 +113,7 @@ def test_p6_overflow_guard_returns_argmax_value():
     a = new_state(6)
     b = a.copy()
     o, y2 = _full_kernel(a, n_keys, n_seq, q, False, tau, 0, 0, None, 1.0, mu, 1.0)
-    qs, K, V = TA.sample_full(b, n_keys, n_seq, q, False, 0, 0, None, 1.0, mu, 1.0)
+    qs, K, V = sample_full(b, _sampler(n_keys, q, False, tau, 0, 0, None, 1.0, mu, 1.0), n_seq)
     assert np.all(np.isfinite(o)) and np.all(np.isfinite(y2))
     logits = tau * np.einsum("snd,sd->sn", K, qs) / math.sqrt(d_k)
     top2 = np.sort(logits, axis=1)[:, -2:]

@@ -9,6 +9,7 @@ import pytest
 from varsim.sim import _kernels_map as KM
 from varsim.sim import _twins_map as TM
 from varsim.sim import simulate
+from varsim.sim._kernel_args import FullSampler, LogitsSampler
 from varsim.sim._rngstate import new_state
 from varsim.sim._variant_codes import pack
 from varsim.sim._ziggurat import kernel_tables
@@ -30,13 +31,13 @@ def test_map_full_kernel_matches_twin(name, random_query, coupled):
     q = rng.normal(size=d_k)
     a_mat = rng.normal(size=(d_v, d_k)) if coupled else np.zeros((d_v, d_k))
     mu = rng.normal(size=d_v)
-    code, vparams = pack(name, PARAMS.get(name, {}), n_keys)
+    wmap = pack(name, PARAMS.get(name, {}), n_keys)
+    p = FullSampler(n_keys, q, random_query, 1.3 / math.sqrt(d_k), 0, 0, coupled, a_mat, 0.6, mu, 1.7)
     outs = []
     for impl in (KM, TM):
         state = new_state(9, int(random_query))
         o, y2, s1 = np.empty((n_seq, d_v)), np.empty(n_seq), np.empty(n_seq)
-        impl.map_full_chunk(state, n_keys, q, random_query, 1.3 / math.sqrt(d_k), 0, 0, coupled, a_mat, 0.6, mu, 1.7,
-                            code, vparams, *TABLES, o, y2, s1)
+        impl.map_full_chunk(state, p, wmap, TABLES, o, y2, s1)
         outs.append((o, y2, s1, state))
     (o, y2, s1, a), (ot, y2t, s1t, b) = outs
     np.testing.assert_allclose(o, ot, rtol=1e-10, atol=1e-12)
@@ -51,12 +52,13 @@ def test_map_logits_kernel_matches_twin(name, d_v):
     """Logits-sampler map kernel == twin across a logit-block boundary (N = 1100 > 1024), with values and without
     (the Rao-Blackwell path). Catches block offsets in the stored logits and sigmoid's mean term mu (sum w - 1)."""
     mu = np.array([3.0, -1.0])[:d_v]
-    code, vparams = pack(name, PARAMS.get(name, {}), 1100)
+    wmap = pack(name, PARAMS.get(name, {}), 1100)
+    p = LogitsSampler(1100, 1.5, True, 7, 0.5, 1, mu, 0.8)
     outs = []
     for impl in (KM, TM):
         state = new_state(4, d_v)
         o, y2, s1 = np.empty((3, d_v)), np.empty(3), np.empty(3)
-        impl.map_logits_chunk(state, 1100, 1.5, True, 7, 0.5, 1, mu, 0.8, code, vparams, *TABLES, o, y2, s1)
+        impl.map_logits_chunk(state, p, wmap, TABLES, o, y2, s1)
         outs.append((o, y2, s1, state))
     for x, y in zip(outs[0], outs[1]):
         np.testing.assert_allclose(x, y, rtol=1e-10, atol=1e-12)

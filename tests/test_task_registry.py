@@ -92,9 +92,9 @@ def test_registries_refuse_unknown_and_duplicate_names(counting):
     with pytest.raises(ValueError, match="already registered"):
         register_key_encoding(get_key_encoding("binary"))
     with pytest.raises(ValueError, match="architecture"):
-        ModelConfig(task="argmax", architecture="decoder")
+        ModelConfig(task="argmax", architecture="mamba")
     with pytest.raises(ValueError, match="architecture"):
-        get_architecture("decoder")
+        get_architecture("mamba")
 
     class Clash(Counting):
         name = "clash"

@@ -1,12 +1,20 @@
-"""Random streams keyed by the work, never by the thread.
+"""Random streams keyed by the work, never by the thread, and the one normaliser of ``seed=`` / ``rng=``.
 
-Every public function in varsim takes ``seed`` (an int, a ``numpy.random.SeedSequence`` or
-``None`` for fresh OS entropy). Independent pieces of work (a sweep point, a chunk, a training
-step) get their own child stream, derived from the root entropy and a *work key*, so the
-numbers do not depend on how the work is scheduled.
+Policy (every public function that draws random numbers):
 
-Public entry points that also follow numpy's SPEC 7 take ``rng=`` next to ``seed=`` (default
-:data:`SEED_DEFAULT`) and call :func:`resolve_seed` to get their one root ``SeedSequence``.
+- It takes ``rng=`` (numpy SPEC 7): an int >= 0, a ``numpy.random.SeedSequence``, a ``numpy.random.Generator`` or
+  None. Functions that documented ``seed=`` before keep it (an int >= 0, a ``SeedSequence`` or None; default 0,
+  :data:`SEED_DEFAULT`), and giving both ``seed`` and ``rng`` is an error.
+- :func:`resolve_seed` turns either into the run's one root ``SeedSequence``; nothing else interprets them.
+  ``rng`` an int or ``SeedSequence`` gives the streams of ``seed`` with that value, bit for bit. A ``Generator``
+  contributes 128 bits drawn from it (advancing it): the root is ``SeedSequence(that 128-bit int)``, the same for
+  every function, so one Generator state gives the same streams wherever it is passed. Nothing given: ``seed``'s
+  default where there is one, else fresh OS entropy (``seed=None`` likewise means fresh entropy).
+- Results record ``root.entropy`` (an int; and the spawn key when the root has one): ``seed=`` or ``rng=`` that
+  value reruns them.
+- Independent pieces of work (a sweep point, a chunk, a training step) get their own child stream, derived from the
+  root entropy and a *work key* (:func:`child_sequence`, :func:`child_generator`, :func:`child_state`), so the
+  numbers do not depend on how the work is scheduled.
 """
 
 from __future__ import annotations
@@ -30,9 +38,7 @@ def root_sequence(seed) -> np.random.SeedSequence:
             raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
         return np.random.SeedSequence(int(seed))
     if isinstance(seed, np.random.Generator):
-        raise ValueError(
-            "seed must be an int or a SeedSequence (a Generator cannot be split by work key reproducibly)"
-        )
+        raise ValueError("seed must be an int or a SeedSequence (a Generator goes to rng=, see resolve_seed)")
     raise ValueError(f"seed must be a non-negative integer or a SeedSequence, got {seed!r}")
 
 
@@ -67,23 +73,22 @@ class _DefaultSeed(int):
 SEED_DEFAULT = _DefaultSeed(0)
 
 
-def resolve_seed(seed, rng) -> np.random.SeedSequence:
-    """The root ``SeedSequence`` from ``seed=`` or ``rng=`` (SPEC 7); giving both is an error.
+def resolve_seed(seed=SEED_DEFAULT, rng=None) -> np.random.SeedSequence:
+    """The root ``SeedSequence`` of a run from ``seed=`` or ``rng=`` (SPEC 7); see the module docstring.
 
-    ``rng`` may be an int or a ``SeedSequence`` (the same streams as ``seed`` with that value, bit for bit), or a
-    ``numpy.random.Generator``, from which 128 bits of entropy are drawn for a fresh ``SeedSequence`` (this advances
-    the generator; the result records that entropy, so ``rng=numpy.random.SeedSequence(result.seed)`` reruns it).
+    ``seed`` counts as not given when it is :data:`SEED_DEFAULT` or None; a given ``seed`` together with ``rng`` is
+    an error. Errors about ``rng`` name ``rng``.
     """
     if rng is None:
         return root_sequence(int(seed) if isinstance(seed, _DefaultSeed) else seed)
-    if not isinstance(seed, _DefaultSeed):
+    if seed is not None and not isinstance(seed, _DefaultSeed):
         raise ValueError("give seed or rng, not both")
     if isinstance(rng, np.random.Generator):
-        entropy = [int(x) for x in rng.integers(0, 2**32, size=4, dtype=np.uint64)]
-        return np.random.SeedSequence(entropy)
+        return np.random.SeedSequence(int.from_bytes(rng.bytes(16), "little"))
     if isinstance(rng, (np.random.SeedSequence, int, np.integer)) and not isinstance(rng, (bool, np.bool_)):
         try:
             return root_sequence(rng)
         except ValueError as exc:
             raise ValueError(str(exc).replace("seed", "rng", 1)) from None
-    raise ValueError(f"rng must be an int, a numpy SeedSequence or a numpy Generator, got {type(rng).__name__}")
+    raise ValueError(f"rng must be a non-negative integer, a numpy.random.SeedSequence or a numpy.random.Generator, "
+                     f"got {rng!r}")

@@ -33,6 +33,10 @@ from varsim.cli._options import add_variant_flags, given_variant_params, int_opt
 
 # flag dest -> ModelConfig field
 _MODEL_FLAGS = {
+    "architecture": "architecture",
+    "positions": "positions",
+    "max_positions": "max_positions",
+    "tie_head": "tie_head",
     "d_model": "d_model",
     "n_heads": "n_heads",
     "n_blocks": "n_blocks",
@@ -88,7 +92,7 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-hours", type=float, default=None,
                         help="refuse a run estimated to take longer than this (default 24; inf: no bound)")
     g = parser.add_argument_group("task and training")
-    g.add_argument("--task", help="argmax or dictionary")
+    g.add_argument("--task", help="argmax, dictionary or recall (recall: sequence architectures only)")
     g.add_argument("--optimizer", help="adam or adamw (default adamw)")
     g.add_argument("--lr", type=float, help="peak learning rate (default 1e-3)")
     g.add_argument("--weight-decay", type=float)
@@ -106,6 +110,11 @@ def register(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--log-every", type=int_option())
     g.add_argument("--keep-checkpoints", type=int_option())
     m = parser.add_argument_group("model")
+    m.add_argument("--architecture", help="set_transformer (default) or decoder (varsim.nn.architectures)")
+    m.add_argument("--positions", help="decoder only: none (default), learned, rope or alibi")
+    m.add_argument("--max-positions", type=int_option(), help="decoder only: rows of the learned position table")
+    m.add_argument("--tie-head", action=argparse.BooleanOptionalAction, default=None,
+                   help="decoder only: the output head reuses the embedding of the output one-hot")
     m.add_argument("--d-model", type=int_option())
     m.add_argument("--n-heads", "--heads", type=int_option(), dest="n_heads")
     m.add_argument("--n-blocks", "--blocks", type=int_option(), dest="n_blocks")
@@ -163,7 +172,7 @@ def build_config(args):
             model[field] = value
     _set_attention(args, model)
     if "task" not in base:
-        raise ValueError("task is required (--task argmax|dictionary, or a --config file)")
+        raise ValueError("task is required (--task argmax|dictionary|recall, or a --config file)")
     if model.get("task", base["task"]) != base["task"]:  # --task overrides the file's model.task too
         model["task"] = base["task"]
     base["model"] = model

@@ -30,7 +30,7 @@ import numpy as np
 from scipy import stats as _st
 
 from varsim._common.intervals import wilson_interval
-from varsim._common.seeding import child_generator
+from varsim._common.seeding import SEED_DEFAULT, child_generator, resolve_seed
 from varsim._common.validate import check_finite_array, check_real
 
 __all__ = [
@@ -98,7 +98,7 @@ def paired_t_pvalue(differences) -> float:
     return float(_st.ttest_1samp(d, 0.0).pvalue)
 
 
-def sign_flip_pvalue(differences, *, n_random: int = 1 << 16, seed=0) -> float:
+def sign_flip_pvalue(differences, *, n_random: int = 1 << 16, seed=SEED_DEFAULT, rng=None) -> float:
     """Two-sided sign-flip (paired randomization) p-value for "the differences are symmetric about 0".
 
     The statistic is ``|sum d_i|``; the p-value is the fraction of sign assignments ``s`` with
@@ -106,9 +106,10 @@ def sign_flip_pvalue(differences, *, n_random: int = 1 << 16, seed=0) -> float:
     ``|d_i|``) are not lost to rounding. ``scipy.stats.permutation_test`` (``permutation_type="samples"`` on the one
     sample of differences flips their signs) enumerates all ``2**n`` assignments up to
     :data:`EXACT_SIGN_FLIP_MAX` differences (exact, no randomness); beyond, ``n_random`` random assignments drawn
-    from ``seed`` plus the observed one are used (the standard Monte Carlo p-value).
+    from ``seed`` (or ``rng``, SPEC 7) plus the observed one are used (the standard Monte Carlo p-value).
     """
     d = _sample("differences", differences)
+    root = resolve_seed(seed, rng)
     n = d.size
     if n == 1:  # both signs give the same |d|
         return 1.0
@@ -123,7 +124,7 @@ def sign_flip_pvalue(differences, *, n_random: int = 1 << 16, seed=0) -> float:
 
     res = _st.permutation_test((d,), abs_sum, permutation_type="samples", vectorized=True,
                                n_resamples=np.inf if exact else n_random, alternative="greater", batch=1 << 14,
-                               rng=None if exact else child_generator(seed, n))
+                               rng=None if exact else child_generator(root, n))
     # Count the extreme assignments ourselves: scipy's tie tolerance is relative to the observed statistic, which
     # misses ties when that statistic is a rounding residue of an exact 0.
     tol = 1e-9 * max(float(np.abs(d).sum()), 1e-300)

@@ -2,7 +2,8 @@
 
 Every layer is a ``xxx_forward(...) -> (out, cache)`` / ``xxx_backward(dout, cache) -> grads`` pair (``layers``,
 ``norms``, ``attention``); ``model`` assembles them into :class:`Transformer` (the set transformer), configured by
-:class:`ModelConfig` (``config``), its parameters listed by ``set_params`` and its cost by ``set_cost``;
+:class:`ModelConfig` (``config``), its parameters listed by ``set_params`` and its cost by ``set_cost``; ``decoder``
+into :class:`Decoder` (a causal decoder; ``decoder_params``, ``decoder_cost``, its encodings in ``positions``);
 ``architectures`` says which model a config builds (:func:`build_model`) and what it costs, for the training budget;
 the task (``varsim.tasks``) supplies the input features and output classes; ``optim`` holds Adam and AdamW;
 ``weightmaps`` the attention weight maps of ``varsim.variants`` (softmax, ssmax, logn, sigmoid, entmax15, sparsemax
@@ -24,6 +25,7 @@ from .attention import (
     self_attention_forward,
     self_attention_rows,
 )
+from .decoder import Decoder  # registers the "decoder" architecture
 from .layers import (
     embedding_backward,
     embedding_forward,
@@ -70,6 +72,7 @@ from .weightmaps import (
 __all__ = [
     "ModelConfig",
     "Transformer",
+    "Decoder",
     "ARCHITECTURES",
     "build_model",
     "get_architecture",

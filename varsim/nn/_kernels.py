@@ -27,6 +27,10 @@ import math
 import numba as nb
 import numpy as np
 
+from varsim._common.numba_cache import install as _install_cache
+
+_install_cache()  # before any @njit(cache=True): the cache stamp covers the modules a kernel compiles in
+
 __all__ = ["entmax15_rows", "entmax15_rows_reference", "ENTMAX_MAX_NEWTON"]
 
 #: Newton steps at most (the iterates rise monotonically; a handful suffice unless the support is huge)

@@ -26,14 +26,17 @@ __all__ = ["Architecture", "ARCHITECTURES", "get_architecture", "register_archit
 
 @dataclasses.dataclass(frozen=True)
 class Architecture:
-    """A model family: ``build(config, seed, **kwargs) -> model`` (the model class), its ``cost`` module and
-    ``sizes``."""
+    """A model family: ``build(config, seed, **kwargs) -> model`` (the model class), its ``cost`` module,
+    ``sizes``, and whether it is a ``sequence`` model."""
 
     name: str
     description: str
     build: Callable
     cost: ModuleType
     sizes: Callable
+    #: the model reads its tokens in order: it takes the config's ``positions``/``max_positions``/``tie_head`` and
+    #: tasks whose items are several tokens (:attr:`varsim.tasks.Task.item_tokens`)
+    sequence: bool = False
 
 
 ARCHITECTURES: dict[str, Architecture] = {}

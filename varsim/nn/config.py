@@ -18,6 +18,7 @@ from varsim.tasks.keys import binary_key_bits
 from .architectures import get_architecture
 from .layers import ACTIVATIONS
 from .norms import get_norm
+from .positions import get_positions
 from .weightmaps import AttentionSpec, make_attention
 
 __all__ = ["ModelConfig", "DTYPES", "DEFAULT_ARCHITECTURE"]
@@ -25,6 +26,8 @@ __all__ = ["ModelConfig", "DTYPES", "DEFAULT_ARCHITECTURE"]
 DTYPES = ("float32", "float64")
 #: the architecture of a config that does not name one (every config saved before the field existed)
 DEFAULT_ARCHITECTURE = "set_transformer"
+#: the sequence-model fields and their defaults (left out of ``to_dict`` at these values)
+_SEQUENCE_DEFAULTS = {"positions": "none", "max_positions": 4096, "tie_head": False}
 
 
 @dataclass(frozen=True)
@@ -60,10 +63,17 @@ class ModelConfig:
     attention_output: str = "none"
     attention_output_params: dict = field(default_factory=dict)
     architecture: str = DEFAULT_ARCHITECTURE
+    # sequence models only (an architecture with ``sequence``, e.g. the causal decoder): the positional encoding (a
+    # name of varsim.nn.positions.POSITIONS), the size of a learned position table, and whether the output head
+    # reuses the embedding rows of the task's output one-hot (tied) or has its own weights
+    positions: str = "none"
+    max_positions: int = 4096
+    tie_head: bool = False
 
     def __post_init__(self):
         get_task(self.task)  # unknown names: ValueError listing the registered tasks
-        get_architecture(self.architecture)
+        arch = get_architecture(self.architecture)
+        get_positions(self.positions)  # unknown names: ValueError listing the registered encodings
         get_norm(self.norm)  # unknown names: ValueError listing the registered normalizations
         get_key_encoding(self.key_encoding)
         check_choice("dtype", self.dtype, DTYPES)
@@ -77,6 +87,7 @@ class ModelConfig:
             "n_classes": 2,
             "key_vocab": 1,
             "value_vocab": 2,
+            "max_positions": 1,
         }
         for name, minimum in ints.items():
             object.__setattr__(self, name, check_int(name, getattr(self, name), minimum=minimum))
@@ -84,10 +95,20 @@ class ModelConfig:
             object.__setattr__(self, "d_hidden", check_positive_int("d_hidden", self.d_hidden))
         if self.d_model % self.n_heads:
             raise ValueError(f"n_heads ({self.n_heads}) must divide d_model ({self.d_model})")
-        for name in ("residual", "pre_ln"):
+        for name in ("residual", "pre_ln", "tie_head"):
             if not isinstance(getattr(self, name), (bool, np.bool_)):
                 raise ValueError(f"{name} must be a bool, got {getattr(self, name)!r}")
             object.__setattr__(self, name, bool(getattr(self, name)))
+        if not arch.sequence:
+            used = [f"{k}={getattr(self, k)!r}" for k, v in _SEQUENCE_DEFAULTS.items() if getattr(self, k) != v]
+            if used:
+                raise ValueError(f"architecture {self.architecture!r} has no token order: {', '.join(used)} needs a "
+                                 "sequence architecture (e.g. 'decoder')")
+            if self.task_spec.item_tokens != 1:
+                raise ValueError(f"task {self.task!r} writes {self.task_spec.item_tokens} tokens per item, which "
+                                 f"architecture {self.architecture!r} cannot read (use a sequence architecture)")
+        if self.tie_head and self.task_spec.output_feature_offset(self.vocab, self.key_encoding) is None:
+            raise ValueError(f"tie_head: task {self.task!r} has no one-hot of its output classes among its features")
         for name in ("attention_params", "attention_output_params"):
             if getattr(self, name) is None:
                 object.__setattr__(self, name, {})
@@ -141,8 +162,8 @@ class ModelConfig:
 
     def to_dict(self) -> dict:
         """All fields, except those at the defaults of configs written before they existed (``attention="softmax"``,
-        ``attention_output="none"``, the default ``architecture``), so that records comparing config dicts (the
-        reproduction's run specs) stay valid. ``from_dict`` fills them in."""
+        ``attention_output="none"``, the default ``architecture``, the sequence-model fields), so that records
+        comparing config dicts (the reproduction's run specs) stay valid. ``from_dict`` fills them in."""
         d = dataclasses.asdict(self)
         if d["attention"] == "softmax":
             del d["attention"], d["attention_params"]
@@ -150,6 +171,9 @@ class ModelConfig:
             del d["attention_output"], d["attention_output_params"]
         if d["architecture"] == DEFAULT_ARCHITECTURE:
             del d["architecture"]
+        for k, v in _SEQUENCE_DEFAULTS.items():
+            if d[k] == v:
+                del d[k]
         return d
 
     @classmethod

@@ -42,7 +42,7 @@ import hashlib
 
 import numpy as np
 
-from varsim._common.seeding import child_generator, root_sequence
+from varsim._common.seeding import SEED_DEFAULT, child_generator, resolve_seed
 from varsim._common.validate import check_positive_int
 from varsim.tasks import KEY_ENCODINGS, TASKS, get_key_encoding
 
@@ -102,7 +102,7 @@ def _name_key(name: str) -> int:
 class Transformer:
     """The model of the module docstring, with parameters in ``params`` (an ordered ``{name: array}`` dict).
 
-    ``seed`` (int or SeedSequence) draws the initial parameters, each from a child stream keyed by its name: weights
+    ``seed`` or ``rng`` (SPEC 7) draws the initial parameters, each from a child stream keyed by its name: weights
     N(0, 1/fan_in), biases 0, LayerNorm gains 1, the learned query vector (a task with ``learned_query``) N(0, 1).
     ``memory_budget`` (bytes) bounds the T x T attention matrices of the blocks before the last.
 
@@ -110,14 +110,15 @@ class Transformer:
     are memory-lean evaluation paths that run the batch in chunks.
     """
 
-    def __init__(self, config: ModelConfig, seed=0, *, memory_budget: int = DEFAULT_MEMORY_BUDGET):
+    def __init__(self, config: ModelConfig, seed=SEED_DEFAULT, *, rng=None,
+                 memory_budget: int = DEFAULT_MEMORY_BUDGET):
         if not isinstance(config, ModelConfig):
             raise ValueError(f"config must be a ModelConfig, got {type(config).__name__}")
         self.config = config
         self.memory_budget = check_positive_int("memory_budget", memory_budget)
         self.dtype = np.dtype(config.dtype)
         self.params: dict[str, np.ndarray] = {}
-        self._init_params(root_sequence(seed))
+        self._init_params(resolve_seed(seed, rng))
 
     # ------------------------------------------------------------------------------------------------------------
     # Parameters

@@ -11,6 +11,8 @@ import numpy as np
 
 from varsim._common.validate import check_choice, check_finite_array, check_int, check_real
 
+from ._kernel_args import KEY_BLOCK, LOGIT_BLOCK
+
 __all__ = [
     "DISTRIBUTIONS", "SAMPLERS", "ESTIMATORS", "QUERIES", "MIN_CHUNKS", "DEFAULT_MAX_WORK", "SimConfig", "make_config",
     "chunk_sizes", "estimate_cost",
@@ -30,8 +32,6 @@ _MAX_ABS = 1e30
 #: the logits + Rao-Blackwell path at ~1.4e8 keys per CPU-second). ``simulate(max_work=...)`` /
 #: ``varsim simulate --max-work`` raise it for deliberately long runs.
 DEFAULT_MAX_WORK = 2e12
-_KEY_BLOCK = 32  # mirrors _kernels_attn.KEY_BLOCK (importing the kernel module here would compile nothing but
-#                  would import numba; the size only enters the memory estimate)
 
 
 def _memory_budget() -> float:
@@ -60,7 +60,7 @@ def estimate_cost(n_grid, *, d_k, d_v, n_sequences, sampler="full", coupled=Fals
     else:
         per_key = 1 + (d_v if draws_values else 0)
     work = float(n_sequences) * float(sum(grid)) * per_key
-    per_worker = 40.0 * (_KEY_BLOCK * max(d_k, d_v) + 1024 * max(d_v, 1)) + 24.0 * chunk * max(d_v, 1)
+    per_worker = 40.0 * (KEY_BLOCK * max(d_k, d_v) + LOGIT_BLOCK * max(d_v, 1)) + 24.0 * chunk * max(d_v, 1)
     if stores_keys:
         per_worker += 8.0 * n_max * (d_v + 2)
     if materialises:
@@ -139,6 +139,16 @@ class SimConfig:
         if self.q_fixed is None:
             return None
         return self.tau * float(np.linalg.norm(self.q_fixed)) / math.sqrt(self.d_k)
+
+    @property
+    def key_code(self) -> int:
+        """The kernels' code of ``key_dist`` (its index in :data:`DISTRIBUTIONS`)."""
+        return DISTRIBUTIONS.index(self.key_dist)
+
+    @property
+    def value_code(self) -> int:
+        """The kernels' code of ``value_dist``."""
+        return DISTRIBUTIONS.index(self.value_dist)
 
     @property
     def draws_values(self) -> bool:
@@ -249,7 +259,6 @@ def make_config(
                 workers=workers, keep_samples=keep_samples, materialises=materialises)
     if grid_ints[-1] > 2**62:
         raise ValueError(f"n_grid entries must be <= 2^62, got {grid_ints[-1]:.3g}")  # unreachable under max_work
-    grid = np.array(grid_ints, dtype=np.int64)
     tau = check_real("tau", tau, minimum=0.0)
     query = check_choice("query", query, QUERIES)
     key_dist = check_choice("key_dist", key_dist, DISTRIBUTIONS)
@@ -258,62 +267,86 @@ def make_config(
     mu, mu_arg = _vector_or_scalar("value_mean", value_mean, d_v)
     coupling_noise = check_real("coupling_noise", coupling_noise, minimum=0.0)
     coordinate = check_int("coordinate", coordinate, minimum=0, maximum=d_v - 1)
+    q, query_norm, q_arg = _check_query(query, query_norm, query_vector, d_k)
+    a_mat, a_arg = _check_coupling(coupling, d_v, d_k)
+    _check_magnitudes({"tau": tau, "value_scale": value_scale, "value_mean": mu, "coupling_noise": coupling_noise,
+                       "coupling": a_mat, "query_norm": query_norm, "query_vector": q if q_arg is not None else None})
+    _check_sampler_fits(sampler, estimator, key_dist, coupled=a_mat is not None)
+    chunk_size, n_chunks = _check_chunking(n_sequences, chunk_size)
+    return SimConfig(
+        n_grid=np.array(grid_ints, dtype=np.int64), d_k=d_k, d_v=d_v, tau=tau, query=query, q_fixed=q,
+        query_norm=query_norm, query_vector_arg=q_arg, key_dist=key_dist, value_dist=value_dist, value_mean=mu,
+        value_mean_arg=mu_arg, value_scale=value_scale, coupling=a_mat, coupling_arg=a_arg,
+        coupling_noise=coupling_noise, n_sequences=n_sequences, sampler=sampler, estimator=estimator,
+        coordinate=coordinate, chunk_size=chunk_size, n_chunks=n_chunks, attention=variant.name,
+        attention_params=attention_params,
+    )
 
-    q_arg = None
-    if query == "fixed":
-        if query_vector is not None and query_norm is not None:
-            raise ValueError("give query_norm or query_vector, not both")
-        if query_vector is not None:
-            q = check_finite_array("query_vector", query_vector, ndim=1).astype(np.float64).copy()
-            if q.size != d_k:
-                raise ValueError(f"query_vector must have length d_k={d_k}, got {q.size}")
-            q_arg = [float(x) for x in q]
-        else:
-            norm = math.sqrt(d_k) if query_norm is None else check_real("query_norm", query_norm, minimum=0.0)
-            if query_norm is not None:
-                query_norm = norm
-            q = np.full(d_k, norm / math.sqrt(d_k))  # the all-ones direction, scaled to the norm
-    else:
+
+def _check_query(query, query_norm, query_vector, d_k):
+    """``(q_fixed or None, query_norm as recorded, query_vector as recorded)`` for a validated ``query`` mode."""
+    if query == "random":
         for name, val in (("query_norm", query_norm), ("query_vector", query_vector)):
             if val is not None:
                 raise ValueError(f"{name} applies to query='fixed' only (query='random' draws q ~ N(0, I))")
-        q = None
+        return None, None, None
+    if query_vector is not None and query_norm is not None:
+        raise ValueError("give query_norm or query_vector, not both")
+    if query_vector is not None:
+        q = check_finite_array("query_vector", query_vector, ndim=1).astype(np.float64).copy()
+        if q.size != d_k:
+            raise ValueError(f"query_vector must have length d_k={d_k}, got {q.size}")
+        return q, None, [float(x) for x in q]
+    norm = math.sqrt(d_k) if query_norm is None else check_real("query_norm", query_norm, minimum=0.0)
+    q = np.full(d_k, norm / math.sqrt(d_k))  # the all-ones direction, scaled to the norm
+    return q, None if query_norm is None else norm, None
 
+
+def _check_coupling(coupling, d_v, d_k):
+    """``(A (d_v, d_k) float64 or None, coupling as recorded)``: a scalar ``a`` is ``a`` on the diagonal."""
     if coupling is None:
-        a_mat, a_arg = None, None
-    elif isinstance(coupling, numbers.Real) and not isinstance(coupling, (bool, np.bool_)):
+        return None, None
+    if isinstance(coupling, numbers.Real) and not isinstance(coupling, (bool, np.bool_)):
         a = check_real("coupling", coupling)
         if d_v > d_k:
             raise ValueError(f"a scalar coupling (v = a k[:d_v] + noise) needs d_v <= d_k, got d_v={d_v}, d_k={d_k}")
         a_mat = np.zeros((d_v, d_k))
         a_mat[np.arange(d_v), np.arange(d_v)] = a
-        a_arg = a
-    else:
-        a_mat = check_finite_array("coupling", coupling, ndim=2).astype(np.float64).copy()
-        if a_mat.shape != (d_v, d_k):
-            raise ValueError(f"coupling matrix must have shape (d_v, d_k)=({d_v}, {d_k}), got {a_mat.shape}")
-        a_arg = a_mat.tolist()
+        return a_mat, a
+    a_mat = check_finite_array("coupling", coupling, ndim=2).astype(np.float64).copy()
+    if a_mat.shape != (d_v, d_k):
+        raise ValueError(f"coupling matrix must have shape (d_v, d_k)=({d_v}, {d_k}), got {a_mat.shape}")
+    return a_mat, a_mat.tolist()
 
-    magnitudes = {"tau": tau, "value_scale": value_scale, "value_mean": mu, "coupling_noise": coupling_noise,
-                  "coupling": a_mat, "query_norm": query_norm, "query_vector": q if q_arg is not None else None}
+
+def _check_magnitudes(magnitudes: dict) -> None:
+    """Refuse a factor of the logits or of the variance beyond :data:`_MAX_ABS` (None entries are skipped)."""
     for name, value in magnitudes.items():
         if value is not None and np.max(np.abs(value), initial=0.0) > _MAX_ABS:
             raise ValueError(f"{name} must have magnitude <= {_MAX_ABS:g} (larger overflows the logits or the "
                              f"variance in float64), got {np.max(np.abs(value)):g}")
 
+
+def _check_sampler_fits(sampler, estimator, key_dist, *, coupled: bool) -> None:
+    """The logits sampler needs i.i.d. Gaussian keys without coupling; Rao-Blackwell needs values independent of
+    keys."""
     if sampler == "logits":
         if key_dist != "gaussian":
             raise ValueError(
                 f"sampler 'logits' is exact only for Gaussian keys; key_dist={key_dist!r} needs sampler='full'"
             )
-        if a_mat is not None:
+        if coupled:
             raise ValueError("sampler 'logits' cannot represent key-value coupling; use sampler='full'")
-    if estimator == "rao_blackwell" and a_mat is not None:
+    if estimator == "rao_blackwell" and coupled:
         raise ValueError(
             "estimator 'rao_blackwell' is exact only when values are independent of keys; with coupling use "
             "estimator='sample'"
         )
 
+
+def _check_chunking(n_sequences: int, chunk_size) -> tuple[int, int]:
+    """``(chunk_size, n_chunks)``: the default (:func:`_auto_chunk_size`) or the given size, refused when it leaves
+    fewer than ``MIN_CHUNKS`` chunks of >= 2 sequences."""
     if chunk_size is None:
         chunk_size = _auto_chunk_size(n_sequences)
         if chunk_size is None:
@@ -331,11 +364,4 @@ def make_config(
             f"{n_sequences // n_chunks} sequence(s); standard errors need >= {MIN_CHUNKS} chunks of >= 2 sequences "
             f"(n_sequences >= {2 * MIN_CHUNKS}, chunk_size <= n_sequences/{MIN_CHUNKS})"
         )
-    return SimConfig(
-        n_grid=grid, d_k=d_k, d_v=d_v, tau=tau, query=query, q_fixed=q, query_norm=query_norm,
-        query_vector_arg=q_arg,
-        key_dist=key_dist, value_dist=value_dist, value_mean=mu, value_mean_arg=mu_arg, value_scale=value_scale,
-        coupling=a_mat, coupling_arg=a_arg, coupling_noise=coupling_noise, n_sequences=n_sequences,
-        sampler=sampler, estimator=estimator, coordinate=coordinate, chunk_size=chunk_size, n_chunks=n_chunks,
-        attention=variant.name, attention_params=attention_params,
-    )
+    return chunk_size, n_chunks

@@ -14,7 +14,8 @@ from varsim._common.seeding import SEED_DEFAULT as _SEED_DEFAULT
 from varsim._common.seeding import child_generator, resolve_seed
 from varsim._common.validate import check_positive_int
 
-from ._config import DISTRIBUTIONS, SimConfig, chunk_sizes, make_config
+from ._config import SimConfig, chunk_sizes, make_config
+from ._kernel_args import sampler_args
 from ._result import SimulationResult
 from ._rngstate import new_state
 from ._stats import combine_chunks, loglog_slope, summarise_chunk
@@ -86,7 +87,8 @@ def simulate(
         ``(N, c)``, so results do not depend on ``threads`` and a grid point's numbers do not depend on the rest of
         the grid.
     rng : instead of ``seed``: an int or ``SeedSequence`` (identical results to ``seed`` with the same value) or a
-        ``numpy.random.Generator`` (entropy is drawn from it); giving both ``seed`` and ``rng`` is an error.
+        ``numpy.random.Generator`` (128 bits are drawn from it; ``result.seed`` records them, so ``seed=result.seed``
+        reruns the run); giving both ``seed`` and ``rng`` is an error (``varsim._common.seeding``).
     threads : worker threads (default ``numba.get_num_threads()``); never changes the numbers.
     progress : print progress to stderr.
     keep_samples : keep per-sequence ``sum w^2`` and ``o_coordinate``.
@@ -130,48 +132,29 @@ class _ChunkRunner:
         self.cfg = cfg
         self.keep_samples = keep_samples
         self.tables = kernel_tables()
-        self.scale = cfg.tau / math.sqrt(cfg.d_k)
-        self.random_query = cfg.query == "random"
-        self.key_code = DISTRIBUTIONS.index(cfg.key_dist)
-        self.value_code = DISTRIBUTIONS.index(cfg.value_dist)
-        self.q = cfg.q_fixed if cfg.q_fixed is not None else np.zeros(cfg.d_k)
-        self.coupled = cfg.coupling is not None
-        self.a_mat = cfg.coupling if self.coupled else np.zeros((cfg.d_v, cfg.d_k))
         self.d_out = cfg.d_v if cfg.draws_values else 0
         self.sums_to_one = cfg.variant.sums_to_one
 
     def __call__(self, state, g, size):
-        from . import _kernels_attn as KA  # compiles (or loads from cache) on first use only
-
         cfg = self.cfg
         n_keys = int(cfg.n_grid[g])
         dev = np.empty((size, self.d_out))
         y2 = np.empty(size)
-        zw, zk, zf = self.tables
-        mu = cfg.value_mean[: self.d_out] if cfg.sampler == "logits" else cfg.value_mean
+        s1 = None
         if cfg.streaming:  # softmax at the logit scale times the variant's factor f(N)
-            f = cfg.beta_factor(n_keys)
-            if cfg.sampler == "full":
-                KA.full_chunk(state, n_keys, self.q, self.random_query, f * self.scale, self.key_code,
-                              self.value_code, self.coupled, self.a_mat, cfg.coupling_noise, mu, cfg.value_scale,
-                              zw, zk, zf, dev, y2)
-            else:
-                KA.logits_chunk(state, n_keys, f * float(cfg.beta or 0.0), self.random_query, cfg.d_k,
-                                f * self.scale, self.value_code, mu, cfg.value_scale, zw, zk, zf, dev, y2)
-            s1 = None
+            from . import _kernels_attn as KA  # compiles (or loads from cache) on first use only
+
+            p = sampler_args(cfg, n_keys, cfg.beta_factor(n_keys))
+            chunk = KA.full_chunk if cfg.sampler == "full" else KA.logits_chunk
+            chunk(state, p, self.tables, dev, y2)
         else:
             from . import _kernels_map as KM
             from ._variant_codes import pack
 
-            code, vparams = pack(cfg.attention, cfg.attention_params, n_keys)
             s1 = np.empty(size)
-            if cfg.sampler == "full":
-                KM.map_full_chunk(state, n_keys, self.q, self.random_query, self.scale, self.key_code,
-                                  self.value_code, self.coupled, self.a_mat, cfg.coupling_noise, mu, cfg.value_scale,
-                                  code, vparams, zw, zk, zf, dev, y2, s1)
-            else:
-                KM.map_logits_chunk(state, n_keys, float(cfg.beta or 0.0), self.random_query, cfg.d_k, self.scale,
-                                    self.value_code, mu, cfg.value_scale, code, vparams, zw, zk, zf, dev, y2, s1)
+            chunk = KM.map_full_chunk if cfg.sampler == "full" else KM.map_logits_chunk
+            chunk(state, sampler_args(cfg, n_keys), pack(cfg.attention, cfg.attention_params, n_keys), self.tables,
+                  dev, y2, s1)
             if self.sums_to_one:
                 s1 = None
         return _reduce_chunk(cfg, dev if self.d_out else None, y2, self.keep_samples, s1)

@@ -1,8 +1,8 @@
 """Numba chunk kernels for attention variants that need every logit of a sequence at once.
 
-Private. ``map_full_chunk`` and ``map_logits_chunk`` draw exactly what ``_kernels_attn.full_chunk`` /
-``logits_chunk`` draw (same requests in the same order, so one seed gives the same keys and values for every variant
-in the full sampler), but keep the sequence's logits and value rows, apply the weight map of code ``code`` (see
+Private. ``map_full_chunk`` and ``map_logits_chunk`` run the same sampler routines as ``_kernels_attn.full_chunk`` /
+``logits_chunk`` (``_kernels_draws``: one seed gives the same keys and values for every variant in the full
+sampler), but keep the sequence's logits and value rows, apply the weight map of code ``code`` (see
 ``_variant_codes``) to all logits, and then reduce: ``sum w^2``, ``sum w`` and the deviation ``o - mu``, which is
 ``sigma sum_i w_i eps_i / sum w`` for maps that sum to 1 (renormalised, so it is exact however large ``mu`` is) and
 ``mu (sum w - 1) + sigma sum_i w_i eps_i`` for sigmoid attention (the mean term of REMEDIES 1).
@@ -18,9 +18,12 @@ import math
 import numba as nb
 import numpy as np
 
-from ._kernels_attn import KEY_BLOCK, LOGIT_BLOCK
-from ._kernels_rng import GAUSSIAN, _draw, _scratch
+from varsim._common.numba_cache import install as _install_cache
+
+from ._kernels_draws import full_sampler, logits_sampler
 from ._variant_codes import ADAPTIVE, ENTMAX15, SCALED_SOFTMAX, SIGMOID, SPARSEMAX, TOPK
+
+_install_cache()  # before any @njit(cache=True): the cache stamp covers the modules a kernel compiles in
 
 _JIT = dict(nogil=True, cache=True)
 # adaptive temperature polynomial (varsim.variants.ADAPTIVE_POLY), highest power first
@@ -156,98 +159,23 @@ def _reduce(code, w, core, n, d_v, mu, sigma, o_out, y2_out, s1_out, seq):
 
 
 @nb.njit(**_JIT)
-def map_full_chunk(
-    state, n_keys, q_fixed, random_query, scale, key_dist, value_dist, coupled, a_mat, noise, mu, sigma,
-    code, vparams, zw, zk, zf, o_out, y2_out, s1_out,
-):
-    """Full sampler with weight map ``code``: the arguments of ``_kernels_attn.full_chunk`` plus ``code``,
-    ``vparams`` (float64) and ``s1_out`` (float64[n_seq], ``sum w``); ``o_out`` receives ``o - mu``.
-    Holds ``n_keys`` logits and ``n_keys x d_v`` value rows per sequence."""
-    n_seq, d_v = o_out.shape
-    d_k = q_fixed.size
-    raw, r32, bad, flags = _scratch(max(KEY_BLOCK * max(d_k, d_v), d_k))
-    kbuf = np.empty(bad.size, np.float32)
-    vbuf = np.empty(bad.size, np.float32)
-    qbuf = np.empty(bad.size, np.float32)
-    kbuf_bits = kbuf.view(np.uint32)
-    vbuf_bits = vbuf.view(np.uint32)
-    qbuf_bits = qbuf.view(np.uint32)
-    q = np.empty(d_k)
-    logits = np.empty(n_keys)
-    w = np.empty(n_keys)
-    core = np.empty((n_keys, d_v))
-    for seq in range(n_seq):
-        # -- phase 1: the (scaled) query of this sequence
-        if random_query:
-            _draw(state, raw, r32, bad, flags, qbuf, qbuf_bits, d_k, GAUSSIAN, zw, zk, zf)
-            for j in range(d_k):
-                q[j] = scale * np.float64(qbuf[j])
-        else:
-            for j in range(d_k):
-                q[j] = scale * q_fixed[j]
-        for start in range(0, n_keys, KEY_BLOCK):
-            # -- phase 2: a block of keys -> logits q.k_i, then the block's value noise -> value rows
-            nb_ = min(KEY_BLOCK, n_keys - start)
-            _draw(state, raw, r32, bad, flags, kbuf, kbuf_bits, nb_ * d_k, key_dist, zw, zk, zf)
-            for i in range(nb_):
-                dot = 0.0
-                for j in range(d_k):
-                    dot += q[j] * np.float64(kbuf[i * d_k + j])
-                logits[start + i] = dot
-            _draw(state, raw, r32, bad, flags, vbuf, vbuf_bits, nb_ * d_v, value_dist, zw, zk, zf)
-            for i in range(nb_):
-                for c_ in range(d_v):
-                    val = np.float64(vbuf[i * d_v + c_])
-                    if coupled:
-                        ak = 0.0
-                        for j in range(d_k):
-                            ak += a_mat[c_, j] * np.float64(kbuf[i * d_k + j])
-                        val = ak + noise * val
-                    core[start + i, c_] = val
-        # -- phase 3: the weight map over all N logits
-        weight_map(code, vparams, logits, n_keys, w)
-        # -- phase 4: reduce to sum w^2, sum w and o - mu
-        _reduce(code, w, core, n_keys, d_v, mu, sigma, o_out, y2_out, s1_out, seq)
+def _finish(seq, logits, core, p, o_out, y2_out, extra):
+    """Sequence ``seq``'s outputs from all its logits and value rows: apply the map, then reduce."""
+    wmap, w, s1_out = extra
+    weight_map(wmap[0], wmap[1], logits, p.n_keys, w)
+    _reduce(wmap[0], w, core, p.n_keys, o_out.shape[1], p.mu, p.sigma, o_out, y2_out, s1_out, seq)
 
 
 @nb.njit(**_JIT)
-def map_logits_chunk(
-    state, n_keys, beta_fixed, random_query, d_k, scale, value_dist, mu, sigma, code, vparams, zw, zk, zf,
-    o_out, y2_out, s1_out,
-):
-    """Logits sampler with weight map ``code``: the arguments of ``_kernels_attn.logits_chunk`` plus ``code``,
-    ``vparams`` and ``s1_out``; ``d_v = 0`` draws no values (Rao-Blackwell path)."""
-    n_seq, d_v = o_out.shape
-    raw, r32, bad, flags = _scratch(max(LOGIT_BLOCK * max(d_v, 1), d_k))
-    gbuf = np.empty(bad.size, np.float32)
-    vbuf = np.empty(bad.size, np.float32)
-    gbuf_bits = gbuf.view(np.uint32)
-    vbuf_bits = vbuf.view(np.uint32)
-    logits = np.empty(n_keys)
-    w = np.empty(n_keys)
-    core = np.empty((n_keys, d_v))
-    for seq in range(n_seq):
-        # -- phase 1: the logit scale of this sequence (random query: beta = scale |q|, |q|^2 ~ chi^2_{d_k})
-        beta = beta_fixed
-        if random_query:
-            _draw(state, raw, r32, bad, flags, gbuf, gbuf_bits, d_k, GAUSSIAN, zw, zk, zf)
-            r2 = 0.0
-            for j in range(d_k):
-                g = np.float64(gbuf[j])
-                r2 += g * g
-            beta = scale * math.sqrt(r2)
-        for start in range(0, n_keys, LOGIT_BLOCK):
-            # -- phase 2: a block of logits beta g_i and, with values, the block's value rows
-            nb_ = min(LOGIT_BLOCK, n_keys - start)
-            _draw(state, raw, r32, bad, flags, gbuf, gbuf_bits, nb_, GAUSSIAN, zw, zk, zf)
-            for i in range(nb_):
-                logits[start + i] = beta * np.float64(gbuf[i])
-            if d_v > 0:
-                _draw(state, raw, r32, bad, flags, vbuf, vbuf_bits, nb_ * d_v, value_dist, zw, zk, zf)
-                for i in range(nb_):
-                    for c_ in range(d_v):
-                        core[start + i, c_] = np.float64(vbuf[i * d_v + c_])
-        # -- phase 3: the weight map over all N logits
-        weight_map(code, vparams, logits, n_keys, w)
-        # -- phase 4: reduce to sum w^2, sum w and o - mu
-        _reduce(code, w, core, n_keys, d_v, mu, sigma, o_out, y2_out, s1_out, seq)
+def map_full_chunk(state, p, wmap, tables, o_out, y2_out, s1_out):
+    """Full sampler (``p`` a ``FullSampler``) with the weight map ``wmap = (code, vparams)``: the outputs of
+    ``_kernels_attn.full_chunk`` plus ``s1_out`` (float64[n_seq], ``sum w``); ``o_out`` receives ``o - mu``.
+    Holds ``n_keys`` logits and ``n_keys x d_v`` value rows per sequence."""
+    full_sampler(state, p, tables, o_out, y2_out, True, _finish, (wmap, np.empty(p.n_keys), s1_out))
+
+
+@nb.njit(**_JIT)
+def map_logits_chunk(state, p, wmap, tables, o_out, y2_out, s1_out):
+    """Logits sampler (``p`` a ``LogitsSampler``) with the weight map ``wmap = (code, vparams)``: the outputs of
+    ``_kernels_attn.logits_chunk`` plus ``s1_out``; ``d_v = 0`` draws no values (Rao-Blackwell path)."""
+    logits_sampler(state, p, tables, o_out, y2_out, True, _finish, (wmap, np.empty(p.n_keys), s1_out))

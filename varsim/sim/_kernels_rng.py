@@ -15,8 +15,9 @@ the xoshiro step vectorises (~0.1 ns per word); the ziggurat's fast path is a ta
 and two float32 variates come out of every 64-bit word.
 
 Development note: Numba's on-disk cache checks only the timestamp of the file that defines a kernel, and the chunk
-kernels in ``_kernels_attn.py`` inline these functions; after editing this file, delete
-``varsim/sim/__pycache__/*.nbi`` / ``*.nbc`` (or touch ``_kernels_attn.py``) so they are recompiled.
+kernels in ``_kernels_attn.py`` and ``_kernels_map.py`` inline these functions (through ``_kernels_draws``); after
+editing this file, delete ``varsim/sim/__pycache__/*.nbi`` / ``*.nbc`` (or touch those two files) so they are
+recompiled.
 """
 
 from __future__ import annotations
@@ -26,8 +27,12 @@ import math
 import numba as nb
 import numpy as np
 
+from varsim._common.numba_cache import install as _install_cache
+
 from ._rngstate import FIX, LANES
 from ._ziggurat import LAYER_BITS, LAYERS
+
+_install_cache()  # before any @njit(cache=True): the cache stamp covers the modules a kernel compiles in
 
 GAUSSIAN, UNIFORM, RADEMACHER = 0, 1, 2
 

@@ -6,9 +6,12 @@ A task is one module registered once (:class:`varsim.tasks.Task`: its batch sche
 and input features); the model, the budget and the probes ask it (:func:`get_task`). Registered:
 
 - ``"argmax"`` (:mod:`varsim.tasks.argmax`): argmax retrieval, the label of the item with the largest priority;
-- ``"dictionary"`` (:mod:`varsim.tasks.dictionary`): dictionary lookup, the value stored under the query key.
+- ``"dictionary"`` (:mod:`varsim.tasks.dictionary`): dictionary lookup, the value stored under the query key;
+- ``"recall"`` (:mod:`varsim.tasks.recall`): associative recall, key and value as separate tokens (sequence models
+  only).
 
-Both are permutation invariant (the position of an item carries no information). A batch is a dict of NumPy
+Argmax and dictionary are permutation invariant (the position of an item carries no information); recall binds a
+value to the key token before it. A batch is a dict of NumPy
 arrays; ``mask`` is True at real items. When set sizes vary within a batch, example b has its ``size_b`` real items
 at positions ``[0, size_b)`` and the rest is padding that holds valid (random) ids and priorities, so a model that
 ignores the mask gets wrong answers rather than index errors.
@@ -31,6 +34,7 @@ from varsim._common.validate import check_int, format_bytes, memory_limit_bytes
 
 from . import argmax as _argmax  # noqa: F401  (registers the task)
 from . import dictionary as _dictionary  # noqa: F401  (registers the task)
+from . import recall as _recall  # noqa: F401  (registers the task)
 from ._task import TASK_REGISTRY, Field, Task, check_vocab_sizes, get_task, register_task
 from .keys import KEY_ENCODINGS, KeyEncoding, get_key_encoding, register_key_encoding
 

@@ -43,7 +43,10 @@ class Task:
     - ``key_fields``: (item field, query field) whose ids are keys, encoded by a key encoding
       (:mod:`varsim.tasks.keys`), or None; ``key_vocab``: their vocabulary;
     - ``learned_query``: the query carries no information, so the model's query token is a learned vector;
-    - ``default_train_range``: (min, max) training set sizes.
+    - ``default_train_range``: (min, max) training set sizes;
+    - ``item_tokens``: tokens per item (1: an item is one token; more only for sequence models, which read
+      ``items`` of :meth:`write_features` as (B, N * item_tokens, F), item i at rows ``[i k, (i+1) k)``; a learned
+      key table adds its row to the item's first token).
     """
 
     name: str = ""
@@ -55,6 +58,7 @@ class Task:
     key_vocab: str | None = None
     learned_query: bool = False
     default_train_range: tuple[int, int] = (1, 16)
+    item_tokens: int = 1
 
     # -- to implement --------------------------------------------------------------------------------------------
     def draw(self, rng: np.random.Generator, sizes: np.ndarray, mask: np.ndarray, vocab: dict) -> dict:
@@ -82,6 +86,11 @@ class Task:
         """Bytes :func:`varsim.tasks.make_batch` holds at once: its (B, N) int64/float64 arrays, mask and
         temporaries."""
         return 33 * batch_size * n
+
+    def output_feature_offset(self, vocab: dict, key_encoding: str) -> int | None:
+        """First column of the one-hot of the output classes among the input features (the ``n_outputs`` columns
+        from there), which a tied output head reuses; None when the features hold no such one-hot."""
+        return None
 
     def set_size_limit(self, vocab: dict) -> tuple[int, str] | None:
         """(largest N, why) when the vocabulary bounds the set size, else None."""

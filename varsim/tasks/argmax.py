@@ -40,6 +40,9 @@ class ArgmaxRetrieval(Task):
     def n_features(self, vocab, key_encoding):
         return 1 + vocab["n_classes"]
 
+    def output_feature_offset(self, vocab, key_encoding):
+        return 1
+
     def write_features(self, arrays, vocab, key_encoding, items, query):
         items[..., 0] = arrays["priority"]
         np.put_along_axis(items, 1 + arrays["label"][..., None], 1.0, axis=-1)

@@ -59,6 +59,9 @@ class DictionaryLookup(Task):
     def n_features(self, vocab, key_encoding):
         return get_key_encoding(key_encoding).n_features(vocab["key_vocab"]) + vocab["value_vocab"] + 1
 
+    def output_feature_offset(self, vocab, key_encoding):
+        return get_key_encoding(key_encoding).n_features(vocab["key_vocab"])
+
     def write_features(self, arrays, vocab, key_encoding, items, query):
         enc = get_key_encoding(key_encoding)
         k0 = enc.n_features(vocab["key_vocab"])

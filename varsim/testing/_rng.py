@@ -1,35 +1,15 @@
-"""SPEC 7 ``rng=`` arguments: a seed int, a ``SeedSequence`` or a ``Generator``, normalised to one ``SeedSequence``.
+"""How a failure message names the run's random stream so that it can be rerun.
 
-varsim's simulators are keyed by work item under a ``SeedSequence`` (``varsim._common.seeding``), which a
-``Generator`` cannot provide reproducibly; a ``Generator`` therefore contributes one 63-bit integer drawn from it, and
-that integer is what a failure message prints to reproduce the run.
+``rng=`` arguments of the checks are normalised by ``varsim._common.seeding.resolve_seed`` like every other public
+function's (a ``Generator`` contributes 128 bits drawn from it, as everywhere in varsim); :func:`describe_seed` prints
+the root ``SeedSequence`` as the shortest ``rng=`` value that recreates it.
 """
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 
-from varsim._common.seeding import root_sequence
-
-__all__ = ["as_seed_sequence", "describe_seed"]
-
-
-def as_seed_sequence(rng) -> np.random.SeedSequence:
-    """``rng`` as a ``SeedSequence``: an int >= 0 or a ``SeedSequence`` as for ``seed=``; a ``Generator`` gives
-    ``SeedSequence(int drawn from it)`` (advancing it, so two calls with one Generator get different streams);
-    ``None`` gives fresh OS entropy (printed by failure messages, so a failure is still reproducible)."""
-    if isinstance(rng, np.random.Generator):
-        return np.random.SeedSequence(int(rng.integers(0, 2**63)))
-    if isinstance(rng, numbers.Integral) and not isinstance(rng, (bool, np.bool_)) and int(rng) < 0:
-        raise ValueError(f"rng must be a non-negative integer, a SeedSequence or a Generator, got {rng!r}")
-    try:
-        return root_sequence(rng)
-    except ValueError:
-        raise ValueError(
-            f"rng must be a non-negative integer, a numpy.random.SeedSequence or a numpy.random.Generator, got {rng!r}"
-        ) from None
+__all__ = ["describe_seed"]
 
 
 def describe_seed(seq: np.random.SeedSequence) -> str:

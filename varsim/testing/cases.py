@@ -15,7 +15,7 @@ import math
 
 import numpy as np
 
-from varsim._common.seeding import child_generator
+from varsim._common.seeding import child_generator, resolve_seed
 from varsim._common.validate import check_choice, check_int, check_real
 
 from .arrays import causal_mask
@@ -109,7 +109,7 @@ class AttentionCase:
         ``(B, 1, L, N)`` (None without a mask) from the stream ``(rng, seed)``; ``|q| = beta sqrt(d_k) / tau``
         with ``tau`` the temperature actually applied (default: the case's)."""
         tau = self.tau if tau is None else tau
-        g = child_generator(rng, self.seed)
+        g = child_generator(resolve_seed(None, rng), self.seed)
         B, H, L, N = self.batch, self.heads, self.n_queries, self.n_keys
         q = g.standard_normal((B, H, L, self.d_k))
         q *= (self.beta * math.sqrt(self.d_k) / tau) / np.maximum(np.linalg.norm(q, axis=-1, keepdims=True), 1e-300)

@@ -18,10 +18,10 @@ import numbers
 
 import numpy as np
 
-from varsim._common.seeding import child_sequence
+from varsim._common.seeding import child_sequence, resolve_seed
 from varsim._common.validate import check_choice, check_int, check_int_grid, check_real
 
-from ._rng import as_seed_sequence, describe_seed
+from ._rng import describe_seed
 from .arrays import fn_name, to_numpy
 
 __all__ = [
@@ -219,7 +219,7 @@ def check_statistic(
     max_work = check_real("max_work", max_work, minimum=0.0, strict_min=True)
     if early_stop is not None:
         early_stop = check_real("early_stop", early_stop, minimum=n_sigma)
-    root = as_seed_sequence(rng)
+    root = resolve_seed(None, rng)
     seed_text = describe_seed(root)
     sampling = dict(d_k=d_k, d_v=d_v, query=query, query_norm=query_norm, key_dist=key_dist, value_dist=value_dist,
                     value_mean=value_mean, value_scale=value_scale, coordinate=coordinate)

@@ -20,9 +20,10 @@ import math
 
 import numpy as np
 
+from varsim._common.seeding import resolve_seed
 from varsim._common.validate import check_real
 
-from ._rng import as_seed_sequence, describe_seed
+from ._rng import describe_seed
 from .arrays import Adapted, adapt, finfo_eps, fn_name
 from .attention import softmax_attention_nd
 from .cases import AttentionCase, reference_cases
@@ -198,7 +199,7 @@ def check_against_reference(attention_fn, cases=None, *, reference=None, tol_fac
     cases = tuple(cases)
     if not cases or not all(isinstance(c, AttentionCase) for c in cases):
         raise ValueError("cases must be an AttentionCase, a non-empty sequence of them, or None")
-    root = as_seed_sequence(rng)
+    root = resolve_seed(None, rng)
     results = tuple(_run_case(fn, ref, c, root, tol_factor, atol) for c in cases)
     if all(r.skipped for r in results):
         raise ValueError(f"cases: every case was skipped ({results[0].skipped})")

@@ -22,7 +22,7 @@ from typing import NamedTuple
 import numpy as np
 from scipy.special import betaln, gammaln
 
-from varsim._common.seeding import child_generator
+from varsim._common.seeding import SEED_DEFAULT, child_generator, resolve_seed
 from varsim._common.validate import check_int, check_positive_int, check_real
 from varsim.theory._args import real_array, scalar_or_array
 from varsim.theory.ipr import N_MAX, expected_ipr
@@ -139,25 +139,27 @@ def layernorm_variance_eps_upper(n, beta, d_v, eps, sigma_v=1.0) -> float:
 _CHUNK_ELEMENTS = 1 << 20  # logits sampled per chunk (bounded memory for large N)
 
 
-def layernorm_variance_eps(n, beta, d_v, eps, sigma_v=1.0, *, samples: int = 20000, seed=0) -> Estimate:
+def layernorm_variance_eps(n, beta, d_v, eps, sigma_v=1.0, *, samples: int = 20000, seed=SEED_DEFAULT,
+                           rng=None) -> Estimate:
     """``Var(LN(o)_c)`` for Gaussian values and LayerNorm ``eps > 0``: the exact chi-square average given
     ``Y2``, averaged over ``samples`` draws of ``Y2`` (logits i.i.d. ``N(0, beta^2)``, ``n`` integer).
 
-    Returns ``Estimate(value, se)``; chunk ``k`` of the ``Y2`` draws uses
-    ``child_generator(seed, k)``. Averaging the conditional variance instead of ``S^2/(S^2+eps)`` removes
+    Returns ``Estimate(value, se)``; chunk ``k`` of the ``Y2`` draws uses ``child_generator(root, k)`` under the
+    root of ``seed`` or ``rng`` (SPEC 7). Averaging the conditional variance instead of ``S^2/(S^2+eps)`` removes
     the chi-square noise; the remaining error is that of the ``Y2`` law, which has no closed form.
     ``beta = 0`` (``Y2 = 1/N``) is exact with ``se = 0``.
     """
     n, beta, d_v, eps, sigma_v = _ln_args(n, beta, d_v, eps, sigma_v)
     n = check_positive_int("n", n)
     samples = check_int("samples", samples, minimum=2)
+    root = resolve_seed(seed, rng)
     if beta == 0.0 or n == 1:
         return Estimate(float(layernorm_conditional_variance(1.0 / n, d_v, eps, sigma_v)), 0.0)
     rows = max(1, _CHUNK_ELEMENTS // n)
     y2 = np.empty(samples)
     for k, start in enumerate(range(0, samples, rows)):
         m = min(rows, samples - start)
-        s = beta * child_generator(seed, k).standard_normal((m, n))
+        s = beta * child_generator(root, k).standard_normal((m, n))
         w = np.exp(s - s.max(axis=1, keepdims=True))  # max-subtraction: no overflow at large beta
         w /= w.sum(axis=1, keepdims=True)
         y2[start : start + m] = np.einsum("ij,ij->i", w, w)

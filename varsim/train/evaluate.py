@@ -12,7 +12,7 @@ from varsim._common import blas as _blas
 from varsim._common.intervals import wilson_interval
 from varsim._common.progress import Progress
 from varsim._common.provenance import provenance
-from varsim._common.seeding import child_generator, root_sequence
+from varsim._common.seeding import SEED_DEFAULT, child_generator, resolve_seed
 from varsim._common.validate import check_int, check_int_grid
 from varsim.tasks import check_set_size, make_batch
 from varsim.train.budget import check_evaluation_cost
@@ -40,8 +40,9 @@ def evaluate(
     lengths=DEFAULT_LENGTHS,
     n_examples: int = 1024,
     batch_size: int = 64,
-    seed=0,
+    seed=SEED_DEFAULT,
     *,
+    rng=None,
     progress: bool | None = None,
     blas_threads: int | None = 1,
     max_hours: float | None = None,
@@ -52,8 +53,9 @@ def evaluate(
 
     ``checkpoint_or_model`` is a checkpoint file, a run directory (its latest checkpoint) or a
     :class:`varsim.nn.model.Transformer`. Examples at length L come in chunks of ``batch_size``; chunk j is drawn
-    from ``child_generator(seed, L, j)``, so the test set depends only on (task settings, seed, L, n_examples,
-    batch_size) and two models evaluated with the same arguments are compared on identical examples.
+    from ``child_generator(root, L, j)`` under the root of ``seed`` (or ``rng``, SPEC 7), so the test set depends
+    only on (task settings, seed, L, n_examples, batch_size) and two models evaluated with the same arguments are
+    compared on identical examples.
 
     Returns ``{"task", "lengths", "accuracy", "correct", "ci_low", "ci_high" (Wilson 95%), "n_examples",
     "batch_size", "seed", "time_s" (per length), "config", "checkpoint", "step", "provenance"}``.
@@ -80,7 +82,7 @@ def evaluate(
         check_set_size(mcfg.task, int(length), name=f"lengths[{i}]", **mcfg.vocab)
     n_examples = check_int("n_examples", n_examples, minimum=1)
     batch_size = check_int("batch_size", batch_size, minimum=1)
-    seed_seq = root_sequence(seed)
+    seed_seq = resolve_seed(seed, rng)
     check_evaluation_cost(mcfg, lengths, n_examples, batch_size, max_hours=max_hours)
     n_chunks = -(-n_examples // batch_size)
     if blas_threads is not None:
@@ -112,7 +114,7 @@ def evaluate(
         "ci_high": highs,
         "n_examples": n_examples,
         "batch_size": batch_size,
-        "seed": seed if isinstance(seed, int) else seed_seq.entropy,
+        "seed": seed_seq.entropy,
         "time_s": times,
         "attention": {"name": mcfg.attention, "params": dict(mcfg.attention_params)},
         "trained_attention": trained,
