@@ -26,3 +26,18 @@ def test_a_parameter_the_figure_does_not_take_is_one_line_error(tmp_path, capsys
                "--no-progress"])
     err = capsys.readouterr().err
     assert rc == 2 and len(err.strip().splitlines()) == 1 and "fig_decay_exponent" in err and "d_k" in err
+
+
+def test_a_data_source_figure_in_a_style_and_a_restyled_replot(tmp_path, capsys):
+    """--style draws a figure of the committed probe data at a column's width; --replot --style redraws the stored
+    JSON in another style without computing (the JSON is left as it was)."""
+    args = ["figures", "--only", "fig_probe_std", "--outdir", str(tmp_path), "--no-progress"]
+    assert main([*args, "--style", "column"]) == 0, capsys.readouterr().err
+    stored = (tmp_path / "fig_probe_std.json").read_bytes()
+    narrow = Image.open(tmp_path / "fig_probe_std.png").width
+    assert narrow <= (3.3 + 2 * 0.02) * 200 + 1
+    assert main([*args, "--replot", "--style", "two-column"]) == 0, capsys.readouterr().err
+    assert (tmp_path / "fig_probe_std.json").read_bytes() == stored
+    assert Image.open(tmp_path / "fig_probe_std.png").width > 1.5 * narrow
+    rc = main([*args, "--replot", "--style", "column", "--beta", "1"])
+    assert rc == 2 and "beta" in capsys.readouterr().err

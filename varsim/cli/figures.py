@@ -20,7 +20,8 @@ def register(parser: argparse.ArgumentParser) -> None:
     from varsim.figures import register as add_figure_options
 
     add_figure_options(parser)
-    group = parser.add_argument_group("figure parameters and style (with --only NAME; see varsim.figures.custom)")
+    group = parser.add_argument_group("figure parameters and style (with --only NAME; --replot restyles stored data; "
+                                      "see varsim.figures.custom)")
     group.add_argument("--beta", type=float, nargs="+", default=None, metavar="B",
                        help="logit scales beta (fig_variance_vs_n)")
     group.add_argument("--d-k", type=int, default=None, help="key dimension d_k (fig_variance_vs_n)")
@@ -37,15 +38,14 @@ def run(args: argparse.Namespace) -> int:
     params = {key: getattr(args, opt) for opt, key in _PARAMS.items() if getattr(args, opt) is not None}
     if not params and args.style is None and not args.footer:
         return run_args(args)
-    if args.replot or args.results or args.rerun or args.probe_results or args.remedies_results:
-        raise ValueError("style: --style, --footer and figure parameters draw computed figures only; "
-                         "drop --replot/--results/--rerun/--probe-results/--remedies-results")
     from varsim.figures import DEFAULT_OUTDIR
     from varsim.figures.custom import make_custom
 
+    sources = {"results": args.results, "rerun": args.rerun, "probe_results": args.probe_results,
+               "remedies_results": args.remedies_results}
     written = make_custom(args.only, outdir=DEFAULT_OUTDIR if args.outdir is None else args.outdir, params=params,
                           style=args.style, footer=args.footer, quick=args.quick, seed=args.seed,
-                          progress=bool(args.progress))
+                          progress=bool(args.progress), replot=args.replot, sources=sources)
     for paths in written.values():
         for path in paths:
             print(path)
