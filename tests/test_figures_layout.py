@@ -25,8 +25,18 @@ TINY = {
 }
 
 
+_SOURCES: dict = {}
+
+
 def _source(name):
+    """One source per kind for the whole module (the committed records are read once)."""
     kind = name.split("_")[1]
+    if kind not in _SOURCES:
+        _SOURCES[kind] = _new_source(kind)
+    return _SOURCES[kind]
+
+
+def _new_source(kind):
     if kind == "repro":
         from varsim.figures.reproduction import ReproductionSource
 

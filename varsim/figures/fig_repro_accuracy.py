@@ -122,7 +122,7 @@ def draw(data: dict, ax=None, *, style=None, footer: bool = False):
             for a in (ax, axd):
                 a.set_xscale("log", base=2)
                 _style.log2_ticks(a, float(n.min()), float(n.max()))
-        if fig.get_figwidth() < 8:  # short labels: the panels are too low for two lines
+        if _style.style_spec(style)["width"] is not None:  # a sized style: panels too low for two-line labels
             axes[0][0].set_ylabel("test accuracy")
             axes[1][0].set_ylabel("difference vs none")
         else:
