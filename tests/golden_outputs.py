@@ -92,7 +92,9 @@ def _reproduction() -> dict:
     spec["train_config"]["steps"] = 40
     spec["train_config"]["checkpoint_every"] = 40
     rec = run_job((spec, None))
-    numbers = {k: v for k, v in rec.items() if k not in ("spec", "timing", "provenance", "run_id", "format")}
+    # "ranking" (the ranking/dispersion decomposition) is left out: it was added after these numbers were pinned
+    numbers = {k: v for k, v in rec.items()
+               if k not in ("spec", "timing", "provenance", "run_id", "format", "ranking")}
     text = json.dumps(numbers, sort_keys=True)
     return {"sha256": hashlib.sha256(text.encode()).hexdigest(),
             "values": [float(a) for a in rec["eval"]["accuracy"]]}

@@ -83,7 +83,7 @@ def test_table_names_the_attention_and_file_records_it(run_dir, tmp_path, capsys
     "flags,words",
     [
         (["--attention", "softmaxx"], ["unknown attention", "softmaxx"]),
-        (["--attention", "topk", "--topk", "0"], ["topk", "'k'", ">= 1"]),
+        (["--attention", "topk", "--topk", "0"], ["topk", "'k'", "integer between 1 and"]),
         (["--attention", "topk", "--topk", "1.5"], ["topk", "'k'", "integer"]),
         (["--attention", "critical", "--critical-beta0", "0"], ["critical", "beta0"]),
         (["--attention", "topk", "--ssmax-s", "0.5"], ["--ssmax-s", "--attention ssmax", "not --attention topk"]),

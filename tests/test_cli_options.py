@@ -102,7 +102,7 @@ def test_one_generator_gives_every_variant_parameter_a_flag():
     args = single.parse_args(["--attention", "logn", "--logn-n0", "8", "--no-logn-clamp"])
     assert variant_kwargs(args) == {"attention": "logn", "n0": 8.0, "clamp": False}
     args = multi.parse_args(["--logn-clamp", "true", "false", "--topk", "2", "4"])
-    assert given_variant_params(args) == {"logn": {"clamp": [True, False]}, "topk": {"k": [2.0, 4.0]}}
+    assert given_variant_params(args) == {"logn": {"clamp": [True, False]}, "topk": {"k": [2, 4]}}
     with pytest.raises(ValueError, match="--topk applies to --attention topk, not --attention logn"):
         variant_kwargs(single.parse_args(["--attention", "logn", "--topk", "3"]))
     with pytest.raises(ValueError, match="unknown attention 'nope'"):
@@ -174,7 +174,7 @@ def test_train_attention_from_the_config_file_and_flags(tmp_path, capsys):
     (["--attention", "nope"], "nope"),
     (["--ssmax-s", "0.5"], "--ssmax-s"),
     (["--attention", "logn", "--ssmax-s", "0.5"], "--ssmax-s"),
-    (["--attention", "ssmax", "--ssmax-s", "-1"], "'s'"),
+    (["--attention", "ssmax", "--ssmax-s", "-1"], "--ssmax-s: ssmax parameter 's' must be a finite real number > 0"),
     (["--topk", "3"], "--topk"),  # inference-only maps have no training flags
 ])
 def test_bad_train_attention_is_one_line_exit_2(tmp_path, capsys, argv, word):

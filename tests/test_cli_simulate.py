@@ -17,7 +17,10 @@ CHEAP = ["--n", "16", "64", "--d-k", "16", "--d-v", "8", "--sequences", "3000", 
 
 
 def _run(capsys, *argv):
-    rc = main(["simulate", *argv])
+    try:
+        rc = main(["simulate", *argv])
+    except SystemExit as exc:  # argparse refuses a bad flag value itself (one line, status 2)
+        rc = exc.code
     out, err = capsys.readouterr()
     return rc, out, err
 
@@ -121,11 +124,11 @@ def test_failed_run_does_not_truncate_existing_output(tmp_path, capsys):
         (["--n", "0"], "n"),
         (["--n", "16", "-5"], "n"),
         (["--n", "2.5"], "n"),
-        (["--d-k", "0"], "d_k"),
-        (["--d-v", "-1"], "d_v"),
+        (["--d-k", "0"], "--d-k"),
+        (["--d-v", "-1"], "--d-v"),
         (["--tau", "nan"], "tau"),
         (["--tau", "inf"], "tau"),
-        (["--value-scale", "inf"], "value_scale"),
+        (["--value-scale", "inf"], "--value-scale"),
         (["--key-dist", "cauchy"], "key_dist"),
         (["--value-dist", "normal"], "value_dist"),
         (["--sampler", "fast"], "sampler"),

@@ -98,7 +98,7 @@ def test_softmax_default_is_unchanged(capsys):
     (["--attention", "softmax", "--ssmax-s", "0.5"], "--ssmax-s"),
     (["--attention", "ssmax", "--ssmax-s", "x"], "ssmax-s"),
     (["--attention", "ssmax", "--value-mean", "1"], "value_mean"),
-    (["--attention", "sigmoid", "--value-scale", "-1"], "value_scale"),
+    (["--attention", "sigmoid", "--value-scale", "-1"], "--value-scale"),
 ])
 def test_bad_variant_input_is_one_line(capsys, argv, word):
     """Unknown names, out-of-range or non-integer parameters, a flag of another variant: one line, exit 2."""

@@ -2,8 +2,7 @@
 
 Each committed probe of a real model records the digest of the text it read; the current built-in text must have the
 same digest (the text is built from Python's bundled documentation, so only on the Python version the data records).
-Catches data left stale after the text (or its builder) changed: the MiniLM probe was made from an earlier text and
-is marked as such until it is regenerated (strict: once regenerated, the marker must go).
+Catches data left stale after the text (or its builder) changed.
 """
 
 from __future__ import annotations
@@ -18,16 +17,8 @@ from varsim.pretrained.text import builtin_text, text_digest
 
 PROBE_DATA = Path(__file__).resolve().parents[1] / "varsim" / "figures" / "data" / "probe"
 
-STALE = {"minilm": "made from an earlier built-in text (issue 18); regenerate with the command in docs/probe/README.md"}
 
-
-def _probe_cases():
-    for path in sorted(PROBE_DATA.glob("*.json")):
-        marks = [pytest.mark.xfail(strict=True, reason=STALE[path.stem])] if path.stem in STALE else []
-        yield pytest.param(path, id=path.stem, marks=marks)
-
-
-@pytest.mark.parametrize("path", list(_probe_cases()))
+@pytest.mark.parametrize("path", sorted(PROBE_DATA.glob("*.json")), ids=lambda p: p.stem)
 def test_probe_data_read_the_current_text(path):
     data = json.loads(path.read_text())
     recorded_python = data["provenance"]["versions"]["python"]

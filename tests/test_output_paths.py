@@ -73,3 +73,42 @@ def test_atomic_write_through_a_character_device_keeps_it(tmp_path):
     assert stat.S_ISCHR(os.stat(null).st_mode)
     assert atomic.is_special_file(null) and not atomic.is_special_file(tmp_path)
     assert not atomic.is_special_file(tmp_path / "missing")
+
+
+def _fast_invocations(tmp_path) -> dict:
+    """A quick, successful invocation of each command that writes an output file, without its ``-o``."""
+    run = tmp_path / "run"
+    assert main(["train", "--task", "argmax", "--d-model", "16", "--heads", "2", "--steps", "2", "--batch", "4",
+                 "--checkpoint-every", "2", "--outdir", str(run)]) == 0
+    calls = {
+        "simulate": SIM,
+        "evaluate": ["evaluate", str(run), "--lengths", "4", "--examples", "8"],
+        "sweep": ["sweep", "--n", "8", "--sequences", "32", "--workers", "1"],
+    }
+    gguf = pytest.importorskip("gguf")  # noqa: F841 - the [models] extra
+    from test_pretrained_tiny import llama_params, write_tiny_gguf
+
+    write_tiny_gguf(tmp_path / "tiny.gguf", llama_params(0))
+    text = tmp_path / "text.txt"
+    text.write_text(" ".join(["the cat sat on a mat"] * 300), encoding="utf-8")
+    calls["probe-model"] = ["probe-model", "--model", str(tmp_path / "tiny.gguf"), "--text", str(text), "--lengths",
+                            "8", "16", "--windows", "3", "--bootstrap", "5", "--no-progress"]
+    return calls
+
+
+def test_every_output_flag_writes_through_a_device(tmp_path, capsys):
+    """Each command with an output-file flag (found by walking the parsers) writes through a private null device:
+    exit 0, the device still a device, nothing created beside it (no temporary or .partial file). Catches a command
+    whose output bypasses the atomic writer's device rule, and a new output flag without a case here."""
+    from test_cli_rules import OUTPUTS
+
+    calls = _fast_invocations(tmp_path)
+    assert {c for c, _, _ in OUTPUTS} <= set(calls), "a command with an output flag has no fast invocation here"
+    devdir = tmp_path / "dev"
+    devdir.mkdir()
+    null = _device(devdir, "null", 3)
+    for command, flag, _ in OUTPUTS:
+        code, _, err = _run(capsys, [*calls[command], flag, str(null)])
+        assert code == 0, (command, err)
+        assert stat.S_ISCHR(os.stat(null).st_mode), f"{command} replaced the device"
+        assert [p.name for p in devdir.iterdir()] == ["null"], (command, list(devdir.iterdir()))

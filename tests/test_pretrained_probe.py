@@ -220,3 +220,51 @@ def test_cli_probe_model(models, tmp_path, capsys):
     assert rc == 2 and "exceeds the model's context length" in err and len(err.strip().splitlines()) == 1
     rc = main(["probe-model", "--model", str(txt), "--no-progress"])
     assert rc == 2 and "neither a GGUF file nor a safetensors" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("fraction, word", [(0.9, "is truncated: tensor"), (0.2, "is truncated: tensor"),
+                                            (0.05, "truncated or corrupt")])
+def test_cli_truncated_gguf_says_truncated(models, tmp_path, capsys, fraction, word):
+    """A GGUF cut short (an interrupted download) is reported as truncated, naming the model file, not as numpy's
+    "cannot reshape array of size 399424 into shape (576,960)"."""
+    gg, _ = models
+    data = gg.read_bytes()
+    cut = tmp_path / "cut.gguf"
+    cut.write_bytes(data[: int(len(data) * fraction)])
+    rc = main(["probe-model", "--model", str(cut), "--no-progress"])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1 and word in err and "cut.gguf" in err, err
+    assert "reshape" not in err
+
+
+def test_cli_missing_text_file_is_named_as_missing(models, tmp_path, capsys):
+    gg, _ = models
+    rc = main(["probe-model", "--model", str(gg), "--text", str(tmp_path / "nope.txt"), "--no-progress"])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1 and "nope.txt" in err and "does not exist" in err, err
+    assert "UTF-8" not in err
+    (tmp_path / "latin1.txt").write_bytes("caf\xe9 ".encode("latin-1") * 10)
+    rc = main(["probe-model", "--model", str(gg), "--text", str(tmp_path / "latin1.txt"), "--no-progress"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "latin1.txt" in err and "not UTF-8" in err, err
+
+
+def test_progress_covers_the_bootstrap(models, capsys, monkeypatch):
+    """The progress display counts the bootstrap resamples too, so it does not show the run as done while the
+    bootstrap (about 100 s for a real model) still runs."""
+    import io
+
+    gg, _ = models
+    stream = io.StringIO()
+    import varsim._common.progress as progress_mod
+
+    real_init = progress_mod.Progress.__init__
+
+    def init(self, *a, **k):
+        real_init(self, *a, **k)
+        self.stream = stream
+
+    monkeypatch.setattr(progress_mod.Progress, "__init__", init)
+    probe_model(gg, text=_words(2000), lengths=[8, 16], windows=4, layers=[0], bootstrap=50, progress=True)
+    shown = stream.getvalue()
+    assert "bootstrap 50/50" in shown and "windows 8/8" in shown, shown

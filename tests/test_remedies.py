@@ -215,7 +215,7 @@ def test_recheck_recomputes_a_run_and_finds_a_changed_record(slice_dir, tmp_path
     before = sorted(str(p.relative_to(out)) for p in out.rglob("*"))
     assert main(["reproduce", str(out), "--recheck", rid, sel]) == 0
     lines = capsys.readouterr().out.strip().splitlines()
-    assert len(lines) == 2 and all(": identical (record made at " in ln for ln in lines), lines
+    assert len(lines) == 2 and all(": bitwise-equal (record made at " in ln for ln in lines), lines
     assert sorted(str(p.relative_to(out)) for p in out.rglob("*")) == before
     path = out / "runs" / f"{rid}.json"
     rec = json.loads(path.read_text())
@@ -224,7 +224,8 @@ def test_recheck_recomputes_a_run_and_finds_a_changed_record(slice_dir, tmp_path
     rec["eval"]["ci_high"][0] = 1.0
     path.write_text(json.dumps(rec))
     assert main(["reproduce", str(out), "--recheck", rid]) == 1
-    assert f"{rid}: DIFFERS in eval" in capsys.readouterr().out
+    text = capsys.readouterr().out
+    assert f"{rid}: BEYOND TOLERANCE" in text and "  eval.ci_high (proportion): 1 of " in text
     assert main(["reproduce", str(out), "--recheck", rid, "no-such-run"]) == 2
     captured = capsys.readouterr()
     assert captured.out == "" and "no-such-run" in captured.err and len(captured.err.strip().splitlines()) == 1

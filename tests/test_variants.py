@@ -36,22 +36,24 @@ def _bisect_threshold(x, power):
 
 
 def test_registry_lists_every_variant_of_remedies():
-    """The nine weight maps of REMEDIES 2 are registered with the parameters REMEDIES 2 names, only sigmoid does not
-    sum to 1, and ipr_norm is an output normalization (not a weight map)."""
+    """The nine weight maps of REMEDIES 2 are registered with the parameters REMEDIES 2 names, plus the remedies
+    grid's negative control (permuted_softmax, a softmax in distribution); only sigmoid does not sum to 1, and
+    ipr_norm is an output normalization (not a weight map)."""
     assert set(WEIGHT_MAPS) == {"softmax", "ssmax", "logn", "critical", "adaptive_temperature", "topk", "entmax15",
-                                "sparsemax", "sigmoid"}
+                                "sparsemax", "sigmoid", "permuted_softmax"}
     assert get_variant("ssmax").param_names == ("s",)
     assert get_variant("logn").param_names == ("n0", "clamp")
     assert get_variant("critical").param_names == ("c", "beta0")
     assert get_variant("topk").param_names == ("k",)
     assert [k for k, v in VARIANTS.items() if not v.sums_to_one] == ["sigmoid"]
-    assert {k for k, v in VARIANTS.items() if v.is_scaled_softmax} == {"softmax", "ssmax", "logn", "critical"}
+    assert {k for k, v in VARIANTS.items() if v.is_scaled_softmax} == {"softmax", "ssmax", "logn", "critical",
+                                                                      "permuted_softmax"}
     # REMEDIES 4: these three are applied to trained softmax models only; REMEDIES 3: what theory covers
     assert {k for k, v in VARIANTS.items() if not v.trainable} == {"critical", "adaptive_temperature", "topk"}
     assert {k: v.theory for k, v in VARIANTS.items()} == {
         "softmax": "exact_ipr", "ssmax": "exact_ipr", "logn": "exact_ipr", "critical": "exact_ipr",
         "sigmoid": "sigmoid_moments", "topk": "bound", "adaptive_temperature": "none", "entmax15": "none",
-        "sparsemax": "none"}
+        "sparsemax": "none", "permuted_softmax": "exact_ipr"}
     assert "ipr_norm" not in VARIANTS and get_output_normalization("ipr_norm").reference is ipr_norm
 
 

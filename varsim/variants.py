@@ -22,7 +22,25 @@ name                          weights                                           
 ``entmax15``                  ``[z/2 - t]_+^2``, ``t`` such that the weights sum to 1 (exact, sort-based)  yes
 ``sparsemax``                 ``[z - t]_+``, ``t`` such that the weights sum to 1 (exact, sort-based)      yes
 ``sigmoid``                   ``sigmoid(z - ln n)`` (no normalization)                                   no
+``permuted_softmax``          ``softmax(z)``, its normalizer summed over a fixed permutation of the      yes
+                              keys (:func:`key_permutation`): softmax up to summation order
 ============================  ========================================================================  ==========
+
+``permuted_softmax`` is the negative control of the remedies grid: mathematically softmax, so any difference to
+softmax is float rounding. It permutes the keys, takes the max-subtracted exponentials (elementwise, exactly
+softmax's), sums them in the permuted order and divides; the weights are returned in the original key order, so the
+product with the values is softmax's own (the same as permuting keys and values together, except that this sum
+keeps softmax's order). The only difference is the rounding of the normalizer's sum: a relative change of the
+weights of order the float epsilon. Applied at inference to a softmax model it checks the pairing of a comparison
+(its differences are 0 up to that rounding). It is also trainable (softmax's backward pass, its sum in the same
+permuted order): a model trained with it has softmax's initialization and data and differs from the softmax model
+only by rounding that training may amplify; in a 600-step tiny argmax model that stayed within one example of 512 at
+N <= 1024, so it is close to a pairing check too, not an independent draw of the null.
+
+Controls (:data:`CONTROLS`) say how the remedies grid's assay must behave by construction: ``oracle`` (positive: the
+query token attends only to the task's correct item, in every block; the ceiling of any attention-side remedy; it
+needs the correct item, ``needs_correct_item``, which :meth:`varsim.nn.model.Transformer.with_attention` arranges)
+and ``permuted_softmax`` (negative, the weight map above).
 
 ``ssmax``, ``logn`` and ``critical`` are softmax with an N-dependent inverse temperature:
 :meth:`Variant.beta_factor` gives the factor ``f(n)`` multiplying the logits, so for logits of scale ``beta`` the
@@ -39,7 +57,7 @@ Adding a variant: its entry here (reference, parameters, capabilities); a Numba 
 (with its name in :data:`KERNELS` and its code in ``varsim/sim/_variant_codes.py``) unless it is a softmax with an
 N-dependent temperature (``beta_factor_fn``) or reuses a branch; a forward/backward pair in ``varsim/nn/weightmaps.py``
 if it is trainable (an inference-only map runs this reference unless it gets a faster forward there); its legend
-label in ``varsim/figures/fig_variants_ipr.py`` (the figure shows every map); a function in
+label in ``varsim/figures/fig_variants_ipr.py`` (the figure shows every map but the controls); a function in
 ``varsim/theory/remedies.py`` and a table view in ``varsim/cli/theory.py`` only for a new theory kind. The
 registry-parametrised tests
 (``tests/test_variant_capabilities.py``, ``tests/test_nn_variants.py``, ``tests/test_sim_variants_kernels.py``) then
@@ -68,6 +86,10 @@ import numpy as np
 __all__ = [
     "Param",
     "Variant",
+    "Control",
+    "CONTROLS",
+    "get_control",
+    "key_permutation",
     "OutputNormalization",
     "VARIANTS",
     "WEIGHT_MAPS",
@@ -195,6 +217,22 @@ def _softmax(z: np.ndarray) -> np.ndarray:
     """Max-subtracted softmax over the last axis (``-inf`` entries get 0)."""
     e = np.exp(_shifted(z))
     return e / e.sum(axis=-1, keepdims=True)
+
+
+#: Seed of the fixed key permutation of ``permuted_softmax`` (one permutation per key count).
+PERMUTATION_SEED = 16
+
+
+def key_permutation(t: int) -> np.ndarray:
+    """The fixed permutation of ``t`` keys that ``permuted_softmax`` applies (the same for every call)."""
+    return np.random.default_rng([PERMUTATION_SEED, int(t)]).permutation(int(t))
+
+
+def _w_permuted_softmax(z, n):
+    perm = key_permutation(z.shape[-1])
+    w = np.empty(z.shape, dtype=np.result_type(z, np.float64))
+    w[..., perm] = _softmax(z[..., perm])
+    return w
 
 
 def entropy(logits) -> np.ndarray:
@@ -435,12 +473,49 @@ VARIANTS: dict[str, Variant] = {
                 kernel="sparsemax", trainable=True, sparse=True),
         Variant("sigmoid", "sigmoid(z - ln N), not normalized", (), False, _w_sigmoid, theory="sigmoid_moments",
                 kernel="sigmoid", trainable=True),
+        Variant("permuted_softmax", "softmax(z) computed over a fixed permutation of the keys (negative control)", (),
+                True, _w_permuted_softmax, theory="exact_ipr", kernel="scaled_softmax", trainable=True,
+                beta_factor_fn=_factor_softmax),
     )
 }
 WEIGHT_MAPS: tuple[str, ...] = tuple(VARIANTS)
 #: The maps the transformer trains with (a backward pass), and the inference-only ones.
 TRAINABLE_MAPS: tuple[str, ...] = tuple(k for k, v in VARIANTS.items() if v.trainable)
 INFERENCE_ONLY_MAPS: tuple[str, ...] = tuple(k for k, v in VARIANTS.items() if not v.trainable)
+
+
+@dataclass(frozen=True)
+class Control:
+    """A control of the remedies grid, evaluated like an inference-only map (``evaluate(..., attention=name)``).
+
+    ``kind``: ``"positive"`` (must raise accuracy wherever the model's value path is right) or ``"negative"`` (must
+    leave it unchanged). ``weight_map``: the registered weight map it evaluates with, or None when it is not a map of
+    the logits. ``needs_correct_item``: the evaluation must supply each example's correct item
+    (:meth:`varsim.tasks.Task.correct_item`); the query token then attends only to that item, in every block."""
+
+    name: str
+    description: str
+    kind: str
+    weight_map: str | None
+    needs_correct_item: bool
+
+
+CONTROLS: dict[str, Control] = {
+    c.name: c
+    for c in (
+        Control("oracle", "the query token attends only to the correct item (weight 1), in every block", "positive",
+                None, True),
+        Control("permuted_softmax", "softmax up to the summation order of its normalizer", "negative",
+                "permuted_softmax", False),
+    )
+}
+
+
+def get_control(name: str) -> Control:
+    """The control registered as ``name``; an unknown name raises ``ValueError``."""
+    if not isinstance(name, str) or name not in CONTROLS:
+        raise _unknown("control", name, tuple(CONTROLS))
+    return CONTROLS[name]
 
 
 def _unknown(kind: str, name, valid) -> ValueError:

@@ -1,4 +1,5 @@
-"""One process at a time per run directory: an advisory lock that dies with its holder.
+"""One process at a time per run directory: an advisory lock that dies with its holder; and a short blocking lock
+on one file, for processes that merge into it in turn (:func:`file_lock`).
 
 ``with run_lock(directory, "varsim train"):`` takes an exclusive ``fcntl.flock`` on ``directory/.lock``. The
 kernel releases a flock when its process exits for any reason (normal exit, exception, SIGKILL), so a lock file
@@ -14,7 +15,7 @@ import socket
 import time
 from pathlib import Path
 
-__all__ = ["LOCK_NAME", "RunLocked", "run_lock"]
+__all__ = ["LOCK_NAME", "RunLocked", "run_lock", "file_lock"]
 
 LOCK_NAME = ".lock"
 
@@ -58,6 +59,35 @@ def run_lock(directory, command: str):
         finally:
             with contextlib.suppress(OSError):
                 os.ftruncate(fd, 0)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def file_lock(target):
+    """Hold an exclusive lock for the file ``target`` during the ``with`` block, waiting for another holder.
+
+    For read-merge-write cycles of several processes on one file (``varsim sweep -o FILE`` run twice at once): the
+    lock is a ``flock`` on the companion file ``.NAME.lock`` beside ``target`` (not on ``target`` itself, which an
+    atomic write replaces by a new inode), kept afterwards so that every process locks the same inode. Released when
+    the block ends or its process dies. A ``target`` that is a device or FIFO (``-o /dev/stdout``) needs no lock.
+    """
+    import fcntl
+
+    from varsim._common.atomic import is_special_file
+
+    p = Path(target)
+    if is_special_file(p):
+        yield None
+        return
+    path = p.with_name(f".{p.name}.lock")
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            yield path
+        finally:
             fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
         os.close(fd)

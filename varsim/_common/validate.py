@@ -12,6 +12,8 @@ from typing import Iterable, Sequence
 import numpy as np
 
 __all__ = [
+    "MAX_COUNT",
+    "MAX_SEED",
     "check_int",
     "check_positive_int",
     "check_real",
@@ -26,6 +28,13 @@ __all__ = [
 ]
 
 
+#: Largest count a configuration accepts (sizes, steps, examples): far beyond any run the cost checks let start,
+#: and small enough that every cost estimate built from a few such counts stays a finite double.
+MAX_COUNT = 10**15
+#: Largest seed: what an int64 holds (seeds are recorded in checkpoints and JSON).
+MAX_SEED = 2**63 - 1
+
+
 def check_int(name: str, value, *, minimum: int | None = None, maximum: int | None = None) -> int:
     """Return ``value`` as an ``int``; refuse bools, non-integral floats and out-of-range values."""
     if isinstance(value, (bool, np.bool_)):
@@ -37,10 +46,18 @@ def check_int(name: str, value, *, minimum: int | None = None, maximum: int | No
     else:
         raise ValueError(f"{name} must be an integer, got {value!r}")
     if minimum is not None and ivalue < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {ivalue}")
+        raise ValueError(f"{name} must be >= {minimum}, got {_short(ivalue)}")
     if maximum is not None and ivalue > maximum:
-        raise ValueError(f"{name} must be <= {maximum}, got {ivalue}")
+        raise ValueError(f"{name} must be <= {maximum}, got {_short(ivalue)}")
     return ivalue
+
+
+def _short(i: int) -> str:
+    """``12345``, or ``1.00e+308`` for an integer of more than 20 digits (a message stays one readable line)."""
+    digits = str(abs(i))
+    if len(digits) <= 20:
+        return str(i)
+    return f"{'-' if i < 0 else ''}{digits[0]}.{digits[1:3]}e+{len(digits) - 1}"
 
 
 def check_positive_int(name: str, value) -> int:

@@ -21,10 +21,20 @@ import warnings
 
 import numpy as np
 
-from varsim._common.validate import check_int, parse_int
+from varsim._common.argtypes import (
+    MAX_ABS,
+    MAX_THREADS,
+    count_option,
+    int_option,
+    real_option,
+    seed_option,
+    threads_option,
+)
+from varsim._common.validate import MAX_COUNT, MAX_SEED, check_int, parse_int
 
 __all__ = [
-    "int_option", "real_option", "parse_grid", "parse_numbers", "scalar_or_array", "variant_option",
+    "MAX_COUNT", "MAX_SEED", "MAX_THREADS", "MAX_ABS", "int_option", "count_option", "seed_option", "threads_option",
+    "real_option", "output_file", "parse_grid", "parse_numbers", "scalar_or_array", "variant_option",
     "add_attention_flag", "add_variant_param_flags", "add_variant_flags", "given_variant_params",
     "refuse_variant_params", "variant_kwargs", "fmt_estimate", "format_columns",
 ]
@@ -34,55 +44,23 @@ _MAX_GRID = 10_000  # a longer grid is a typo (e.g. 1:1e9:1), not a simulation a
 
 
 # ----------------------------------------------------------------------------------------------------------------------
-# Numbers
+# Numbers: varsim._common.argtypes (re-exported here)
 
 
-def _bounds_text(minimum, maximum) -> str:
-    if minimum is not None and maximum is not None:
-        return f"between {minimum:g} and {maximum:g}"
-    return f">= {minimum:g}" if minimum is not None else f"<= {maximum:g}"
+def output_file(text: str) -> str:
+    """The argparse ``type`` of every output-file flag (``-o FILE``): the file must be creatable or replaceable
+    (:func:`varsim._common.atomic.check_writable`), checked before any work; a device or FIFO is written through
+    (``-o /dev/stdout``). The command writes it with :mod:`varsim._common.atomic`, the one writer."""
+    from varsim._common.atomic import check_writable
+
+    try:
+        check_writable(text, "output")
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
 
 
-def int_option(minimum: int | None = None, maximum: int | None = None):
-    """An argparse ``type`` for an integer flag in ``[minimum, maximum]`` (None: unbounded on that side), written
-    ``1024``, ``1_000`` or ``1e9`` (an integral float; exact for long digit strings). Anything else is refused with
-    ``argument --FLAG: must be an integer[ between ...], got 'TEXT'`` (one line, exit status 2)."""
-    if minimum is not None and maximum is not None and minimum > maximum:
-        raise ValueError(f"int_option: minimum {minimum} > maximum {maximum}")
-    wanted = "an integer" + ("" if minimum is None and maximum is None else " " + _bounds_text(minimum, maximum))
-
-    def parse(text: str) -> int:
-        try:
-            value = parse_int(text)
-        except (ValueError, OverflowError):
-            raise argparse.ArgumentTypeError(f"must be {wanted}, got {text!r}") from None
-        if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
-            raise argparse.ArgumentTypeError(f"must be {wanted}, got {text!r}")
-        return value
-
-    parse.__name__ = "integer"
-    return parse
-
-
-def real_option(minimum: float | None = None, maximum: float | None = None, *, allow_inf: bool = False):
-    """An argparse ``type`` for a real flag in ``[minimum, maximum]``; NaN is refused, and infinities unless
-    ``allow_inf`` (then ``inf`` is a value like any other, bounds apply). Errors read ``argument --FLAG: must be a
-    real number ..., got 'TEXT'``."""
-    wanted = ("a real number" if allow_inf else "a finite real number") + (
-        "" if minimum is None and maximum is None else " " + _bounds_text(minimum, maximum))
-
-    def parse(text: str) -> float:
-        try:
-            value = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"must be {wanted}, got {text!r}") from None
-        if (math.isnan(value) or (math.isinf(value) and not allow_inf)
-                or (minimum is not None and value < minimum) or (maximum is not None and value > maximum)):
-            raise argparse.ArgumentTypeError(f"must be {wanted}, got {text!r}")
-        return value
-
-    parse.__name__ = "real"
-    return parse
+output_file.__name__ = "output"
 
 
 def _grid_int(token: str, name: str) -> int:
@@ -204,13 +182,24 @@ def add_variant_param_flags(group, *, multi: bool = False, names=None) -> None:
     for name, spec in _variants(names).items():
         for p in spec.params:
             kwargs = dict(dest=_dest(name, p.name), default=None, help=f"{p.help} [--attention {name}]")
+            what = f"{name} parameter {p.name!r}"
             if p.kind == "bool" and multi:
                 kwargs.update(nargs="+", choices=("true", "false"))
             elif p.kind == "bool":
                 kwargs.update(action=argparse.BooleanOptionalAction)
+            elif p.kind == "int":
+                kwargs.update(type=int_option(_int_bound(p.minimum, p.strict), _int_bound(p.maximum), what=what),
+                              metavar="K", nargs="+" if multi else None)
             else:
-                kwargs.update(type=float, metavar="X", nargs="+" if multi else None)
+                kwargs.update(type=real_option(p.minimum, p.maximum, strict_min=p.strict, what=what), metavar="X",
+                              nargs="+" if multi else None)
             group.add_argument(variant_option(name, p.name), **kwargs)
+
+
+def _int_bound(bound, strict: bool = False):
+    if bound is None:
+        return None
+    return math.floor(bound) + 1 if strict else int(bound)
 
 
 def add_variant_flags(parser: argparse.ArgumentParser, *, default: str | None = "softmax",

@@ -23,27 +23,31 @@ from pathlib import Path
 
 from varsim.cli._options import (
     add_variant_flags,
+    count_option,
     given_variant_params,
-    int_option,
+    output_file,
+    real_option,
     refuse_variant_params,
+    seed_option,
+    threads_option,
     variant_kwargs,
 )
 
 
 def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("checkpoint", help="checkpoint file, or a run directory (its latest checkpoint)")
-    parser.add_argument("--lengths", type=int_option(), nargs="+", metavar="N",
+    parser.add_argument("--lengths", type=count_option(), nargs="+", metavar="N",
                         help="set sizes to test (default 16 32 ... 16384)")
-    parser.add_argument("--examples", type=int_option(), default=1024, help="examples per length (default 1024)")
-    parser.add_argument("--batch-size", type=int_option(), default=64, help="examples per batch (default 64)")
-    parser.add_argument("--seed", type=int_option(), default=0,
+    parser.add_argument("--examples", type=count_option(), default=1024, help="examples per length (default 1024)")
+    parser.add_argument("--batch-size", type=count_option(), default=64, help="examples per batch (default 64)")
+    parser.add_argument("--seed", type=seed_option(), default=0,
                         help="test-set seed (default 0; same seed = same examples)")
-    parser.add_argument("--threads", type=int_option(minimum=0), default=1,
+    parser.add_argument("--threads", type=threads_option(0), default=1,
                         help="BLAS threads (default 1, the fastest for this small model; 0: NumPy's own default)")
-    parser.add_argument("--max-hours", type=float, default=None,
+    parser.add_argument("--max-hours", type=real_option(0.0, strict_min=True, allow_inf=True), default=None,
                         help="refuse an evaluation estimated to take longer than this (default 2; inf: no bound)")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
-    parser.add_argument("-o", "--output", metavar="FILE",
+    parser.add_argument("-o", "--output", type=output_file, metavar="FILE",
                         help="also write the JSON result to FILE (never a checkpoint or a run's own files)")
     parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None)
     add_variant_flags(parser, default=None, default_help="default: the map the model was trained with")

@@ -12,8 +12,9 @@ Examples::
 Re-running the same command resumes: finished runs are kept, unreadable ones are reported and redone. One process
 at a time per results directory: a second one is refused while the first runs.
 Exit status: 0 when every run finished, 1 when some runs failed (re-run to retry them) or, with --aggregate-only,
-when runs are missing or corrupt (unless --allow-incomplete) or, with --recheck, when a recomputed run differs from
-its record, 2 on bad input.
+when runs are missing or corrupt (unless --allow-incomplete) or, with --recheck, when a recomputed run is not
+bitwise equal to its record (within tolerance is accepted only when the record was made on another CPU, BLAS kernel,
+NumPy or Numba: varsim.experiments.recheck), 2 on bad input.
 """
 
 from __future__ import annotations
@@ -22,16 +23,19 @@ import argparse
 import json
 import sys
 
-from varsim.cli._options import int_option
+from varsim.cli._options import int_option, seed_option, threads_option
+
+#: More seeds per variant than any reproduction needs (the paper's uses 6); a larger count is a typo.
+MAX_SEEDS = 1000
 
 
 def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("outdir", help="results directory (settings.json, runs/, summary.json, table.md)")
     parser.add_argument("--quick", action="store_true",
                         help="tiny models, 2 seeds, few steps, N up to 256, residual architecture only")
-    parser.add_argument("--seeds", type=int_option(), default=None,
-                        help="seeds per variant (default 6; 2 with --quick)")
-    parser.add_argument("--root-seed", type=int_option(), default=0, help="root of every seed of the grid (default 0)")
+    parser.add_argument("--seeds", type=int_option(1, MAX_SEEDS), default=None,
+                        help=f"seeds per variant (default 6; 2 with --quick; at most {MAX_SEEDS})")
+    parser.add_argument("--root-seed", type=seed_option(), default=0, help="root of every seed of the grid (default 0)")
     parser.add_argument("--tasks", nargs="+", metavar="TASK", help="subset of: argmax dictionary")
     parser.add_argument("--architectures", nargs="+", metavar="ARCH", help="subset of: residual no_residual")
     parser.add_argument("--norms", nargs="+", metavar="NORM",
@@ -43,18 +47,21 @@ def register(parser: argparse.ArgumentParser) -> None:
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--scheduler", metavar="ADDRESS",
                        help="run on a Dask cluster at ADDRESS (needs dask[distributed]; workers must import varsim)")
-    where.add_argument("--workers", type=int_option(), default=None,
+    where.add_argument("--workers", type=threads_option(), default=None,
                        help="local worker processes (default: one per core)")
     parser.add_argument("--checkpoints", action=argparse.BooleanOptionalAction, default=None,
                         help="keep training checkpoints in OUTDIR/checkpoints so interrupted runs resume "
                              "mid-training (default: on locally, off with --scheduler)")
-    parser.add_argument("--aggregate-only", action="store_true",
-                        help="only rebuild summary.json and table.md from the finished runs")
+    only = parser.add_mutually_exclusive_group()
+    only.add_argument("--aggregate-only", action="store_true",
+                      help="only rebuild summary.json and table.md from the finished runs")
     parser.add_argument("--allow-incomplete", action="store_true",
                         help="with --aggregate-only: exit 0 even when runs are missing or corrupt")
-    parser.add_argument("--recheck", nargs="+", metavar="RUN_ID",
+    only.add_argument("--recheck", nargs="+", metavar="RUN_ID",
                         help="only recompute these finished runs with the current code (in a temporary directory) and "
-                             "say whether their numbers equal the records'; exit status 1 if any differ")
+                             "say whether their numbers are bitwise equal to the records', else the largest "
+                             "deviation of each field and whether it lies within tolerance; exit status 1 unless "
+                             "bitwise equal, or within tolerance on a different CPU/BLAS kernel")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                         help="one line per finished run on stderr (default: when it is a terminal)")
@@ -96,20 +103,44 @@ def _recheck(outdir: str, run_ids: list, *, as_json: bool) -> int:
 
     def say(r):
         if not as_json:
-            made, now = (r["made_at"] or "unknown")[:7], (r["recomputed_at"] or "unknown")[:7]
-            verdict = "identical" if r["identical"] else "DIFFERS in " + ", ".join(r["differs"])
-            print(f"{r['run_id']}: {verdict} (record made at {made}, recomputed at {now} in {r['seconds']:.0f} s)",
-                  flush=True)
+            print(_recheck_text(r), flush=True)
 
     results = recheck_runs(outdir, run_ids, on_result=say)
     if as_json:
         print(json.dumps(results, indent=2))
-    return 0 if all(r["identical"] for r in results) else 1
+    return 0 if all(r["ok"] for r in results) else 1
+
+
+def _recheck_text(r: dict) -> str:
+    """The verdict on one rechecked run: a headline, one line per field that differs, and the environments."""
+    made, now = (r["made_at"] or "unknown")[:7], (r["recomputed_at"] or "unknown")[:7]
+    env = r["environment"]
+    where = ("on the same CPU, BLAS kernel, NumPy and Numba: bitwise equality applies" if env["same"] else
+             "on a different environment (" + "; ".join(f"{k}: {a} -> {b}" for k, (a, b) in
+                                                      env["differences"].items()) + "): the tolerance applies")
+    verdict = r["verdict"].upper() if not r["ok"] else r["verdict"]
+    if r["verdict"] != "bitwise-equal" and env["same"]:
+        verdict += " (a defect: the same environment must give the same bits)"
+    lines = [f"{r['run_id']}: {verdict} (record made at {made}, recomputed at {now} in {r['seconds']:.0f} s, "
+             f"{where})"]
+    for f in r["fields"]:
+        judged = "within" if f["within"] else "BEYOND"
+        tol = "exact" if f["kind"] == "exact" else f"tolerance {f['tolerance']:.3g}"
+        lines.append(f"  {f['field']} ({f['kind']}): {f['differ']} of {f['values']} differ, max |d| "
+                     f"{f['max_abs']:.3g}, max relative {f['max_rel']:.3g}, {tol}: {judged}")
+    for k in r["removed"]:
+        lines.append(f"  {k}: in the record, not in the recomputation: BEYOND")
+    if r["added"]:
+        lines.append(f"  not in the record (newer fields, not judged): {', '.join(r['added'])}")
+    return "\n".join(lines)
 
 
 def run(args) -> int:
     from varsim.experiments import run_reproduction
 
+    if args.allow_incomplete and not args.aggregate_only:
+        raise ValueError("--allow-incomplete applies to --aggregate-only only (a run or --recheck reports failures "
+                         "by its exit status whatever it is given)")
     if args.aggregate_only:
         return _aggregate_only(args.outdir, allow_incomplete=args.allow_incomplete)
     if args.recheck:

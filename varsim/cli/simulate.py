@@ -32,13 +32,18 @@ import numpy as np
 from varsim._common.atomic import atomic_write_json, check_writable
 from varsim._common.validate import check_real
 from varsim.cli._options import (
+    MAX_ABS,
     add_variant_flags,
+    count_option,
     fmt_estimate,
     format_columns,
-    int_option,
+    output_file,
     parse_grid,
     parse_numbers,
+    real_option,
     scalar_or_array,
+    seed_option,
+    threads_option,
     variant_kwargs,
 )
 
@@ -52,15 +57,16 @@ def register(parser: argparse.ArgumentParser) -> None:
 
     group = parser.add_argument_group("model")
     add = group.add_argument
-    add("--d-k", type=int_option(), default=64, metavar="D", help="key/query dimension (default 64)")
-    add("--d-v", type=int_option(), default=64, metavar="D", help="value dimension (default 64)")
-    add("--tau", type=float, default=1.0, metavar="T", help="temperature multiplying the logits (default 1)")
+    add("--d-k", type=count_option(), default=64, metavar="D", help="key/query dimension (default 64)")
+    add("--d-v", type=count_option(), default=64, metavar="D", help="value dimension (default 64)")
+    add("--tau", type=real_option(-MAX_ABS, MAX_ABS), default=1.0, metavar="T",
+        help="temperature multiplying the logits (default 1)")
     add("--query", default="fixed", metavar="KIND",
         help="fixed | random (q ~ N(0, I) per sequence) (default fixed)")
     which_query = group.add_mutually_exclusive_group()
-    which_query.add_argument("--query-norm", type=float, default=None, metavar="R",
+    which_query.add_argument("--query-norm", type=real_option(0.0, MAX_ABS), default=None, metavar="R",
                              help="|q| of the fixed query (default sqrt(d_k), i.e. beta = tau)")
-    which_query.add_argument("--beta", type=float, default=None, metavar="B",
+    which_query.add_argument("--beta", type=real_option(0.0, MAX_ABS), default=None, metavar="B",
                              help="logit spread beta = tau |q| / sqrt(d_k) of the fixed query (sets |q|)")
     which_query.add_argument("--query-vector", default=None, metavar="VEC",
                              help="the fixed query itself: comma-separated numbers or @FILE (.npy or text)")
@@ -70,24 +76,26 @@ def register(parser: argparse.ArgumentParser) -> None:
         help="gaussian | uniform | rademacher, standardised (default gaussian)")
     add("--value-mean", default="0", metavar="MU",
         help="mean mu_v of the values: one number, or d_v numbers (comma-separated or @FILE)")
-    add("--value-scale", type=float, default=1.0, metavar="S", help="standard deviation sigma_v of the values")
+    add("--value-scale", type=real_option(0.0, MAX_ABS), default=1.0, metavar="S",
+        help="standard deviation sigma_v of the values")
     add("--coupling", default=None, metavar="A",
         help="couple values to keys, v = A k + noise: a number a (v = a k[:d_v] + noise, needs d_v <= d_k), "
              "inline rows '1 0 0; 0 1 0', or @FILE with a d_v x d_k matrix")
-    add("--coupling-noise", type=float, default=1.0, metavar="S", help="noise scale of the coupling (default 1)")
+    add("--coupling-noise", type=real_option(0.0, MAX_ABS), default=1.0, metavar="S",
+        help="noise scale of the coupling (default 1)")
 
     add = parser.add_argument_group("Monte Carlo").add_argument
-    add("--sequences", type=int_option(), default=10_000, metavar="M",
+    add("--sequences", type=count_option(), default=10_000, metavar="M",
         help="independent sequences per N (default 10000)")
     add("--sampler", default="full", metavar="NAME", help="full | logits (exact shortcut for Gaussian keys)")
     add("--estimator", default="sample", metavar="NAME",
         help="sample | rao_blackwell (sigma_v^2 E[sum w^2]; exact when values are independent of keys)")
-    add("--coordinate", type=int_option(), default=0, metavar="J", help="output coordinate j reported as var_coord")
-    add("--chunk-size", type=int_option(), default=None, metavar="C", help="sequences per chunk (default: automatic)")
-    add("--max-work", type=float, default=None, metavar="W",
+    add("--coordinate", type=count_option(0), default=0, metavar="J", help="output coordinate j reported as var_coord")
+    add("--chunk-size", type=count_option(), default=None, metavar="C", help="sequences per chunk (default: automatic)")
+    add("--max-work", type=real_option(0.0, MAX_ABS, strict_min=True), default=None, metavar="W",
         help="refuse runs whose estimated work exceeds W key-coordinates (default 2e12, about an hour on 2 cores)")
-    add("--seed", type=int_option(), default=0, metavar="S", help="root seed (default 0)")
-    add("--threads", type=int_option(), default=None, metavar="T", help="worker threads (default: all cores)")
+    add("--seed", type=seed_option(), default=0, metavar="S", help="root seed (default 0)")
+    add("--threads", type=threads_option(), default=None, metavar="T", help="worker threads (default: all cores)")
     add("--progress", action=argparse.BooleanOptionalAction, default=None,
         help="progress on stderr (default: when stderr is a terminal)")
 
@@ -95,7 +103,7 @@ def register(parser: argparse.ArgumentParser) -> None:
 
     add = parser.add_argument_group("output").add_argument
     add("--json", action="store_true", help="print JSON results to stdout instead of a table")
-    add("-o", "--output", default=None, metavar="FILE", help="also write the JSON results to FILE")
+    add("-o", "--output", type=output_file, default=None, metavar="FILE", help="also write the JSON results to FILE")
 
 
 def build_kwargs(args: argparse.Namespace) -> dict:

@@ -22,15 +22,19 @@ import json
 import sys
 
 from varsim.cli._options import (
+    MAX_ABS,
     add_attention_flag,
     add_variant_param_flags,
+    count_option,
     fmt_estimate,
     format_columns,
     given_variant_params,
-    int_option,
+    output_file,
     parse_grid,
     real_option,
     refuse_variant_params,
+    seed_option,
+    threads_option,
 )
 
 __all__ = ["register", "run", "build_grid", "format_table"]
@@ -41,7 +45,7 @@ def register(parser: argparse.ArgumentParser) -> None:
     add_attention_flag(axes, default=["softmax"], default_help="default softmax", multi=True,
                        what="weight maps to sweep")
     add = axes.add_argument
-    add("--beta", nargs="+", type=real_option(minimum=0.0), default=[1.0], metavar="B",
+    add("--beta", nargs="+", type=real_option(0.0, MAX_ABS), default=[1.0], metavar="B",
         help="logit scales beta >= 0 (default 1)")
     add("--n", nargs="+", default=["16:65536:x4"], metavar="N",
         help="sequence lengths: integers and/or ranges START:STOP:xFACTOR or START:STOP:STEP (default 16:65536:x4)")
@@ -50,27 +54,30 @@ def register(parser: argparse.ArgumentParser) -> None:
         "variant parameters (each takes one or more values; default: the variant's)"), multi=True)
 
     add = parser.add_argument_group("Monte Carlo").add_argument
-    add("--sequences", type=int_option(), default=4000, metavar="M", help="sequences per cell (default 4000)")
+    add("--sequences", type=count_option(), default=4000, metavar="M", help="sequences per cell (default 4000)")
     add("--sampler", default="logits", metavar="NAME", help="logits (default, exact for Gaussian keys) | full")
     add("--estimator", default="rao_blackwell", metavar="NAME", help="rao_blackwell (default) | sample")
-    add("--d-k", type=int_option(), default=64, metavar="D", help="key dimension of the full sampler (default 64)")
-    add("--d-v", type=int_option(), default=64, metavar="D", help="value dimension of the full sampler (default 64)")
-    add("--value-mean", type=float, default=0.0, metavar="MU", help="mean mu_v of the values (default 0)")
-    add("--value-scale", type=float, default=1.0, metavar="S", help="standard deviation sigma_v of the values")
-    add("--max-work", type=float, default=None, metavar="W",
+    add("--d-k", type=count_option(), default=64, metavar="D", help="key dimension of the full sampler (default 64)")
+    add("--d-v", type=count_option(), default=64, metavar="D", help="value dimension of the full sampler (default 64)")
+    add("--value-mean", type=real_option(-MAX_ABS, MAX_ABS), default=0.0, metavar="MU",
+        help="mean mu_v of the values (default 0)")
+    add("--value-scale", type=real_option(0.0, MAX_ABS), default=1.0, metavar="S",
+        help="standard deviation sigma_v of the values")
+    add("--max-work", type=real_option(0.0, MAX_ABS, strict_min=True), default=None, metavar="W",
         help="refuse a sweep whose total estimated work exceeds W key-coordinates (default 2e12, about an hour)")
-    add("--seed", type=int_option(), default=0, metavar="S", help="root seed (default 0)")
+    add("--seed", type=seed_option(), default=0, metavar="S", help="root seed (default 0)")
 
     add = parser.add_argument_group("execution").add_argument
     add("--scheduler", default=None, metavar="ADDR", help="run the cells on this Dask cluster (tcp://host:port)")
-    add("--workers", type=int_option(), default=None, metavar="W",
+    add("--workers", type=threads_option(), default=None, metavar="W",
         help="local worker processes (default: one per core)")
     add("--progress", action=argparse.BooleanOptionalAction, default=None,
         help="progress on stderr (default: when stderr is a terminal)")
 
     add = parser.add_argument_group("output").add_argument
     add("--json", action="store_true", help="print the JSON results instead of a table")
-    add("-o", "--output", default=None, metavar="FILE", help="write (or resume) the results JSON in FILE")
+    add("-o", "--output", type=output_file, default=None, metavar="FILE",
+        help="write (or resume) the results JSON in FILE")
 
 
 def _variants(args: argparse.Namespace) -> dict:

@@ -27,7 +27,7 @@ import sys
 
 from varsim._common.provenance import versions
 from varsim._common.validate import check_choice, check_positive_int, check_real
-from varsim.cli._options import add_variant_flags, int_option, variant_kwargs
+from varsim.cli._options import MAX_ABS, add_variant_flags, count_option, real_option, variant_kwargs
 
 DEFAULT_N = (16, 64, 256, 1024, 4096)
 #: What a table cell shows where its quantity is not defined (JSON: null).
@@ -35,16 +35,21 @@ MARK = "n/a"
 
 
 def register(parser) -> None:
-    parser.add_argument("--n", type=float, nargs="+", default=list(DEFAULT_N), metavar="N",
+    from varsim.theory import BETA_MAX, N_MAX
+
+    parser.add_argument("--n", type=real_option(1.0, N_MAX), nargs="+", default=list(DEFAULT_N), metavar="N",
                         help="sequence lengths (real, 1 <= N <= 1e300; default: %(default)s)")
-    parser.add_argument("--beta", type=float, default=None, help="logit standard deviation (fixed query)")
-    parser.add_argument("--d", type=int_option(), default=None, help="key dimension d_k (use with --tau, --query)")
-    parser.add_argument("--tau", type=float, default=None, help="temperature (with --d; default 1)")
+    parser.add_argument("--beta", type=real_option(0.0, BETA_MAX), default=None,
+                        help=f"logit standard deviation of a fixed query, 0 <= beta <= {BETA_MAX:g} (the law depends "
+                             "on |beta| only: a negative beta is refused rather than silently replaced)")
+    parser.add_argument("--d", type=count_option(), default=None, help="key dimension d_k (use with --tau, --query)")
+    parser.add_argument("--tau", type=real_option(0.0, BETA_MAX), default=None,
+                        help=f"temperature, 0 <= tau <= {BETA_MAX:g} (with --d; default 1)")
     parser.add_argument("--query", default="fixed", help="with --d: 'fixed' (|q| = sqrt(d), beta = tau) or "
                                                          "'random' (q ~ N(0, I_d)); default fixed")
-    parser.add_argument("--value-mean", type=float, default=None, metavar="MU",
+    parser.add_argument("--value-mean", type=real_option(-MAX_ABS, MAX_ABS), default=None, metavar="MU",
                         help="--attention sigmoid: value mean mu_v for Var(o_j) (default 0)")
-    parser.add_argument("--value-scale", type=float, default=None, metavar="S",
+    parser.add_argument("--value-scale", type=real_option(0.0, MAX_ABS), default=None, metavar="S",
                         help="--attention sigmoid: value standard deviation sigma_v for Var(o_j) (default 1)")
     parser.add_argument("--json", action="store_true", help="print machine-readable JSON instead of a table")
     add_variant_flags(parser)
@@ -62,11 +67,11 @@ def _model(args) -> dict:
             raise ValueError("beta: give either --beta or --d/--tau, not both")
         if query == "random":
             raise ValueError("query: --query random needs --d (and --tau), not --beta")
-        return {"query": "fixed", "beta": abs(check_real("beta", args.beta))}
+        return {"query": "fixed", "beta": check_real("beta", args.beta, minimum=0.0)}
     if args.d is None:
         raise ValueError("beta: give --beta B, or --d D [--tau T] [--query fixed|random]")
     d = check_positive_int("d", args.d)
-    tau = abs(check_real("tau", 1.0 if args.tau is None else args.tau))
+    tau = check_real("tau", 1.0 if args.tau is None else args.tau, minimum=0.0)
     if query == "fixed":
         return {"query": "fixed", "d": d, "tau": tau, "beta": tau}
     return {"query": "random", "d": d, "tau": tau}
@@ -150,7 +155,7 @@ _COLUMNS = (
     ("series", "series c1..c4", "{:>14.6g}"),
     ("asymptote", "limit/N", "{:>11.6g}"),
     ("phase", "phase", "{:>13}"),
-    ("rem_exponent", "REM rule", "{:>9.3f}"),
+    ("rem_exponent", "large-beta rule", "{:>15.3f}"),
     ("frozen_ipr", "1-a_N/beta", "{:>11.4f}"),
 )
 
@@ -163,9 +168,11 @@ def _table(model: dict, rows: list[dict]) -> str:
     else:
         head = f"random query q ~ N(0, I_{model['d']}), tau = {model['tau']:g}"
         asym = "(1-2tau^2/d)^(-d/2)/N"
-    # Every column that applies to the model is shown, with MARK where its value is not defined at that N.
+    # Every column that applies to the model and has a value in some row is shown, with MARK where its value is not
+    # defined at that N; a column undefined in every row says nothing and is left out.
     fixed_only = ("phase", "rem_exponent", "frozen_ipr")
-    cols = [c for c in _COLUMNS if model["query"] == "fixed" or c[0] not in fixed_only]
+    cols = [c for c in _COLUMNS if (model["query"] == "fixed" or c[0] not in fixed_only)
+            and any(r.get(c[0]) is not None for r in rows)]
     widths = [len(fmt.format(0.0 if key not in ("phase",) else "annealed")) for key, _, fmt in cols]
     lines = [head, "  ".join(f"{name:>{w}}" for (_, name, _), w in zip(cols, widths))]
     for r in rows:
@@ -175,9 +182,13 @@ def _table(model: dict, rows: list[dict]) -> str:
             cells.append(f"{MARK:>{w}}" if v is None else fmt.format(v))
         lines.append("  ".join(cells))
     if model["query"] == "fixed":
-        notes = [(f"limit/N = {asym}; series = sum_k c_k/N^k, shown ({MARK} otherwise) only where its terms shrink "
-                  "with k (see --help)"),
-                 "phase/REM rule: THEORY.md 3.2-3.4; 1-a_N/beta: frozen-phase predictor, shown where beta > a_N"]
+        shown = {c[0] for c in cols}
+        series = f"; series = sum_k c_k/N^k, shown ({MARK} otherwise) only where its terms shrink with k (see --help)"
+        notes = [f"limit/N = {asym}" + (series if "series" in shown else ""),
+                 "phase and large-beta rule: random-energy-model limits (THEORY.md 3.2-3.4), reached as beta grows "
+                 "at fixed ln N/beta^2; at finite beta the crossovers are broad, and dlnE/dlnN is the exact exponent"]
+        if any(c[0] == "frozen_ipr" for c in cols):
+            notes.append("1-a_N/beta: frozen-phase predictor, shown where beta > a_N")
     else:
         # E_q[c_k] grows like (1 - k(k+1) tau^2/d)^(-d/2): the series needs far larger N than for a fixed query
         order = rows[0].get("series_order", 0)

@@ -5,7 +5,7 @@ Examples::
     varsim train --task argmax --norm layernorm --steps 2000 --outdir runs/argmax-ln
     varsim train --config run.json --outdir runs/x          # JSON with TrainConfig fields (model nested)
     varsim train --config run.json --lr 3e-3 --outdir runs/y  # flags override the file
-    varsim train --config run.json --outdir runs/x --resume   # continue an interrupted run
+    varsim train --outdir runs/x --resume                      # continue an interrupted run with its own config
     varsim train --task argmax --attention ssmax --ssmax-s 0.5 --outdir runs/ssmax   # another weight map
 
 ``--attention NAME`` trains with a weight map the registry declares trainable (``varsim.variants.TRAINABLE_MAPS``),
@@ -17,6 +17,8 @@ or the system refuses a write (full disk), 2 on bad input: unknown names, NaN/in
 beyond the machine or --max-hours, an empty or unwritable --outdir, a run directory in use by another process,
 a damaged metrics log on --resume.
 
+--resume reads the run's own config.json (no flags needed); flags given with it must agree with the run (only
+--checkpoint-every and --keep-checkpoints may change), and a directory that holds no run is refused.
 On --resume a torn last line of metrics.jsonl (a write cut short by a kill or a full disk) is dropped with a notice
 on stderr; a damaged line before it is refused naming the file and the line (repair or delete it, then resume).
 A run that stops before its first checkpoint in a new directory removes what it wrote, so the same command can be
@@ -28,8 +30,17 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
-from varsim.cli._options import add_variant_flags, given_variant_params, int_option, refuse_variant_params
+from varsim.cli._options import (
+    MAX_ABS,
+    add_variant_flags,
+    count_option,
+    given_variant_params,
+    real_option,
+    refuse_variant_params,
+    seed_option,
+)
 
 # flag dest -> ModelConfig field
 _MODEL_FLAGS = {
@@ -78,57 +89,58 @@ _TRAIN_FLAGS = (
 _UNSET = object()  # --clip-norm none means "no clipping", so absence needs its own marker
 
 
-def _clip(text: str):
-    return None if text.lower() in ("none", "off") else float(text)
 
 
 def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", metavar="FILE", help="JSON file with TrainConfig fields; flags override it")
     parser.add_argument("--outdir", required=True, help="run directory (checkpoints, metrics.jsonl, summary.json)")
-    parser.add_argument("--resume", action="store_true", help="continue the run in OUTDIR from its latest checkpoint")
+    parser.add_argument("--resume", action="store_true",
+                        help="continue the run in OUTDIR from its latest checkpoint, with the run's own config.json "
+                             "(flags that differ from it are refused, except --checkpoint-every/--keep-checkpoints)")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
     parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                         help="show progress on stderr (default: when it is a terminal)")
-    parser.add_argument("--max-hours", type=float, default=None,
+    parser.add_argument("--max-hours", type=real_option(0.0, strict_min=True, allow_inf=True), default=None,
                         help="refuse a run estimated to take longer than this (default 24; inf: no bound)")
     g = parser.add_argument_group("task and training")
     g.add_argument("--task", help="argmax, dictionary or recall (recall: sequence architectures only)")
     g.add_argument("--optimizer", help="adam or adamw (default adamw)")
-    g.add_argument("--lr", type=float, help="peak learning rate (default 1e-3)")
-    g.add_argument("--weight-decay", type=float)
-    g.add_argument("--clip-norm", type=_clip, default=_UNSET, help="global gradient-norm clip (default 1), or 'none'")
-    g.add_argument("--warmup", type=int_option(), help="warmup updates (default 5%% of steps)")
+    g.add_argument("--lr", type=real_option(0.0, MAX_ABS, strict_min=True), help="peak learning rate (default 1e-3)")
+    g.add_argument("--weight-decay", type=real_option(0.0, MAX_ABS))
+    g.add_argument("--clip-norm", type=real_option(0.0, MAX_ABS, strict_min=True, words={"none": None, "off": None}),
+                   default=_UNSET, help="global gradient-norm clip (default 1), or 'none'")
+    g.add_argument("--warmup", type=count_option(0), help="warmup updates (default 5%% of steps)")
     g.add_argument("--schedule", help="cosine or constant")
-    g.add_argument("--min-lr-ratio", type=float)
-    g.add_argument("--steps", type=int_option())
-    g.add_argument("--batch-size", "--batch", type=int_option(), dest="batch_size")
-    g.add_argument("--train-min", type=int_option(), help="smallest training set size (default: task's)")
-    g.add_argument("--train-max", type=int_option(), help="largest training set size (default 16)")
-    g.add_argument("--seed", type=int_option(), help="initialization seed (default 0)")
-    g.add_argument("--data-seed", type=int_option(), help="training-data seed (default: --seed)")
-    g.add_argument("--checkpoint-every", type=int_option())
-    g.add_argument("--log-every", type=int_option())
-    g.add_argument("--keep-checkpoints", type=int_option())
+    g.add_argument("--min-lr-ratio", type=real_option(0.0, 1.0))
+    g.add_argument("--steps", type=count_option())
+    g.add_argument("--batch-size", "--batch", type=count_option(), dest="batch_size")
+    g.add_argument("--train-min", type=count_option(), help="smallest training set size (default: task's)")
+    g.add_argument("--train-max", type=count_option(), help="largest training set size (default 16)")
+    g.add_argument("--seed", type=seed_option(), help="initialization seed (default 0)")
+    g.add_argument("--data-seed", type=seed_option(), help="training-data seed (default: --seed)")
+    g.add_argument("--checkpoint-every", type=count_option())
+    g.add_argument("--log-every", type=count_option())
+    g.add_argument("--keep-checkpoints", type=count_option())
     m = parser.add_argument_group("model")
     m.add_argument("--architecture", help="set_transformer (default) or decoder (varsim.nn.architectures)")
     m.add_argument("--positions", help="decoder only: none (default), learned, rope or alibi")
-    m.add_argument("--max-positions", type=int_option(), help="decoder only: rows of the learned position table")
+    m.add_argument("--max-positions", type=count_option(), help="decoder only: rows of the learned position table")
     m.add_argument("--tie-head", action=argparse.BooleanOptionalAction, default=None,
                    help="decoder only: the output head reuses the embedding of the output one-hot")
-    m.add_argument("--d-model", type=int_option())
-    m.add_argument("--n-heads", "--heads", type=int_option(), dest="n_heads")
-    m.add_argument("--n-blocks", "--blocks", type=int_option(), dest="n_blocks")
+    m.add_argument("--d-model", type=count_option())
+    m.add_argument("--n-heads", "--heads", type=count_option(), dest="n_heads")
+    m.add_argument("--n-blocks", "--blocks", type=count_option(), dest="n_blocks")
     m.add_argument("--norm", help="attention-output normalization: none (default), layernorm, standardize, "
                    "layernorm_per_head, standardize_per_head")
     m.add_argument("--residual", action=argparse.BooleanOptionalAction, default=None,
                    help="residual connection around attention (default on)")
     m.add_argument("--pre-ln", action=argparse.BooleanOptionalAction, default=None)
-    m.add_argument("--item-mlp-depth", type=int_option())
-    m.add_argument("--predictor-depth", type=int_option())
-    m.add_argument("--d-hidden", type=int_option())
-    m.add_argument("--n-classes", type=int_option())
-    m.add_argument("--key-vocab", type=int_option())
-    m.add_argument("--value-vocab", type=int_option())
+    m.add_argument("--item-mlp-depth", type=count_option(0))
+    m.add_argument("--predictor-depth", type=count_option(0))
+    m.add_argument("--d-hidden", type=count_option())
+    m.add_argument("--n-classes", type=count_option())
+    m.add_argument("--key-vocab", type=count_option())
+    m.add_argument("--value-vocab", type=count_option())
     m.add_argument("--key-encoding")
     m.add_argument("--dtype", help="float32 (default) or float64")
     m.add_argument("--activation", help="relu (default) or gelu")
@@ -151,11 +163,37 @@ def _set_attention(args, model: dict) -> None:
         model["attention_params"] = {**(model.get("attention_params") or {}), **given[named]}
 
 
+def run_config(outdir) -> dict:
+    """The config a run in ``outdir`` recorded (its ``config.json``, else its latest checkpoint's), as a dict;
+    ``ValueError`` naming the file when it is damaged, or saying that ``outdir`` holds no run to resume."""
+    from varsim._common.jsonio import read_json
+    from varsim.train import TrainConfig, latest_checkpoint, read_checkpoint
+
+    out = Path(outdir)
+    config_file = out / "config.json"
+    if config_file.exists():
+        recorded = read_json(config_file, what="run config")
+        if not isinstance(recorded.get("config"), dict):
+            raise ValueError(f"run config {str(config_file)!r} has no 'config' entry")
+        return TrainConfig.from_dict_in(recorded["config"], f"run config {str(config_file)!r}").to_dict()
+    latest = latest_checkpoint(out) if out.is_dir() else None
+    if latest is None:
+        raise ValueError(f"--resume: outdir {str(out)!r} holds no run to resume (no config.json, no checkpoint); "
+                         "drop --resume to start a new run there")
+    header, _ = read_checkpoint(latest)
+    return TrainConfig.from_dict_in(header["config"], f"checkpoint {str(latest)!r}").to_dict()
+
+
 def build_config(args):
-    """The TrainConfig from ``--config`` (if any) updated by the flags that were given."""
+    """The TrainConfig from ``--config`` (or, with ``--resume`` and no ``--config``, the run's own config) updated
+    by the flags that were given."""
     from varsim.train import TrainConfig
 
     base: dict = {}
+    if args.resume:
+        recorded = run_config(args.outdir)  # also refuses --resume on a directory that holds no run
+        if not args.config:
+            base = recorded
     if args.config:
         base = TrainConfig.from_file(args.config).to_dict()
     for name in _TRAIN_FLAGS:

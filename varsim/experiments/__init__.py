@@ -27,7 +27,7 @@ import importlib
 
 _LAZY = {
     "ReproductionSettings": "settings",
-    "ARCHITECTURES": "settings",
+    "GRID_ARCHITECTURES": "settings",
     "DEFAULT_NORMS": "settings",
     "BASELINE_NORM": "settings",
     "run_id": "settings",

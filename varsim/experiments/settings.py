@@ -1,6 +1,6 @@
 """The reproduction's grid and settings: which runs exist, and the full spec of each.
 
-Grid: task (argmax retrieval, dictionary lookup) x architecture (``ARCHITECTURES``: residual around attention on /
+Grid: task (argmax retrieval, dictionary lookup) x architecture (``GRID_ARCHITECTURES``: residual around attention on /
 off) x normalization after attention (none, layernorm, standardize, layernorm_per_head by default) x seed.
 
 Pairing: seed index ``s`` fixes the initialization seed, the training-data stream, the test sets and the probe sets
@@ -23,12 +23,13 @@ import json
 from varsim._common.validate import check_choice, check_fields, check_int, check_int_grid, check_real
 from varsim.tasks import TASK_REGISTRY
 
-__all__ = ["ReproductionSettings", "ARCHITECTURES", "DEFAULT_NORMS", "BASELINE_NORM", "BASELINE_ATTENTION",
+__all__ = ["ReproductionSettings", "GRID_ARCHITECTURES", "DEFAULT_NORMS", "BASELINE_NORM", "BASELINE_ATTENTION",
            "REMEDY_FIELDS", "run_id", "job_specs", "selection_specs", "cells"]
 
-#: the grid's architecture labels -> the :class:`varsim.nn.model.ModelConfig` fields each sets (its ``architecture``,
+#: the grid's architecture labels (not the model registry ``varsim.nn.architectures.ARCHITECTURES``) -> the
+#: :class:`varsim.nn.model.ModelConfig` fields each sets (its ``architecture``,
 #: a model of :mod:`varsim.nn.architectures`, when not the set transformer, and that model's switches)
-ARCHITECTURES = {"residual": {"residual": True}, "no_residual": {"residual": False}}
+GRID_ARCHITECTURES = {"residual": {"residual": True}, "no_residual": {"residual": False}}
 #: the tasks of the paper's grid (any registered task of varsim.tasks may be named in ``tasks``)
 PAPER_TASKS = ("argmax", "dictionary")
 DEFAULT_NORMS = ("none", "layernorm", "standardize", "layernorm_per_head")
@@ -59,7 +60,7 @@ class ReproductionSettings:
     """
 
     tasks: tuple = PAPER_TASKS
-    architectures: tuple = tuple(ARCHITECTURES)
+    architectures: tuple = tuple(GRID_ARCHITECTURES)
     norms: tuple = DEFAULT_NORMS
     seeds: int = 6
     root_seed: int = 0
@@ -98,7 +99,7 @@ class ReproductionSettings:
         from varsim.nn.norms import NORMS
 
         set_("tasks", names("tasks", TASK_REGISTRY))
-        set_("architectures", names("architectures", ARCHITECTURES))
+        set_("architectures", names("architectures", GRID_ARCHITECTURES))
         set_("norms", names("norms", NORMS))
         set_("seeds", check_int("seeds", self.seeds, minimum=1))
         set_("root_seed", check_int("root_seed", self.root_seed, minimum=0))
@@ -106,7 +107,7 @@ class ReproductionSettings:
             if not isinstance(getattr(self, field), dict):
                 raise ValueError(f"{field} must be a dict of overrides, got {type(getattr(self, field)).__name__}")
             set_(field, dict(getattr(self, field)))
-        fixed = ({"task", "norm"} | {k for a in self.architectures for k in ARCHITECTURES[a]}) & set(self.model)
+        fixed = ({"task", "norm"} | {k for a in self.architectures for k in GRID_ARCHITECTURES[a]}) & set(self.model)
         fixed |= {"task", "model", "seed", "data_seed"} & set(self.train)
         if fixed:
             raise ValueError(f"model/train overrides may not set {sorted(fixed)}: the grid sets them")
@@ -130,7 +131,7 @@ class ReproductionSettings:
 
     def _check_remedies(self, set_) -> None:
         """Validate the remedies fields (attention variants through the registry, depths, lr grid)."""
-        from varsim.variants import get_variant
+        from varsim.variants import CONTROLS, get_variant
 
         for field in ("attentions", "inference_attentions"):
             value = getattr(self, field)
@@ -154,7 +155,12 @@ class ReproductionSettings:
                                  f"got {ov!r}")
             if label in self.attentions:
                 raise ValueError(f"inference_attentions label {label!r} is also a trained attention label")
-            get_variant(ov["attention"]).check_params(ov.get("params") or {})  # ValueError naming the parameter
+            if ov["attention"] in CONTROLS and CONTROLS[ov["attention"]].weight_map is None:
+                if ov.get("params"):
+                    raise ValueError(f"inference_attentions[{label!r}]: the control {ov['attention']!r} takes no "
+                                     "parameters")
+            else:
+                get_variant(ov["attention"]).check_params(ov.get("params") or {})  # ValueError naming the parameter
         set_("depths", tuple(check_int("depths", d, minimum=1) for d in self.depths))
         if len(set(self.depths)) != len(self.depths):
             raise ValueError(f"depths has duplicates: {list(self.depths)}")
@@ -254,7 +260,7 @@ class ReproductionSettings:
         remedies axis (None: the paper grid's config, unchanged)."""
         from varsim.train import TrainConfig
 
-        model = {**self.model, "task": task, "norm": norm, **ARCHITECTURES[architecture]}
+        model = {**self.model, "task": task, "norm": norm, **GRID_ARCHITECTURES[architecture]}
         if attention is not None:
             model.update(self.attentions[attention])
         if depth is not None:

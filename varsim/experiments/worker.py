@@ -110,6 +110,7 @@ def _evaluate_all(model, config, spec: dict) -> dict:
             "accuracy": ev["accuracy"], "ci_low": ev["ci_low"], "ci_high": ev["ci_high"],
         },
         "probes": probe,
+        "ranking": ev["ranking"],
         "eval_s": t_eval - t_start,
     }
 
@@ -153,6 +154,9 @@ def _run(spec: dict, workdir: Path) -> dict:
         "in_distribution": res["in_distribution"],
         "eval": res["eval"],
         "probes": res["probes"],
+        # ranking vs dispersion on the test sets (varsim.train.ranking); a key of its own so that the fields above
+        # keep their numbers (tests/golden_outputs.py fingerprints them)
+        "ranking": res["ranking"],
         **extra,
         "timing": {
             "train_s": t_train - t_start, "eval_s": t_eval - t_train, "probe_s": t_probe - t_eval,

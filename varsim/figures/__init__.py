@@ -199,6 +199,8 @@ def make(
 def register(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """Add the options of ``varsim figures`` (also ``python figures/make_all.py``, ``python -m varsim.figures``) to
     ``parser``; return it."""
+    from varsim._common.argtypes import seed_option
+
     parser.add_argument("--quick", action="store_true",
                         help="small runs (seconds per figure; a tiny reproduction whose models do not learn): a smoke "
                              "test, every figure is stamped as such")
@@ -206,7 +208,7 @@ def register(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
                                                        "directory)")
     parser.add_argument("--only", nargs="+", default=None, metavar="NAME", help=f"only these figures: "
                                                                                 f"{', '.join(FIGURES)}")
-    parser.add_argument("--seed", type=int, default=0, help="root seed of every simulation (default 0)")
+    parser.add_argument("--seed", type=seed_option(), default=0, help="root seed of every simulation (default 0)")
     parser.add_argument("--replot", action="store_true", help="redraw from the stored <name>.json data")
     parser.add_argument("--results", default=None, metavar="DIR",
                         help="draw the reproduction figures from this `varsim reproduce` directory instead of the "

@@ -103,7 +103,7 @@ def probe_command(data: dict) -> str:
     src = data["text"].get("source")
     if isinstance(src, list):
         args += ["--text", *map(str, src)]
-    elif src not in (None, "python-docs"):
+    elif src not in (None, "python-docs") and "task" not in data["text"]:  # a trained model's windows: task examples
         args += ["--text", f"<{src}>"]
     args += ["--lengths", *map(str, st["lengths"]), "--windows", str(st["windows"]),
              "--layers", *map(str, st["layers"])]
@@ -129,8 +129,9 @@ def footer_line(data: dict, path: Path, committed: bool) -> str:
     model = data["model"].get("name") or data["model"].get("file")
     text = data["text"]
     src = text.get("source") if isinstance(text.get("source"), str) else "files"
-    return (f"{model}: {_where(path, committed)}, made at {made}{', ' + when if when else ''} (text {src}, "
-            f"{text.get('tokens')} tokens) by\n    {probe_command(data)}")
+    inputs = f"task {text['task']}" if "task" in text else f"text {src}, {text.get('tokens')} tokens"
+    return (f"{model}: {_where(path, committed)}, made at {made}{', ' + when if when else ''} ({inputs}) by\n"
+            f"    {probe_command(data)}")
 
 
 class ProbeSource:
@@ -201,5 +202,10 @@ def model_label(data: dict) -> str:
     name = {"smollm2": "SmolLM2-135M", "minilm": "all-MiniLM-L6-v2"}.get(data["model"].get("name"),
                                                                             data["model"].get("name") or "model")
     q = data["settings"].get("query_position")
+    if "task" in data["text"]:  # a trained varsim model (varsim.train.attention_probe)
+        cfg = spec.get("config", {})
+        kind = "decoder" if spec.get("causal") else "set model"
+        pos = f", {cfg['positions']}" if spec.get("causal") and cfg.get("positions") else ""
+        return f"trained {kind} ({data['text']['task']}{pos}, {cfg.get('attention', 'softmax')})"
     query = "last token" if q == -1 else ("[CLS]" if q == 0 and not spec.get("causal", True) else f"position {q}")
     return f"{name} (query: {query})"

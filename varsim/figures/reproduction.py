@@ -297,8 +297,27 @@ class ReproductionSource:
         if self.results is not None and not self.rerun and not self.results.is_dir():
             raise ValueError(f"results {str(self.results)!r} is not a directory (use --rerun to run the "
                              "reproduction into it)")
+        if self.rerun and (self.results / "settings.json").exists():
+            self._check_rerun_settings()
         self.progress = sys.stderr.isatty() if progress is None else bool(progress)
         self._data: dict | None = None
+
+    def _check_rerun_settings(self) -> None:
+        """``--rerun`` into a directory that holds another reproduction (a quick one, another seed) is refused before
+        anything runs: it would otherwise be refused only after the 30-minute run was started, or start one."""
+        from varsim.experiments.records import read_settings
+        from varsim.experiments.settings import ReproductionSettings
+
+        held = read_settings(self.results).to_dict()
+        full = ReproductionSettings.full(root_seed=self.seed).to_dict()
+        if held != full:
+            diff = sorted(k for k in set(held) | set(full) if held.get(k) != full.get(k))
+            quick = ReproductionSettings.quick().to_dict()
+            kind = "a quick reproduction" if held.get("model") == quick.get("model") else \
+                "a reproduction with other settings"
+            raise ValueError(f"results {str(self.results)!r} holds {kind} (differing from the full one in: "
+                             f"{', '.join(diff)}); --rerun runs the full reproduction: drop --rerun to draw from it, "
+                             "or give --rerun another --results directory")
 
     @property
     def available(self) -> bool:

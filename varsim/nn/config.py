@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from varsim._common.validate import check_choice, check_fields, check_int, check_positive_int
+from varsim._common.validate import MAX_COUNT, check_choice, check_fields, check_int
 from varsim.tasks import get_key_encoding, get_task
 from varsim.tasks.keys import binary_key_bits
 
@@ -90,9 +90,9 @@ class ModelConfig:
             "max_positions": 1,
         }
         for name, minimum in ints.items():
-            object.__setattr__(self, name, check_int(name, getattr(self, name), minimum=minimum))
+            object.__setattr__(self, name, check_int(name, getattr(self, name), minimum=minimum, maximum=MAX_COUNT))
         if self.d_hidden is not None:
-            object.__setattr__(self, "d_hidden", check_positive_int("d_hidden", self.d_hidden))
+            object.__setattr__(self, "d_hidden", check_int("d_hidden", self.d_hidden, minimum=1, maximum=MAX_COUNT))
         if self.d_model % self.n_heads:
             raise ValueError(f"n_heads ({self.n_heads}) must divide d_model ({self.d_model})")
         for name in ("residual", "pre_ln", "tie_head"):

@@ -65,7 +65,7 @@ from .layers import (
     softmax_cross_entropy_backward,
     softmax_cross_entropy_forward,
 )
-from .model import Transformer, _name_key
+from .model import Transformer, _name_key, value_moments
 from .norms import get_norm, layernorm_backward, layernorm_forward
 from .positions import alibi_bias, get_positions, position_ids, rope_backward, rope_forward, rope_tables
 from .set_params import theta_name
@@ -395,6 +395,13 @@ class Decoder:
             record[f"{pre}.attn_post_norm"] = a_post[:, -1].copy()
             record[f"{pre}.attn_weights"] = att[:, :, :-1].copy()  # the query row over the item tokens (B, H, Nk)
             record[f"{pre}.next_input"] = out[:, -1].copy()
+            keys = causal_mask(start, h.shape[1] - 1, h.shape[1], h.shape[1])[:, 0, 0]  # (B|1, T)
+            keys = np.broadcast_to(keys, (h.shape[0], h.shape[1]))
+            record[f"{pre}.key_weights"] = np.where(keys[:, None], att, 0.0)  # the query row over every token
+            record[f"{pre}.query_heads"] = heads[:, -1].copy()
+            record[f"{pre}.attn_out"] = a[:, -1].copy()
+            record[f"{pre}.value_mean"], record[f"{pre}.value_var"] = value_moments(
+                h, p[f"{pre}.attn.w_qkv"], p[f"{pre}.attn.b_qkv"], keys)
         if inference:
             return out, None
         return out, (ln1, att, norm_cache, o_cache, ln2, mlp_cache, last)
@@ -517,8 +524,9 @@ class Decoder:
     def analysis(self, batch) -> dict[str, np.ndarray]:
         """What the query token (the last row) sees, per block b, as :meth:`varsim.nn.model.Transformer.analysis`:
         ``block{b}.attn_pre_norm``/``attn_post_norm``/``next_input`` (B, D), ``block{b}.attn_weights`` (B, H, N k)
-        the query row's weights over the item tokens in sequence order (0 at padding, which comes first), and
-        ``logits``."""
+        the query row's weights over the item tokens in sequence order (0 at padding, which comes first), the probe's
+        ``key_weights`` (B, H, T) (over every token, the query itself included), ``query_heads``, ``attn_out``,
+        ``value_mean`` and ``value_var`` (B, D), and ``logits``."""
         parts: dict[str, list] = {}
         for chunk in self._chunks(batch):
             record: dict[str, np.ndarray] = {}

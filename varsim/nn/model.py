@@ -94,9 +94,44 @@ def _scatter_rows(rows: np.ndarray, sel: np.ndarray, b: int, t: int) -> np.ndarr
     return out.reshape(b, t, rows.shape[-1])
 
 
+def _check_focus(focus, batch):
+    """``focus`` as a (B,) int64 array of item indices of ``batch``, or None; ValueError naming ``focus``."""
+    if focus is None:
+        return None
+    mask = np.asarray(batch["mask"]) if isinstance(batch, dict) and "mask" in batch else None
+    f = np.asarray(focus)
+    if mask is None or mask.ndim != 2:
+        raise ValueError("focus needs a batch with a (B, N) 'mask'")
+    if f.shape != mask.shape[:1] or not np.issubdtype(f.dtype, np.integer):
+        raise ValueError(f"focus must be an integer array of shape {mask.shape[:1]}, got {f.dtype}{f.shape}")
+    if f.size and (f.min() < 0 or f.max() >= mask.shape[1] or not np.all(mask[np.arange(f.size), f])):
+        raise ValueError("focus must name a real (unmasked) item of each example")
+    return f.astype(np.int64, copy=False)
+
+
+def _focus_mask(focus: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """(B, T) key mask of the query token that lets it see only item ``focus`` of each example."""
+    b, n = mask.shape
+    out = np.zeros((b, n + 1), dtype=bool)
+    out[np.arange(b), 1 + focus] = True
+    return out
+
+
 def _name_key(name: str) -> int:
     """A stable 63-bit integer key for a parameter name (SeedSequence spawn keys must be non-negative ints)."""
     return int.from_bytes(hashlib.sha256(name.encode("utf-8")).digest()[:8], "little") >> 1
+
+
+def value_moments(h: np.ndarray, w_qkv: np.ndarray, b_qkv: np.ndarray, keys: np.ndarray):
+    """Mean and variance (B, D) over the keys ``keys`` (B, T) bool of the value vectors ``h Wv + bv`` of ``h``
+    (B, T, D): the per-window ``vbar`` and ``s2`` of the attention probe (:mod:`varsim.train.attention_probe`)."""
+    d = h.shape[-1]
+    v = (h @ w_qkv[:, 2 * d:] + b_qkv[2 * d:]).astype(np.float64)  # (B, T, D)
+    m = keys[..., None].astype(np.float64)
+    count = m.sum(axis=1)  # (B, 1)
+    mean = (v * m).sum(axis=1) / count
+    var = (((v - mean[:, None]) ** 2) * m).sum(axis=1) / count
+    return mean, var
 
 
 class Transformer:
@@ -118,6 +153,7 @@ class Transformer:
         self.memory_budget = check_positive_int("memory_budget", memory_budget)
         self.dtype = np.dtype(config.dtype)
         self.params: dict[str, np.ndarray] = {}
+        self.control: str | None = None  # a control of varsim.variants.CONTROLS applied at inference (with_attention)
         self._init_params(resolve_seed(seed, rng))
 
     # ------------------------------------------------------------------------------------------------------------
@@ -154,13 +190,38 @@ class Transformer:
         map does not use (ssmax's ``s``) is dropped, one it needs and this model lacks starts at its initial value
         (``params``). Meant for evaluation: inference-only maps (topk, critical, adaptive_temperature) have no
         backward pass and refuse to train.
+
+        ``attention`` may also name a control of :data:`varsim.variants.CONTROLS`: one with a weight map is that map;
+        ``"oracle"`` (no weight map, no parameters) keeps this model's map and makes :meth:`predict` and
+        :meth:`analysis` point the query token at each example's correct item (the task's
+        :meth:`~varsim.tasks.Task.correct_item`; ``focus`` below). The copy's ``control`` names the control.
         """
-        config = dataclasses.replace(self.config, attention=attention, attention_params={**(params or {}), **kwargs})
+        from varsim.variants import CONTROLS
+
+        control = CONTROLS.get(attention) if isinstance(attention, str) else None
+        if control is not None and control.weight_map is None:
+            if params or kwargs:
+                raise ValueError(f"attention_params: the control {attention!r} takes no parameters")
+            config = self.config
+        else:
+            name = attention if control is None else control.weight_map
+            config = dataclasses.replace(self.config, attention=name, attention_params={**(params or {}), **kwargs})
         other = Transformer(config, seed=0, memory_budget=self.memory_budget)
         for k, v in other.params.items():
             if k in self.params:
                 np.copyto(v, self.params[k])
+        other.control = None if control is None else control.name
         return other
+
+    def _focus(self, batch, focus):
+        """The checked ``focus`` of :meth:`predict`, or the correct items when this model is the oracle control."""
+        if focus is None and self.control is not None:
+            from varsim.variants import get_control
+
+            if get_control(self.control).needs_correct_item:
+                self.config.task_spec.check_batch(batch, self.config.vocab)
+                focus = self.config.task_spec.correct_item(batch)
+        return _check_focus(focus, batch)
 
     @property
     def n_params(self) -> int:
@@ -328,6 +389,11 @@ class Transformer:
             record[f"{pre}.attn_post_norm"] = q(a_post).copy()
             record[f"{pre}.attn_weights"] = w[:, :, 0, 1:].copy()  # the query row, over the items (B, H, N)
             record[f"{pre}.next_input"] = q(out).copy()
+            keys = key_mask if last else key_mask[:, 0]  # (B, T): the keys the query row sees
+            record[f"{pre}.key_weights"] = record[f"{pre}.attn_weights"]
+            record[f"{pre}.query_heads"] = q(heads).copy()
+            record[f"{pre}.attn_out"] = q(a).copy()
+            record[f"{pre}.value_mean"], record[f"{pre}.value_var"] = value_moments(h, w_qkv, b_qkv, keys)
         return out, (ln1, att, norm_cache, o_cache, ln2, mlp_cache, last, sel)
 
     def _block_backward(self, i, dout, cache, grads):
@@ -371,7 +437,7 @@ class Transformer:
                 dh += dr
         return dh
 
-    def _forward(self, batch, record=None, inference=False):
+    def _forward(self, batch, record=None, inference=False, focus=None):
         c, p = self.config, self.params
         feats, keys_all, mask = self._inputs(batch)  # refuses set sizes beyond the memory budget
         b, n = mask.shape
@@ -380,6 +446,7 @@ class Transformer:
         row_mask = np.empty((b, t), dtype=bool)  # (B, T)
         row_mask[:, 0] = False
         row_mask[:, 1:] = mask
+        query_mask = row_mask if focus is None else _focus_mask(focus, mask)
         sel = None  # flat indices of the real tokens (the query and the real items) when some items are padding
         if not mask.all():
             tokens = row_mask.copy()
@@ -391,11 +458,12 @@ class Transformer:
             # full blocks: items see the real items and the query token; the query row as above
             full_mask = np.broadcast_to(row_mask[:, None, :], (b, t, t)).copy()  # (B, T, T)
             full_mask[:, 1:, 0] = True
+            full_mask[:, 0] = query_mask
             for i in range(c.n_blocks - 1):
                 x, cache = self._block_forward(i, x, full_mask, last=False, record=record, inference=inference,
                                                sel=sel)
                 block_caches.append(cache)
-        q, cache = self._block_forward(c.n_blocks - 1, x, row_mask, last=True, record=record)  # (B, D)
+        q, cache = self._block_forward(c.n_blocks - 1, x, query_mask, last=True, record=record)  # (B, D)
         block_caches.append(cache)
         z, fln = q, None
         if c.pre_ln:
@@ -454,8 +522,9 @@ class Transformer:
     # ------------------------------------------------------------------------------------------------------------
     # Evaluation paths (chunked, no cache kept)
 
-    def _chunks(self, batch):
-        """Split a batch into consecutive example ranges of at most EVAL_CHUNK_TOKENS tokens (and within budget)."""
+    def _chunks(self, batch, focus=None):
+        """Split a batch into consecutive example ranges of at most EVAL_CHUNK_TOKENS tokens (and within budget):
+        ``(chunk, focus of its examples or None)``."""
         mask = np.asarray(batch.get("mask")) if isinstance(batch, dict) else None
         if mask is None or mask.ndim != 2:
             self._inputs(batch)  # raises the precise error
@@ -466,15 +535,23 @@ class Transformer:
             per = max(1, min(per, self.memory_budget // max(self._attention_bytes(1, n), 1)))
         for start in range(0, b, per):
             stop = min(b, start + per)
-            yield {k: (np.asarray(v)[start:stop] if np.ndim(v) >= 1 else v) for k, v in batch.items()}
+            yield ({k: (np.asarray(v)[start:stop] if np.ndim(v) >= 1 else v) for k, v in batch.items()},
+                   None if focus is None else focus[start:stop])
 
-    def predict(self, batch) -> np.ndarray:
-        """Predicted class (B,) int64; memory bounded by the chunk size, not by the batch size."""
-        out = [np.argmax(self._forward(chunk, inference=True)[0], axis=1) for chunk in self._chunks(batch)]
+    def predict(self, batch, focus=None) -> np.ndarray:
+        """Predicted class (B,) int64; memory bounded by the chunk size, not by the batch size.
+
+        ``focus``: None, or (B,) item indices: the query token then attends only to that item of each example, in
+        every block (weight exactly 1 whatever the weight map; the items' own rows are unchanged). With the task's
+        correct item (:meth:`varsim.tasks.Task.correct_item`) this is the ``oracle`` control of
+        :data:`varsim.variants.CONTROLS` (``with_attention("oracle")`` gives a copy that does it by itself)."""
+        focus = self._focus(batch, focus)
+        out = [np.argmax(self._forward(chunk, inference=True, focus=f)[0], axis=1)
+               for chunk, f in self._chunks(batch, focus)]
         return np.concatenate(out).astype(np.int64, copy=False)
 
-    def analysis(self, batch) -> dict[str, np.ndarray]:
-        """What the query token sees, per block b (arrays over the whole batch):
+    def analysis(self, batch, focus=None) -> dict[str, np.ndarray]:
+        """What the query token sees, per block b (arrays over the whole batch; ``focus`` as in :meth:`predict`):
 
         - ``block{b}.attn_pre_norm`` (B, D): the vector the attention-output normalization acts on (the attention output
           after W_o for norm none/layernorm/standardize; the concatenated head outputs, before W_o, for the per-head
@@ -482,12 +559,18 @@ class Transformer:
         - ``block{b}.attn_post_norm`` (B, D): the same after the normalization (equal to pre_norm for norm="none");
         - ``block{b}.attn_weights`` (B, H, N): the query row's attention weights over the items (0 at padding);
         - ``block{b}.next_input`` (B, D): the query token's state after the block;
+        - for the attention probe (:mod:`varsim.train.attention_probe`): ``block{b}.key_weights`` (B, H, N) (as
+          ``attn_weights``: the keys the query sees), ``block{b}.query_heads`` (B, D) the head outputs before W_o
+          and any norm, ``block{b}.attn_out`` (B, D) the attention output added to the residual stream,
+          ``block{b}.value_mean`` and ``block{b}.value_var`` (B, D) the mean and variance of the value vectors over
+          the keys the query sees;
         plus ``logits`` (B, n_outputs).
         """
         parts: dict[str, list] = {}
-        for chunk in self._chunks(batch):
+        focus = self._focus(batch, focus)
+        for chunk, f in self._chunks(batch, focus):
             record: dict[str, np.ndarray] = {}
-            logits, _ = self._forward(chunk, record=record, inference=True)
+            logits, _ = self._forward(chunk, record=record, inference=True, focus=f)
             record["logits"] = logits
             for k, v in record.items():
                 parts.setdefault(k, []).append(v)

@@ -27,6 +27,8 @@ map                           forward                                           
                               ``softmax(z)``
 ``topk``                      softmax over the k largest (partition; ties as     none
                               the registry's argpartition)
+``permuted_softmax``          softmax of the keys in the registry's fixed        softmax's, its sum in the same
+                              permutation, returned in key order (model dtype)   permuted order
 ============================  =================================================  ==================================
 
 entmax15 backward: on the support S, ``w_i = g_i^2`` with ``g_i = z_i/2 - t`` and ``sum_S g_i^2 = 1``. Differentiating
@@ -59,6 +61,7 @@ from varsim.variants import (
     adaptive_temperature_factor,
     get_output_normalization,
     get_variant,
+    key_permutation,
 )
 
 from . import _kernels
@@ -253,6 +256,19 @@ def _reference(name):
     return fwd
 
 
+def _fwd_permuted_softmax(z, key_mask, n, p, theta):
+    perm = key_permutation(z.shape[-1])
+    w = np.empty_like(z)
+    w[..., perm] = _softmax_(z[..., perm])
+    return w, perm
+
+
+def _bwd_permuted_softmax(dw, w, perm):
+    dz = np.empty_like(dw)
+    dz[..., perm] = _softmax_vjp(w[..., perm], dw[..., perm])  # its sum in the permuted order too
+    return dz, None
+
+
 def _bwd_entmax15(dw, w, cache):
     g = np.sqrt(w)  # 0 off the support
     gs = g.sum(axis=-1, keepdims=True)  # >= 1: sum g^2 = 1 with every g in [0, 1]
@@ -287,6 +303,7 @@ _IMPLS: dict[str, _MapImpl] = {
     "critical": _MapImpl(_fwd_critical, None, True, True),
     "adaptive_temperature": _MapImpl(_fwd_adaptive, None, False, True),
     "topk": _MapImpl(_fwd_topk, None, False, True),
+    "permuted_softmax": _MapImpl(_fwd_permuted_softmax, _bwd_permuted_softmax, False, True),
 }
 
 

@@ -76,6 +76,29 @@ def _build_tokenizer(reader, path: Path):
     return tok
 
 
+class _Truncated(ValueError):
+    pass
+
+
+def _checked_reader(gguf):
+    """``gguf.GGUFReader`` that first checks every tensor's data lies inside the file: the reader itself maps a
+    truncated file's tensors to short arrays and fails with "cannot reshape array of size ..."."""
+
+    class Reader(gguf.GGUFReader):
+        def _build_tensors(self, start_offs, fields):
+            size = len(self.data)
+            for field in fields:
+                _, name, _, dims, raw_dtype, offset = field.parts
+                block, type_size = gguf.GGML_QUANT_SIZES[gguf.GGMLQuantizationType(int(raw_dtype[0]))]
+                end = int(start_offs) + int(offset[0]) + int(np.prod(dims, dtype=object)) * type_size // block
+                if end > size:
+                    raise _Truncated(f"tensor {bytes(name).decode('utf-8', 'replace')!r} ends at byte {end}, the "
+                                     f"file has {size} bytes")
+            super()._build_tensors(start_offs, fields)
+
+    return Reader
+
+
 def load_gguf(path) -> PretrainedModel:
     """Open a GGUF file (memory-mapped) and return the model; raises ``ValueError`` naming ``model`` on a file that
     is not GGUF or an architecture other than ``llama``."""
@@ -85,9 +108,12 @@ def load_gguf(path) -> PretrainedModel:
         if fh.read(4) != GGUF_MAGIC:
             raise ValueError(f"model {str(path)!r} is not a GGUF file")
     try:
-        reader = gguf.GGUFReader(str(path), "r")
-    except Exception as exc:  # corrupt header
-        raise ValueError(f"model {str(path)!r}: cannot read GGUF ({exc})") from None
+        reader = _checked_reader(gguf)(str(path), "r")
+    except _Truncated as exc:
+        raise ValueError(f"model {str(path)!r} is truncated: {exc} (an interrupted download? fetch it again)") from None
+    except Exception as exc:  # a damaged header or tensor table
+        raise ValueError(f"model {str(path)!r}: cannot read GGUF, the file is truncated or corrupt "
+                         f"({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})") from None
     arch = _field(reader, "general.architecture")
     if arch != "llama":
         raise ValueError(f"model {str(path)!r}: unsupported GGUF architecture {arch!r} (supported: 'llama')")

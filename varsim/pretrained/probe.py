@@ -38,7 +38,7 @@ from pathlib import Path
 import numpy as np
 
 from varsim._common import blas as _blas
-from varsim._common.atomic import atomic_write_json, atomic_write_with, check_writable
+from varsim._common.atomic import atomic_write_json, atomic_write_with, check_writable, is_special_file
 from varsim._common.progress import Progress
 from varsim._common.provenance import provenance
 from varsim._common.seeding import SEED_DEFAULT, child_generator, resolve_seed, seed_entropy
@@ -47,7 +47,7 @@ from varsim._common.validate import check_int, check_int_grid
 from .loading import SHIPPED, file_digest, load_model
 from .text import builtin_text, draw_windows, load_text, text_digest
 
-__all__ = ["probe_model", "summarize", "DEFAULT_LAYERS", "DEFAULT_WINDOWS"]
+__all__ = ["probe_model", "summarize", "DEFAULT_LAYERS", "DEFAULT_WINDOWS", "N_COMPONENTS"]
 
 DEFAULT_LAYERS = (0, 1)  # for models not in SHIPPED (each shipped model has its own default)
 DEFAULT_WINDOWS = 40
@@ -137,11 +137,17 @@ _SLOPED = {"std": lambda s: _log(s["std"]), "y2": lambda s: _log(s["y2"]),
            "std_iid": lambda s: 0.5 * _log(s["var_iid"]), "attn_out_std": lambda s: _log(s["attn_out_std"])}
 
 
-def summarize(arrays: dict, lengths, *, seed, bootstrap: int, chunk: int = 25) -> dict:
-    """Statistics per length and slopes with bootstrap intervals from the per-window arrays ``arrays[n]``."""
+def summarize(arrays: dict, lengths, *, seed, bootstrap: int, chunk: int = 25, on_resamples=None,
+              n_keys: dict | None = None) -> dict:
+    """Statistics per length and slopes with bootstrap intervals from the per-window arrays ``arrays[n]``;
+    ``on_resamples(k)`` is called after each chunk of ``k`` bootstrap resamples (progress).
+
+    ``n_keys[n]``: the keys the query sees at length ``n`` (default ``n``; a trained decoder sees ``n k + 1`` tokens,
+    :mod:`varsim.train.attention_probe`); slopes are fitted against ``log n``."""
     lengths = [int(n) for n in lengths]
+    nk = {n: int(n_keys[n]) if n_keys is not None else n for n in lengths}
     x = np.log(np.asarray(lengths, dtype=float))
-    per = [_stats(arrays[n], n) for n in lengths]
+    per = [_stats(arrays[n], nk[n]) for n in lengths]
     keys = per[0].keys()
     per_length = {k: np.stack([p[k] for p in per]) for k in keys}  # (nN, L, H[, k])
     slopes = {name: {"value": _slope(x, f(per_length))} for name, f in _SLOPED.items()}
@@ -153,10 +159,12 @@ def summarize(arrays: dict, lengths, *, seed, bootstrap: int, chunk: int = 25) -
             for i, n in enumerate(lengths):
                 W = arrays[n]["y2"].shape[0]
                 idx = np.stack([child_generator(seed, _BOOT_KEY + b0 + j, i).integers(0, W, W) for j in range(nb)])
-                stats_b.append(_stats(arrays[n], n, idx))
+                stats_b.append(_stats(arrays[n], nk[n], idx))
             st = {k: np.stack([s[k] for s in stats_b]) for k in stats_b[0]}  # (nN, B, ...)
             for name, f in _SLOPED.items():
                 boot[name].append(_slope(x, f(st)))
+            if on_resamples is not None:
+                on_resamples(nb)
         for name in _SLOPED:
             allb = np.concatenate(boot[name], axis=0)
             slopes[name]["lo"] = np.percentile(allb, 2.5, axis=0)
@@ -264,10 +272,12 @@ def probe_model(
                   "sha256": file_digest(model_file), "spec": dataclasses.asdict(m.spec)}
     key = json.dumps({"settings": settings, "text": text_info["sha256"], "model": model_info["sha256"]},
                      sort_keys=True)
-    partial = None if out is None else out.with_name(out.name + ".partial.npz")
+    # a device or FIFO given as out (-o /dev/stdout) is written through, with no partial file beside it
+    partial = None if out is None or is_special_file(out) else out.with_name(out.name + ".partial.npz")
     arrays, seconds = _probe_windows(m, tokens, settings, seed, partial, key, progress=progress,
                                      blas_threads=blas_threads)
-    summ = summarize(arrays, lengths, seed=seed, bootstrap=bootstrap)
+    with Progress(bootstrap, f"probe {name}: bootstrap", enabled=progress and bootstrap > 0) as bar:
+        summ = summarize(arrays, lengths, seed=seed, bootstrap=bootstrap, on_resamples=bar.update)
     sp = m.spec
     result = {
         "kind": "varsim.probe_model",
@@ -276,6 +286,7 @@ def probe_model(
         "model": model_info,
         "text": text_info,
         "lengths": lengths,
+        "n_keys": lengths,
         "layers": list(layers),
         "n_head": sp.n_head,
         "n_kv_head": sp.n_kv_head,
@@ -353,7 +364,8 @@ def _probe_windows(m, tokens, settings: dict, seed, partial: Path | None, key: s
     todo = [n for n in lengths if n not in arrays]
     seconds = {}
     name = m.source.get("name")
-    with _blas.blas_threads(blas_threads), Progress(windows * len(todo), f"probe {name}", enabled=progress) as bar:
+    with _blas.blas_threads(blas_threads), Progress(windows * len(todo), f"probe {name}: windows",
+                                                    enabled=progress) as bar:
         for n in todo:
             t0 = time.perf_counter()
             starts = draw_windows(len(tokens), n - n_special, windows, seed, n)

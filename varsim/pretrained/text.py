@@ -68,8 +68,14 @@ def load_text(paths) -> str:
         p = Path(p)
         try:
             parts.append(p.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ValueError(f"text file {str(p)!r} cannot be read as UTF-8 ({exc})") from None
+        except FileNotFoundError:
+            raise ValueError(f"text file {str(p)!r} does not exist") from None
+        except IsADirectoryError:
+            raise ValueError(f"text file {str(p)!r} is a directory") from None
+        except OSError as exc:
+            raise ValueError(f"text file {str(p)!r} cannot be read: {exc.strerror or exc}") from None
+        except UnicodeDecodeError as exc:
+            raise ValueError(f"text file {str(p)!r} is not UTF-8 text (byte {exc.start})") from None
     text = "\n\n".join(parts)
     if not text.strip():
         raise ValueError("text is empty")

@@ -27,7 +27,11 @@ with an N-dependent temperature (softmax, ssmax, logn, critical) and sigmoid exa
 ``1/k <= sum w^2 <= 1`` (exact softmax when ``k >= N``); the others have none (Monte Carlo only).
 
 Rerunning with the same ``output`` resumes: cells already in the file are not redone (the file's settings and seed
-must match, else ``ValueError``); cells of the file outside the new grid are kept in the file.
+must match, else ``ValueError``); cells of the file outside the new grid are kept in the file. Sweeps running at
+once on one ``output`` merge: each save re-reads the file and adds the cells another sweep wrote, under the lock
+``.NAME.lock`` beside it (:func:`varsim._common.runlock.file_lock`), so no cell is lost. A file whose cells lack a
+field of a cell record is refused before any job. A device or FIFO as ``output`` (``/dev/stdout``) is written once,
+at the end.
 
 Usage::
 
@@ -114,7 +118,9 @@ class SweepGrid:
                 lists[p] = [spec.check_params({p: v})[p] for v in vals]
             variants[name] = lists
         object.__setattr__(self, "variants", variants)
-        betas = tuple(check_real("beta", b, minimum=0.0) for b in _values("betas", self.betas))
+        from varsim.sim._config import _MAX_ABS  # each beta runs as the simulator's tau: name it as given
+
+        betas = tuple(check_real("beta", b, minimum=0.0, maximum=_MAX_ABS) for b in _values("betas", self.betas))
         object.__setattr__(self, "betas", tuple(dict.fromkeys(betas)))
         n_grid = tuple(check_int("n", n, minimum=1) for n in _values("n_grid", self.n_grid))
         object.__setattr__(self, "n_grid", tuple(sorted(set(n_grid))))
@@ -278,8 +284,14 @@ def _cell_work(cell: dict, settings: dict) -> float:
     return work
 
 
+#: What every cell record of a results file holds (``run_cell``); a file whose cells lack one is refused up front.
+_CELL_FIELDS = ("key", "attention", "params", "beta", "n", "ipr", "ipr_se", "var", "var_se", "theory", "exact_ipr",
+                "exact_var", "ipr_lower", "ipr_upper", "z_ipr", "z_var")
+
+
 def load_sweep(path) -> dict:
-    """The results file at ``path``, checked to be a sweep file (``ValueError`` naming it otherwise)."""
+    """The results file at ``path``, checked to be a sweep file whose cells hold every field of a cell record
+    (``ValueError`` naming the file, and the cell and field, otherwise)."""
     p = Path(path)
     try:
         data = json.loads(p.read_text(encoding="utf-8"))
@@ -293,7 +305,28 @@ def load_sweep(path) -> dict:
     if (not isinstance(data, dict) or data.get("format") != SWEEP_FORMAT or not isinstance(data.get("cells"), list)
             or not all(isinstance(c, dict) and isinstance(c.get("key"), str) for c in data["cells"])):
         raise ValueError(f"output: {str(p)!r} is not a {SWEEP_FORMAT} file; move it away or choose another path")
+    for i, c in enumerate(data["cells"]):
+        missing = [f for f in _CELL_FIELDS if f not in c]
+        if missing or not isinstance(c["params"], dict) or isinstance(c["n"], bool) or not isinstance(c["n"], int):
+            what = f"lacks {missing[0]!r}" if missing else "has a malformed 'params' or 'n'"
+            raise ValueError(f"output: {str(p)!r} is not a complete {SWEEP_FORMAT} file: cell {i} ({c['key']!r}) "
+                             f"{what}; move it away or choose another path")
     return data
+
+
+def _stored_cells(output, settings: dict, entropy) -> dict:
+    """``{key: cell}`` of the results file ``output`` (empty when it does not exist yet), refused when it holds a
+    sweep with other settings or another seed. Called under the file's lock."""
+    if not Path(output).exists():
+        return {}
+    old = load_sweep(output)
+    if old.get("settings") != settings:
+        raise ValueError(f"output: {str(output)!r} holds a sweep with other settings {old.get('settings')}; "
+                         f"choose another path to run {settings}")
+    if old.get("seed") != entropy:
+        raise ValueError(f"output: {str(output)!r} holds a sweep with seed {old.get('seed')}, not {entropy}; "
+                         f"choose another path")
+    return {c["key"]: c for c in old["cells"]}
 
 
 def _record(settings: dict, entropy, cells: list[dict], grid: SweepGrid) -> dict:
@@ -317,8 +350,9 @@ def run_sweep(grid: SweepGrid, *, output=None, seed=SEED_DEFAULT, scheduler: str
     would refuse, a total estimated work above ``grid.max_work``, an unwritable ``output`` or one that is not a
     sweep file or was made with other settings or another seed.
     """
-    from varsim._common.atomic import atomic_write_json, check_writable
+    from varsim._common.atomic import atomic_write_json, check_writable, is_special_file
     from varsim._common.progress import Progress
+    from varsim._common.runlock import file_lock
     from varsim._common.seeding import resolve_seed
     from varsim.jobs.executor import check_executor_args, run_jobs
 
@@ -332,17 +366,13 @@ def run_sweep(grid: SweepGrid, *, output=None, seed=SEED_DEFAULT, scheduler: str
     settings = grid.settings()
     cells = sweep_cells(grid)
     done: dict[str, dict] = {}
+    # A device or FIFO (-o /dev/stdout) is written through once at the end: nothing to resume from or merge with.
+    stream = output is not None and is_special_file(output)
     if output is not None:
         check_writable(output, "output")
-        if Path(output).exists():
-            old = load_sweep(output)
-            if old.get("settings") != settings:
-                raise ValueError(f"output: {str(output)!r} holds a sweep with other settings {old.get('settings')}; "
-                                 f"choose another path to run {settings}")
-            if old.get("seed") != entropy:
-                raise ValueError(f"output: {str(output)!r} holds a sweep with seed {old.get('seed')}, not {entropy}; "
-                                 f"choose another path")
-            done = {c["key"]: c for c in old["cells"]}
+        if not stream:
+            with file_lock(output):
+                done = _stored_cells(output, settings, entropy)
     todo = [c for c in cells if cell_key(c) not in done]
     _preflight(todo, grid)
 
@@ -350,18 +380,28 @@ def run_sweep(grid: SweepGrid, *, output=None, seed=SEED_DEFAULT, scheduler: str
     jobs = [{"cell": c, "settings": settings, "entropy": entropy, "spawn_key": base + list(cell_spawn_key(c)),
              "max_work": grid.max_work} for c in todo]
     grid_keys = [cell_key(c) for c in cells]
-    extra_keys = [k for k in done if k not in set(grid_keys)]
+    grid_set = set(grid_keys)
+    extra_keys = [k for k in done if k not in grid_set]
     state = {"last": 0.0}
 
     def ordered() -> list[dict]:
         return [done[k] for k in grid_keys if k in done] + [done[k] for k in extra_keys]
 
     def save(force: bool = False) -> None:
-        if output is None:
+        if output is None or (stream and not force):
             return
         now = time.perf_counter()
         if force or now - state["last"] >= _SAVE_INTERVAL:
-            atomic_write_json(output, _record(settings, entropy, ordered(), grid))
+            if stream:
+                atomic_write_json(output, _record(settings, entropy, ordered(), grid))
+            else:  # merge with what another sweep on the same file wrote meanwhile: no cell is lost
+                with file_lock(output):
+                    for key, cell in _stored_cells(output, settings, entropy).items():
+                        if key not in done:
+                            done[key] = cell
+                            if key not in grid_set:
+                                extra_keys.append(key)
+                    atomic_write_json(output, _record(settings, entropy, ordered(), grid))
             state["last"] = now
 
     start = time.perf_counter()

@@ -8,12 +8,11 @@ A run is a pure function of its :class:`TrainConfig` (and the library versions):
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 from pathlib import Path
 from typing import Any
 
-from varsim._common.validate import check_choice, check_fields, check_int, check_real
+from varsim._common.validate import MAX_COUNT, MAX_SEED, check_choice, check_fields, check_int, check_real
 from varsim.nn.model import ModelConfig
 from varsim.nn.optim import OPTIMIZERS
 from varsim.tasks import check_set_size, get_task
@@ -68,23 +67,23 @@ class TrainConfig:
             set_("clip_norm", check_real("clip_norm", self.clip_norm, minimum=0.0, strict_min=True))
         check_choice("schedule", self.schedule, SCHEDULES)
         set_("min_lr_ratio", check_real("min_lr_ratio", self.min_lr_ratio, minimum=0.0, maximum=1.0))
-        set_("steps", check_int("steps", self.steps, minimum=1))
+        set_("steps", check_int("steps", self.steps, minimum=1, maximum=MAX_COUNT))
         if self.warmup is not None:
             set_("warmup", check_int("warmup", self.warmup, minimum=0, maximum=self.steps))
-        set_("batch_size", check_int("batch_size", self.batch_size, minimum=1))
-        set_("train_max", check_int("train_max", self.train_max, minimum=1))
+        set_("batch_size", check_int("batch_size", self.batch_size, minimum=1, maximum=MAX_COUNT))
+        set_("train_max", check_int("train_max", self.train_max, minimum=1, maximum=MAX_COUNT))
         if self.train_min is not None:
             set_("train_min", check_int("train_min", self.train_min, minimum=1, maximum=self.train_max))
         lo, hi = self.train_range
         if lo > hi:
             raise ValueError(f"train_max ({hi}) must be >= the task's minimum training size {lo} (train_min)")
         check_set_size(self.task, (lo, hi), name="train_max", **self.model.vocab)
-        set_("seed", check_int("seed", self.seed, minimum=0))
+        set_("seed", check_int("seed", self.seed, minimum=0, maximum=MAX_SEED))
         if self.data_seed is not None:
-            set_("data_seed", check_int("data_seed", self.data_seed, minimum=0))
-        set_("checkpoint_every", check_int("checkpoint_every", self.checkpoint_every, minimum=1))
-        set_("log_every", check_int("log_every", self.log_every, minimum=1))
-        set_("keep_checkpoints", check_int("keep_checkpoints", self.keep_checkpoints, minimum=1))
+            set_("data_seed", check_int("data_seed", self.data_seed, minimum=0, maximum=MAX_SEED))
+        set_("checkpoint_every", check_int("checkpoint_every", self.checkpoint_every, minimum=1, maximum=MAX_COUNT))
+        set_("log_every", check_int("log_every", self.log_every, minimum=1, maximum=MAX_COUNT))
+        set_("keep_checkpoints", check_int("keep_checkpoints", self.keep_checkpoints, minimum=1, maximum=MAX_COUNT))
 
     # Derived values -------------------------------------------------------------------------------------------
     @property
@@ -126,15 +125,18 @@ class TrainConfig:
         return cls(**check_fields("config", d, cls, required=("task",)))
 
     @classmethod
-    def from_file(cls, path) -> "TrainConfig":
-        p = Path(path)
+    def from_dict_in(cls, d, where: str) -> "TrainConfig":
+        """:meth:`from_dict` of a config read from ``where`` (a file): its errors name the file."""
         try:
-            d = json.loads(p.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise ValueError(f"config file {str(p)!r} does not exist") from None
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise ValueError(f"config file {str(p)!r} is not readable JSON: {exc}") from None
-        return cls.from_dict(d)
+            return cls.from_dict(d)
+        except ValueError as exc:
+            raise ValueError(f"{where}: {exc}") from None
+
+    @classmethod
+    def from_file(cls, path) -> "TrainConfig":
+        from varsim._common.jsonio import read_json
+
+        return cls.from_dict_in(read_json(path, what="config file"), f"config file {str(Path(path))!r}")
 
     @classmethod
     def coerce(cls, config) -> "TrainConfig":

@@ -16,6 +16,7 @@ from varsim._common.seeding import SEED_DEFAULT, child_generator, resolve_seed
 from varsim._common.validate import check_int, check_int_grid
 from varsim.tasks import check_set_size, make_batch
 from varsim.train.budget import check_evaluation_cost
+from varsim.train.ranking import RankingTally
 
 __all__ = ["evaluate", "DEFAULT_LENGTHS", "evaluation_batch"]
 
@@ -63,6 +64,16 @@ def evaluate(
     the fast one: the model's matrix products are small (D = 64), so extra BLAS threads mostly synchronize and
     spin (``benchmarks/bench_evaluate.py`` measures it).
 
+    ``"ranking"`` (set transformer; None for other architectures): per length, the decomposition of
+    :mod:`varsim.train.ranking` for the last block's best head: ``best_head``, ``weight_correct`` (mean weight on the
+    correct item), ``ranking_correct`` (fraction of examples whose largest weight is on the correct item),
+    ``accuracy_given_ranking_correct`` and ``accuracy_given_ranking_wrong`` (None when the condition never occurs),
+    with their counts; computed from the same forward passes as the accuracy.
+
+    ``attention`` may also name a control of :data:`varsim.variants.CONTROLS`: ``"oracle"`` (the query token attends
+    only to each example's correct item, supplied from the task) or ``"permuted_softmax"``; the result's
+    ``"attention"`` then carries ``"control"``: ``"positive"`` or ``"negative"``.
+
     ``attention``: evaluate with another weight map of :data:`varsim.variants.WEIGHT_MAPS` (``attention_params``
     its parameters, validated by the registry), applied to the loaded weights by
     :meth:`~varsim.nn.model.Transformer.with_attention`: an inference-only map
@@ -75,8 +86,11 @@ def evaluate(
     """
     model, config_dict, ckpt, step = _resolve_model(checkpoint_or_model)
     trained = {"name": model.config.attention, "params": dict(model.config.attention_params)}
+    control = _control(attention, attention_params, model)
     model = _override_attention(model, attention, attention_params)
     mcfg = model.config
+    task = mcfg.task_spec
+    decompose = _has_query_attention(model)
     lengths = check_int_grid("lengths", lengths, minimum=1)
     for i, length in enumerate(lengths):
         check_set_size(mcfg.task, int(length), name=f"lengths[{i}]", **mcfg.vocab)
@@ -89,16 +103,27 @@ def evaluate(
         blas_threads = check_int("blas_threads", blas_threads, minimum=1)
     threads = _blas.blas_threads(blas_threads) if blas_threads is not None else contextlib.nullcontext()
 
-    acc, correct, lows, highs, times = [], [], [], [], []
+    acc, correct, lows, highs, times, ranking = [], [], [], [], [], []
+    last = f"block{mcfg.n_blocks - 1}.attn_weights"
     with threads, Progress(len(lengths) * n_chunks, f"evaluate {mcfg.task}", enabled=progress) as bar:
         for length in lengths:
             t0 = time.perf_counter()
             hits = 0
+            tally = RankingTally()
             for j in range(n_chunks):
                 size = min(batch_size, n_examples - j * batch_size)
                 batch = evaluation_batch(mcfg, int(length), j, size, seed_seq)
-                hits += int(np.count_nonzero(model.predict(batch) == batch["target"]))
+                if decompose:
+                    item = task.correct_item(batch)
+                    out = model.analysis(batch)
+                    hit = np.argmax(out["logits"], axis=1) == batch["target"]
+                    tally.add(out[last], item, hit)
+                else:
+                    hit = model.predict(batch) == batch["target"]
+                hits += int(np.count_nonzero(hit))
                 bar.update(1, f"N={int(length)}")
+            if decompose:
+                ranking.append(tally.result())
             lo, hi = wilson_interval(hits, n_examples)
             acc.append(hits / n_examples)
             correct.append(hits)
@@ -116,7 +141,9 @@ def evaluate(
         "batch_size": batch_size,
         "seed": seed_seq.entropy,
         "time_s": times,
-        "attention": {"name": mcfg.attention, "params": dict(mcfg.attention_params)},
+        "attention": ({"name": mcfg.attention, "params": dict(mcfg.attention_params)} if control is None else
+                      {"name": control.name, "params": {}, "control": control.kind}),
+        "ranking": _columns(ranking) if decompose else None,
         "trained_attention": trained,
         "config": config_dict,
         "checkpoint": ckpt,
@@ -125,16 +152,45 @@ def evaluate(
     }
 
 
+def _columns(rows: list[dict]) -> dict:
+    """Per-length dicts -> one list per key, in length order."""
+    return {k: [r[k] for r in rows] for k in rows[0]} if rows else {}
+
+
+def _has_query_attention(model) -> bool:
+    """True for the set transformer, whose analysis gives the query row's weights over the items in item order."""
+    from varsim.nn.model import Transformer
+
+    return isinstance(model, Transformer)
+
+
+def _control(attention, attention_params, model):
+    """The control of :data:`varsim.variants.CONTROLS` named ``attention``, or None when it names a weight map."""
+    from varsim.variants import CONTROLS
+
+    if not isinstance(attention, str) or attention not in CONTROLS:
+        return None
+    control = CONTROLS[attention]
+    if control.weight_map is None and attention_params:
+        raise ValueError(f"attention_params: the control {attention!r} takes no parameters")
+    if control.needs_correct_item and not _has_query_attention(model):
+        raise ValueError(f"attention {attention!r} needs a model whose query token can be pointed at one item "
+                         "(the set transformer)")
+    return control
+
+
 def _override_attention(model, attention, attention_params):
     """``model`` itself when ``attention`` is None, else a copy evaluating with that weight map; ValueError naming
     ``attention`` for an unknown map or for a trained map on a model trained with a different map other than
     softmax (its learned weights assume their own map), ValueError naming the parameter for a bad one."""
-    from varsim.variants import INFERENCE_ONLY_MAPS, get_variant
+    from varsim.variants import CONTROLS, INFERENCE_ONLY_MAPS, get_variant
 
     if attention is None:
         if attention_params:
             raise ValueError("attention_params given without attention (name the weight map they belong to)")
         return model
+    if attention in CONTROLS:
+        return model.with_attention(attention, attention_params)
     spec = get_variant(attention)  # unknown name: ValueError listing the valid ones
     if attention_params is not None and not isinstance(attention_params, dict):
         raise ValueError(f"attention_params must be a dict, got {type(attention_params).__name__}")

@@ -223,7 +223,8 @@ def _restore(config: TrainConfig, latest: Path | None, config_file: Path) -> _Ru
         recorded = read_json(config_file, what="run config")
         if "config" not in recorded:
             raise ValueError(f"run config {str(config_file)!r} has no 'config' entry")
-        _check_same_config(config, TrainConfig.from_dict(recorded["config"]), str(config_file))
+        recorded = TrainConfig.from_dict_in(recorded["config"], f"run config {str(config_file)!r}")
+        _check_same_config(config, recorded, str(config_file))
     model = build_model(config.model, seed=config.seed)
     return _RunState(model, make_optimizer(config.optimizer, model.params, **config.optimizer_kwargs()))
 
@@ -272,7 +273,8 @@ def _update(state: _RunState, batch: dict) -> tuple[float, float, dict | None]:
     if not math.isfinite(loss):
         return loss, acc, None
     try:
-        return loss, acc, state.optimizer.step(grads)
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # a non-finite parameter is caught after
+            return loss, acc, state.optimizer.step(grads)
     except FloatingPointError:
         return loss, acc, None
 

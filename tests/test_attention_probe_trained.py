@@ -1,0 +1,116 @@
+"""The real-model probe on trained varsim models (varsim.train.attention_probe): the set model and the causal decoder
+give the statistics and the JSON layout of ``varsim probe-model`` on a pretrained model, one command runs it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from varsim.cli import main
+from varsim.figures.probe import model_label, probe_command, read_probe
+from varsim.nn.architectures import build_model
+from varsim.nn.config import ModelConfig
+from varsim.train.attention_probe import collect_trained, n_keys, probe_trained
+
+COMMITTED = Path(__file__).resolve().parents[1] / "varsim" / "figures" / "data" / "probe" / "smollm2.json"
+KINDS = {
+    "set": dict(task="argmax", architecture="set_transformer", n_blocks=2, d_model=16, n_heads=2, pre_ln=True),
+    "decoder": dict(task="recall", architecture="decoder", n_blocks=2, d_model=16, n_heads=2, pre_ln=True,
+                    positions="rope", key_vocab=64),
+}
+
+
+def _model(kind: str, seed: int = 0):
+    return build_model(ModelConfig(**KINDS[kind]), seed=seed)
+
+
+def _uniform(model):
+    """Zero the query and key projections: every head's weights are uniform over the keys the query sees."""
+    d = model.config.d_model
+    for i in range(model.config.n_blocks):
+        model.params[f"block{i}.attn.w_qkv"][:, :2 * d] = 0.0
+        model.params[f"block{i}.attn.b_qkv"][:2 * d] = 0.0
+    return model
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_uniform_attention_sees_exactly_the_query_keys(kind):
+    """Uniform weights: sum w^2 = 1/n_keys (set model: the N items; decoder: N k + 1 tokens with the query) and the
+    head output equals the mean of the values over those keys, in every layer."""
+    model = _uniform(_model(kind))
+    lengths = [4, 9]
+    arrays = collect_trained(model, lengths, windows=6, layers=[0, 1], seed=3)
+    for n in lengths:
+        a = arrays[n]
+        nk = n_keys(model.config, n)
+        assert nk == (n * 2 + 1 if kind == "decoder" else n)
+        np.testing.assert_allclose(a["y2"], 1.0 / nk, rtol=1e-5)
+        np.testing.assert_allclose(a["w_max"], 1.0 / nk, rtol=1e-5)
+        np.testing.assert_allclose(a["o"], a["vbar"], rtol=1e-4, atol=1e-5)
+        assert np.all(a["s2"] > 0)
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_result_has_the_pretrained_layout_and_the_figures_read_it(kind, tmp_path):
+    out = tmp_path / f"{kind}.json"
+    res = probe_trained(_model(kind), lengths=[4, 8, 16], windows=8, bootstrap=20, seed=0, out=out)
+    ref = json.loads(COMMITTED.read_text())
+    assert set(ref) - {"n_keys"} <= set(res)
+    assert set(res["per_length"]) == set(ref["per_length"])
+    assert {k: set(v) for k, v in res["slopes"].items()} == {k: set(v) for k, v in ref["slopes"].items()}
+    assert set(res["layer_summary"][0]) == set(ref["layer_summary"][0])
+    assert res["layers"] == [0, 1] and res["n_head"] == 2 and res["d_head"] == 8
+    assert np.shape(res["per_length"]["std"]) == (3, 2, 2)
+    assert np.shape(res["slopes"]["y2"]["lo"]) == (2, 2)
+    assert res["n_keys"] == ([9, 17, 33] if kind == "decoder" else [4, 8, 16])
+    assert res["model"]["spec"]["causal"] is (kind == "decoder")
+    data = read_probe(out)
+    assert model_label(data).startswith("trained decoder (recall, rope" if kind == "decoder" else "trained set model")
+    assert "--text" not in probe_command(data)
+
+
+def test_same_seed_same_numbers_and_bad_layers():
+    a = probe_trained(_model("set"), lengths=[4, 8], windows=5, bootstrap=10, seed=1)
+    b = probe_trained(_model("set"), lengths=[4, 8], windows=5, bootstrap=10, seed=1)
+    assert a["slopes"] == b["slopes"] and a["per_length"] == b["per_length"]
+    with pytest.raises(ValueError, match="layers"):
+        probe_trained(_model("set"), lengths=[4, 8], windows=5, layers=[2], seed=1)
+    with pytest.raises(ValueError, match="lengths"):
+        probe_trained(_model("set"), lengths=[4], windows=5, seed=1)
+
+
+def test_cli_probes_a_trained_run_directory(tmp_path, capsys):
+    argv = ["train", "--task", "recall", "--architecture", "decoder", "--positions", "rope", "--d-model", "8",
+            "--heads", "2", "--blocks", "2", "--steps", "2", "--train-max", "3", "--key-vocab", "16",
+            "--outdir", str(tmp_path / "run"), "--no-progress"]
+    assert main(argv) == 0
+    capsys.readouterr()
+    out = tmp_path / "probe.json"
+    assert main(["probe-model", "--model", str(tmp_path / "run"), "--lengths", "4", "8", "16", "--windows", "5",
+                 "--bootstrap", "10", "-o", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "layer" in printed and "wrote" in printed
+    res = json.loads(out.read_text())
+    assert res["layers"] == [0, 1] and res["text"]["task"] == "recall" and res["model"]["format"] == "varsim-checkpoint"
+    assert main(["probe-model", "--model", str(tmp_path / "run"), "--text", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--text" in err[0], err
+    assert main(["probe-model", "--model", str(tmp_path / "run"), "--query-position", "0"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--query-position" in err[0], err
+
+
+def test_std_figure_draws_a_trained_decoder_beside_smollm2(tmp_path):
+    from varsim.figures import fig_probe_std
+    from varsim.figures.probe import ProbeSource
+
+    out = tmp_path / "decoder.json"
+    probe_trained(_model("decoder"), lengths=[4, 8, 16], windows=8, bootstrap=10, seed=0, out=out)
+    fig = fig_probe_std.draw(fig_probe_std.compute(True, 0, source=ProbeSource([out, COMMITTED])))
+    titles = [ax.get_title() for ax in fig.axes if ax.get_visible() and ax.get_title()]
+    assert titles[:2] == ["trained decoder (recall, rope, softmax), layer 0",
+                          "trained decoder (recall, rope, softmax), layer 1"]
+    assert any(t.startswith("SmolLM2-135M") for t in titles[2:])
