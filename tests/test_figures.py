@@ -143,11 +143,11 @@ def test_random_query_figure_data_agree_with_exact_mixture(quick_run):
 
 
 def test_every_quick_figure_is_stamped_smoke_test_and_full_ones_are_not(quick_run):
-    """Quick-mode figures carry "smoke test, not results" (banner and watermark) and a provenance footer; the same
-    data marked full mode carries the footer only. Catches a quick figure that could pass for a result."""
+    """Quick-mode figures carry "smoke test, not results" (banner and watermark) and, when asked, a provenance
+    footer; the same data marked full mode carries no stamp. Catches a quick figure that could pass for a result."""
     for name in CORE:
         data = quick_run[2][name]
-        fig = figures.load(name).draw(data)
+        fig = figures.load(name).draw(data, footer=True)
         texts = _texts(fig)
         assert any(_style.SMOKE_TEST_LABEL in t.lower() for t in texts), name
         assert any("seed 0, quick mode" in t for t in texts), name  # the footer

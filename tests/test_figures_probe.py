@@ -45,20 +45,31 @@ def _visible_axes(fig):
 
 
 def test_panels_of_each_figure():
-    """Panel counts and labels: std 2 models x 2 layers, log-log with 5 lines each (heads collapsed to one legend
-    entry); slopes 2 x 2 heatmaps with values matching the JSON's slopes; decomposition 4 x 3. Catches dropped
-    panels, linear axes, and maps drawn from the wrong slope field."""
+    """Panel counts and labels: std, SmolLM2 (2 probed layers) + MiniLM (6 probed layers: the first, middle and last
+    shown), log-log with 5 lines each in one legend below, the slopes with the heads' bootstrap interval span as the
+    JSON has them; slopes 2 x 2 heatmaps with values matching the JSON's slopes; decomposition 4 x 3. Catches dropped
+    panels, linear axes, the first layers only, and maps drawn from the wrong slope field."""
     from varsim.figures import fig_probe_decomposition, fig_probe_slopes, fig_probe_std
 
-    fig = fig_probe_std.draw(fig_probe_std.compute())
+    assert fig_probe_std.shown_layers(list(range(30))) == [0, 14, 29]
+    assert fig_probe_std.shown_layers([0, 1]) == [0, 1]
+    data = fig_probe_std.compute()
+    fig = fig_probe_std.draw(data)
     axes = _visible_axes(fig)
-    assert len(axes) == 4
-    for ax in axes:
+    assert len(axes) == 5
+    for ax, heads in zip(axes, [9, 9, 12, 12, 12]):
         assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
-        assert ax.get_xlabel() == "number of keys $N$"
-        labels = [t.get_text() for t in ax.get_legend().get_texts()]
-        assert any(lab.startswith("i.i.d. law") for lab in labels) and len(labels) == 5
+        assert ax.get_xlabel() == "keys $N$"
+        assert len(ax.get_lines()) == heads + 4  # each head, median, RMS, i.i.d. law, N^-1/2
+    labels = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert any(lab.startswith("i.i.d. law") for lab in labels) and len(labels) == 5
     assert "SmolLM2" in axes[0].get_title() and "MiniLM" in axes[2].get_title()
+    assert [p["layer"] for p in data["rows"][1]["panels"]] == [0, 2, 5]
+    raw = read_probe(COMMITTED_DIR / "minilm.json")
+    last = data["rows"][1]["panels"][2]["slope_std"]
+    assert last["ci_low"] == pytest.approx(min(raw["slopes"]["std"]["lo"][5]))
+    assert last["ci_high"] == pytest.approx(max(raw["slopes"]["std"]["hi"][5]))
+    assert f"[{last['ci_low']:+.2f}, {last['ci_high']:+.2f}]" in axes[4].texts[0].get_text()
 
     data = fig_probe_slopes.compute()
     fig = fig_probe_slopes.draw(data)

@@ -37,7 +37,8 @@ def test_registered_and_writes_png_pdf_json(quick):
 
 
 def test_one_panel_per_beta_and_a_legend_entry_for_every_variant(quick):
-    """Two panels (beta = 1, 2), each with every weight map of the registry; the legend names all of them.
+    """Two columns of panels (beta = 1, 2), every weight map of the registry in one of their two rows (at most six
+    lines a panel); the legend names all of them.
 
     Catches a variant silently dropped from the sweep or the legend (e.g. a registry variant with no spec here)."""
     data = quick[2]
@@ -48,8 +49,10 @@ def test_one_panel_per_beta_and_a_legend_entry_for_every_variant(quick):
         for s in panel["series"]:
             assert len(s["n"]) == 4 and all(v is not None and v > 0 for v in s["ipr"] + s["ipr_se"])
     f = fig.draw(data)
-    axes = [ax for ax in f.axes if ax.get_title()]
-    assert [ax.get_title() for ax in axes] == [r"$\beta = 1$", r"$\beta = 2$"]
+    axes = [ax for ax in f.axes if ax.get_title()]  # rows: rescaled softmax, the other maps; columns: beta
+    assert [ax.get_title().split("\n")[0] for ax in axes] == [r"$\beta = 1$", r"$\beta = 2$"] * 2
+    drawn = [{line.get_color() for line in ax.get_lines()} for ax in axes]
+    assert all(len(colours) <= 6 for colours in drawn)  # at most five variants and a band edge per panel
     labels = [t.get_text() for leg in f.legends for t in leg.get_texts()]
     for name, label, _ in fig.VARIANT_SPECS:
         assert any(text.startswith(label) for text in labels), (name, labels)

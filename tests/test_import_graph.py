@@ -21,6 +21,7 @@ FLOORS = [
     {"varsim.sim", "varsim.train"},
     {"varsim.experiments", "varsim.testing"},
     {"varsim.figures"},
+    {"varsim.plotting"},
     {"varsim.notebooks"},
     {"varsim.cli"},
     {"varsim.__main__"},

@@ -1,7 +1,8 @@
 """``varsim figures``: regenerate every figure (PNG + PDF) with the installed ``varsim.figures`` package.
 
 The figure code and the compact records of the last full reproduction ship with the package, so this works the same
-from a wheel as from a checkout. Options are those of :func:`varsim.figures.register`.
+from a wheel as from a checkout. Options are those of :func:`varsim.figures.register`, plus the figure
+parameters and style of :func:`varsim.figures.custom.make_custom` (``--only NAME --beta 0.5 1 2 --style column``).
 """
 
 from __future__ import annotations
@@ -11,13 +12,41 @@ import argparse
 __all__ = ["register", "run"]
 
 
+#: the figure parameters these options set (``--beta`` -> ``betas``): passed to each named figure's ``compute``
+_PARAMS = {"beta": "betas", "d_k": "d_k", "n_max": "n_max", "sequences": "sequences"}
+
+
 def register(parser: argparse.ArgumentParser) -> None:
     from varsim.figures import register as add_figure_options
 
     add_figure_options(parser)
+    group = parser.add_argument_group("figure parameters and style (with --only NAME; --replot restyles stored data; "
+                                      "see varsim.figures.custom)")
+    group.add_argument("--beta", type=float, nargs="+", default=None, metavar="B",
+                       help="logit scales beta (fig_variance_vs_n)")
+    group.add_argument("--d-k", type=int, default=None, help="key dimension d_k (fig_variance_vs_n)")
+    group.add_argument("--n-max", type=int, default=None, help="largest sequence length N (fig_variance_vs_n)")
+    group.add_argument("--sequences", type=int, default=None, help="Monte Carlo sequences per N (fig_variance_vs_n)")
+    group.add_argument("--style", default=None, choices=("default", "column", "two-column", "slides"),
+                       help="figure size and text: column = 3.3 in, two-column = 6.9 in, slides")
+    group.add_argument("--footer", action="store_true", help="add a one-line provenance footer")
 
 
 def run(args: argparse.Namespace) -> int:
     from varsim.figures import run_args
 
-    return run_args(args)
+    params = {key: getattr(args, opt) for opt, key in _PARAMS.items() if getattr(args, opt) is not None}
+    if not params and args.style is None and not args.footer:
+        return run_args(args)
+    from varsim.figures import DEFAULT_OUTDIR
+    from varsim.figures.custom import make_custom
+
+    sources = {"results": args.results, "rerun": args.rerun, "probe_results": args.probe_results,
+               "remedies_results": args.remedies_results}
+    written = make_custom(args.only, outdir=DEFAULT_OUTDIR if args.outdir is None else args.outdir, params=params,
+                          style=args.style, footer=args.footer, quick=args.quick, seed=args.seed,
+                          progress=bool(args.progress), replot=args.replot, sources=sources)
+    for paths in written.values():
+        for path in paths:
+            print(path)
+    return 0

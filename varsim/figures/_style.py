@@ -1,5 +1,9 @@
-"""Shared look and output handling of the figures: Agg backend, Okabe-Ito colours, readable sizes, the provenance
-footer and the smoke-test stamp every figure carries, PNG + PDF output, JSON-safe data."""
+"""Shared look and output handling of the figures: named styles (a figure's width and text sizes), Okabe-Ito colours,
+the axes a figure draws on (the user's or new ones at the style's size), the provenance footer (only when asked) and
+the smoke-test stamp, PNG + PDF output with the provenance in the files' metadata, JSON-safe data.
+
+A style is a name of :data:`STYLES` (``"default"``, ``"column"``: 3.3 in, ``"two-column"``: 6.9 in, ``"slides"``)
+or a dict of Matplotlib rcParams (e.g. a ``tueplots`` bundle), whose ``figure.figsize`` sets the width."""
 
 from __future__ import annotations
 
@@ -17,8 +21,9 @@ import numpy as np  # noqa: E402
 from varsim._common.atomic import atomic_write_bytes  # noqa: E402
 from varsim._common.jsonio import jsonable  # noqa: E402  (re-exported: one home for figure data as JSON)
 
-__all__ = ["plt", "COLORS", "MARKERS", "SMOKE_TEST_LABEL", "style", "new_figure", "finish", "save", "draw_and_save",
-           "computed_footer", "jsonable", "array", "pm", "log2_ticks"]
+__all__ = ["plt", "COLORS", "MARKERS", "LINESTYLES", "SMOKE_TEST_LABEL", "STYLES", "style", "style_spec", "axes_grid",
+           "new_figure", "finish", "save", "draw_and_save", "computed_footer", "jsonable", "array", "pm", "log2_ticks",
+           "legend_below", "metadata_text", "write_data", "subplots", "suptitle", "label_first_column"]
 
 # Colour-blind-safe (Okabe-Ito) palette, one colour per curve family (never rely on colour alone: markers and line
 # styles differ too).
@@ -28,6 +33,7 @@ SMOKE_TEST_LABEL = "smoke test, not results"
 _SMOKE_COLOR = "#D55E00"
 MIN_FONT_SIZE = 7.5  # points; the smallest text any figure uses (legends, footers)
 MARKERS = ("o", "s", "^", "D", "v", "P")
+LINESTYLES = ("-", "--", "-.", ":", (0, (5, 1.5, 1, 1.5, 1, 1.5)), (0, (1, 1)))
 
 _RC = {
     "figure.dpi": 100,
@@ -47,19 +53,155 @@ _RC = {
     "errorbar.capsize": 2,
     "pdf.fonttype": 42,  # embed TrueType so the PDF text stays editable/searchable
     "savefig.bbox": "tight",
+    "savefig.pad_inches": 0.02,  # a 3.3 in figure stays 3.3 in wide
     "svg.hashsalt": "varsim",
+    "axes.prop_cycle": matplotlib.cycler(color=COLORS),
 }
 
 
-def style():
-    """Context manager applying the shared rcParams; wrap a whole ``plot()`` body in it."""
-    return plt.rc_context(_RC)
+def _sizes(base: float) -> dict:
+    return {"font.size": base, "axes.titlesize": base, "axes.labelsize": base, "legend.fontsize": base - 1,
+            "xtick.labelsize": base - 1, "ytick.labelsize": base - 1, "legend.title_fontsize": base - 1}
 
 
-def new_figure(ncols: int = 1, *, width: float = 5.2, height: float = 3.9, **kw):
-    """A figure with ``ncols`` axes side by side (call inside :func:`style`)."""
-    fig, axes = plt.subplots(1, ncols, figsize=(width * ncols, height), squeeze=False, **kw)
-    return fig, list(axes[0])
+#: Named styles: ``width`` of the whole figure in inches (None: the figure's own), ``max_cols`` panels per row
+#: (more wrap to further rows), ``min_font`` the smallest text in points, and rcParams on top of the shared ones.
+STYLES: dict[str, dict] = {
+    "default": {"width": None, "max_cols": 4, "min_font": MIN_FONT_SIZE, "rc": {}},
+    "column": {"width": 3.3, "max_cols": 2, "min_font": 5.5,
+               "rc": {**_sizes(7.0), "lines.linewidth": 1.1, "lines.markersize": 3.0, "errorbar.capsize": 1.2,
+                      "axes.linewidth": 0.6, "xtick.major.size": 2.5, "ytick.major.size": 2.5,
+                      "xtick.major.pad": 2, "ytick.major.pad": 2, "axes.labelpad": 2, "axes.titlepad": 3,
+                      "legend.borderpad": 0.3, "legend.handlelength": 1.8, "legend.labelspacing": 0.25}},
+    "two-column": {"width": 6.9, "max_cols": 4, "min_font": 6.5,
+                   "rc": {**_sizes(8.0), "lines.linewidth": 1.3, "lines.markersize": 3.5}},
+    "slides": {"width": 10.0, "max_cols": 3, "min_font": 11.0,
+               "rc": {**_sizes(14.0), "lines.linewidth": 2.2, "lines.markersize": 6.5}},
+}
+
+
+def style_spec(name=None) -> dict:
+    """The style ``name`` (a key of :data:`STYLES`, None: ``"default"``) or a dict of rcParams, as
+    ``{"width", "max_cols", "min_font", "rc"}``; an unknown name raises ValueError."""
+    if name is None:
+        return STYLES["default"]
+    if isinstance(name, dict):
+        rc = dict(name)
+        size = rc.get("figure.figsize")
+        base = rc.get("font.size", _RC["font.size"])
+        return {"width": None if size is None else float(size[0]), "max_cols": 2 if size and size[0] < 4 else 4,
+                "min_font": min(MIN_FONT_SIZE, float(base) - 2) if isinstance(base, (int, float)) else 5.0,
+                "rc": rc}
+    if isinstance(name, str) and name in STYLES:
+        return STYLES[name]
+    raise ValueError(f"unknown style {name!r}; expected one of {', '.join(STYLES)} or a dict of rcParams")
+
+
+def style(name=None):
+    """Context manager applying the shared rcParams and those of the style ``name``; wrap a ``draw()`` body in it."""
+    return plt.rc_context({**_RC, **style_spec(name)["rc"]})
+
+
+def axes_grid(n_panels: int = 1, *, ax=None, style=None, width: float = 5.2, aspect: float = 0.75, ncols=None,
+              **kw):
+    """The axes a figure draws its ``n_panels`` panels on, as ``(fig, [axes...])`` (call inside :func:`style`).
+
+    ``ax``: the user's axes (one Axes, or a sequence of at least ``n_panels``): drawn on as they are. Otherwise a new
+    figure in constrained layout: ``ncols`` panels per row (default: all, at most the style's ``max_cols``), the
+    style's width (or ``width`` per panel for the default style), each panel ``aspect`` times as high as wide."""
+    import numpy as np
+
+    if ax is not None:
+        axes = [ax] if not np.iterable(ax) else list(np.ravel(ax))
+        if len(axes) < n_panels:
+            raise ValueError(f"ax: this figure draws {n_panels} panels, got {len(axes)} axes")
+        return axes[0].figure, axes[:n_panels]
+    spec = style_spec(style)
+    cols = max(1, min(n_panels, ncols or spec["max_cols"]))
+    rows = -(-n_panels // cols)
+    total = spec["width"] or width * cols
+    fig, axes = plt.subplots(rows, cols, figsize=(total, total / cols * aspect * rows), squeeze=False,
+                             layout="constrained", **kw)
+    flat = list(axes.ravel())
+    for extra in flat[n_panels:]:
+        extra.set_visible(False)
+    return fig, flat[:n_panels]
+
+
+def subplots(nrows: int = 1, ncols: int = 1, *, ax=None, style=None, width: float = 4.0, height: float = 3.4,
+             **kw):
+    """``(fig, axes)`` with ``axes`` a 2-D array of ``nrows x ncols`` panels (call inside :func:`style`): the user's
+    axes ``ax`` (a sequence of ``nrows * ncols`` axes, row by row), or a new constrained-layout figure whose panels
+    are ``width x height`` inches in the default style and scaled to the style's width otherwise (a single row
+    wider than the style's ``max_cols`` wraps into more rows; shared axes still work)."""
+    import numpy as np
+
+    kw.pop("layout", None)
+    if ax is not None:
+        fig, flat = axes_grid(nrows * ncols, ax=ax)
+        return fig, np.array(flat, dtype=object).reshape(nrows, ncols)
+    spec = style_spec(style)
+    if spec["width"] is not None and ncols > spec["max_cols"]:
+        # too many columns for the style's width: the panels flow row by row into max_cols columns (the caller
+        # still indexes them [row, col]); axes shared by row would now share across the caller's rows
+        n = nrows * ncols
+        cols = spec["max_cols"]
+        rows = -(-n // cols)
+        total = spec["width"]
+        if kw.get("sharey") == "row":
+            kw["sharey"] = False
+        kw.pop("gridspec_kw", None)
+        fig, axes = plt.subplots(rows, cols, figsize=(total, total / cols * height / width * rows),
+                                 squeeze=False, layout="constrained", **kw)
+        for extra in axes.ravel()[n:]:
+            extra.set_visible(False)
+        return fig, axes.ravel()[:n].reshape(nrows, ncols)
+    total = spec["width"] or width * ncols
+    return plt.subplots(nrows, ncols, figsize=(total, total / ncols * height / width * nrows), squeeze=False,
+                        layout="constrained", **kw)
+
+
+def label_first_column(axes, text: str) -> None:
+    """Set the y label of the visible axes in the first column of their grid (where a narrow style put them)."""
+    import numpy as np
+
+    for a in np.ravel(axes):
+        spec = a.get_subplotspec()
+        if a.get_visible() and spec is not None and spec.is_first_col():
+            a.set_ylabel(text)
+
+
+def suptitle(fig, text: str, **kw):
+    """The figure's title, wrapped to its width (``fontsize`` default: the axes titles' size)."""
+    import textwrap
+
+    size = kw.pop("fontsize", plt.rcParams["axes.titlesize"])
+    points = size if isinstance(size, (int, float)) else plt.rcParams["font.size"]
+    chars = max(20, int(0.95 * fig.get_figure(root=True).get_figwidth() * 72 / (0.58 * points)))
+    lines = [textwrap.fill(part, chars) for part in text.split("\n")]
+    return fig.suptitle("\n".join(lines), fontsize=size, **kw)
+
+
+def new_figure(ncols: int = 1, *, width: float = 5.2, height: float = 3.9, style=None, ax=None, **kw):
+    """A figure with ``ncols`` axes (``width`` x ``height`` each in the default style; the style's width otherwise;
+    the user's ``ax`` if given)."""
+    kw.pop("layout", None)
+    return axes_grid(ncols, ax=ax, style=style, width=width, aspect=height / width, **kw)
+
+
+def legend_below(fig, handles, labels=None, *, ncol=None, **kw):
+    """One legend for the whole figure under its axes, in as many columns as fit the figure's width."""
+    if ncol is None:
+        ncol = 1 if fig.get_figwidth() < 4.5 else 2 if fig.get_figwidth() < 9 else 3
+    if labels is not None:
+        kw["labels"] = labels
+    if fig.get_layout_engine() is None:
+        return fig.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=ncol, **kw)
+    legend = fig.legend(handles=handles, loc="outside lower center", ncol=ncol, **kw)
+    # the figure grows by the legend's height, so the panels keep theirs (a long legend would squash them)
+    height = legend.get_window_extent(fig.canvas.get_renderer()).height / fig.dpi
+    fig.set_figheight(fig.get_figheight() + height + 0.05)
+    return legend
 
 
 def computed_footer(seed: int, quick: bool) -> str:
@@ -92,24 +234,74 @@ def _content_bbox(fig):
     return bbox
 
 
-def finish(fig, data: dict):
-    """Add the provenance footer (``data["footer"]``) below everything and, for quick-mode data, the smoke-test
-    banner above everything and a watermark across the figure; return ``fig``."""
+def _short(footer: str, width_in: float, fontsize: float) -> str:
+    """The footer cut to fit ``width_in`` inches: its first line, shortened (the full text is in the JSON)."""
+    import textwrap
+
+    chars = max(30, int(width_in * 72 / (0.5 * fontsize)))
+    first = footer.strip().splitlines()[0] if footer.strip() else ""
+    more = len(footer.strip().splitlines()) > 1
+    return textwrap.shorten(first + (" [...]" if more else ""), chars, placeholder=" [...]")
+
+
+def _wrap_titles(fig) -> None:
+    """Wrap each axes title that is wider than its axes onto more lines."""
+    import textwrap
+
+    for ax in fig.axes:
+        title = ax.title
+        text = title.get_text()
+        if not ax.get_visible() or not text or "$" in text:
+            continue
+        width_pt = 0.95 * ax.get_position().width * fig.get_figwidth() * 72
+        chars = max(12, int(width_pt / (0.55 * title.get_fontsize())))
+        if len(max(text.splitlines(), key=len)) > chars:
+            title.set_text("\n".join(textwrap.fill(line, chars) for line in text.splitlines()))
+
+
+def _declutter_log_labels(fig) -> None:
+    """Drop the minor tick labels of a log axis where they would collide with each other or the major labels
+    (Matplotlib labels minor ticks on a log axis spanning less than a decade, whatever the axes' size)."""
+    from matplotlib.ticker import NullFormatter
+
+    logs = [axis for ax in fig.axes for axis in (ax.xaxis, ax.yaxis) if axis.get_scale() == "log"]
+    if not logs:
+        return
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    for axis in logs:
+        boxes = [tick.label1.get_window_extent(renderer) for tick in axis._update_ticks()
+                 if tick.label1.get_visible() and tick.label1.get_text()]
+        if any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:]):
+            axis.set_minor_formatter(NullFormatter())
+
+
+def finish(fig, data: dict, *, footer: bool = False):
+    """Record ``data``'s provenance in ``fig`` (written into the PNG/PDF metadata by :func:`save`); with ``footer``,
+    add a one-line footer (``data["footer"]``, shortened to the figure's width) below everything; for quick-mode
+    data, the smoke-test banner above everything and a watermark across the figure; return ``fig``."""
     from matplotlib.text import Annotation
 
+    fig._varsim_metadata = metadata_text(data)
+    _wrap_titles(fig)
+    _declutter_log_labels(fig)
     content = _content_bbox(fig)
-    footer = data.get("footer")
+    size = min(MIN_FONT_SIZE, plt.rcParams["font.size"] - 1)
+    footer = _short(data["footer"], fig.get_figwidth(), size) if footer and data.get("footer") else None
     if footer:
         fig.add_artist(Annotation(footer, xy=(0.0, 0.0), xycoords=content, xytext=(0, -6), textcoords="offset points",
-                                  ha="left", va="top", fontsize=MIN_FONT_SIZE, color="0.3", gid="varsim-footer",
+                                  ha="left", va="top", fontsize=size, color="0.3", gid="varsim-footer",
                                   zorder=20))  # drawn after the legends, whose boxes it reads
     if data.get("smoke_test", data.get("quick")):
         text = f"{SMOKE_TEST_LABEL.upper()}: quick mode ({data.get('smoke_reason', 'tiny runs')})"
         fig.add_artist(Annotation(text, xy=(0.5, 1.0), xycoords=content, xytext=(0, 6), textcoords="offset points",
-                                  ha="center", va="bottom", fontsize=11, fontweight="bold", color="white",
+                                  ha="center", va="bottom",
+                                  fontsize=min(11.0, fig.get_figwidth() * 72 / (0.7 * len(text))),
+                                  fontweight="bold", color="white",
                                   bbox=dict(boxstyle="round,pad=0.3", fc=_SMOKE_COLOR, ec="none"),
                                   gid="varsim-smoke-test", zorder=20))
-        fig.text(0.5, 0.5, SMOKE_TEST_LABEL, fontsize=40, color=_SMOKE_COLOR, alpha=0.18, rotation=25, ha="center",
+        fig.text(0.5, 0.5, SMOKE_TEST_LABEL, fontsize=min(40, 6 * fig.get_figwidth()), color=_SMOKE_COLOR,
+                 alpha=0.18, rotation=25, ha="center",
                  va="center", gid="varsim-smoke-watermark", zorder=0)
     return fig
 
@@ -130,14 +322,32 @@ def _pin_figure_legends(fig) -> None:
         leg.set_bbox_to_anchor((x, y), transform=ax.transAxes)
 
 
-def draw_and_save(draw, data: dict, outdir, name: str) -> list[Path]:
-    """``save(draw(data), outdir, name)`` under the shared style (``draw`` returns a finished Figure)."""
-    with style():
-        return save(draw(data), outdir, name)
+def write_data(path, data: dict) -> Path:
+    """Write a figure's data (``compute(...)``'s dict) as JSON at ``path``, atomically; ``draw`` redraws it after
+    :func:`varsim._common.jsonio.read_json`."""
+    from varsim._common.atomic import atomic_write_json
+
+    return atomic_write_json(Path(path), jsonable(data))
+
+
+def metadata_text(data: dict) -> str:
+    """What a figure's files record about its data: figure name, seed, mode, origin and the full footer (JSON)."""
+    import json
+
+    keys = ("name", "seed", "quick", "origin", "source", "footer", "params")
+    return json.dumps({k: jsonable(data[k]) for k in keys if k in data}, sort_keys=True)
+
+
+def draw_and_save(draw, data: dict, outdir, name: str, *, style=None, footer: bool = False) -> list[Path]:
+    """``save(draw(data, style=style, footer=footer), outdir, name)`` (``draw`` returns a finished Figure)."""
+    with plt.rc_context({**_RC, **style_spec(style)["rc"]}):
+        fig = draw(data) if style is None and not footer else draw(data, style=style, footer=footer)
+        return save(fig, outdir, name)
 
 
 def save(fig, outdir, name: str) -> list[Path]:
-    """Write ``name``.png and ``name``.pdf atomically into ``outdir``; close the figure."""
+    """Write ``name``.png and ``name``.pdf atomically into ``outdir`` with the figure's provenance (set by
+    :func:`finish`) in their metadata (PNG ``Description``, PDF ``Subject``); close the figure."""
     outdir = Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)
     _pin_figure_legends(fig)
@@ -146,6 +356,9 @@ def save(fig, outdir, name: str) -> list[Path]:
         buf = io.BytesIO()
         # no timestamps, so re-plotting the same data gives the same bytes
         meta = {"CreationDate": None} if ext == "pdf" else {"Software": None}
+        described = getattr(fig, "_varsim_metadata", None)
+        if described:
+            meta["Subject" if ext == "pdf" else "Description"] = described
         fig.savefig(buf, format=ext, metadata=meta)
         paths.append(atomic_write_bytes(outdir / f"{name}.{ext}", buf.getvalue()))
     plt.close(fig)
@@ -168,7 +381,13 @@ def pm(value, se) -> str:
 def log2_ticks(ax, n_min: float, n_max: float, axis: str = "x") -> None:
     """Label a log axis with powers of two (sequence lengths read better as 2^k)."""
     lo, hi = int(math.floor(math.log2(n_min))), int(math.ceil(math.log2(n_max)))
-    step = max(1, (hi - lo + 7) // 8)
+    fig = ax.get_figure(root=True)
+    box = ax.get_position()
+    size = box.width * fig.get_figwidth() if axis == "x" else box.height * fig.get_figheight()
+    font = plt.rcParams["xtick.labelsize" if axis == "x" else "ytick.labelsize"]
+    font = font if isinstance(font, (int, float)) else 8.0
+    fit = max(2, int(0.8 * size * 72 / (3.0 * font)))  # labels 2^{kk}: about 2 font sizes wide, plus a gap
+    step = max(1, -(-(hi - lo + 1) // fit))
     ticks = [2.0**k for k in range(lo, hi + 1, step)]
     labels = [f"$2^{{{k}}}$" for k in range(lo, hi + 1, step)]
     getattr(ax, f"set_{axis}ticks")(ticks, labels)

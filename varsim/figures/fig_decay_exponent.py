@@ -72,16 +72,16 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, sourc
             "footer": _style.computed_footer(seed, quick), "smoke_reason": "few sequences, short N range"}
 
 
-def draw(data: dict):
+def draw(data: dict, ax=None, *, style=None, footer: bool = False):
     """The Matplotlib figure of :func:`compute`'s data (provenance footer and, in quick mode, smoke-test stamp)."""
     A = _style.array
-    with _style.style():
-        fig, (ax,) = _style.new_figure(width=6.0, height=4.2)
+    with _style.style(style):
+        fig, (ax,) = _style.new_figure(width=6.0, height=4.2, style=style, ax=ax)
         x_frozen, x_annealed = data["boundaries"]  # 1/2 and 3/2
         for x0, x1, label in ((0, x_frozen, "frozen"), (x_frozen, x_annealed, "intermediate"),
                               (x_annealed, X_MAX, "annealed")):
             ax.axvspan(x0, x1, color="0.5", alpha=0.07 if label == "intermediate" else 0.0, lw=0)
-            ax.text((x0 + x1) / 2, 0.06, label, ha="center", va="bottom", fontsize=8.5, color="0.3")
+            ax.text((x0 + x1) / 2, 0.06, label, ha="center", va="bottom", fontsize="medium", color="0.3")
         for xb in (x_frozen, x_annealed):
             ax.axvline(xb, color="0.35", lw=0.9, ls=":")
         handles, labels = [], []
@@ -90,7 +90,7 @@ def draw(data: dict):
             ex, mc = c["exact"], c["mc"]
             (line,) = ax.plot(A(ex["x"]), A(ex["exponent"]), color=color, lw=1.5)
             points = ax.errorbar(A(mc["x_mid"]), A(mc["slope"]), A(mc["slope_se"]), fmt=_style.MARKERS[i],
-                                 color=color, ms=4.5, mfc="white")
+                                 color=color, mfc="white")
             handles.append((line, points))
             labels.append(rf"$\beta={beta:g}$: exact (line), MC local slope $\pm$ SE")
         # the rule depends on ln N / beta^2 only: one curve serves every beta
@@ -105,8 +105,8 @@ def draw(data: dict):
         ax.set_xlabel(r"$\ln N / \beta^2$")
         ax.set_ylabel(r"decay exponent $d\,\ln \mathrm{Var}(o_j) / d\,\ln N$")
         ax.set_title(rf"Effective decay exponent (fixed query, $d_k={data['d_k']}$, logits sampler)")
-        ax.legend(handles, labels, loc="lower left", fontsize=7.5)
-        return _style.finish(fig, data)
+        ax.legend(handles, labels, loc="lower left", fontsize="small")
+        return _style.finish(fig, data, footer=footer)
 
 
 #: ``python -m varsim.figures.fig_decay_exponent [options]``: make just this figure

@@ -62,18 +62,28 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, sourc
     return {"name": NAME, **header(models, quick), "rows": rows}
 
 
-def draw(data: dict):
+def draw(data: dict, ax=None, *, style=None, footer: bool = False):
     """The Matplotlib figure of :func:`compute`'s data, with the provenance footer."""
     A = _style.array
     c = _style.COLORS
     rows = data["rows"]
     ncols = max(len(r["heads"]) for r in rows)
-    with _style.style():
-        fig, axes = _style.plt.subplots(2 * len(rows), ncols, figsize=(4.2 * ncols, 5.4 * len(rows)), squeeze=False,
-                                        layout="constrained", gridspec_kw={"height_ratios": [1.4, 1] * len(rows)})
+    with _style.style(style):
+        narrow = ax is None and (_style.style_spec(style)["width"] or 9) < 4.5
+        if narrow:  # a paper column: one row per head, variance and ratios side by side
+            width = _style.style_spec(style)["width"]
+            fig = _style.plt.figure(figsize=(width, 0.45 * width * len(rows) * ncols), layout="constrained")
+            subs = fig.subfigures(len(rows) * ncols, 1, squeeze=False)[:, 0]
+            grid = np.array([sub.subplots(1, 2) for sub in subs], dtype=object)
+            pairs = [(grid[r * ncols:(r + 1) * ncols, 0], grid[r * ncols:(r + 1) * ncols, 1])
+                     for r in range(len(rows))]
+        else:
+            fig, axes = _style.subplots(2 * len(rows), ncols, ax=ax, style=style, width=4.2, height=2.7,
+                                        gridspec_kw={"height_ratios": [1.4, 1] * len(rows)})
+            pairs = [(axes[2 * r], axes[2 * r + 1]) for r in range(len(rows))]
         for r, row in enumerate(rows):
             n = A(row["lengths"])
-            top, bottom = axes[2 * r], axes[2 * r + 1]
+            top, bottom = pairs[r]
             for k, hd in enumerate(row["heads"]):
                 ax, bx = top[k], bottom[k]
                 ax.plot(n, A(hd["var_total"]), color=c[0], marker="o", label="measured var_total")
@@ -82,7 +92,12 @@ def draw(data: dict):
                 ax.set_xscale("log", base=2)
                 ax.set_yscale("log")
                 _style.log2_ticks(ax, float(n.min()), float(n.max()))
-                ax.set_title(f"{row['model']}\nlayer {hd['layer']}, head {hd['head']} ({hd['reason']})", fontsize=8.5)
+                if narrow:
+                    _style.suptitle(subs[r * ncols + k], f"{row['model'].split(' (')[0]}, layer {hd['layer']}, "
+                                    f"head {hd['head']}: {hd['reason']}", fontsize="small")
+                else:
+                    ax.set_title(f"{row['model']}\nlayer {hd['layer']}, head {hd['head']} ({hd['reason']})",
+                                 fontsize="medium")
                 bx.axhline(1.0, color="0.3", lw=0.8)
                 bx.plot(n, A(hd["iid_ratio"]), color=c[1], marker="^", ls="--", label="i.i.d. law / measured")
                 bx.plot(n, A(hd["offset_ratio"]), color=c[3], marker="D", ls=":", label="shared offset / measured")
@@ -90,14 +105,23 @@ def draw(data: dict):
                 bx.set_yscale("log")
                 _style.log2_ticks(bx, float(n.min()), float(n.max()))
                 bx.set_xlabel("number of keys $N$")
-                if k == 0:
+                if narrow:
+                    ax.set_ylabel("variance")
+                    bx.set_ylabel("ratio to var_total")
+                    ax.set_xlabel("number of keys $N$")
+                elif k == 0:
                     ax.set_ylabel(f"variance over {row['windows']} windows")
                     bx.set_ylabel("ratio to var_total")
-                    ax.legend(loc="best", fontsize=7.5)
-                    bx.legend(loc="best", fontsize=7.5)
+                if k == 0 and r == 0 and narrow:
+                    handles = [*ax.get_legend_handles_labels()[0], *bx.get_legend_handles_labels()[0][1:]]
+                elif k == 0 and not narrow:
+                    ax.legend(loc="best", fontsize="small")
+                    bx.legend(loc="best", fontsize="small")
             for ax in (*top[len(row["heads"]):], *bottom[len(row["heads"]):]):
                 ax.set_visible(False)
-        return _style.finish(fig, data)
+        if narrow:
+            _style.legend_below(fig, handles, fontsize="small")
+        return _style.finish(fig, data, footer=footer)
 
 
 #: ``python -m varsim.figures.fig_probe_decomposition [options]``: make just this figure

@@ -42,7 +42,7 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, sourc
     return {"name": NAME, **header(models, quick), "rows": rows}
 
 
-def draw(data: dict):
+def draw(data: dict, ax=None, *, style=None, footer: bool = False):
     """The Matplotlib figure of :func:`compute`'s data, with the provenance footer."""
     from matplotlib.colors import Normalize
     from matplotlib.patches import Rectangle
@@ -50,9 +50,25 @@ def draw(data: dict):
     rows = data["rows"]
     heights = [len(r["layers"]) + 1.6 for r in rows]
     width = max(r["n_head"] for r in rows)
-    with _style.style():
-        fig = _style.plt.figure(figsize=(2 * (0.5 * width + 1.3), 0.5 * sum(heights) + 0.4), layout="constrained")
-        axes = fig.subplots(len(rows), 2, squeeze=False, gridspec_kw={"height_ratios": heights})
+    with _style.style(style):
+        spec = _style.style_spec(style)
+        total = spec["width"] or 2 * (0.5 * width + 1.3)
+        stacked = total < 4.5  # a paper column: the two maps one above the other
+        if ax is not None:
+            fig, flat = _style.axes_grid(2 * len(rows), ax=ax)
+            axes = np.array(flat, dtype=object).reshape(2, len(rows)).T
+        elif stacked:
+            fig = _style.plt.figure(figsize=(total, total / (0.5 * width + 1.3) * 0.5 * (2 * sum(heights)) + 0.4),
+                                    layout="constrained")
+            axes = fig.subplots(2 * len(rows), 1, squeeze=False, gridspec_kw={"height_ratios": heights * 2})
+            axes = axes[:, 0].reshape(2, len(rows)).T
+        else:
+            fig = _style.plt.figure(figsize=(total, total / 2 / (0.5 * width + 1.3) * (0.5 * sum(heights)) + 0.4),
+                                    layout="constrained")
+            axes = fig.subplots(len(rows), 2, squeeze=False, gridspec_kw={"height_ratios": heights})
+        font = _style.plt.rcParams["font.size"] * 0.833
+        cell_pt = (0.62 if stacked else 0.31) * fig.get_figwidth() * 72 / width
+        numbers = cell_pt > 3.4 * font  # "+0.22" fits its cell
         for col, (q, label) in enumerate(QUANTITIES):
             vmax = max(np.nanmax(np.abs(_style.array(np.ravel(r["maps"][q]["value"])))) for r in rows)
             norm = Normalize(-max(vmax, 0.05), max(vmax, 0.05))
@@ -62,26 +78,27 @@ def draw(data: dict):
                 im = ax.imshow(v, cmap=CMAP, norm=norm, aspect="auto", interpolation="nearest")
                 for i in range(v.shape[0]):
                     for h in range(v.shape[1]):
-                        if not np.isfinite(v[i, h]):
+                        if not np.isfinite(v[i, h]) or not numbers:
                             continue
                         zero = mp["contains_zero"][i][h]
                         if zero:
                             ax.add_patch(Rectangle((h - 0.5, i - 0.5), 1, 1, fill=False, hatch="///", ec="0.35",
                                                    lw=0))
-                        ax.text(h, i, f"{v[i, h]:+.2f}", ha="center", va="center", fontsize=7.5,
+                        ax.text(h, i, f"{v[i, h]:+.2f}", ha="center", va="center", fontsize="small",
                                 color="white" if abs(v[i, h]) > 0.62 * norm.vmax else "black",
                                 fontweight="normal" if zero else "bold")
-                ax.set_xticks(range(row["n_head"]))
+                ax.set_xticks(range(0, row["n_head"], 1 if numbers else 2))
                 ax.set_yticks(range(len(row["layers"])), [str(layer) for layer in row["layers"]])
                 ax.set_xlabel("head")
                 ax.set_ylabel("layer")
                 ax.grid(False)
-                ax.set_title(f"{row['model']}\n{label}, N = {row['lengths'][0]}..{row['lengths'][1]} "
-                             f"(median 95% CI width {mp['median_width']:.2f})", fontsize=9)
-            fig.colorbar(im, ax=list(axes[:, col]), shrink=0.8, label=label)
-        fig.text(0.5, 0.0, "bold: 95% bootstrap interval excludes 0;  hatched: it contains 0", ha="center",
-                 va="top", fontsize=8)
-        return _style.finish(fig, data)
+                ax.set_title(f"{row['model']}: {label}\nN = {row['lengths'][0]}..{row['lengths'][1]}, "
+                             f"median 95% CI width {mp['median_width']:.2f}", fontsize="small" if stacked else "medium")
+            fig.colorbar(im, ax=list(axes[:, col]), shrink=0.8, label=label, pad=0.01)
+        key = "bold: 95% bootstrap interval excludes 0;  " if numbers else ""
+        fig.text(0.5, 0.0, key + "hatched: the 95% bootstrap interval contains 0", ha="center", va="top",
+                 fontsize="small")
+        return _style.finish(fig, data, footer=footer)
 
 
 #: ``python -m varsim.figures.fig_probe_slopes [options]``: make just this figure

@@ -1,15 +1,16 @@
 """Real-model figure, Figure-1 analogue: spread of the query's attention output across text windows vs N.
 
-For each probed model (rows; default: the committed SmolLM2 and MiniLM results) and its first two probed layers
-(columns): the standard deviation over windows of real text of one fixed component (component 0) of each head's
-attention output (before the output projection) at the query position, vs the number N of keys, log-log. Thin
-lines: the heads; blue: their median. Green: the measured std as the root mean square over all ``d_head``
-components, ``sqrt(var_total)``, median over heads; vermillion (dashed): what the i.i.d. law predicts for it,
-``sigma * sqrt(E[sum w^2])`` with sigma^2 the within-window variance of the values (``sqrt(var_iid)``, per window,
-then averaged, as the probe computes it). The probe stores the i.i.d. part only averaged over components, so the
-prediction is drawn for the component average, next to the fixed component it summarises. The legend gives the
-median over heads of the probe's fitted log-log slopes (with their range over heads); the dotted line is
-``N^(-1/2)``, the decay of an average of N independent values.
+For each probed model (rows; default: the committed SmolLM2 and MiniLM results) and three of its probed layers
+(columns: the first, the middle and the last, :func:`shown_layers`): the standard deviation over windows of real
+text of one fixed component (component 0) of each head's attention output (before the output projection) at the
+query position, vs the number N of keys, log-log. Thin lines: the heads; blue: their median. Green: the measured
+std as the root mean square over all ``d_head`` components, ``sqrt(var_total)``, median over heads; vermillion
+(dashed): what the i.i.d. law predicts for it, ``sigma * sqrt(E[sum w^2])`` with sigma^2 the within-window variance
+of the values (``sqrt(var_iid)``, per window, then averaged, as the probe computes it). The probe stores the i.i.d.
+part only averaged over components, so the prediction is drawn for the component average, next to the fixed
+component it summarises. Each panel gives the median over heads of the probe's fitted log-log slopes and the span of
+the heads' 95% percentile-bootstrap intervals (windows resampled); the dotted line is ``N^(-1/2)``, the decay of an
+average of N independent values.
 """
 
 from __future__ import annotations
@@ -23,9 +24,18 @@ from .probe import header, model_label, source_of
 
 NAME = "fig_probe_std"
 SOURCE = "probe"  # the data it draws: a key of varsim.figures.SOURCES
-#: How many of the probed layers (the first ones) get a panel.
-N_LAYERS = 2
+#: How many of the probed layers get a panel: the first, the last and evenly spaced ones between (a 30-layer model
+#: probed at every layer shows layers 0, 15 and 29).
+N_LAYERS = 3
 COMPONENT = 0
+
+
+def shown_layers(layers, count: int = N_LAYERS) -> list[int]:
+    """Indices into the probed ``layers`` of the panels: ``count`` evenly spaced from the first to the last."""
+    k = len(layers)
+    if k <= count:
+        return list(range(k))
+    return sorted({int(round(i * (k - 1) / (count - 1))) for i in range(count)})
 
 
 def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, source=None) -> dict:
@@ -42,60 +52,85 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, sourc
         std = np.asarray(pl["std"], dtype=float)
         iid = np.sqrt(np.asarray(pl["var_iid"], dtype=float))
         panels = []
-        for i, layer in enumerate(d["layers"][:N_LAYERS]):
+        for i in shown_layers(d["layers"]):
+            layer = d["layers"][i]
             s_std = np.asarray(sl["std"]["value"][i], dtype=float)
             s_iid = np.asarray(sl["std_iid"]["value"][i], dtype=float)
+            ci = {key: (np.asarray(sl[key]["lo"][i], dtype=float), np.asarray(sl[key]["hi"][i], dtype=float))
+                  if "lo" in sl[key] else None for key in ("std", "std_iid")}
             panels.append({
                 "layer": layer,
                 "component_per_head": comp[:, i, :].T.tolist(),  # (H, nN)
                 "component_median": np.median(comp[:, i, :], axis=1).tolist(),
                 "std_median": np.median(std[:, i, :], axis=1).tolist(),
                 "iid_median": np.median(iid[:, i, :], axis=1).tolist(),
-                "slope_std": {"median": float(np.median(s_std)), "min": float(s_std.min()), "max": float(s_std.max())},
-                "slope_iid": {"median": float(np.median(s_iid)), "min": float(s_iid.min()), "max": float(s_iid.max())},
+                "slope_std": _slopes(s_std, ci["std"]),
+                "slope_iid": _slopes(s_iid, ci["std_iid"]),
             })
         rows.append({"model": model_label(d), "lengths": d["lengths"], "windows": d["settings"]["windows"],
                      "n_head": d["n_head"], "panels": panels})
     return {"name": NAME, **header(models, quick), "component": COMPONENT, "rows": rows}
 
 
+def _slopes(values, ci) -> dict:
+    """Median over heads of the fitted slopes, their range, and the span of the heads' 95% bootstrap intervals."""
+    out = {"median": float(np.median(values)), "min": float(values.min()), "max": float(values.max())}
+    if ci is not None:
+        out["ci_low"], out["ci_high"] = float(np.min(ci[0])), float(np.max(ci[1]))
+    return out
+
+
 def _slope_text(s: dict) -> str:
-    return f"slope {s['median']:+.2f} (heads {s['min']:+.2f}..{s['max']:+.2f})"
+    if "ci_low" in s:
+        return f"{s['median']:+.2f} [{s['ci_low']:+.2f}, {s['ci_high']:+.2f}]"
+    return f"{s['median']:+.2f} (heads {s['min']:+.2f}..{s['max']:+.2f})"
 
 
-def draw(data: dict):
-    """The Matplotlib figure of :func:`compute`'s data, with the provenance footer."""
+def draw(data: dict, ax=None, *, style=None, footer: bool = False):
+    """One panel per model and shown layer (row by row; ``ax``: that many axes), one legend below."""
     A = _style.array
     rows = data["rows"]
     ncols = max(len(r["panels"]) for r in rows)
     c = _style.COLORS
-    with _style.style():
-        fig, axes = _style.plt.subplots(len(rows), ncols, figsize=(4.6 * ncols, 4.1 * len(rows)), squeeze=False,
-                                        layout="constrained")
-        for row, axrow in zip(rows, axes):
+    panels = [(row, p) for row in rows for p in row["panels"]]
+    with _style.style(style):
+        if ax is not None or (_style.style_spec(style)["width"] or 9) < 4.5:  # narrow: panels wrap, two a row
+            fig, flat = _style.axes_grid(len(panels), ax=ax, style=style, aspect=0.9)
+        else:
+            fig, grid = _style.subplots(len(rows), ncols, style=style, width=4.0, height=3.4)
+            flat = [a for axrow, row in zip(grid, rows) for a in axrow[:len(row["panels"])]]
+            for axrow, row in zip(grid, rows):
+                for extra in axrow[len(row["panels"]):]:
+                    extra.set_visible(False)
+        handles = {}
+        for ax, (row, p) in zip(flat, panels):
             n = A(row["lengths"])
-            for ax, p in zip(axrow, row["panels"]):
-                for k, curve in enumerate(p["component_per_head"]):
-                    ax.plot(n, A(curve), color=c[0], lw=0.6, alpha=0.35,
-                            label=f"component {data['component']}, each of {row['n_head']} heads" if k == 0 else None)
-                ax.plot(n, A(p["component_median"]), color=c[0], marker="o",
-                        label=f"component {data['component']}, median over heads")
-                ax.plot(n, A(p["std_median"]), color=c[2], marker="s",
-                        label=f"RMS over components: {_slope_text(p['slope_std'])}")
-                ax.plot(n, A(p["iid_median"]), color=c[1], marker="^", ls="--",
-                        label=rf"i.i.d. law $\sigma\sqrt{{E[\sum w^2]}}$: {_slope_text(p['slope_iid'])}")
-                y0 = A(p["iid_median"])[0]
-                ax.plot(n, y0 * np.sqrt(n[0] / n), color="0.3", ls=":", lw=1.0, label=r"$\propto N^{-1/2}$")
-                ax.set_xscale("log", base=2)
-                ax.set_yscale("log")
-                _style.log2_ticks(ax, float(n.min()), float(n.max()))
-                ax.set_title(f"{row['model']}, layer {p['layer']}")
-                ax.set_xlabel("number of keys $N$")
-                ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.17), fontsize=7.5, ncol=1)
-            axrow[0].set_ylabel(f"std over {row['windows']} windows")
-            for ax in axrow[len(row["panels"]):]:
-                ax.set_visible(False)
-        return _style.finish(fig, data)
+            for curve in p["component_per_head"]:
+                (h,) = ax.plot(n, A(curve), color=c[0], lw=0.6, alpha=0.35)
+                handles.setdefault("heads", (h, f"component {data['component']}, each head"))
+            (h,) = ax.plot(n, A(p["component_median"]), color=c[0], marker="o")
+            handles.setdefault("cmed", (h, f"component {data['component']}, median over heads"))
+            (h,) = ax.plot(n, A(p["std_median"]), color=c[2], marker="s")
+            handles.setdefault("rms", (h, "RMS over components, median over heads"))
+            (h,) = ax.plot(n, A(p["iid_median"]), color=c[1], marker="^", ls="--")
+            handles.setdefault("iid", (h, r"i.i.d. law $\sigma\sqrt{E[\sum w^2]}$, median over heads"))
+            y0 = A(p["iid_median"])[0]
+            (h,) = ax.plot(n, y0 * np.sqrt(n[0] / n), color="0.3", ls=":", lw=1.0)
+            handles.setdefault("guide", (h, r"$\propto N^{-1/2}$"))
+            ax.set_xscale("log", base=2)
+            ax.set_yscale("log")
+            _style.log2_ticks(ax, float(n.min()), float(n.max()))
+            ax.set_title(f"{row['model'].split(' (')[0]}, layer {p['layer']}", fontsize="small")
+            ax.set_xlabel("keys $N$")
+            ax.text(0.02, 0.02, f"RMS {_slope_text(p['slope_std'])}\ni.i.d. {_slope_text(p['slope_iid'])}",
+                    transform=ax.transAxes, ha="left", va="bottom", fontsize="small",
+                    bbox=dict(fc="white", ec="none", alpha=0.8, pad=1.0))
+            if ax.get_subplotspec() is None or ax.get_subplotspec().is_first_col():
+                ax.set_ylabel(f"std over {row['windows']} windows")
+        _style.legend_below(fig, [h for h, _ in handles.values()], [t for _, t in handles.values()],
+                            fontsize="small", title="slopes: median head [heads' 95% bootstrap CIs]",
+                            title_fontsize="small")
+        return _style.finish(fig, data, footer=footer)
 
 
 #: ``python -m varsim.figures.fig_probe_std [options]``: make just this figure

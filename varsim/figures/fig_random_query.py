@@ -76,12 +76,12 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, sourc
             "footer": _style.computed_footer(seed, quick), "smoke_reason": "few sequences, short N range"}
 
 
-def draw(data: dict):
+def draw(data: dict, ax=None, *, style=None, footer: bool = False):
     """The Matplotlib figure of :func:`compute`'s data (provenance footer and, in quick mode, smoke-test stamp)."""
     A = _style.array
     tau = data["tau"]
-    with _style.style():
-        fig, (ax,) = _style.new_figure(width=6.0, height=4.3)
+    with _style.style(style):
+        fig, (ax,) = _style.new_figure(width=6.0, height=4.3, style=style, ax=ax)
         families = [(r"fixed query, $|q|^2 = d_k$ ($\beta = \tau$)", data["fixed"],
                      rf"$e^{{\tau^2}} = {data['fixed']['limit']:.4f}$")]
         families += [(rf"random query, $d_k = {r['d_k']}$", r,
@@ -95,15 +95,17 @@ def draw(data: dict):
             below = i == 0  # e^{tau^2} sits just under the d = 64 constant: label it from below
             ax.annotate(limit_label, (0.0, fam["limit"]), xycoords=("axes fraction", "data"),
                         xytext=(4, -3 if below else 3), textcoords="offset points", ha="left",
-                        va="top" if below else "bottom", fontsize=7.5, color=color)
+                        va="top" if below else "bottom", fontsize="small", color=color)
             s = fam["logits_rb"]
-            ax.errorbar(A(s["n"]), A(s["nvar"]), A(s["nvar_se"]), fmt=_style.MARKERS[0], color=color, ms=4)
+            ax.errorbar(A(s["n"]), A(s["nvar"]), A(s["nvar_se"]), fmt=_style.MARKERS[0], color=color)
             s = fam["full"]
             ax.errorbar(A(s["n"]) * 1.1, A(s["nvar"]), A(s["nvar_se"]), fmt=_style.MARKERS[1], color=color,
-                        mfc="white", ms=4.5)
+                        mfc="white")
             n_all += [*fam["logits_rb"]["n"], *fam["full"]["n"]]
         ax.set_xscale("log", base=2)
         _style.log2_ticks(ax, min(n_all), max(n_all))
+        lo, hi = ax.get_ylim()
+        ax.set_ylim(lo, max(hi, max(fam["limit"] for _, fam, _ in families)) + 0.1 * (hi - lo))  # room for labels
         ax.set_xlabel("sequence length $N$")
         ax.set_ylabel(r"$N\,\mathrm{Var}(o_j)\,/\,\sigma_v^2$")
         ax.set_title(rf"Random vs fixed query ($\tau = {tau:g}$, $d_v = {data['d_v']}$)")
@@ -114,8 +116,8 @@ def draw(data: dict):
             Line2D([], [], color="k", lw=1.5, label="exact (chi-square mixture for random q)"),
             Line2D([], [], color="k", lw=1.0, ls="--", label=r"limit $N \to \infty$"),
         ]
-        ax.legend(handles=handles, loc="lower right", fontsize=7.5)
-        return _style.finish(fig, data)
+        ax.legend(handles=handles, loc="lower right", fontsize="small")
+        return _style.finish(fig, data, footer=footer)
 
 
 #: ``python -m varsim.figures.fig_random_query [options]``: make just this figure

@@ -12,7 +12,7 @@ from __future__ import annotations
 from varsim.figures import figure_main
 
 from . import _style
-from .remedies import chance_of, draw_lines, header, panel_lines, panel_row, panels_of, source_of
+from .remedies import chance_of, draw_lines, family_rows, header, panel_grid, panel_lines, panels_of, source_of
 
 NAME = "fig_remedies_accuracy"
 SOURCE = "remedies"  # the data it draws: a key of varsim.figures.SOURCES
@@ -32,24 +32,28 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, sourc
             "panels": panels}
 
 
-def draw(data: dict):
+def draw(data: dict, ax=None, *, style=None, footer: bool = False):
     """One panel per task and depth; one shared legend below the panels."""
     n = _style.array(data["lengths"])
     conf = int(round(100 * data["confidence"]))
-    with _style.style():
-        fig, axes = panel_row(data["panels"], data["lengths"])
+    with _style.style(style):
+        rows = family_rows(data["panels"])
+        fig, axes = panel_grid(rows, data["lengths"], ax=ax, style=style)
         handles = {}
-        for ax, p in zip(axes, data["panels"]):
-            draw_lines(ax, n, p, handles)
-            handles["chance"] = ax.axhline(p["chance"], color="k", ls=":", lw=1.0, label="chance")
-            handles["train"] = ax.axvline(data["train_max"], color="0.5", ls="--", lw=0.8,
-                                          label=f"longest training set ($N = {data['train_max']}$)")
-            ax.set_ylim(0, 1.02)
-        axes[0].set_ylabel(f"test accuracy\n(mean, {conf}% t interval over {data['seeds']} seeds)")
-        fig.legend(handles=list(handles.values()), loc="outside lower center", ncol=4, fontsize=8)
-        fig.suptitle("Accuracy vs N per attention variant (solid: trained with it; dashed: inference-only map on the "
-                     "softmax weights)", fontsize=9.5)
-        return _style.finish(fig, data)
+        for axrow, row in zip(axes, rows):
+            for ax, p in zip(axrow, row):
+                draw_lines(ax, n, p, handles)
+                handles["chance"] = ax.axhline(p["chance"], color="k", ls=":", lw=1.0, label="chance")
+                handles["train"] = ax.axvline(data["train_max"], color="0.5", ls="--", lw=0.8,
+                                              label=f"longest training set ($N = {data['train_max']}$)")
+                ax.set_ylim(0, 1.02)
+            axrow[0].set_ylabel("test accuracy")
+        guides = [handles.pop(k) for k in ("chance", "uniform", "train") if k in handles]
+        _style.legend_below(fig, [*handles.values(), *guides], fontsize="small")
+        _style.suptitle(fig, f"Accuracy vs N per attention variant: mean and {conf}% t interval over {data['seeds']} "
+                        "seeds (solid: trained with it; dashed: inference-only map on the softmax weights)",
+                        fontsize="medium")
+        return _style.finish(fig, data, footer=footer)
 
 
 #: ``python -m varsim.figures.fig_remedies_accuracy --remedies-results DIR``: make just this figure

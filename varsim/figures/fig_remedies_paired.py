@@ -14,7 +14,7 @@ import numpy as np
 from varsim.figures import figure_main
 
 from . import _style
-from .remedies import header, panel_row, panels_of, source_of, variant_label, variant_style
+from .remedies import family_rows, header, panel_grid, panels_of, source_of, variant_label, variant_style
 
 NAME = "fig_remedies_paired"
 SOURCE = "remedies"  # the data it draws: a key of varsim.figures.SOURCES
@@ -38,17 +38,18 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, sourc
             "confidence": summary.get("confidence", 0.95), "correction": summary["correction"], "panels": panels}
 
 
-def draw(data: dict):
+def draw(data: dict, ax=None, *, style=None, footer: bool = False):
     """Paired differences vs N, the variants side by side at each N; one shared legend below the panels."""
     from matplotlib.lines import Line2D
 
     A = _style.array
     n = A(data["lengths"])
     conf = int(round(100 * data["confidence"]))
-    with _style.style():
-        fig, axes = panel_row(data["panels"], data["lengths"])
+    with _style.style(style):
+        rows = family_rows(data["panels"], "diffs")
+        fig, axes = panel_grid(rows, data["lengths"], ax=ax, style=style)
         handles = {}
-        for ax, p in zip(axes, data["panels"]):
+        for ax, p in ((a, q) for axrow, row in zip(axes, rows) for a, q in zip(axrow, row)):
             k = len(p["diffs"])
             for j, d in enumerate(p["diffs"]):
                 sty = variant_style(d["variant"], p["order"], d["kind"])
@@ -60,24 +61,25 @@ def draw(data: dict):
                             elinewidth=1.0)
                 (h,) = ax.plot(x, mean, color=sty["color"], ls=sty["ls"], lw=0.8, alpha=0.7,
                                marker=sty["marker"], ms=0, label=variant_label(d["variant"], d["kind"]))
-                ax.plot(x[sig], mean[sig], ls="none", marker=sty["marker"], color=sty["color"], ms=5)
-                ax.plot(x[~sig], mean[~sig], ls="none", marker=sty["marker"], color=sty["color"], mfc="white", ms=5)
+                ax.plot(x[sig], mean[sig], ls="none", marker=sty["marker"], color=sty["color"])
+                ax.plot(x[~sig], mean[~sig], ls="none", marker=sty["marker"], color=sty["color"], mfc="white")
                 handles.setdefault(d["variant"], Line2D([], [], color=sty["color"], ls=sty["ls"],
-                                                        marker=sty["marker"], ms=5, label=h.get_label()))
+                                                        marker=sty["marker"], label=h.get_label()))
             ax.axhline(0, color="k", lw=0.9)
             ax.axvline(data["train_max"], color="0.5", ls="--", lw=0.8)
-        axes[0].set_ylabel(f"paired accuracy difference\nvariant − softmax ({conf}% t interval)")
-        extra = [Line2D([], [], color="0.3", marker="o", ls="none", ms=5,
+        for axrow in axes:
+            axrow[0].set_ylabel("accuracy difference\nvariant − softmax")
+        extra = [Line2D([], [], color="0.3", marker="o", ls="none",
                         label=f"Holm-adjusted paired t-test p ≤ {data['alpha']:g}"),
-                 Line2D([], [], color="0.3", marker="o", mfc="white", ls="none", ms=5,
+                 Line2D([], [], color="0.3", marker="o", mfc="white", ls="none",
                         label="not significant after Holm"),
                  Line2D([], [], color="0.5", ls="--", lw=0.8,
                         label=f"longest training set ($N = {data['train_max']}$)")]
-        fig.legend(handles=[*handles.values(), *extra], loc="outside lower center", ncol=4, fontsize=8)
-        fig.suptitle(f"Paired differences variant − softmax (same seed; same weights for inference-only maps), "
+        _style.legend_below(fig, [*handles.values(), *extra], fontsize="small")
+        _style.suptitle(fig, f"Paired differences variant − softmax (same seed; same weights for inference-only maps), "
                      f"{conf}% t intervals over {data['seeds']} seeds;\nfilled marker: significant at "
-                     f"{data['alpha']:g} after the Holm correction ({data['correction']})", fontsize=9.5)
-        return _style.finish(fig, data)
+                     f"{data['alpha']:g} after the Holm correction ({data['correction']})", fontsize="medium")
+        return _style.finish(fig, data, footer=footer)
 
 
 #: ``python -m varsim.figures.fig_remedies_paired --remedies-results DIR``: make just this figure

@@ -11,7 +11,7 @@ from __future__ import annotations
 from varsim.figures import figure_main
 
 from . import _style
-from .remedies import draw_lines, header, panel_lines, panel_row, panels_of, source_of
+from .remedies import draw_lines, family_rows, header, panel_grid, panel_lines, panels_of, source_of
 
 NAME = "fig_remedies_weight"
 SOURCE = "remedies"  # the data it draws: a key of varsim.figures.SOURCES
@@ -29,26 +29,30 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, sourc
             "panels": panels}
 
 
-def draw(data: dict):
+def draw(data: dict, ax=None, *, style=None, footer: bool = False):
     """Weight on the correct item vs N (log-log) per variant; 1/N for reference; one legend below the panels."""
     n = _style.array(data["lengths"])
     conf = int(round(100 * data["confidence"]))
-    with _style.style():
-        fig, axes = panel_row(data["panels"], data["lengths"])
+    with _style.style(style):
+        rows = family_rows(data["panels"])
+        fig, axes = panel_grid(rows, data["lengths"], ax=ax, style=style)
         handles = {}
-        for ax, p in zip(axes, data["panels"]):
-            draw_lines(ax, n, p, handles, band_floor=1e-6)
-            handles["uniform"] = ax.plot(n, 1.0 / n, color="k", ls=":", lw=1.0, label="$1/N$ (uniform weights)")[0]
-            handles["train"] = ax.axvline(data["train_max"], color="0.5", ls="--", lw=0.8,
-                                          label=f"longest training set ($N = {data['train_max']}$)")
-            ax.set_yscale("log")
-            ax.set_ylim(top=1.05)
-        axes[0].set_ylabel(f"weight on the correct item, best head\n(mean, {conf}% t interval over "
-                           f"{data['seeds']} seeds)")
-        fig.legend(handles=list(handles.values()), loc="outside lower center", ncol=4, fontsize=8)
-        fig.suptitle("Attention weight on the correct item vs N per attention variant (solid: trained with it; "
-                     "dashed: inference-only map on the softmax weights)", fontsize=9.5)
-        return _style.finish(fig, data)
+        for axrow, row in zip(axes, rows):
+            for ax, p in zip(axrow, row):
+                draw_lines(ax, n, p, handles, band_floor=1e-6)
+                handles["uniform"] = ax.plot(n, 1.0 / n, color="k", ls=":", lw=1.0,
+                                             label="$1/N$ (uniform weights)")[0]
+                handles["train"] = ax.axvline(data["train_max"], color="0.5", ls="--", lw=0.8,
+                                              label=f"longest training set ($N = {data['train_max']}$)")
+                ax.set_yscale("log")
+                ax.set_ylim(top=1.05)
+            axrow[0].set_ylabel("weight on the correct item")
+        guides = [handles.pop(k) for k in ("chance", "uniform", "train") if k in handles]
+        _style.legend_below(fig, [*handles.values(), *guides], fontsize="small")
+        _style.suptitle(fig, f"Attention weight on the correct item (best head) vs N per attention variant: mean and "
+                        f"{conf}% t interval over {data['seeds']} seeds (solid: trained with it; dashed: "
+                        "inference-only map on the softmax weights)", fontsize="medium")
+        return _style.finish(fig, data, footer=footer)
 
 
 #: ``python -m varsim.figures.fig_remedies_weight --remedies-results DIR``: make just this figure

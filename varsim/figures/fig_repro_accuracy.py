@@ -79,14 +79,14 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, sourc
             "panels": panels}
 
 
-def draw(data: dict):
+def draw(data: dict, ax=None, *, style=None, footer: bool = False):
     """Top row accuracy vs N, bottom row paired differences vs N; one shared legend below the panels."""
     A = _style.array
     n = A(data["lengths"])
     panels = data["panels"]
     conf = int(round(100 * data["confidence"]))
-    with _style.style():
-        fig, axes = _style.plt.subplots(2, len(panels), figsize=(3.9 * len(panels), 6.6), squeeze=False,
+    with _style.style(style):
+        fig, axes = _style.subplots(2, len(panels), ax=ax, style=style, width=3.9, height=3.3,
                                         sharex=True, sharey="row", layout="constrained",
                                         gridspec_kw={"height_ratios": [1.25, 1]})
         handles = {}
@@ -113,28 +113,32 @@ def draw(data: dict):
                 axd.errorbar(n * shift, mean, np.abs(np.vstack([mean - lo, hi - mean])), fmt="none",
                              ecolor=sty["color"], elinewidth=1.0)
                 axd.plot(n * shift, mean, color=sty["color"], lw=0.8, alpha=0.6)
-                axd.plot((n * shift)[sig], mean[sig], ls="none", marker=sty["marker"], color=sty["color"], ms=5)
+                axd.plot((n * shift)[sig], mean[sig], ls="none", marker=sty["marker"], color=sty["color"])
                 axd.plot((n * shift)[~sig], mean[~sig], ls="none", marker=sty["marker"], color=sty["color"],
-                         mfc="white", ms=5)
+                         mfc="white")
             axd.axhline(0, color="k", lw=0.9)
             axd.axvline(data["train_max"], color="0.5", ls="--", lw=0.8)
             axd.set_xlabel("set size $N$")
             for a in (ax, axd):
                 a.set_xscale("log", base=2)
                 _style.log2_ticks(a, float(n.min()), float(n.max()))
-        axes[0][0].set_ylabel(f"test accuracy\n(mean, {conf}% t interval over {data['seeds']} seeds)")
-        axes[1][0].set_ylabel("paired difference\nvariant − none")
+        if _style.style_spec(style)["width"] is not None:  # a sized style: panels too low for two-line labels
+            axes[0][0].set_ylabel("test accuracy")
+            axes[1][0].set_ylabel("difference vs none")
+        else:
+            axes[0][0].set_ylabel(f"test accuracy\n(mean, {conf}% t interval over {data['seeds']} seeds)")
+            axes[1][0].set_ylabel("paired difference\nvariant − none")
         from matplotlib.lines import Line2D
 
-        extra = [Line2D([], [], color="0.3", marker="o", ls="none", ms=5,
+        extra = [Line2D([], [], color="0.3", marker="o", ls="none",
                         label=f"difference: Holm-adjusted paired t-test p ≤ {data['alpha']:g}"),
-                 Line2D([], [], color="0.3", marker="o", mfc="white", ls="none", ms=5,
+                 Line2D([], [], color="0.3", marker="o", mfc="white", ls="none",
                         label="difference: not significant after Holm")]
-        fig.legend(handles=[*handles.values(), *extra], loc="outside lower center", ncol=4, fontsize=8)
-        fig.suptitle(f"Accuracy (top) and paired differences variant − none (bottom), {conf}% t intervals over "
+        _style.legend_below(fig, [*handles.values(), *extra], fontsize="small")
+        _style.suptitle(fig, f"Accuracy (top) and paired differences variant − none (bottom), {conf}% t intervals over "
                      f"seeds;\nfilled marker: paired t-test significant at {data['alpha']:g} after Holm correction "
-                     f"over all {data['n_comparisons']} comparisons shown", fontsize=9.5)
-        return _style.finish(fig, data)
+                     f"over all {data['n_comparisons']} comparisons shown", fontsize="medium")
+        return _style.finish(fig, data, footer=footer)
 
 
 #: ``python -m varsim.figures.fig_repro_accuracy [options]``: make just this figure

@@ -40,13 +40,13 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, sourc
             "lengths": st["probe_lengths"], "panels": panels}
 
 
-def draw(data: dict):
+def draw(data: dict, ax=None, *, style=None, footer: bool = False):
     """The Matplotlib figure of :func:`compute`'s data (provenance footer and, in quick mode, smoke-test stamp)."""
     A = _style.array
     n = A(data["lengths"])
     panels = data["panels"]
-    with _style.style():
-        fig, axes = _style.new_figure(len(panels), width=3.9, height=3.6, sharey=True, layout="constrained")
+    with _style.style(style):
+        fig, axes = _style.new_figure(len(panels), width=3.9, height=3.6, sharey=True, style=style, ax=ax)
         for ax, p in zip(axes, panels):
             for ln in p["lines"]:
                 sty = norm_style(ln["norm"])
@@ -61,8 +61,8 @@ def draw(data: dict):
             ax.set_xlabel("set size $N$")
         axes[0].set_ylabel("weight on the correct item (best head)")
         handles, labels = axes[0].get_legend_handles_labels()
-        fig.legend(handles, labels, loc="outside lower center", ncol=len(labels), fontsize=8)
-        return _style.finish(fig, data)
+        _style.legend_below(fig, handles, labels, fontsize="small")
+        return _style.finish(fig, data, footer=footer)
 
 
 #: ``python -m varsim.figures.fig_repro_attention [options]``: make just this figure

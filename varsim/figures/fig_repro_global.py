@@ -49,38 +49,42 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, sourc
             "lengths": st["probe_lengths"], "rows": rows}
 
 
-def draw(data: dict):
+def draw(data: dict, ax=None, *, style=None, footer: bool = False):
     """The Matplotlib figure of :func:`compute`'s data (provenance footer and, in quick mode, smoke-test stamp)."""
     A = _style.array
     n = A(data["lengths"])
     rows = data["rows"]
     labels = {s: t for s, t, _ in STAGES}
     styles = {s: ls for s, _, ls in STAGES}
-    with _style.style():
-        fig, axes = _style.plt.subplots(len(rows), 2, figsize=(9.6, 3.2 * len(rows)), squeeze=False, sharex=True,
+    with _style.style(style):
+        fig, axes = _style.subplots(len(rows), 2, ax=ax, style=style, width=4.8, height=3.2, sharex=True,
                                         layout="constrained")
+        narrow = fig.get_figwidth() < 4.5
         for (ax_m, ax_v), row in zip(axes, rows):
             for ln in row["lines"]:
                 sty = norm_style(ln["norm"])
-                kw = dict(color=sty["color"], marker=sty["marker"], ls=styles[ln["stage"]], ms=3.5,
+                kw = dict(color=sty["color"], marker=sty["marker"], ls=styles[ln["stage"]],
                           label=f"{ln['norm']}: {labels[ln['stage']]}")
                 ax_m.plot(n, A(ln["mean"]), **kw)
                 ax_m.fill_between(n, A(ln["mean_min"]), A(ln["mean_max"]), color=sty["color"], alpha=0.12, lw=0)
                 ax_v.plot(n, A(ln["var"]), **kw)
                 ax_v.fill_between(n, A(ln["var_min"]), A(ln["var_max"]), color=sty["color"], alpha=0.12, lw=0)
             where = f"{row['task']}, {row['architecture'].replace('_', ' ')}"
-            ax_m.set_title(f"{where}: mean across features")
-            ax_v.set_title(f"{where}: variance across features")
+            ax_m.set_title(f"{where}: mean" if narrow else f"{where}: mean across features")
+            ax_v.set_title(f"{where}: variance" if narrow else f"{where}: variance across features")
             ax_v.set_yscale("log")
             for ax in (ax_m, ax_v):
                 ax.set_xscale("log", base=2)
                 _style.log2_ticks(ax, float(n.min()), float(n.max()))
-            ax_v.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0, fontsize=7)
+            if not narrow:
+                ax_v.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0, fontsize="small")
+        if narrow:  # the same lines in every row: one legend below
+            _style.legend_below(fig, *axes[0][1].get_legend_handles_labels(), fontsize="small")
         for ax in axes[-1]:
             ax.set_xlabel("set size $N$")
-        fig.suptitle(f"Query-token statistics across features: mean over sets and {data['seeds']} seeds "
-                     "(band: range over seeds)", fontsize=9)
-        return _style.finish(fig, data)
+        _style.suptitle(fig, f"Query-token statistics across features: mean over sets and {data['seeds']} seeds "
+                     "(band: range over seeds)", fontsize="medium")
+        return _style.finish(fig, data, footer=footer)
 
 
 #: ``python -m varsim.figures.fig_repro_global [options]``: make just this figure

@@ -45,12 +45,11 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, sourc
             "probe_sets": st["probe_sets"], "rows": rows}
 
 
-def draw(data: dict):
+def draw(data: dict, ax=None, *, style=None, footer: bool = False):
     """The Matplotlib figure of :func:`compute`'s data (provenance footer and, in quick mode, smoke-test stamp)."""
     rows = data["rows"]
-    with _style.style():
-        fig, axes = _style.plt.subplots(len(rows), len(COLUMNS), figsize=(4.0 * len(COLUMNS), 3.1 * len(rows)),
-                                        squeeze=False, layout="constrained")
+    with _style.style(style):
+        fig, axes = _style.subplots(len(rows), len(COLUMNS), ax=ax, style=style, width=4.0, height=3.1)
         for r, row in enumerate(rows):
             for c, col in enumerate(row["columns"]):
                 ax = axes[r][c]
@@ -65,14 +64,14 @@ def draw(data: dict):
                         ax.hist(v, bins=bins, density=True, histtype="stepfilled", alpha=0.35, color=color,
                                 label=f"$N = {n}$")
                         ax.hist(v, bins=bins, density=True, histtype="step", color=color)
-                    ax.legend(loc="upper left", fontsize=7.5)
+                    ax.legend(loc="upper left", fontsize="small")
                 else:
                     ax.text(0.5, 0.5, "no run", ha="center", va="center", transform=ax.transAxes)
                 coord = col.get("coordinate")
-                ax.set_title(f"{row['task']}: {col['title']}", fontsize=8.5)
+                ax.set_title(f"{row['task']}: {col['title']}", fontsize="medium")
                 ax.set_xlabel("value of coordinate" + ("" if coord is None else f" {coord}"))
-            axes[r][0].set_ylabel(f"density over {data['probe_sets']} sets")
-        return _style.finish(fig, data)
+        _style.label_first_column(axes, f"density over {data['probe_sets']} sets")
+        return _style.finish(fig, data, footer=footer)
 
 
 #: ``python -m varsim.figures.fig_repro_hist [options]``: make just this figure

@@ -56,16 +56,19 @@ def _slope_text(fit) -> str:
     return f"slope {fit['mean']:+.2f} [{lo:+.2f}, {hi:+.2f}]"
 
 
-def draw(data: dict):
+def draw(data: dict, ax=None, *, style=None, footer: bool = False):
     """The Matplotlib figure of :func:`compute`'s data (provenance footer and, in quick mode, smoke-test stamp)."""
     A = _style.array
     n = A(data["lengths"])
     panels = data["panels"]
     ncols = 2 * len({p["architecture"] for p in panels})
     nrows = max(1, len(panels) // ncols)
-    with _style.style():
-        fig, axes = _style.plt.subplots(nrows, ncols, figsize=(3.9 * ncols, 3.4 * nrows), squeeze=False,
+    with _style.style(style):
+        fig, axes = _style.subplots(nrows, ncols, ax=ax, style=style, width=3.9, height=3.4,
                                         layout="constrained")
+        from matplotlib.patheffects import withStroke
+
+        narrow = fig.get_figwidth() < 4.5
         for ax, p in zip(axes.ravel(), panels):
             for ln in p["lines"]:
                 sty = norm_style(ln["norm"])
@@ -82,12 +85,26 @@ def draw(data: dict):
             _style.log2_ticks(ax, float(n.min()), float(n.max()))
             where = "before the norm" if p["stage"] == "pre" else "after the norm"
             ax.set_title(f"{p['task']}, {p['architecture'].replace('_', ' ')}: {where}")
-            ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.14), fontsize=7.5, ncol=1)
+            if narrow:  # the slopes as text in each line's colour (legend order), the line styles below
+                for k, ln in enumerate(p["lines"]):
+                    ax.annotate(_slope_text(ln["slope"])[6:], (1.0, 1.0), xycoords="axes fraction",
+                                xytext=(-2, -2 - 7 * k), textcoords="offset points", ha="right", va="top",
+                                fontsize="small", color=norm_style(ln["norm"])["color"],
+                                path_effects=[withStroke(linewidth=2.2, foreground="white")])
+            else:
+                ax.legend(loc="best", fontsize="small")
         for ax in axes.ravel():
             ax.set_xlabel("set size $N$")
-        for row in axes:
-            row[0].set_ylabel(f"std over {data['probe_sets']} sets of one coordinate")
-        return _style.finish(fig, data)
+        if narrow:
+            handles = {}
+            for ax in axes.ravel():
+                for h, label in zip(*ax.get_legend_handles_labels()):
+                    handles.setdefault(label.split(":")[0], h)
+            _style.legend_below(fig, list(handles.values()), list(handles), fontsize="small",
+                                title="slope of log std vs log N [95% t interval over seeds], in each panel")
+        ylabel = f"std over {data['probe_sets']} sets" + ("" if narrow else " of one coordinate")
+        _style.label_first_column(axes, ylabel)
+        return _style.finish(fig, data, footer=footer)
 
 
 #: ``python -m varsim.figures.fig_repro_std [options]``: make just this figure

@@ -37,9 +37,16 @@ def _series(result) -> dict:
     }
 
 
-def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, source=None) -> dict:
-    """Simulate and evaluate the theory for every beta; returns plain data for :func:`plot`."""
+def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, source=None, betas=BETAS, d_k: int = D_K,
+            n_max=None, sequences=None, full_sampler: bool = True, out=None) -> dict:
+    """Simulate and evaluate the theory for every beta in ``betas``; returns plain data for :func:`draw`.
+
+    ``d_k`` sets the query norm ``beta sqrt(d_k) / tau`` and the full sampler's key dimension (the logits sampler
+    draws ``beta g_i`` directly, so its numbers do not depend on ``d_k``). ``n_max``: the largest N (a power of two;
+    default 2^14, quick 2^12); ``sequences``: per N for the logits sampler (default 40000, quick 2000); the full
+    sampler (``full_sampler``) runs N <= 256 with a quarter as many. ``out``: also write the data as JSON there."""
     from varsim._common.seeding import child_sequence
+    from varsim._common.validate import check_int
     from varsim.sim import simulate
     from varsim.theory import decay_exponent, expected_ipr
 
@@ -47,81 +54,124 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, sourc
 
     n_logits, m_logits = _LOGITS[bool(quick)]
     n_full, m_full = _FULL[bool(quick)]
+    if n_max is not None:
+        k_max = int(np.log2(check_int("n_max", n_max, minimum=32)))
+        n_logits = 2 ** np.arange(4, k_max + 1, 2 if quick else 1)
+    if sequences is not None:
+        m_logits = check_int("sequences", sequences, minimum=32)
+        m_full = max(32, m_logits // 4)
+    d_k = check_int("d_k", d_k, minimum=1)
+    betas = tuple(float(b) for b in np.atleast_1d(betas))
     n_dense = np.geomspace(n_logits[0], n_logits[-1], 25 if quick else 60)
-    common = dict(d_k=D_K, d_v=D_V, tau=TAU, progress=progress)
+    common = dict(d_k=d_k, d_v=D_V, tau=TAU, progress=progress)
     curves = []
-    for k, beta in enumerate(BETAS):
-        query_norm = beta * math.sqrt(D_K) / TAU  # beta = tau |q| / sqrt(d_k)
+    for k, beta in enumerate(betas):
+        query_norm = beta * math.sqrt(d_k) / TAU  # beta = tau |q| / sqrt(d_k)
         rb = simulate(n_logits, query_norm=query_norm, sampler="logits", estimator="rao_blackwell",
                       n_sequences=m_logits, seed=child_sequence(seed, k, 0), **common)
-        full = simulate(n_full, query_norm=query_norm, sampler="full", estimator="sample",
-                        n_sequences=m_full, seed=child_sequence(seed, k, 1), **common)
+        full = (simulate(n_full, query_norm=query_norm, sampler="full", estimator="sample",
+                         n_sequences=m_full, seed=child_sequence(seed, k, 1), **common) if full_sampler else None)
         curves.append({
             "beta": beta,
             "logits_rb": _series(rb),
-            "full": _series(full),
+            "full": None if full is None else _series(full),
             "exact": {"n": n_dense, "var": expected_ipr(n_dense, beta),  # sigma_v = 1
                       "exponent": decay_exponent(n_dense, beta)},  # exact d ln E[sum w^2] / d ln N
             "exact_at_mc": {"logits_rb": expected_ipr(rb.n.astype(float), beta),
-                            "full": expected_ipr(full.n.astype(float), beta)},
+                            "full": None if full is None else expected_ipr(full.n.astype(float), beta)},
         })
-    return {"name": NAME, "quick": bool(quick), "seed": int(seed), "d_k": D_K, "d_v": D_V, "tau": TAU,
-            "value_scale": 1.0, "sequences": {"logits_rb": m_logits, "full": m_full}, "curves": curves,
-            "footer": computed_footer(seed, quick), "smoke_reason": "few sequences, short N range"}
+    data = {"name": NAME, "quick": bool(quick), "seed": int(seed), "d_k": d_k, "d_v": D_V, "tau": TAU,
+            "value_scale": 1.0, "sequences": {"logits_rb": m_logits, "full": m_full if full_sampler else None},
+            "params": {"betas": list(betas), "d_k": d_k, "n_max": int(n_logits[-1]), "sequences": m_logits,
+                       "full_sampler": bool(full_sampler)},
+            "curves": curves, "footer": computed_footer(seed, quick), "smoke_reason": "few sequences, short N range"}
+    if out is not None:
+        _style.write_data(out, data)
+    return data
 
 
-def draw(data: dict):
-    """The Matplotlib figure of :func:`compute`'s data: Var vs N, MC / exact - 1, exact local exponent."""
+def draw(data: dict, ax=None, *, style=None, footer: bool = False, ratio: bool = True, exponent: bool = True):
+    """Var vs N with the exact lines and asymptotes, MC / exact - 1 (``ratio``) and the exact local exponent
+    (``exponent``), stacked; ``ax``: one axes per shown panel (default: a new figure at the style's width)."""
     A = _style.array
-    with _style.style():
-        fig, (ax, axr, axe) = _style.plt.subplots(
-            3, 1, figsize=(7.6, 6.6), sharex=True, gridspec_kw={"height_ratios": [3.2, 1, 1.5], "hspace": 0.08}
-        )
+    shown = ["var"] + (["ratio"] if ratio else []) + (["exponent"] if exponent else [])
+    ax_given = ax is not None
+    with _style.style(style):
+        if ax is None:
+            width = _style.style_spec(style)["width"] or 5.6
+            heights = {"var": 3.2, "ratio": 1.0 if width > 4.5 else 1.4, "exponent": 1.4}
+            fig, grid = _style.plt.subplots(
+                len(shown), 1, figsize=(width, width * 0.16 * sum(heights[k] for k in shown) + 0.6), sharex=True,
+                squeeze=False, layout="constrained", gridspec_kw={"height_ratios": [heights[k] for k in shown]})
+            axes = list(grid[:, 0])
+        else:
+            fig, axes = _style.axes_grid(len(shown), ax=ax)
+        panel = dict(zip(shown, axes))
+        ax, axr, axe = panel["var"], panel.get("ratio"), panel.get("exponent")
+        narrow = fig.get_figwidth() < 4.5
+        small = _style.plt.rcParams["legend.fontsize"]
         n_all = []
         for i, c in enumerate(data["curves"]):
-            color, beta = _style.COLORS[i], c["beta"]
-            rb, full, ex = c["logits_rb"], c["full"], c["exact"]
+            color, beta = _style.COLORS[i % len(_style.COLORS)], c["beta"]
+            rb, full, ex = c["logits_rb"], c.get("full"), c["exact"]
             n_ex = A(ex["n"])
-            ax.plot(n_ex, A(ex["var"]), color=color, lw=1.4, zorder=2)
-            ax.plot(n_ex, np.exp(beta**2) / n_ex, color=color, lw=1.0, ls="--", alpha=0.8, zorder=1)
+            ax.plot(n_ex, A(ex["var"]), color=color, zorder=2)
+            ax.plot(n_ex, np.exp(beta**2) / n_ex, color=color, lw=0.7 * _style.plt.rcParams["lines.linewidth"],
+                    ls="--", alpha=0.8, zorder=1)
             expo = A(ex["exponent"])
-            axe.plot(n_ex, expo, color=color)
-            axe.annotate(rf"$\beta={beta:g}$", (n_ex[-1], expo[-1]), xytext=(3, 0), textcoords="offset points",
-                         va="center", ha="left", fontsize=8, color=color)
-            label = rf"$\beta={beta:g}$: local exponent ${expo[0]:+.2f}$ to ${expo[-1]:+.2f}$"
+            label = rf"$\beta={beta:g}$"
+            if axe is not None:
+                axe.plot(n_ex, expo, color=color)
+                if not narrow:
+                    label += rf": exponent ${expo[0]:+.2f}$ to ${expo[-1]:+.2f}$"
             ax.errorbar(A(rb["n"]), A(rb["var"]), A(rb["var_se"]), fmt=_style.MARKERS[0], color=color,
-                        ms=4, label=label, zorder=3)
-            ax.errorbar(A(full["n"]) * 1.12, A(full["var"]), A(full["var_se"]), fmt=_style.MARKERS[1],
-                        mfc="white", color=color, ms=4.5, zorder=3)
-            for key, shift, marker, fill in (("logits_rb", 1.0, _style.MARKERS[0], color),
-                                             ("full", 1.12, _style.MARKERS[1], "white")):
-                s, ref = c[key], A(c["exact_at_mc"][key])
-                axr.errorbar(A(s["n"]) * shift, A(s["var"]) / ref - 1, A(s["var_se"]) / ref, fmt=marker,
-                             color=color, mfc=fill, ms=3.5)
-            n_all += [*rb["n"], *full["n"]]
-        ax.set_xscale("log", base=2)
+                        label=label, zorder=3)
+            series = [("logits_rb", 1.0, _style.MARKERS[0], color)]
+            if full is not None:
+                ax.errorbar(A(full["n"]) * 1.12, A(full["var"]), A(full["var_se"]), fmt=_style.MARKERS[1],
+                            mfc="white", color=color, zorder=3)
+                series.append(("full", 1.12, _style.MARKERS[1], "white"))
+                n_all += [*full["n"]]
+            if axr is not None:
+                for key, shift, marker, fill in series:
+                    s, ref = c[key], A(c["exact_at_mc"][key])
+                    axr.errorbar(A(s["n"]) * shift, A(s["var"]) / ref - 1, A(s["var_se"]) / ref, fmt=marker,
+                                 color=color, mfc=fill, ms=0.8 * _style.plt.rcParams["lines.markersize"])
+            n_all += [*rb["n"]]
+        for a in axes:
+            a.set_xscale("log", base=2)
         ax.set_yscale("log")
         ax.set_ylabel(r"$\mathrm{Var}(o_j)$")
-        ax.set_title(rf"Vanishing variance: fixed query, $d_k = d_v = {data['d_k']}$, $\sigma_v = 1$")
+        ax.set_title(rf"fixed query, $d_k = {data['d_k']}$, $\sigma_v = 1$", fontsize=small + 1)
         handles, _ = ax.get_legend_handles_labels()
         handles += [
-            Line2D([], [], color="k", marker=_style.MARKERS[0], ls="none", label="MC, logits sampler + Rao-Blackwell"),
-            Line2D([], [], color="k", marker=_style.MARKERS[1], mfc="white", ls="none", label="MC, full sampler"),
-            Line2D([], [], color="k", lw=1.4, label=r"exact $\sigma_v^2\,E[\,\sum w_i^2\,]$"),
-            Line2D([], [], color="k", lw=1.0, ls="--", label=r"asymptote $e^{\beta^2}/N$"),
+            Line2D([], [], color="k", marker=_style.MARKERS[0], ls="none", label="MC ± SE, logits sampler + RB"),
+            Line2D([], [], color="k", lw=1.2, label=r"exact $\sigma_v^2\,E[\,\sum w_i^2\,]$"),
+            Line2D([], [], color="k", lw=0.8, ls="--", label=r"asymptote $e^{\beta^2}/N$"),
         ]
-        ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0)
-        axr.axhline(0, color="k", lw=0.8)
-        axr.set_xscale("log", base=2)
-        axr.set_ylabel("MC / exact − 1")
-        lim = max(0.02, min(0.2, np.nanmax(np.abs(axr.get_ylim()))))
-        axr.set_ylim(-lim, lim)
-        axe.axhline(-1, color="k", lw=0.8, ls=":")
-        axe.set_ylim(-1.05, 0.0)
-        axe.set_ylabel("exact local exponent\n" + r"$d\ln \mathrm{Var} / d\ln N$")
-        axe.set_xlabel("sequence length $N$")
-        _style.log2_ticks(axe, min(n_all), max(n_all))
-        return _style.finish(fig, data)
+        if any(c.get("full") is not None for c in data["curves"]):
+            handles.insert(len(handles) - 2, Line2D([], [], color="k", marker=_style.MARKERS[1], mfc="white",
+                                                    ls="none", label="MC ± SE, full sampler"))
+        if ax_given:
+            ax.legend(handles=handles, fontsize=small - 0.5)
+        elif narrow:
+            _style.legend_below(fig, handles, ncol=2)
+        else:
+            ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0)
+        if axr is not None:
+            axr.axhline(0, color="k", lw=0.8)
+            axr.set_ylabel("MC/exact − 1", fontsize=small if narrow else None)
+            lim = max(0.02, min(0.2, np.nanmax(np.abs(axr.get_ylim()))))
+            axr.set_ylim(-lim, lim)
+        if axe is not None:
+            axe.axhline(-1, color="k", lw=0.8, ls=":")
+            axe.set_ylim(-1.05, 0.0)
+            axe.set_ylabel("exponent" if narrow else "local exponent\n" + r"$d\ln \mathrm{Var} / d\ln N$")
+        axes[-1].set_xlabel("sequence length $N$")
+        if not ax_given:
+            fig.align_ylabels(axes)
+        _style.log2_ticks(axes[-1], min(n_all), max(n_all))
+        return _style.finish(fig, data, footer=footer)
 
 
 #: ``python -m varsim.figures.fig_variance_vs_n [options]``: make just this figure

@@ -103,50 +103,69 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, sourc
             "panels": panels, "footer": computed_footer(seed, quick), "smoke_reason": "few sequences, N <= 1024"}
 
 
-def draw(data: dict):
-    """One log-log panel of E[sum w^2] vs N per beta; a shared legend naming every variant."""
+#: the rows of panels: softmax at an N-dependent scale, and the other weight maps (softmax, the baseline, in both), so
+#: no panel draws more than five variants; a variant in neither goes with the other maps
+_FAMILIES = (("rescaled softmax", {"softmax", "ssmax", "logn", "critical", "adaptive_temperature"}),
+             ("other weight maps", None))
+
+
+def _family_of(name: str) -> int:
+    return 0 if name in _FAMILIES[0][1] else 1
+
+
+def draw(data: dict, ax=None, *, style=None, footer: bool = False):
+    """Log-log panels of E[sum w^2] vs N: one column per beta, one row per variant family (softmax in both); one
+    legend naming every variant below. ``ax``: two axes per beta, the rescaled-softmax row first."""
     A = _style.array
-    with _style.style():
+    with _style.style(style):
         panels = data["panels"]
-        fig, axes = _style.new_figure(len(panels), width=4.6, height=4.2, sharey=True,
-                                       layout="constrained")
+        fig, grid = _style.subplots(len(_FAMILIES), len(panels), ax=ax, style=style, width=4.2, height=3.2,
+                                    sharex=True, sharey=True)
         n_all = [n for p in panels for s in p["series"] for n in s["n"]]
-        handles = []
+        handles = {}
         band_color = None
-        for k, (ax, panel) in enumerate(zip(axes, panels)):
-            for i, s in enumerate(panel["series"]):
-                color, marker = _COLORS[i % len(_COLORS)], _MARKERS[i % len(_MARKERS)]
-                n = A(s["n"])
-                shift = 2 ** ((i - (len(panel["series"]) - 1) / 2) * 0.025)  # separate overlapping error bars
-                ax.errorbar(n * shift, A(s["ipr"]), A(s["ipr_se"]), fmt=marker, color=color, ms=4, lw=1.0,
-                            zorder=3)
-                if s["exact"] is not None:
-                    ax.plot(A(s["exact"]["n"]), A(s["exact"]["ipr"]), color=color, lw=1.3,
-                            ls=_LINESTYLES.get(s["attention"], "-"), zorder=2.5 if s["attention"] in _LINESTYLES else 2)
-                if s["bound"] is not None:
-                    band_color = color
-                    ax.fill_between([min(n_all) / 1.25, max(n_all) * 1.25], s["bound"]["lower"], s["bound"]["upper"],
-                                    color=color, alpha=0.10, lw=0, zorder=1)
-                    ax.axhline(s["bound"]["lower"], color=color, lw=0.9, ls=":", zorder=1)
-                if k == 0:
+        for col, panel in enumerate(panels):
+            for row, (family, _) in enumerate(_FAMILIES):
+                ax = grid[row][col]
+                members = [(i, s) for i, s in enumerate(panel["series"])
+                           if s["attention"] == "softmax" or _family_of(s["attention"]) == row]
+                for j, (i, s) in enumerate(members):
+                    color, marker = _COLORS[i % len(_COLORS)], _MARKERS[i % len(_MARKERS)]
+                    n = A(s["n"])
+                    shift = 2 ** ((j - (len(members) - 1) / 2) * 0.03)  # separate overlapping error bars
+                    ax.errorbar(n * shift, A(s["ipr"]), A(s["ipr_se"]), fmt=marker, color=color, lw=1.0, zorder=3)
+                    ls = _LINESTYLES.get(s["attention"], "-")
+                    if s["exact"] is not None:
+                        ax.plot(A(s["exact"]["n"]), A(s["exact"]["ipr"]), color=color, ls=ls,
+                                zorder=2.5 if s["attention"] in _LINESTYLES else 2)
+                    if s["bound"] is not None:
+                        band_color = color
+                        ax.fill_between([min(n_all) / 1.25, max(n_all) * 1.25], s["bound"]["lower"],
+                                        s["bound"]["upper"], color=color, alpha=0.10, lw=0, zorder=1)
+                        ax.axhline(s["bound"]["lower"], color=color, lw=0.9, ls=":", zorder=1)
                     kind = _KIND_LABELS[s["theory"]]
-                    handles.append(Line2D([], [], color=color, marker=marker, ms=4,
-                                          ls=_LINESTYLES.get(s["attention"], "-"),
-                                          lw=1.3 if s["exact"] is not None else 0, label=f"{s['label']}: {kind}"))
-            ax.set_xscale("log", base=2)
-            ax.set_yscale("log")
-            ax.set_title(rf"$\beta = {panel['beta']:g}$")
+                    width = _style.plt.rcParams["lines.linewidth"] if s["exact"] is not None else 0
+                    handles.setdefault(s["attention"], Line2D([], [], color=color, marker=marker, ls=ls, lw=width,
+                                                              label=f"{s['label']}: {kind}"))
+                ax.set_xscale("log", base=2)
+                ax.set_yscale("log")
+                ax.set_title(rf"$\beta = {panel['beta']:g}$" + f"\n{family}", fontsize="medium")
+                _style.log2_ticks(ax, min(n_all), max(n_all))
+        for ax in grid[-1]:
             ax.set_xlabel("sequence length $N$")
-            _style.log2_ticks(ax, min(n_all), max(n_all))
-        axes[0].set_ylabel(r"$E[\sum_i w_i^2]$  $(= \mathrm{Var}(o_j) / \sigma_v^2)$")
+        narrow = fig.get_figwidth() < 4.5
+        ylabel = r"$E[\sum_i w_i^2]$" + ("" if narrow else r"  $(= \mathrm{Var}(o_j)/\sigma_v^2)$")
+        _style.label_first_column(grid, ylabel)
+        extra = []
         if band_color is not None:
-            handles.append(Patch(color=band_color, alpha=0.25, label=r"top-$k$ bound $1/k \leq \sum w^2 \leq 1$"))
-        handles.append(Line2D([], [], color="k", marker="o", ls="none", ms=4,
-                              label=f"MC ± SE, {data['sequences']} sequences per point (logits sampler + RB)"))
-        handles.append(Line2D([], [], color="k", lw=1.3, label="exact (varsim.theory)"))
-        fig.suptitle("Weight concentration of the attention variants (Gaussian logits of scale $\\beta$)")
-        fig.legend(handles=handles, loc="outside lower center", ncol=2, fontsize=_style.MIN_FONT_SIZE + 0.5)
-        return _style.finish(fig, data)
+            extra.append(Patch(color=band_color, alpha=0.25, label=r"top-$k$ bound $1/k \leq \sum w^2 \leq 1$"))
+        extra.append(Line2D([], [], color="k", marker="o", ls="none",
+                            label=f"MC ± SE, {data['sequences']} sequences per point (logits sampler + RB)"))
+        extra.append(Line2D([], [], color="k", label="exact (varsim.theory)"))
+        _style.suptitle(fig, "Weight concentration of the attention variants (Gaussian logits of scale $\\beta$)")
+        order = [s["attention"] for s in panels[0]["series"]]
+        _style.legend_below(fig, [handles[v] for v in order if v in handles] + extra, fontsize="small")
+        return _style.finish(fig, data, footer=footer)
 
 
 #: ``python -m varsim.figures.fig_variants_ipr [options]``: make just this figure

@@ -23,7 +23,8 @@ from pathlib import Path
 from varsim.tasks import chance_level
 
 __all__ = ["RemediesSource", "COMMITTED_DIR", "COMMITTED_FILES", "write_committed", "variant_style", "variant_label",
-           "panels_of", "panel_lines", "panel_row", "draw_lines", "header", "OKABE_ITO"]
+           "panels_of", "panel_lines", "panel_row", "panel_grid", "family_rows", "FAMILIES", "draw_lines", "header",
+           "OKABE_ITO"]
 
 #: The summary of the last full remedies run, shipped with the package.
 COMMITTED_DIR = Path(__file__).resolve().parent / "data" / "remedies"
@@ -51,13 +52,51 @@ def variant_label(variant: str, kind: str) -> str:
     return variant + (" (inference-only)" if kind != "trained" else "")
 
 
-def panel_row(panels: list, lengths):
+#: The variant families, each drawn in its own row of panels (the baseline softmax in each row of lines), so no panel
+#: has more than about six lines: (kind, what the title says)
+FAMILIES = (("trained", "trained with it"), ("inference", "inference-only map"))
+BASELINE = "softmax"
+
+
+def family_rows(panels: list, key: str = "lines") -> list[list[dict]]:
+    """``panels`` split by family: one row per family with items of its kind in ``panel[key]`` (lines also keep
+    the softmax baseline), each panel's ``order`` cut to them and its title naming the family."""
+    rows = []
+    for kind, words in FAMILIES:
+        row = []
+        for p in panels:
+            items = [x for x in p[key] if x["kind"] == kind or (key == "lines" and x["variant"] == BASELINE)]
+            order = [v for v in p["order"] if v == BASELINE or any(x["variant"] == v for x in items)]
+            row.append({**p, key: items, "order": order, "title": f"{p['title']}: {words}"})
+        if any(x["variant"] != BASELINE for q in row for x in q[key]):
+            rows.append(row)
+    return rows
+
+
+def panel_grid(rows: list, lengths, *, ax=None, style=None):
+    """A figure with one row of axes per family row (:func:`family_rows`), each titled, set size N on a log2 axis
+    (shared axes; call inside ``_style.style()``). Returns ``(fig, axes)``, ``axes[row][col]``."""
+    from . import _style
+
+    n = _style.array(lengths)
+    fig, axes = _style.subplots(len(rows), len(rows[0]), ax=ax, style=style, width=3.9, height=3.3, sharex=True,
+                                sharey=True)
+    for axrow, row in zip(axes, rows):
+        for a, p in zip(axrow, row):
+            a.set_title(p["title"], fontsize="medium")
+            a.set_xlabel("set size $N$")
+            a.set_xscale("log", base=2)
+            _style.log2_ticks(a, float(n.min()), float(n.max()))
+    return fig, axes
+
+
+def panel_row(panels: list, lengths, *, ax=None, style=None):
     """A figure with one axes per panel side by side (shared axes; call inside ``_style.style()``), each titled,
     with set size N on a log2 axis over ``lengths``. Returns ``(fig, axes)``."""
     from . import _style
 
     n = _style.array(lengths)
-    fig, axes = _style.plt.subplots(1, len(panels), figsize=(3.9 * len(panels), 3.9), squeeze=False, sharex=True,
+    fig, axes = _style.subplots(1, len(panels), ax=ax, style=style, width=3.9, height=3.9, sharex=True,
                                     sharey=True, layout="constrained")
     for ax, p in zip(axes[0], panels):
         ax.set_title(p["title"])

@@ -1,0 +1,43 @@
+"""``varsim figures --only NAME`` with figure parameters and a style (varsim.figures.custom)."""
+
+from __future__ import annotations
+
+import json
+
+from PIL import Image
+
+from varsim.cli import main
+
+
+def test_parameters_and_style_reach_the_figure(tmp_path, capsys):
+    rc = main(["figures", "--only", "fig_variance_vs_n", "--beta", "0.5", "3", "--d-k", "128",
+               "--n-max", "64", "--sequences", "64", "--style", "column", "--outdir", str(tmp_path), "--no-progress"])
+    assert rc == 0, capsys.readouterr().err
+    data = json.loads((tmp_path / "fig_variance_vs_n.json").read_text())
+    assert [c["beta"] for c in data["curves"]] == [0.5, 3.0] and data["d_k"] == 128
+    assert data["curves"][0]["logits_rb"]["n"][-1] == 64 and data["sequences"]["logits_rb"] == 64
+    png = Image.open(tmp_path / "fig_variance_vs_n.png")
+    assert png.width <= (3.3 + 2 * 0.02) * 200 + 1  # a 3.3 in column at 200 dpi (cropped to its content)
+    assert json.loads(png.info["Description"])["params"]["betas"] == [0.5, 3.0]
+
+
+def test_a_parameter_the_figure_does_not_take_is_one_line_error(tmp_path, capsys):
+    rc = main(["figures", "--only", "fig_decay_exponent", "--quick", "--d-k", "32", "--outdir", str(tmp_path),
+               "--no-progress"])
+    err = capsys.readouterr().err
+    assert rc == 2 and len(err.strip().splitlines()) == 1 and "fig_decay_exponent" in err and "d_k" in err
+
+
+def test_a_data_source_figure_in_a_style_and_a_restyled_replot(tmp_path, capsys):
+    """--style draws a figure of the committed probe data at a column's width; --replot --style redraws the stored
+    JSON in another style without computing (the JSON is left as it was)."""
+    args = ["figures", "--only", "fig_probe_std", "--outdir", str(tmp_path), "--no-progress"]
+    assert main([*args, "--style", "column"]) == 0, capsys.readouterr().err
+    stored = (tmp_path / "fig_probe_std.json").read_bytes()
+    narrow = Image.open(tmp_path / "fig_probe_std.png").width
+    assert narrow <= (3.3 + 2 * 0.02) * 200 + 1
+    assert main([*args, "--replot", "--style", "two-column"]) == 0, capsys.readouterr().err
+    assert (tmp_path / "fig_probe_std.json").read_bytes() == stored
+    assert Image.open(tmp_path / "fig_probe_std.png").width > 1.5 * narrow
+    rc = main([*args, "--replot", "--style", "column", "--beta", "1"])
+    assert rc == 2 and "beta" in capsys.readouterr().err

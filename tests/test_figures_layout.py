@@ -1,0 +1,171 @@
+"""Every built-in figure fills its canvas and its text does not collide, in the default style and at a 3.3 in paper
+column: drawn from the committed data (reproduction, probe, remedies) or tiny computations (the theory figures).
+
+Checks per drawing: at most 10% of the saved image's pixel columns are blank (the wide footer or a legend set off to
+one side left 32-58% blank), no two visible texts (tick labels, axis labels, titles, legend entries, annotations)
+overlap, and the column style's figures are 3.3 in wide."""
+
+from __future__ import annotations
+
+import io
+import itertools
+
+import numpy as np
+import pytest
+
+from varsim import figures
+from varsim.figures import _style
+
+#: tiny parameters of the figures that compute their data (seconds each)
+TINY = {
+    "fig_variance_vs_n": dict(quick=True, betas=(0.5, 1.0, 2.0, 3.0), n_max=256, sequences=64),
+    "fig_decay_exponent": dict(quick=True),
+    "fig_random_query": dict(quick=True),
+    "fig_variants_ipr": dict(quick=True),
+}
+
+
+_SOURCES: dict = {}
+
+
+def _source(name):
+    """One source per kind for the whole module (the committed records are read once)."""
+    kind = name.split("_")[1]
+    if kind not in _SOURCES:
+        _SOURCES[kind] = _new_source(kind)
+    return _SOURCES[kind]
+
+
+def _new_source(kind):
+    if kind == "repro":
+        from varsim.figures.reproduction import ReproductionSource
+
+        return ReproductionSource(quick=False, seed=0, results=None, rerun=False, progress=False)
+    if kind == "probe":
+        from varsim.figures.probe import ProbeSource
+
+        return ProbeSource(None)
+    if kind == "remedies":
+        from varsim.figures.remedies import RemediesSource
+
+        return RemediesSource(None, quick=False)
+    return None
+
+
+@pytest.fixture(scope="module")
+def datasets():
+    out = {}
+    for name in figures.FIGURES:
+        module = figures.load(name)
+        params = TINY.get(name)
+        if params is not None:
+            out[name] = _style.jsonable(module.compute(seed=0, **params))
+        else:
+            out[name] = _style.jsonable(module.compute(False, 0, source=_source(name)))
+    return out
+
+
+def _rendered(fig) -> np.ndarray:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=100)
+    from PIL import Image
+
+    buf.seek(0)
+    return np.asarray(Image.open(buf).convert("L"), dtype=np.uint8)
+
+
+def blank_width(fig) -> float:
+    """Fraction of the saved image's pixel columns with nothing drawn (all near-white), outside the axes' own gaps."""
+    img = _rendered(fig)
+    return float(np.mean(np.all(img > 245, axis=0)))
+
+
+def _texts(fig):
+    """The visible, non-empty texts as drawn: tick labels of the ticks actually drawn, labels, titles, legends."""
+    from matplotlib.text import Text
+
+    fig.canvas.draw()
+    out = []
+    tick_labels = set()
+    for ax in fig.axes:
+        if not ax.get_visible():
+            continue
+        for axis in (ax.xaxis, ax.yaxis):
+            for tick in axis.get_major_ticks() + axis.get_minor_ticks():
+                tick_labels.update((tick.label1, tick.label2))
+            for tick in axis._update_ticks():  # the ticks inside the view, as drawn
+                out += [t for t in (tick.label1, tick.label2) if t.get_visible() and t.get_text()]
+    for t in fig.findobj(Text):
+        if t in tick_labels or not t.get_visible() or not t.get_text().strip():
+            continue
+        if t.axes is not None and not t.axes.get_visible():
+            continue
+        if t.get_gid() == "varsim-smoke-watermark":
+            continue
+        out.append(t)
+    return out
+
+
+def overlapping_texts(fig) -> list[tuple[str, str]]:
+    renderer = fig.canvas.get_renderer()
+    boxes = [(t.get_text(), t.get_window_extent(renderer).expanded(0.98, 0.9)) for t in _texts(fig)]
+    return [(a, b) for (a, ba), (b, bb) in itertools.combinations(boxes, 2) if ba.overlaps(bb)]
+
+
+@pytest.mark.parametrize("style", ["default", "column"])
+@pytest.mark.parametrize("name", list(figures.FIGURES))
+def test_figure_fills_its_canvas_without_overlapping_text(datasets, name, style):
+    module = figures.load(name)
+    with _style.style(style):
+        fig = module.draw(datasets[name], style=style)
+        try:
+            if style == "column":
+                assert fig.get_figwidth() == pytest.approx(3.3)
+            assert blank_width(fig) <= 0.10, f"{name} ({style}): {blank_width(fig):.0%} of the width is blank"
+            assert overlapping_texts(fig) == [], f"{name} ({style}) overlapping texts"
+        finally:
+            _style.plt.close(fig)
+
+
+def test_the_checks_catch_blank_space_and_overlaps():
+    """The checks fail where they must: a legend set far off to the right, and two labels drawn on each other."""
+    with _style.style():
+        fig, ax = _style.plt.subplots(figsize=(4, 3))
+        ax.plot([1, 2], [1, 2], label="x")
+        ax.legend(loc="upper left", bbox_to_anchor=(2.0, 1.0))
+        assert blank_width(fig) > 0.10
+        ax.text(0.5, 0.5, "one label", transform=ax.transAxes)
+        ax.text(0.52, 0.5, "another label", transform=ax.transAxes)
+        assert ("one label", "another label") in overlapping_texts(fig)
+        _style.plt.close(fig)
+
+
+def test_user_axes_are_drawn_on(datasets):
+    """``draw(data, ax=...)`` draws into the caller's axes and figure, at the caller's size."""
+    module = figures.load("fig_decay_exponent")
+    fig, ax = _style.plt.subplots(figsize=(3.3, 2.5))
+    assert module.draw(datasets["fig_decay_exponent"], ax=ax) is fig
+    assert ax.get_lines() and ax.get_xlabel()
+    _style.plt.close(fig)
+
+
+def test_provenance_in_file_metadata_and_footer_only_when_asked(datasets, tmp_path):
+    import json
+
+    from PIL import Image
+
+    data = datasets["fig_random_query"]
+    module = figures.load("fig_random_query")
+    with _style.style():
+        fig = module.draw(data)
+        assert not [t for t in fig.texts if t.get_gid() == "varsim-footer"]
+        _style.plt.close(fig)
+    paths = _style.draw_and_save(module.draw, data, tmp_path, "fig_random_query", style="column", footer=True)
+    meta = json.loads(Image.open(paths[0]).info["Description"])
+    assert meta["name"] == "fig_random_query" and meta["footer"] == data["footer"]
+    assert b"fig_random_query" in paths[1].read_bytes()
+
+
+def test_unknown_style_is_one_line_error():
+    with pytest.raises(ValueError, match="style"):
+        _style.style_spec("poster")

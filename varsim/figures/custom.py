@@ -1,0 +1,88 @@
+"""Figures drawn with the user's parameters and style (``varsim figures --only NAME --beta ... --style column``).
+
+:func:`make_custom` computes each named figure with ``compute(quick, seed, progress=..., source=..., **params)``
+(the parameters a figure's ``compute`` takes: an unknown one is a ValueError naming it and the figure; a figure that
+draws a data source gets the source :func:`varsim.figures.make` would give it), writes ``<name>.json`` and draws it
+with ``draw(data, style=..., footer=...)`` into ``<name>.png`` and ``.pdf``; ``replot`` redraws the stored JSON in
+the new style without computing.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import sys
+import time
+from pathlib import Path
+
+__all__ = ["make_custom", "figure_params"]
+
+
+def figure_params(name: str) -> tuple[str, ...]:
+    """The keyword parameters figure ``name``'s ``compute`` takes beyond quick, seed, progress, source and out."""
+    from varsim.figures import load
+
+    sig = inspect.signature(load(name).compute)
+    return tuple(p for p in sig.parameters if p not in ("quick", "seed", "progress", "source", "out"))
+
+
+def _sources(names, kinds: dict, options: dict, outdir) -> dict:
+    """The data source of each kind the figures ``names`` draw, checked (ValueError naming the option)."""
+    from varsim.figures import SOURCES
+
+    built = {}
+    for kind in dict.fromkeys(k for k in kinds.values() if k is not None):
+        module, cls = SOURCES[kind]
+        built[kind] = getattr(importlib.import_module(module), cls).from_options(options)
+        built[kind].prepare([n for n in names if kinds[n] == kind], explicit=True, replot=False, outdir=outdir)
+    return built
+
+
+def make_custom(names, *, outdir, params: dict | None = None, style=None, footer: bool = False,
+                quick: bool = False, seed: int = 0, progress: bool = False, replot: bool = False,
+                sources: dict | None = None) -> dict[str, list[Path]]:
+    """Compute (or, with ``replot``, read) and draw ``names`` with ``params`` (only those given, not None) in
+    ``style``; ``sources``: the data-source options of :func:`varsim.figures.make` (``results``, ``rerun``,
+    ``probe_results``, ``remedies_results``). Returns the files written per figure."""
+    from varsim._common.atomic import atomic_write_json
+    from varsim._common.jsonio import read_json
+    from varsim._common.validate import check_int
+    from varsim.figures import _style, data_source, load
+
+    params = {k: v for k, v in (params or {}).items() if v is not None}
+    _style.style_spec(style)  # an unknown style fails before any work
+    seed = check_int("seed", seed, minimum=0)
+    names = list(names or ())
+    if not names:
+        raise ValueError("only: name the figures to draw with parameters or a style (--only NAME ...)")
+    kinds = {name: data_source(name) for name in names}  # unknown names fail here
+    for name in names:
+        accepted = figure_params(name)
+        unknown = sorted(set(params) - set(accepted))
+        if unknown:
+            raise ValueError(f"{unknown[0]}: figure {name!r} takes no such parameter (it takes: "
+                             f"{', '.join(accepted) or 'none'})")
+    if replot and params:
+        raise ValueError(f"replot: redraws stored data, so it takes no figure parameters ({', '.join(params)})")
+    outdir = Path(outdir)
+    outdir.mkdir(parents=True, exist_ok=True)
+    options = {"quick": quick, "seed": seed, "results": None, "rerun": False, "progress": progress,
+               "probe_results": None, "remedies_results": None, **(sources or {})}
+    built = {} if replot else _sources(names, kinds, options, outdir)
+    written = {}
+    for name in names:
+        t0 = time.perf_counter()
+        module = load(name)
+        path = outdir / f"{name}.json"
+        if replot:
+            if not path.is_file():
+                raise ValueError(f"replot: no stored data {str(path)!r}; run without --replot first")
+            data = read_json(path, what="replot: stored figure data")
+        else:
+            data = _style.jsonable(module.compute(quick, seed, progress=progress, source=built.get(kinds[name]),
+                                                  **params))
+            atomic_write_json(path, data)
+        written[name] = [path, *_style.draw_and_save(module.draw, data, outdir, name, style=style, footer=footer)]
+        if progress:
+            print(f"{name}: {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+    return written
