@@ -19,6 +19,7 @@
   repository when one is known (``VARSIM_REPO_URL``, else ``[project.urls]`` of pyproject.toml);
 * every warning counts: those of loggers outside ``mkdocs.*`` and Python's ``warnings`` are logged again under
   ``mkdocs.hooks.varsim``, so that ``--strict`` fails on them too;
+* the notebooks run with ``VARSIM_STATIC_PAGE=1``: they skip their sliders, which a static page cannot drive;
 * ``docs/jupyter`` goes first on the Jupyter config path, so that the notebooks' execution has a time limit
   (``jupyter_nbconvert_config.json``: a cell still running after 600 s fails the build with its name; nbclient's
   default is to wait forever, which turned a hung kernel into a CI run killed at its time limit).
@@ -122,6 +123,9 @@ def on_config(config):
     # precedence over the user's own config dirs
     old = os.environ.get("JUPYTER_CONFIG_PATH")
     os.environ["JUPYTER_CONFIG_PATH"] = os.pathsep.join([str(JUPYTER_CONFIG)] + ([old] if old else []))
+    # the notebooks' kernels inherit it: a static page has no kernel to drive sliders, so the notebooks draw their
+    # static fallback only (widget comms in a kernel are also what a hung execution of notebook 1 was waiting in)
+    os.environ["VARSIM_STATIC_PAGE"] = "1"
 
     from varsim import __version__
 
