@@ -332,3 +332,21 @@ def test_one_generator_one_stream_everywhere():
     assert first["correct"] == evaluate(Transformer(cfg, seed=0), rng=root, **ev)["correct"]
     assert evaluate(Transformer(cfg, seed=0), rng=5, **ev)["correct"] == evaluate(Transformer(cfg, seed=0), seed=5,
                                                                                   **ev)["correct"]
+
+
+def test_simulate_speaks_beta():
+    """``simulate(beta=2, d_k=128)`` is the fixed query with |q| = beta sqrt(d_k) / tau: the same numbers as giving that
+    norm (catches a beta taken as |q|, or a 1/d_k instead of 1/sqrt(d_k)); its Var(o_j) is sigma_v^2 E[sum w^2] at
+    beta = 2 within 5 SE + 1%; ambiguous combinations are refused naming beta."""
+    import math
+
+    from varsim.theory import expected_ipr
+
+    by_beta = simulate([16, 256], beta=2.0, d_k=128, tau=0.5, n_sequences=1024, seed=3)
+    by_norm = simulate([16, 256], query_norm=2.0 * math.sqrt(128) / 0.5, d_k=128, tau=0.5, n_sequences=1024, seed=3)
+    assert np.array_equal(by_beta.var, by_norm.var) and np.allclose(by_beta.beta, 2.0)
+    exact = expected_ipr(by_beta.n, 2.0)
+    assert np.all(np.abs(by_beta.var - exact) <= 5 * by_beta.var_se + 0.01 * exact)
+    for kwargs in (dict(query="random"), dict(query_norm=3.0), dict(query_vector=np.ones(64)), dict(tau=0.0)):
+        with pytest.raises(ValueError, match="beta"):
+            simulate([16], beta=2.0, n_sequences=64, **kwargs)

@@ -17,16 +17,19 @@ _PARAMS = {"beta": "betas", "d_k": "d_k", "n_max": "n_max", "sequences": "sequen
 
 
 def register(parser: argparse.ArgumentParser) -> None:
+    from varsim.cli._options import MAX_ABS, count_option, real_option
     from varsim.figures import register as add_figure_options
 
     add_figure_options(parser)
     group = parser.add_argument_group("figure parameters and style (with --only NAME; --replot restyles stored data; "
                                       "see varsim.figures.custom)")
-    group.add_argument("--beta", type=float, nargs="+", default=None, metavar="B",
+    group.add_argument("--beta", type=real_option(0.0, MAX_ABS), nargs="+", default=None, metavar="B",
                        help="logit scales beta (fig_variance_vs_n)")
-    group.add_argument("--d-k", type=int, default=None, help="key dimension d_k (fig_variance_vs_n)")
-    group.add_argument("--n-max", type=int, default=None, help="largest sequence length N (fig_variance_vs_n)")
-    group.add_argument("--sequences", type=int, default=None, help="Monte Carlo sequences per N (fig_variance_vs_n)")
+    group.add_argument("--d-k", type=count_option(), default=None, help="key dimension d_k (fig_variance_vs_n)")
+    group.add_argument("--n-max", type=count_option(), default=None,
+                       help="largest sequence length N (fig_variance_vs_n)")
+    group.add_argument("--sequences", type=count_option(), default=None,
+                       help="Monte Carlo sequences per N (fig_variance_vs_n)")
     group.add_argument("--style", default=None, choices=("default", "column", "two-column", "slides"),
                        help="figure size and text: column = 3.3 in, two-column = 6.9 in, slides")
     group.add_argument("--footer", action="store_true", help="add a one-line provenance footer")

@@ -24,13 +24,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 
 import numpy as np
 
 from varsim._common.atomic import atomic_write_json, check_writable
-from varsim._common.validate import check_real
 from varsim.cli._options import (
     MAX_ABS,
     add_variant_flags,
@@ -108,25 +106,13 @@ def register(parser: argparse.ArgumentParser) -> None:
 
 def build_kwargs(args: argparse.Namespace) -> dict:
     """Keyword arguments for :func:`varsim.sim.simulate` from parsed flags (syntax checks only)."""
-    query_norm = args.query_norm
-    if args.beta is not None:
-        if args.query == "random":  # name the flag the user gave, not the query_norm it would become
-            raise ValueError("beta applies to --query fixed only (--query random draws q ~ N(0, I) per sequence)")
-        beta = check_real("beta", args.beta, minimum=0.0, maximum=1e30)
-        tau = check_real("tau", args.tau)
-        if tau <= 0:
-            raise ValueError(f"beta: needs tau > 0 (beta = tau |q| / sqrt(d_k)), got tau={tau}")
-        if args.d_k < 1:
-            raise ValueError(f"d_k must be >= 1, got {args.d_k}")
-        query_norm = beta * math.sqrt(args.d_k) / tau
     query_vector = None if args.query_vector is None else parse_numbers(args.query_vector, "query_vector")
     # the flags named like the simulator's keywords, then the ones parsed or renamed here
-    same = ("d_k", "d_v", "tau", "query", "key_dist", "value_dist", "value_scale", "coupling_noise", "sampler",
-            "estimator", "coordinate", "chunk_size", "seed", "threads", "max_work")
+    same = ("d_k", "d_v", "tau", "query", "query_norm", "beta", "key_dist", "value_dist", "value_scale",
+            "coupling_noise", "sampler", "estimator", "coordinate", "chunk_size", "seed", "threads", "max_work")
     return dict(
         {name: getattr(args, name) for name in same},
         n_grid=parse_grid(args.n, "n"),
-        query_norm=query_norm,
         query_vector=query_vector,
         value_mean=scalar_or_array(parse_numbers(args.value_mean, "value_mean")),
         coupling=None if args.coupling is None else scalar_or_array(parse_numbers(args.coupling, "coupling")),

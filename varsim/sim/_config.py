@@ -283,6 +283,27 @@ def make_config(
     )
 
 
+def query_norm_for_beta(beta, *, tau, d_k, query, query_norm=None, query_vector=None):
+    """``|q|`` of the fixed query that gives the logit spread ``beta = tau |q| / sqrt(d_k)``: the simulators' ``beta=``
+    (``query_norm`` unchanged when ``beta`` is None). Ambiguous or impossible combinations raise, naming ``beta``:
+    a random query, a ``query_norm`` or ``query_vector`` given as well, ``tau = 0`` with ``beta > 0``."""
+    if beta is None:
+        return query_norm
+    beta = check_real("beta", beta, minimum=0.0, maximum=1e30)
+    if query == "random":
+        raise ValueError("beta applies to query='fixed' only (query='random' draws q ~ N(0, I) per sequence)")
+    for name, val in (("query_norm", query_norm), ("query_vector", query_vector)):
+        if val is not None:
+            raise ValueError(f"give beta or {name}, not both (beta = tau |q| / sqrt(d_k) sets |q|)")
+    tau = check_real("tau", tau, minimum=0.0)
+    if tau == 0:
+        if beta != 0:
+            raise ValueError(f"beta: needs tau > 0 (beta = tau |q| / sqrt(d_k)), got tau={tau}")
+        return 0.0
+    d_k = check_int("d_k", d_k, minimum=1)
+    return beta * math.sqrt(d_k) / tau
+
+
 def _check_query(query, query_norm, query_vector, d_k):
     """``(q_fixed or None, query_norm as recorded, query_vector as recorded)`` for a validated ``query`` mode."""
     if query == "random":

@@ -14,7 +14,7 @@ from varsim._common.seeding import SEED_DEFAULT as _SEED_DEFAULT
 from varsim._common.seeding import child_generator, resolve_seed
 from varsim._common.validate import check_positive_int
 
-from ._config import SimConfig, chunk_sizes, make_config
+from ._config import SimConfig, chunk_sizes, make_config, query_norm_for_beta
 from ._kernel_args import sampler_args
 from ._result import SimulationResult
 from ._rngstate import new_state
@@ -37,6 +37,7 @@ def simulate(
     query: str = "fixed",
     query_norm: float | None = None,
     query_vector=None,
+    beta: float | None = None,
     key_dist: str = "gaussian",
     value_dist: str = "gaussian",
     value_mean=0.0,
@@ -67,6 +68,10 @@ def simulate(
     tau : temperature (>= 0) multiplying the logits ``q.k_i / sqrt(d_k)``.
     query : ``"fixed"`` (``query_vector``, else the all-ones direction scaled to ``query_norm``, default
         ``sqrt(d_k)`` so that ``beta = tau |q| / sqrt(d_k) = tau``) or ``"random"`` (``q ~ N(0, I)`` per sequence).
+    beta : the logit spread ``beta = tau |q| / sqrt(d_k)`` of the fixed query, instead of ``query_norm``: it sets
+        ``|q| = beta sqrt(d_k) / tau``. Refused with ``query="random"``, with ``query_norm`` or ``query_vector``, and
+        with ``tau = 0`` (unless ``beta = 0``). The logits sampler depends on ``d_k``, ``tau`` and ``|q|`` only
+        through ``beta`` (and, for a random query, on ``d_k`` through ``|q|^2 ~ chi^2_{d_k}``).
     key_dist, value_dist : ``"gaussian"``, ``"uniform"`` or ``"rademacher"``, each standardised to mean 0,
         variance 1, i.i.d. across keys and coordinates.
     value_mean, value_scale : values are ``value_mean + value_scale * eps`` (``value_mean`` scalar or length d_v).
@@ -78,7 +83,9 @@ def simulate(
         64 sequences); at least 16 chunks of at least 2 sequences are required for the batch-means SEs, so
         ``n_sequences >= 32`` (an odd count needs >= 46).
     sampler : ``"full"`` draws q, K and V for every sequence and supports every option; ``"logits"`` draws the
-        logits ``beta g_i`` directly (exact for i.i.d. Gaussian keys only; random query: ``|q|^2 ~ chi^2_{d_k}``).
+        logits ``beta g_i`` directly (exact for i.i.d. Gaussian keys only; random query: ``|q|^2 ~ chi^2_{d_k}``):
+        it refuses ``key_dist`` other than Gaussian and ``coupling``, and the direction of ``query_vector`` does not
+        matter to it, only its norm.
     estimator : ``"sample"`` (sample variance of ``o``) or ``"rao_blackwell"`` (``value_scale^2 E[sum w^2]``,
         exact when values are independent of keys; refused with coupling). With ``sampler="logits"`` it draws no
         values at all, and ``mean``/``global_*`` are None.
@@ -105,6 +112,8 @@ def simulate(
     """
     threads = _check_threads(threads)
     keep_samples = _check_flag("keep_samples", keep_samples)
+    query_norm = query_norm_for_beta(beta, tau=tau, d_k=d_k, query=query, query_norm=query_norm,
+                                     query_vector=query_vector)
     cfg = make_config(
         n_grid, d_k=d_k, d_v=d_v, tau=tau, query=query, query_norm=query_norm, query_vector=query_vector,
         key_dist=key_dist, value_dist=value_dist, value_mean=value_mean, value_scale=value_scale, coupling=coupling,
