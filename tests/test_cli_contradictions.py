@@ -14,6 +14,7 @@ import json
 import shutil
 
 import pytest
+from cli_checks import run_cli
 
 from varsim.cli import main
 from varsim.train import TrainConfig, read_checkpoint
@@ -21,15 +22,6 @@ from varsim.train.checkpoint import latest_checkpoint
 
 TINY = ["--task", "argmax", "--d-model", "16", "--heads", "2", "--steps", "4", "--batch", "8",
         "--checkpoint-every", "2"]
-
-
-def _run(capsys, argv):
-    try:
-        code = main(argv)
-    except SystemExit as exc:
-        code = exc.code
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def _one_line(code, err, *words, absent=(), status=2):
@@ -59,7 +51,7 @@ def _one_line(code, err, *words, absent=(), status=2):
 def test_refused_before_any_work(tmp_path, capsys, argv, words, absent):
     argv = [a.format(tmp=tmp_path) for a in argv]
     (tmp_path / "keep").write_text("x")
-    code, _, err = _run(capsys, argv)
+    code, _, err = run_cli(capsys, argv)
     _one_line(code, err, *words, absent=absent)
     assert [p.name for p in tmp_path.iterdir()] == ["keep"]  # nothing created (no new/ run directory)
 
@@ -67,7 +59,7 @@ def test_refused_before_any_work(tmp_path, capsys, argv, words, absent):
 def test_aggregate_only_with_recheck_leaves_the_summary_alone(tmp_path, capsys):
     """The combination used to rewrite summary.json and exit 0: now argparse refuses it and nothing changes."""
     (tmp_path / "summary.json").write_text('{"old": true}\n')
-    code, _, err = _run(capsys, ["reproduce", str(tmp_path), "--aggregate-only", "--recheck", "run-1"])
+    code, _, err = run_cli(capsys, ["reproduce", str(tmp_path), "--aggregate-only", "--recheck", "run-1"])
     _one_line(code, err, "not allowed with argument --aggregate-only")
     assert (tmp_path / "summary.json").read_text() == '{"old": true}\n'
 
@@ -78,7 +70,7 @@ def test_figures_rerun_into_a_quick_directory_is_refused(tmp_path, capsys):
 
     write_settings(tmp_path, ReproductionSettings.quick())
     before = sorted(p.name for p in tmp_path.iterdir())
-    code, _, err = _run(capsys, ["figures", "--results", str(tmp_path), "--rerun", "--only", "fig_repro_accuracy",
+    code, _, err = run_cli(capsys, ["figures", "--results", str(tmp_path), "--rerun", "--only", "fig_repro_accuracy",
                                  "--outdir", str(tmp_path / "figs")])
     _one_line(code, err, "results", "quick reproduction", "--rerun")
     assert sorted(p.name for p in tmp_path.iterdir()) == before  # no runs/ directory, no figures
@@ -100,7 +92,7 @@ def test_resume_reads_the_runs_own_config(half_run, tmp_path, capsys):
     the same parameters as the uninterrupted run."""
     run = tmp_path / "run"
     shutil.copytree(half_run, run)
-    code, _, err = _run(capsys, ["train", "--outdir", str(run), "--resume"])
+    code, _, err = run_cli(capsys, ["train", "--outdir", str(run), "--resume"])
     assert code == 0, err
     header, arrays = read_checkpoint(latest_checkpoint(run))
     assert header["step"] == 4 and TrainConfig.from_dict(header["config"]).lr == 0.003
@@ -113,7 +105,7 @@ def test_resume_reads_the_runs_own_config(half_run, tmp_path, capsys):
 def test_resume_refuses_a_flag_that_differs_from_the_run(half_run, tmp_path, capsys):
     run = tmp_path / "run"
     shutil.copytree(half_run, run)
-    code, _, err = _run(capsys, ["train", "--outdir", str(run), "--resume", "--lr", "0.01"])
+    code, _, err = run_cli(capsys, ["train", "--outdir", str(run), "--resume", "--lr", "0.01"])
     _one_line(code, err, "cannot resume", "lr")
     assert latest_checkpoint(run).name == latest_checkpoint(half_run).name
 
@@ -129,14 +121,14 @@ def test_a_corrupt_run_config_is_named(tmp_path, capsys, text, words):
     run.mkdir()
     (run / "config.json").write_text(text)
     for extra in ([], TINY):
-        code, _, err = _run(capsys, ["train", *extra, "--outdir", str(run), "--resume"])
+        code, _, err = run_cli(capsys, ["train", *extra, "--outdir", str(run), "--resume"])
         _one_line(code, err, *words)
 
 
 def test_a_bad_field_in_a_config_file_names_the_file(tmp_path, capsys):
     cfg = tmp_path / "cfg.json"
     cfg.write_text(json.dumps({"task": "argmax", "lr": "fast"}))
-    code, _, err = _run(capsys, ["train", "--config", str(cfg), "--outdir", str(tmp_path / "r")])
+    code, _, err = run_cli(capsys, ["train", "--config", str(cfg), "--outdir", str(tmp_path / "r")])
     _one_line(code, err, "cfg.json", "lr")
 
 
@@ -147,7 +139,7 @@ def test_a_huge_learning_rate_from_a_config_file_stops_without_warnings(tmp_path
     cfg.write_text(json.dumps({"task": "argmax", "lr": 1e308, "steps": 3, "batch_size": 4,
                                "model": {"d_model": 16, "n_heads": 2}}))
     with _no_warnings():
-        code, _, err = _run(capsys, ["train", "--config", str(cfg), "--outdir", str(tmp_path / "r")])
+        code, _, err = run_cli(capsys, ["train", "--config", str(cfg), "--outdir", str(tmp_path / "r")])
     assert code == 1 and "non-finite" in err and "Warning" not in err, err
 
 

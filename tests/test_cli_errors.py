@@ -8,6 +8,7 @@ import errno
 import json
 
 import pytest
+from cli_checks import run_cli
 
 from varsim.cli import main
 from varsim.train.checkpoint import latest_checkpoint
@@ -24,15 +25,6 @@ def runs(tmp_path_factory):
         out[task] = root / task
         assert main(["train", "--task", task, *extra, *TINY, "--outdir", str(out[task])]) == 0
     return out
-
-
-def _run(capsys, argv):
-    try:
-        code = main(argv)
-    except SystemExit as exc:  # argparse's own errors
-        code = exc.code
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def _assert_one_line(code, err, name, status=2):
@@ -96,7 +88,7 @@ def test_bad_train_invocation(tmp_path, capsys, argv, name):
     if "--outdir" not in argv:
         argv += ["--outdir", str(tmp_path / "r")]
     before = sorted(p.name for p in tmp_path.iterdir())
-    code, _, err = _run(capsys, ["train", *argv])
+    code, _, err = run_cli(capsys, ["train", *argv])
     _assert_one_line(code, err, name)
     assert sorted(p.name for p in tmp_path.iterdir()) == before  # nothing created
 
@@ -105,7 +97,7 @@ def test_train_in_a_run_directory_held_by_another_process(runs, capsys):
     from varsim._common.runlock import run_lock
 
     with run_lock(runs["argmax"], "someone else"):
-        code, _, err = _run(capsys, ["train", "--task", "argmax", *TINY, "--outdir", str(runs["argmax"]),
+        code, _, err = run_cli(capsys, ["train", "--task", "argmax", *TINY, "--outdir", str(runs["argmax"]),
                                      "--resume"])
     _assert_one_line(code, err, "in use")
     assert "someone else" in err
@@ -118,7 +110,7 @@ def test_train_resume_with_a_damaged_metrics_line(runs, tmp_path, capsys):
     shutil.copytree(runs["argmax"], run)
     log = run / "metrics.jsonl"
     log.write_text("not json\n" + log.read_text())
-    code, _, err = _run(capsys, ["train", "--task", "argmax", *TINY, "--outdir", str(run), "--resume"])
+    code, _, err = run_cli(capsys, ["train", "--task", "argmax", *TINY, "--outdir", str(run), "--resume"])
     _assert_one_line(code, err, "line 1")
     assert "metrics.jsonl" in err
 
@@ -163,7 +155,7 @@ def test_bad_evaluate_invocation(runs, tmp_path, capsys, argv, name):
     argv = [a.format(**paths) for a in argv]
     protected = {p: p.read_bytes() for r in runs.values() for p in r.iterdir() if p.is_file()}
     before = sorted(p.name for p in tmp_path.iterdir())
-    code, _, err = _run(capsys, ["evaluate", *argv])
+    code, _, err = run_cli(capsys, ["evaluate", *argv])
     _assert_one_line(code, err, name)
     assert sorted(p.name for p in tmp_path.iterdir()) == before
     assert {p: p.read_bytes() for p in protected} == protected
@@ -181,7 +173,7 @@ def test_full_disk_while_writing_the_evaluation_keeps_the_previous_file(runs, tm
         raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(atomic.os, "fsync", full)
-    code, _, err = _run(capsys, ["evaluate", str(runs["argmax"]), "--lengths", "4", "--examples", "8", "-o",
+    code, _, err = run_cli(capsys, ["evaluate", str(runs["argmax"]), "--lengths", "4", "--examples", "8", "-o",
                                  str(out)])
     monkeypatch.undo()
     _assert_one_line(code, err, "No space left on device", status=1)

@@ -5,6 +5,7 @@ import json
 import math
 
 import pytest
+from cli_checks import run_cli
 
 from varsim.cli import main
 from varsim.nn.model import ModelConfig, Transformer
@@ -13,15 +14,6 @@ from varsim.train import evaluate
 TINY = ["--d-model", "16", "--heads", "2", "--steps", "30", "--batch", "16", "--checkpoint-every", "30",
         "--log-every", "10", "--lr", "3e-3"]
 EVAL = ["--examples", "96", "--batch-size", "32", "--seed", "3", "--json"]
-
-
-def _run(capsys, argv):
-    try:
-        code = main(argv)
-    except SystemExit as exc:  # argparse's own errors (unparsable numbers)
-        code = exc.code
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +26,7 @@ def run_dir(tmp_path_factory):
 
 
 def _evaluate(capsys, run_dir, *extra):
-    code, out, err = _run(capsys, ["evaluate", str(run_dir), *EVAL, *extra])
+    code, out, err = run_cli(capsys, ["evaluate", str(run_dir), *EVAL, *extra])
     assert code == 0, err
     return json.loads(out)
 
@@ -67,12 +59,12 @@ def test_softmax_limits_equal_softmax_and_topk1_differs(run_dir, capsys):
 def test_table_names_the_attention_and_file_records_it(run_dir, tmp_path, capsys):
     """The table's header names the map used and the trained one; -o writes the same record (catches an output that
     drops the override)."""
-    code, out, err = _run(capsys, ["evaluate", str(run_dir), "--lengths", "8", "--examples", "16",
+    code, out, err = run_cli(capsys, ["evaluate", str(run_dir), "--lengths", "8", "--examples", "16",
                                    "--attention", "topk", "--topk", "2"])
     assert code == 0, err
     assert "attention topk(k=2) (trained with softmax)" in out
     target = tmp_path / "eval.json"
-    code, out, err = _run(capsys, ["evaluate", str(run_dir), "--lengths", "8", "--examples", "16", "--attention",
+    code, out, err = run_cli(capsys, ["evaluate", str(run_dir), "--lengths", "8", "--examples", "16", "--attention",
                                    "adaptive_temperature", "-o", str(target)])
     assert code == 0, err
     assert "attention adaptive_temperature (trained with softmax)" in out
@@ -93,7 +85,7 @@ def test_table_names_the_attention_and_file_records_it(run_dir, tmp_path, capsys
 def test_bad_attention_flags_one_line_exit_2(run_dir, capsys, flags, words):
     """Unknown map, bad parameter value, a parameter of another variant, a parameter without --attention: one line,
     exit 2, before any evaluation (catches silently ignored flags)."""
-    code, out, err = _run(capsys, ["evaluate", str(run_dir), "--lengths", "8", "--examples", "8", *flags])
+    code, out, err = run_cli(capsys, ["evaluate", str(run_dir), "--lengths", "8", "--examples", "8", *flags])
     assert code == 2
     assert err.count("\n") == 1 and out == ""
     for w in words:
@@ -130,5 +122,5 @@ def test_oracle_control_from_the_command_line(run_dir, capsys):
     assert oracle["attention"]["name"] == "oracle"
     assert oracle["correct"][1] > base["correct"][1]
     assert abs(oracle["accuracy"][1] - oracle["accuracy"][0]) < 0.1
-    code, _, err = _run(capsys, ["evaluate", str(run_dir), *EVAL, "--attention", "oracle", "--topk", "3"])
+    code, _, err = run_cli(capsys, ["evaluate", str(run_dir), *EVAL, "--attention", "oracle", "--topk", "3"])
     assert code == 2 and err.count("\n") == 1 and "--topk" in err

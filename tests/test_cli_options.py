@@ -6,6 +6,7 @@ import argparse
 import json
 
 import pytest
+from cli_checks import run_cli
 
 from varsim.cli import main
 from varsim.cli._options import (
@@ -125,15 +126,6 @@ FLAGS = {"ssmax": (["--ssmax-s", "0.5"], {"s": 0.5}), "logn": (["--logn-n0", "8"
                                                                  {"n0": 8.0, "clamp": False})}
 
 
-def _run(capsys, argv):
-    try:
-        code = main(argv)
-    except SystemExit as exc:
-        code = exc.code
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
 def _trained(out_dir):
     header, _ = read_checkpoint(latest_checkpoint(out_dir))
     return TrainConfig.from_dict(header["config"]).model
@@ -144,7 +136,7 @@ def test_train_with_each_trainable_attention(tmp_path, capsys, name):
     """A tiny run completes with the map and its parameters in the checkpoint's config. Catches --attention being
     parsed but not reaching the model (the checkpoint would say softmax) and parameter flags dropped."""
     flags, params = FLAGS.get(name, ([], {}))
-    code, out, err = _run(capsys, ["train", *TINY, "--attention", name, *flags, "--outdir", str(tmp_path / "r"),
+    code, out, err = run_cli(capsys, ["train", *TINY, "--attention", name, *flags, "--outdir", str(tmp_path / "r"),
                                    "--json"])
     assert code == 0, err
     assert json.loads(out)["status"] == "completed"
@@ -157,12 +149,12 @@ def test_train_attention_from_the_config_file_and_flags(tmp_path, capsys):
     """Flags without --attention tune the file's map; another --attention drops the file's parameters."""
     cfg = tmp_path / "cfg.json"
     cfg.write_text(json.dumps({"task": "argmax", "model": {"attention": "ssmax", "attention_params": {"s": 0.25}}}))
-    code, _, err = _run(capsys, ["train", "--config", str(cfg), *TINY[2:], "--ssmax-s", "0.75",
+    code, _, err = run_cli(capsys, ["train", "--config", str(cfg), *TINY[2:], "--ssmax-s", "0.75",
                                  "--outdir", str(tmp_path / "a")])
     assert code == 0, err
     model = _trained(tmp_path / "a")
     assert model.attention == "ssmax" and model.attention_params["s"] == 0.75
-    code, _, err = _run(capsys, ["train", "--config", str(cfg), *TINY[2:], "--attention", "sigmoid",
+    code, _, err = run_cli(capsys, ["train", "--config", str(cfg), *TINY[2:], "--attention", "sigmoid",
                                  "--outdir", str(tmp_path / "b")])
     assert code == 0, err
     model = _trained(tmp_path / "b")
@@ -178,7 +170,7 @@ def test_train_attention_from_the_config_file_and_flags(tmp_path, capsys):
     (["--topk", "3"], "--topk"),  # inference-only maps have no training flags
 ])
 def test_bad_train_attention_is_one_line_exit_2(tmp_path, capsys, argv, word):
-    code, _, err = _run(capsys, ["train", *TINY, *argv, "--outdir", str(tmp_path / "r")])
+    code, _, err = run_cli(capsys, ["train", *TINY, *argv, "--outdir", str(tmp_path / "r")])
     assert code == 2 and err.count("\n") == 1 and "Traceback" not in err, err
     assert word in err, err
     assert not (tmp_path / "r").exists()

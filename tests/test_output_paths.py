@@ -10,20 +10,12 @@ import os
 import stat
 
 import pytest
+from cli_checks import run_cli
 
 from varsim._common import atomic
 from varsim.cli import main
 
 SIM = ["simulate", "--n", "8", "16", "--sequences", "32", "--d-k", "4", "--d-v", "2", "--seed", "1"]
-
-
-def _run(capsys, argv):
-    try:
-        code = main(argv)
-    except SystemExit as exc:
-        code = exc.code
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def _device(tmp_path, name: str, minor: int):
@@ -40,7 +32,7 @@ def _device(tmp_path, name: str, minor: int):
 
 def test_full_device_reports_a_full_disk_and_stays_a_device(tmp_path, capsys):
     full = _device(tmp_path, "full", 7)
-    code, _, err = _run(capsys, [*SIM, "-o", str(full)])
+    code, _, err = run_cli(capsys, [*SIM, "-o", str(full)])
     assert code == 1, err
     assert err.count("\n") == 1 and "No space left on device" in err and "Traceback" not in err
     assert stat.S_ISCHR(os.stat(full).st_mode), "the device was replaced by a regular file"
@@ -51,7 +43,7 @@ def test_fifo_is_written_through(tmp_path, capsys):
     os.mkfifo(fifo)
     reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)  # a reader exists, so the writer's open does not block
     try:
-        code, _, err = _run(capsys, [*SIM, "-o", str(fifo)])
+        code, _, err = run_cli(capsys, [*SIM, "-o", str(fifo)])
         assert code == 0, err
         assert stat.S_ISFIFO(os.stat(fifo).st_mode), "the FIFO was replaced by a regular file"
         data = os.read(reader, 1 << 16)  # the JSON is far smaller than the pipe's buffer
@@ -63,7 +55,7 @@ def test_fifo_is_written_through(tmp_path, capsys):
 def test_symlink_loop_is_a_bad_output_path(tmp_path, capsys):
     (tmp_path / "a").symlink_to(tmp_path / "b")
     (tmp_path / "b").symlink_to(tmp_path / "a")
-    code, _, err = _run(capsys, [*SIM, "-o", str(tmp_path / "a")])
+    code, _, err = run_cli(capsys, [*SIM, "-o", str(tmp_path / "a")])
     assert code == 2 and err.count("\n") == 1 and "output" in err and "symbolic links" in err, err
 
 
@@ -108,7 +100,7 @@ def test_every_output_flag_writes_through_a_device(tmp_path, capsys):
     devdir.mkdir()
     null = _device(devdir, "null", 3)
     for command, flag, _ in OUTPUTS:
-        code, _, err = _run(capsys, [*calls[command], flag, str(null)])
+        code, _, err = run_cli(capsys, [*calls[command], flag, str(null)])
         assert code == 0, (command, err)
         assert stat.S_ISCHR(os.stat(null).st_mode), f"{command} replaced the device"
         assert [p.name for p in devdir.iterdir()] == ["null"], (command, list(devdir.iterdir()))
