@@ -109,8 +109,9 @@ def test_std_figure_draws_a_trained_decoder_beside_smollm2(tmp_path):
 
     out = tmp_path / "decoder.json"
     probe_trained(_model("decoder"), lengths=[4, 8, 16], windows=8, bootstrap=10, seed=0, out=out)
-    fig = fig_probe_std.draw(fig_probe_std.compute(True, 0, source=ProbeSource([out, COMMITTED])))
+    data = fig_probe_std.compute(True, 0, source=ProbeSource([out, COMMITTED]))
+    assert data["rows"][0]["model"] == "trained decoder (recall, rope, softmax)"  # the full label, in the data
+    fig = fig_probe_std.draw(data)
     titles = [ax.get_title() for ax in fig.axes if ax.get_visible() and ax.get_title()]
-    assert titles[:2] == ["trained decoder (recall, rope, softmax), layer 0",
-                          "trained decoder (recall, rope, softmax), layer 1"]
+    assert titles[:2] == ["trained decoder, layer 0", "trained decoder, layer 1"]  # panel titles: the model's name
     assert any(t.startswith("SmolLM2-135M") for t in titles[2:])
