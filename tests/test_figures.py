@@ -318,11 +318,19 @@ def test_all_figures_without_committed_records_skip_the_reproduction_ones(tmp_pa
 # Command line
 
 
-def test_cli_figures_writes_one_figure(capsys, tmp_path):
-    rc = main(["figures", "--quick", "--outdir", str(tmp_path), "--only", "fig_decay_exponent", "--no-progress"])
-    out = capsys.readouterr().out.split()
+def test_cli_figures_writes_one_figure_and_ends_with_a_summary(capsys, tmp_path):
+    """The files are written and the output ends with a table naming each figure, where its numbers came from and
+    the seconds it took (catches a run that prints nothing a reader can check, or a wrong data origin)."""
+    rc = main(["figures", "--quick", "--outdir", str(tmp_path), "--only", "fig_decay_exponent", "fig_repro_std",
+               "--no-progress"])
+    out = capsys.readouterr().out.splitlines()
     assert rc == 0
-    assert sorted(out) == sorted(str(tmp_path / f"fig_decay_exponent.{ext}") for ext in ("json", "png", "pdf"))
+    for name in ("fig_decay_exponent", "fig_repro_std"):
+        assert all((tmp_path / f"{name}.{ext}").exists() for ext in ("json", "png", "pdf"))
+    assert out[0].split() == ["figure", "data", "seconds"]
+    rows = {line.split()[0]: line for line in out[1:3]}
+    assert "simulated, quick" in rows["fig_decay_exponent"] and "reproduction: quick" in rows["fig_repro_std"]
+    assert out[3].startswith("2 figures in") and out[4] == f"wrote 6 files (JSON, PNG, PDF per figure) into {tmp_path}"
 
 
 @pytest.mark.parametrize("args, needle", [

@@ -128,8 +128,12 @@ def make(
     rerun: bool = False,
     probe_results=None,
     remedies_results=None,
+    on_figure=None,
 ) -> dict[str, list[Path]]:
     """Compute and plot the figures ``names`` (default: all) into ``outdir``; return the written files.
+
+    ``on_figure(name, data_from, seconds, paths)`` is called after each figure (``data_from``: where its numbers
+    came from, e.g. ``"committed records"`` or ``"simulated"``); ``varsim figures`` prints its summary table from it.
 
     ``progress`` (default: stderr is a terminal) prints one status line per figure and lets the simulator show
     its own progress. ``replot`` reuses ``<outdir>/<name>.json`` from an earlier run. The reproduction figures
@@ -191,7 +195,10 @@ def make(
             atomic_write_json(data_path, data)
         paths = plot(name, data, outdir)
         written[name] = [data_path, *paths]
-        _log(show, f"[{i}/{len(names)}] {name}: done in {time.perf_counter() - t0:.1f} s")
+        seconds = time.perf_counter() - t0
+        _log(show, f"[{i}/{len(names)}] {name}: done in {seconds:.1f} s")
+        if on_figure is not None:
+            on_figure(name, _data_from(data, kinds[name], quick, replot), seconds, written[name])
     _log(show and len(names) > 1, f"all {len(names)} figures in {time.perf_counter() - start:.1f} s -> {outdir}")
     return written
 
@@ -227,7 +234,32 @@ def register(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     return parser
 
 
+def _data_from(data: dict, kind: str | None, quick: bool, replot: bool) -> str:
+    """Where a figure's numbers came from, in a few words."""
+    if replot:
+        return "stored JSON (replot)"
+    if kind is None:
+        return "simulated, quick" if quick else "simulated"
+    origin = data.get("origin")
+    if origin is None and data.get("sources"):  # files read (probe results): committed ones by their package path
+        committed = all(Path(p).parent == Path(__file__).parent / "data" / kind for p in data["sources"])
+        origin = "committed records" if committed else ", ".join(Path(p).name for p in data["sources"])
+    return f"{kind}: {origin}" if origin else kind
+
+
+def summary_table(rows) -> str:
+    """``figure  data  seconds`` lines for ``(name, data_from, seconds)`` rows, and a total."""
+    rows = list(rows)
+    w1 = max([len("figure"), *(len(r[0]) for r in rows)])
+    w2 = max([len("data"), *(len(r[1]) for r in rows)])
+    lines = [f"{'figure':<{w1}}  {'data':<{w2}}  seconds"]
+    lines += [f"{n:<{w1}}  {d:<{w2}}  {s:7.1f}" for n, d, s in rows]
+    lines.append(f"{len(rows)} figures in {sum(r[2] for r in rows):.1f} s")
+    return "\n".join(lines)
+
+
 def run_args(args: argparse.Namespace) -> int:
+    rows = []
     written = make(
         args.only,
         outdir=DEFAULT_OUTDIR if args.outdir is None else args.outdir,
@@ -239,10 +271,11 @@ def run_args(args: argparse.Namespace) -> int:
         rerun=args.rerun,
         probe_results=getattr(args, "probe_results", None),
         remedies_results=args.remedies_results,
+        on_figure=lambda name, data_from, seconds, paths: rows.append((name, data_from, seconds)),
     )
-    for paths in written.values():
-        for path in paths:
-            print(path)
+    outdir = Path(DEFAULT_OUTDIR if args.outdir is None else args.outdir)
+    print(summary_table(rows))
+    print(f"wrote {sum(len(p) for p in written.values())} files (JSON, PNG, PDF per figure) into {outdir}")
     return 0
 
 
