@@ -5,14 +5,11 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from varsim.tasks import get_key_encoding
 
 from .config import ModelConfig
-from .norms import get_norm
 from .positions import get_positions
-from .set_params import theta_name
+from .set_params import attention_rows, layernorm_rows
 
 __all__ = ["parameter_table", "parameter_shapes"]
 
@@ -31,29 +28,17 @@ def parameter_table(config: ModelConfig) -> list[tuple]:
     if get_positions(c.positions).table:
         out.append(("pos.table", (c.max_positions, d), 1.0 / math.sqrt(d)))
 
-    def ln(prefix):
-        out.append((f"{prefix}.gamma", (d,), "ones"))
-        out.append((f"{prefix}.beta", (d,), "zeros"))
-
     for b in range(c.n_blocks):
         p = f"block{b}"
-        ln(f"{p}.ln1")
-        out.append((f"{p}.attn.w_qkv", (d, 3 * d), 1.0 / math.sqrt(d)))
-        theta = c.attention_spec.theta_init(c.n_heads, np.dtype(c.dtype))
-        if theta is not None:  # the weight map's learned per-head parameter (ssmax: s)
-            out.append((theta_name(c, b), theta.shape, ("fill", float(theta[0]))))
-        out.append((f"{p}.attn.b_qkv", (3 * d,), "zeros"))
-        for name, init in get_norm(c.norm).params:
-            out.append((f"{p}.attn_norm.{name}", (d,), init))
-        out.append((f"{p}.attn.w_o", (d, d), 1.0 / math.sqrt(d)))
-        out.append((f"{p}.attn.b_o", (d,), "zeros"))
-        ln(f"{p}.ln2")
+        out += layernorm_rows(f"{p}.ln1", d)
+        out += attention_rows(c, b)
+        out += layernorm_rows(f"{p}.ln2", d)
         out.append((f"{p}.mlp.0.w", (d, f), 1.0 / math.sqrt(d)))
         out.append((f"{p}.mlp.0.b", (f,), "zeros"))
         out.append((f"{p}.mlp.1.w", (f, d), 1.0 / math.sqrt(f)))
         out.append((f"{p}.mlp.1.b", (d,), "zeros"))
     if c.pre_ln:
-        ln("final_ln")
+        out += layernorm_rows("final_ln", d)
     if not c.tie_head:
         out.append(("head.w", (d, c.n_outputs), 1.0 / math.sqrt(d)))
     return out

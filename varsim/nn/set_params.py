@@ -12,13 +12,33 @@ from varsim.tasks import get_key_encoding
 from .config import ModelConfig
 from .norms import get_norm
 
-__all__ = ["parameter_table", "parameter_shapes", "theta_name"]
+__all__ = ["parameter_table", "parameter_shapes", "theta_name", "attention_rows", "layernorm_rows"]
 
 
 def theta_name(config: ModelConfig, block: int) -> str | None:
     """Name of block ``block``'s learned weight-map parameter (e.g. ``block0.attn.ssmax_s``), or None."""
     spec = config.attention_spec
     return None if spec.trained_param is None else f"block{block}.attn.{spec.name}_{spec.trained_param}"
+
+
+def layernorm_rows(prefix: str, d: int) -> list[tuple]:
+    """The rows of a LayerNorm over ``d`` features: gain (ones) and bias (zeros)."""
+    return [(f"{prefix}.gamma", (d,), "ones"), (f"{prefix}.beta", (d,), "zeros")]
+
+
+def attention_rows(config: ModelConfig, block: int) -> list[tuple]:
+    """The rows of block ``block``'s attention, the same in every architecture: the fused QKV projection, the weight
+    map's learned per-head parameter (ssmax: s; a constant start), the output normalization's parameters and the
+    output projection."""
+    c, d, p = config, config.d_model, f"block{block}"
+    out = [(f"{p}.attn.w_qkv", (d, 3 * d), 1.0 / math.sqrt(d))]
+    theta = c.attention_spec.theta_init(c.n_heads, np.dtype(c.dtype))
+    if theta is not None:
+        out.append((theta_name(c, block), theta.shape, ("fill", float(theta[0]))))
+    out.append((f"{p}.attn.b_qkv", (3 * d,), "zeros"))
+    out += [(f"{p}.attn_norm.{name}", (d,), init) for name, init in get_norm(c.norm).params]
+    out += [(f"{p}.attn.w_o", (d, d), 1.0 / math.sqrt(d)), (f"{p}.attn.b_o", (d,), "zeros")]
+    return out
 
 
 def parameter_table(config: ModelConfig) -> list[tuple]:
@@ -34,8 +54,7 @@ def parameter_table(config: ModelConfig) -> list[tuple]:
             out.append((f"{prefix}.{i}.b", (b,), "zeros"))
 
     def ln(prefix):
-        out.append((f"{prefix}.gamma", (d,), "ones"))
-        out.append((f"{prefix}.beta", (d,), "zeros"))
+        out.extend(layernorm_rows(prefix, d))
 
     n_in = c.n_features
     embed_dims = [n_in] + [f] * (c.item_mlp_depth - 1) + [d]
@@ -49,15 +68,7 @@ def parameter_table(config: ModelConfig) -> list[tuple]:
         p = f"block{b}"
         if c.pre_ln:
             ln(f"{p}.ln1")
-        out.append((f"{p}.attn.w_qkv", (d, 3 * d), 1.0 / math.sqrt(d)))
-        theta = c.attention_spec.theta_init(c.n_heads, np.dtype(c.dtype))
-        if theta is not None:  # the weight map's learned per-head parameter (ssmax: s), a constant start
-            out.append((theta_name(c, b), theta.shape, ("fill", float(theta[0]))))
-        out.append((f"{p}.attn.b_qkv", (3 * d,), "zeros"))
-        for name, init in get_norm(c.norm).params:
-            out.append((f"{p}.attn_norm.{name}", (d,), init))
-        out.append((f"{p}.attn.w_o", (d, d), 1.0 / math.sqrt(d)))
-        out.append((f"{p}.attn.b_o", (d,), "zeros"))
+        out.extend(attention_rows(c, b))
         if c.pre_ln:
             ln(f"{p}.ln2")
         mlp(f"{p}.mlp", [d, f, d])
