@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
 from pathlib import Path
 
 
@@ -37,6 +36,7 @@ if ARGS is not None:
         os.environ[var] = str(ARGS.threads)  # before NumPy loads OpenBLAS
 
 import numpy as np  # noqa: E402
+from _timing import interleaved_medians  # noqa: E402
 
 from varsim.nn.decoder import Decoder  # noqa: E402
 from varsim.nn.model import ModelConfig  # noqa: E402
@@ -52,19 +52,6 @@ CONFIGS = {  # name: (model options, items per example)
     "argmax, 2 layers, D=128, SSMax+RoPE, N=64": (dict(task="argmax", positions="rope", d_model=128,
                                                        attention="ssmax"), 64),
 }
-
-
-def _interleaved_medians(steps: dict, repeats: int, warmup: int = 10) -> dict:
-    for _ in range(warmup):
-        for step in steps.values():
-            step()
-    times = {k: [] for k in steps}
-    for _ in range(repeats):
-        for k, step in steps.items():
-            t0 = time.perf_counter()
-            step()
-            times[k].append(time.perf_counter() - t0)
-    return {k: float(np.median(v)) for k, v in times.items()}
 
 
 def bench_step(name: str, kw: dict, n: int, repeats: int) -> dict:
@@ -100,7 +87,7 @@ def bench_step(name: str, kw: dict, n: int, repeats: int) -> dict:
         F.cross_entropy(forward(*inputs), target).backward()
         topt.step()
 
-    med = _interleaved_medians({"varsim": varsim_step, "torch": torch_step}, repeats)
+    med = interleaved_medians({"varsim": varsim_step, "torch": torch_step}, repeats)
     return {"config": name, "params": model.n_params, "tokens": n * config.task_spec.item_tokens + 1,
             "varsim_ms": 1e3 * med["varsim"], "torch_ms": 1e3 * med["torch"],
             "ratio": med["varsim"] / med["torch"], "max_abs_diff": err}

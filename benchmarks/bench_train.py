@@ -48,6 +48,7 @@ if ARGS is not None:
     _set_threads(ARGS.threads)  # before NumPy loads OpenBLAS
 
 import numpy as np  # noqa: E402
+from _timing import interleaved_medians  # noqa: E402
 
 from varsim.nn.model import ModelConfig, Transformer  # noqa: E402
 from varsim.nn.optim import Adam  # noqa: E402
@@ -165,21 +166,6 @@ def torch_inputs(model: Transformer, batch):
 # ----------------------------------------------------------------------------------------------------------------------
 
 
-def _interleaved_medians(steps: dict, repeats: int, warmup: int = 10) -> dict:
-    """Median seconds per call of each step function, timed alternately so that load from other processes on the
-    machine affects every contender alike."""
-    for _ in range(warmup):
-        for step in steps.values():
-            step()
-    times = {k: [] for k in steps}
-    for _ in range(repeats):
-        for k, step in steps.items():
-            t0 = time.perf_counter()
-            step()
-            times[k].append(time.perf_counter() - t0)
-    return {k: float(np.median(v)) for k, v in times.items()}
-
-
 def bench_step(name: str, kw: dict, repeats: int, torch_ok: bool) -> dict:
     model = Transformer(ModelConfig(dtype="float32", **kw), seed=0)
     batch = make_batch(kw["task"], BATCH, SET_SIZE, np.random.default_rng(0))
@@ -220,7 +206,7 @@ def bench_step(name: str, kw: dict, repeats: int, torch_ok: bool) -> dict:
 
         steps["torch"] = torch_step
         row["max_abs_diff"] = err
-    med = _interleaved_medians(steps, repeats)
+    med = interleaved_medians(steps, repeats)
     row["varsim_ms"] = 1e3 * med["varsim"]
     if torch_ok:
         row["torch_ms"] = 1e3 * med["torch"]
