@@ -1,33 +1,22 @@
 """The documentation's example test file (docs/site/examples/test_my_attention.py) runs, is short, is fast, and
 fails fast."""
 
-import importlib.util
 import math
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
+from kit_checks import EXAMPLE, EXAMPLE_TESTS, load_example
 
 from varsim.testing import AttentionConfig
-
-EXAMPLE = Path(__file__).resolve().parents[1] / "docs" / "site" / "examples" / "test_my_attention.py"
-TESTS = ("test_same_draw_battery", "test_same_draw_drawn_cases", "test_my_attention_matches_the_theory")
-
-
-def _load():
-    spec = importlib.util.spec_from_file_location("varsim_docs_example", EXAMPLE)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def test_example_is_short_passes_and_takes_under_10_s():
     """At most 45 lines; its three tests pass in under 10 s of CPU."""
     assert len(EXAMPLE.read_text().splitlines()) <= 45
-    mod = _load()
+    mod = load_example()
     start = time.process_time()
-    for name in TESTS:
+    for name in EXAMPLE_TESTS:
         getattr(mod, name)()  # the Hypothesis tests, as pytest would run them
     assert time.process_time() - start < 10.0
 
@@ -35,7 +24,7 @@ def test_example_is_short_passes_and_takes_under_10_s():
 def test_example_catches_a_one_over_d_scale():
     """The statistical test body fails when the variant divides the logits by d_k instead of sqrt(d_k) (beta 1 ->
     1/4 at d_k = 16): the example is a real test, not a smoke run."""
-    mod = _load()
+    mod = load_example()
     right = mod.my_attention
     mod.my_attention = lambda q, K, V, tau=1.0, mask=None: right(q, K, V, tau=tau / math.sqrt(q.shape[1]), mask=mask)
     cfg = AttentionConfig(n_grid=(64,), d_k=16, d_v=8, tau=1.0, seed=0)
@@ -48,7 +37,7 @@ def test_a_failing_property_fails_in_seconds():
     """A bug only the Monte Carlo property sees (the same-draw tests are skipped here) fails the Hypothesis test
     within 10 s of CPU (CPU time: robust to a loaded machine): no shrinking, and the early stop ends a check whose
     pilot is far off."""
-    mod = _load()
+    mod = load_example()
     right = mod.my_attention
     mod.my_attention = lambda q, K, V, tau=1.0, mask=None: right(q, K, V, tau=0.5 * tau, mask=mask)
     start = time.process_time()

@@ -6,26 +6,15 @@ test_my_attention.py) and run its three tests exactly as pytest would; the (B, H
 ``adapt(fn, layout="bhld")`` as the docs' layout section shows.
 """
 
-import importlib.util
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
 from hypothesis import given
+from kit_checks import EXAMPLE_TESTS, load_example
 from scipy.special import logsumexp, softmax
 
 from varsim.testing import adapt, assert_matches_reference, attention_cases, mc_settings
-
-EXAMPLE = Path(__file__).resolve().parents[1] / "docs" / "site" / "examples" / "test_my_attention.py"
-DOCS_TESTS = ("test_same_draw_battery", "test_same_draw_drawn_cases", "test_my_attention_matches_the_theory")
-
-
-def _example():
-    spec = importlib.util.spec_from_file_location("varsim_docs_example_mutants", EXAMPLE)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def _logits(q, K, tau, scale=None):
@@ -255,9 +244,9 @@ BHLD_BUGS = [causal_top_left, heads_and_queries_swapped, first_query_only]
 def _run_docs_tests(fn):
     """The docs' example file with ``my_attention`` replaced by ``fn``: the name of the first test that fails
     (and its message), or None when all three pass."""
-    mod = _example()
+    mod = load_example("varsim_docs_example_mutants")
     mod.my_attention = fn
-    for name in DOCS_TESTS:
+    for name in EXAMPLE_TESTS:
         try:
             getattr(mod, name)()
         except AssertionError as exc:

@@ -1,0 +1,18 @@
+"""Helpers of the testing-kit tests (tests/test_testing_example.py, tests/test_testing_mutants.py)."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+#: the docs' complete example of testing one's own attention, and the tests it defines
+EXAMPLE = Path(__file__).resolve().parents[1] / "docs" / "site" / "examples" / "test_my_attention.py"
+EXAMPLE_TESTS = ("test_same_draw_battery", "test_same_draw_drawn_cases", "test_my_attention_matches_the_theory")
+
+
+def load_example(module_name: str = "varsim_docs_example"):
+    """A fresh module of the docs example (its ``my_attention`` may be replaced by the caller)."""
+    spec = importlib.util.spec_from_file_location(module_name, EXAMPLE)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
