@@ -199,12 +199,11 @@ def load_results(outdir) -> dict:
 
 def runs_by_cell(settings: ReproductionSettings, runs: dict) -> dict:
     """``{(task, arch, norm): {seed: record}}`` on the paper grid; on the remedies axis the keys are the cells
-    ``(task, arch, norm, attention, depth)`` of :func:`varsim.experiments.settings.cells`."""
+    (:class:`varsim.experiments.settings.Cell`) of :func:`varsim.experiments.settings.cells`."""
     if settings.remedies:
         from varsim.experiments.settings import cells
 
-        return {cell: {s: runs[rid] for s in range(settings.seeds)
-                       if (rid := run_id(cell[0], cell[1], cell[2], s, attention=cell[3], depth=cell[4])) in runs}
+        return {cell: {s: runs[rid] for s in range(settings.seeds) if (rid := cell.run_id(s)) in runs}
                 for cell in cells(settings)}
     cells = {}
     for task in settings.tasks:

@@ -1,95 +1,118 @@
-"""The remedies experiment (REMEDIES.md 4): which attention variant repairs length generalization, if any?
+"""The remedies experiment (REMEDIES.md 4): which attention variant repairs length generalization, under which
+training recipe, and why?
 
 One design: the reproduction's grid with a variant axis (:class:`~varsim.experiments.settings.ReproductionSettings`
-fields ``attentions``, ``inference_attentions``, ``depths``, ``lr_grid``), run by the same runner and executor
-(``varsim reproduce OUTDIR --preset remedies [--quick]``).
+fields ``attentions``, ``inference_attentions``, ``depths``, ``recipes``, ``key_encodings``, ``eval_long``), run by the
+same runner and executor (``varsim reproduce OUTDIR --preset remedies [--quick]``).
 
-Grid (:func:`remedies_settings`): both tasks x residual architecture x norm none x trained attention {softmax, ssmax,
-logn (n0 = 16, the largest training length; unclamped, so the schedule acts during training, where N < 16 gives a
-factor < 1), sigmoid, entmax15, softmax + ipr_norm} x depth {1, 2} x 6 seeds; train lengths vary within 1..16 as in
-the reproduction. Residual only: the reproduction found the no-residual models learn
-less reliably and the remedies question is about the attention map; halving the grid keeps it in the 90-minute budget
-(``benchmarks/bench_remedies.py`` measures it).
+Grid (:func:`remedies_settings`): task {argmax, dictionary} x recipe (:data:`RECIPES`) x key encoding (dictionary
+only: {binary code, learned key table}) x trained attention (:data:`TRAINED_ATTENTIONS`) x 6 paired seeds; one
+block, residual, no normalization after attention; trained on N in 1..16 (dictionary 2..16), 3000 steps, batch 64.
 
-Inference-only maps, applied to every softmax-trained run (same weights, same test, validation and probe sets: paired
-by construction):
+Recipes, every cell reported (no learning-rate selection): schedule {5% linear warmup then cosine decay to 0,
+5% linear warmup then constant} x peak lr {1e-3, 3e-3}. Fixed and stated: AdamW (betas 0.9, 0.999, eps 1e-8,
+weight decay 0.01 on matrices), gradient clipping at global norm 1.
 
-- ``adaptive_temperature`` (no parameter);
-- ``topk1`` and ``topk4``: k = 1 is the hard selection a perfect retrieval needs (both tasks have one correct item);
-  k = 4 keeps a few runners-up so a model whose correct logit is not always the largest is not cut off;
-- ``critical`` with c = 1 and beta0 = sqrt(2 ln 16): the REM critical scaling ``c sqrt(2 ln N) / beta0`` normalized to
-  1 at the training length N = 16, so the model is unchanged in distribution and sharpened like sqrt(ln N) beyond;
-- ``control_logn``: the positive control (below).
+Inference-only maps on every softmax-trained run (same weights, same test sets: paired by construction):
+``topk1`` (hard selection), ``logn_temperature`` (softmax(ln N / ln 16 z): log-N scaling applied at inference, the
+identity for N <= 16), ``adaptive_temperature``, ``critical`` (c = 1, beta0 = sqrt(2 ln 16): the REM critical scaling
+normalized to 1 at N = 16).
 
-Positive control (REMEDIES 4). Dictionary lookup has an exactly known structure: the correct item is the key equal to
-the query, a margin m above the distractors' logits, independent of N. A softmax model's weight on it is
-``1 / (1 + (N - 1) e^{-m})`` (decays to 0), while the oracle schedule ``softmax(ln N / ln 16 * z)`` (``logn`` with
-n0 = 16 applied at inference, the identity for N <= 16) gives ``1 / (1 + (N - 1) N^{-m / ln 16})``, which does not
-decay once the model has learned a margin m > ln 16 (weight > 1/2 at N = 16 against 15 distractors). So on dictionary
-lookup, for the models that learned, ``control_logn`` must raise the weight on the correct item at long N, and the
-accuracy with it: if the pipeline reports no gain there, it cannot detect one anywhere. In quick mode the tiny models
-do not learn (400 steps), so the control's effect cannot be asserted there; the tests check the control is run and
-paired, not its size.
+Controls, which must behave by construction:
 
-Learning rate (:func:`select_lr`): the same grid ``lr_grid`` for every trained variant; per (task, architecture,
-norm, attention, depth) each lr is trained on the first ``lr_select_seeds`` seeds and scored by its mean accuracy on
-in-distribution validation sets (N in ``validation_lengths`` <= 16, their own seed stream, never a test set or a long
-N). The best mean score wins (ties: the smaller lr); then all seeds run at that lr. The selection and its validation
-numbers are stored in ``selection.json`` and the summary.
+- positive, ``oracle``: the query token attends only to the correct item (weight 1). The ceiling of any
+  attention-side remedy; a gain wherever the model's value path is right, so the assay can detect a gain.
+- negative, inference arm, ``permuted_softmax``: softmax with its normalizer summed in another key order; equal to
+  softmax up to rounding, so its paired difference must be ~0 and never significant.
+- negative, trained arm, ``softmax_replicate``: plain softmax trained again from another initialization and data
+  stream (:data:`~varsim.experiments.settings.REPLICATE_KEY`). Softmax in distribution, so its paired difference
+  against softmax is a true null with the trained variants' seed-to-seed noise: it measures their false-positive
+  rate.
+
+Pre-registered primary endpoint (:data:`PRIMARY_ENDPOINT`, fixed before the grid was run): per task x recipe
+(x key encoding), the paired accuracy difference of each remedy (:data:`REMEDIES`) against softmax at N = 1024, mean
+over the 6 seeds with a Student-t 95% interval, paired t-test, Holm step-down over that family only. The controls
+are judged by their own unadjusted tests. Everything else (other N up to 16384, weights, slopes, the
+ranking/dispersion decomposition) is secondary and labelled so.
 """
 
 from __future__ import annotations
 
 import math
 
-from varsim.experiments.settings import ReproductionSettings, _pow2
+from varsim.experiments.settings import REPLICATE_KEY, ReproductionSettings, _pow2
 
-__all__ = ["TRAINED_ATTENTIONS", "INFERENCE_ATTENTIONS", "CONTROL", "LR_GRID", "remedies_settings", "PRESETS"]
+__all__ = ["TRAINED_ATTENTIONS", "INFERENCE_ATTENTIONS", "RECIPES", "KEY_ENCODINGS", "REMEDIES",
+           "POSITIVE_CONTROLS", "NEGATIVE_CONTROLS", "PRIMARY_ENDPOINT", "remedies_settings", "PRESETS"]
 
 #: trained variants: label -> ModelConfig overrides (logn's n0 is the largest training length, given explicitly)
 TRAINED_ATTENTIONS = {
     "softmax": {},
+    "softmax_replicate": {REPLICATE_KEY: True},
     "ssmax": {"attention": "ssmax"},
     "logn": {"attention": "logn", "attention_params": {"n0": 16.0, "clamp": False}},
-    "sigmoid": {"attention": "sigmoid"},
     "entmax15": {"attention": "entmax15"},
-    "ipr_norm": {"attention_output": "ipr_norm"},
 }
-#: the positive control's label (an inference-only map on the softmax runs)
-CONTROL = "control_logn"
+#: inference-only maps and controls applied to the softmax runs: label -> {"attention", "params"}
 INFERENCE_ATTENTIONS = {
-    "adaptive_temperature": {"attention": "adaptive_temperature"},
     "topk1": {"attention": "topk", "params": {"k": 1}},
-    "topk4": {"attention": "topk", "params": {"k": 4}},
+    "logn_temperature": {"attention": "logn", "params": {"n0": 16.0}},
+    "adaptive_temperature": {"attention": "adaptive_temperature"},
     "critical": {"attention": "critical", "params": {"c": 1.0, "beta0": math.sqrt(2.0 * math.log(16.0))}},
-    CONTROL: {"attention": "logn", "params": {"n0": 16.0}},
+    "oracle": {"attention": "oracle"},
+    "permuted_softmax": {"attention": "permuted_softmax"},
 }
-LR_GRID = (3e-4, 1e-3, 3e-3)
+#: the training recipes (TrainConfig overrides); the rest of the optimizer is fixed in the settings' ``train``
+RECIPES = {
+    "cosine_lr1e3": {"schedule": "cosine", "lr": 1e-3},
+    "cosine_lr3e3": {"schedule": "cosine", "lr": 3e-3},
+    "constant_lr1e3": {"schedule": "constant", "lr": 1e-3},
+    "constant_lr3e3": {"schedule": "constant", "lr": 3e-3},
+}
+#: the dictionary's key encodings (varsim.tasks.keys): a 14-bit +-1 code, or a learned table of 16384 keys
+KEY_ENCODINGS = ("binary", "embedding")
+#: the remedies: the primary endpoint's family
+REMEDIES = ("ssmax", "logn", "entmax15", "topk1", "logn_temperature", "adaptive_temperature", "critical")
+POSITIVE_CONTROLS = ("oracle",)
+NEGATIVE_CONTROLS = ("permuted_softmax", "softmax_replicate")
+#: fixed before the grid ran; read by the summary (varsim.experiments.remedies_summary) and quoted by the docs
+PRIMARY_ENDPOINT = {
+    "length": 1024,
+    "statistic": "paired accuracy difference against softmax (same seed index: same test sets; same weights for "
+                 "the inference-only maps), mean over seeds with a two-sided Student-t 95% interval",
+    "test": "paired t-test",
+    "family": "every remedy x task x recipe x key encoding (dictionary) at N = 1024",
+    "correction": "Holm step-down over the family (family-wise error rate 0.05)",
+    "variants": list(REMEDIES),
+    "controls": "judged by their own unadjusted paired t-tests: the positive control must be significantly "
+                "positive, the negative controls never significant (p >= 0.05)",
+}
 
 
 def remedies_settings(*, quick: bool = False, seeds: int | None = None, root_seed: int = 0,
                       **changes) -> ReproductionSettings:
-    """The remedies grid (module docstring). Full: d_model 64, 3000 steps, N up to 1024 (a 2-block model's first
-    block is full self-attention, O(N^2) per example, so N = 16384 is out of budget). Quick: the tiny models of
-    the quick reproduction, 2 seeds, one lr selection seed, lengths up to 64 (a smoke test: the models do not
-    learn)."""
+    """The remedies grid (module docstring). Full: d_model 64, 4 heads, 1 block, 3000 steps; test sets of 512
+    examples at N = 16..1024 and 256 at N = 2048..16384. Quick: the tiny models of the quick reproduction, 2 seeds,
+    lengths up to 64 (a smoke test: the models do not learn)."""
+    fixed_train = {"optimizer": "adamw", "weight_decay": 0.01, "clip_norm": 1.0}
     if quick:
         base = ReproductionSettings.quick().to_dict()
         base.update(seeds=2 if seeds is None else seeds, root_seed=root_seed, norms=["none"],
-                    eval_lengths=_pow2(4, 6), probe_lengths=_pow2(4, 6), hist_lengths=(16,), eval_examples=64,
-                    id_examples=64, probe_sets=16, lr_grid=(1e-3, 3e-3), lr_select_seeds=1,
-                    validation_examples=64, attentions=TRAINED_ATTENTIONS, inference_attentions=INFERENCE_ATTENTIONS,
-                    depths=(1, 2))
-        base["train"] = {k: v for k, v in base["train"].items() if k != "lr"}
-        base["train"]["steps"] = 200
-        base["train"]["checkpoint_every"] = 100
+                    eval_lengths=_pow2(4, 5), eval_long={"lengths": [64], "examples": 32}, probe_lengths=_pow2(4, 6),
+                    hist_lengths=(16,), eval_examples=64, id_examples=64, probe_sets=16,
+                    attentions=TRAINED_ATTENTIONS, inference_attentions=INFERENCE_ATTENTIONS, depths=(1,),
+                    recipes={"cosine_lr3e3": RECIPES["cosine_lr3e3"], "constant_lr3e3": RECIPES["constant_lr3e3"]},
+                    key_encodings=KEY_ENCODINGS)
+        base["train"] = {**{k: v for k, v in base["train"].items() if k != "lr"}, **fixed_train,
+                         "steps": 200, "checkpoint_every": 100}
     else:
         base = ReproductionSettings.full().to_dict()
         base.update(seeds=6 if seeds is None else seeds, root_seed=root_seed, architectures=["residual"],
-                    norms=["none"], eval_lengths=_pow2(4, 10), probe_lengths=_pow2(4, 10), hist_lengths=(16, 256),
-                    eval_examples=512, probe_sets=128, lr_grid=LR_GRID, lr_select_seeds=2,
-                    attentions=TRAINED_ATTENTIONS, inference_attentions=INFERENCE_ATTENTIONS, depths=(1, 2))
-        base["train"] = {k: v for k, v in base["train"].items() if k != "lr"}
+                    norms=["none"], eval_lengths=_pow2(4, 10), eval_long={"lengths": _pow2(11, 14), "examples": 256},
+                    probe_lengths=_pow2(4, 10), hist_lengths=(16, 256), eval_examples=512, probe_sets=128,
+                    attentions=TRAINED_ATTENTIONS, inference_attentions=INFERENCE_ATTENTIONS, depths=(1,),
+                    recipes=RECIPES, key_encodings=KEY_ENCODINGS)
+        base["train"] = {**{k: v for k, v in base["train"].items() if k != "lr"}, **fixed_train}
         base["model"] = {k: v for k, v in base["model"].items() if k != "n_blocks"}  # depths set it
     base.update(changes)
     return ReproductionSettings.from_dict(base)

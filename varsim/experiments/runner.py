@@ -167,14 +167,15 @@ def _reuse_selection_training(out: Path, settings: ReproductionSettings, spec: d
     import shutil
 
     from varsim._common.jsonio import read_json
-    from varsim.experiments.settings import cell_key
+    from varsim.experiments.settings import Cell, cell_key
 
     if spec["seed_index"] >= settings.lr_select_seeds or spec.get("lr") not in settings.lr_grid:
         return None
     dst = out / "checkpoints" / spec["run_id"]
     if dst.exists():
         return None
-    cell = (spec["task"], spec["architecture"], spec["norm"], spec["attention"], spec["depth"])
+    cell = Cell(spec["task"], spec["architecture"], spec["norm"], spec["attention"], spec["depth"],
+                spec.get("recipe"), spec.get("key_encoding"))
     twin = f"{cell_key(cell)}-lr{list(settings.lr_grid).index(spec['lr'])}-s{spec['seed_index']}"
     src = out / "checkpoints" / "select" / twin
     try:

@@ -19,12 +19,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from typing import NamedTuple
 
 from varsim._common.validate import check_choice, check_fields, check_int, check_int_grid, check_real
 from varsim.tasks import TASK_REGISTRY
 
 __all__ = ["ReproductionSettings", "GRID_ARCHITECTURES", "DEFAULT_NORMS", "BASELINE_NORM", "BASELINE_ATTENTION",
-           "REMEDY_FIELDS", "run_id", "job_specs", "selection_specs", "cells"]
+           "REMEDY_FIELDS", "RECIPE_KEYS", "REPLICATE_KEY", "Cell", "run_id", "job_specs", "selection_specs", "cells"]
 
 #: the grid's architecture labels (not the model registry ``varsim.nn.architectures.ARCHITECTURES``) -> the
 #: :class:`varsim.nn.model.ModelConfig` fields each sets (its ``architecture``,
@@ -38,11 +39,18 @@ BASELINE_NORM = "none"
 BASELINE_ATTENTION = "softmax"
 #: the remedies fields and their defaults (a field at its default is not written to settings or specs)
 REMEDY_FIELDS = {"attentions": {}, "inference_attentions": {}, "depths": (), "lr_grid": (), "lr_select_seeds": 2,
-                 "validation_lengths": (4, 8, 16), "validation_examples": 512}
+                 "validation_lengths": (4, 8, 16), "validation_examples": 512, "recipes": {}, "key_encodings": (),
+                 "eval_long": {}}
+#: the TrainConfig fields a recipe may set
+RECIPE_KEYS = ("optimizer", "lr", "schedule", "warmup", "min_lr_ratio", "weight_decay", "clip_norm")
+#: an ``attentions`` entry's key (besides the model keys) that makes it a replicate of softmax: the same map trained
+#: from another initialization and data stream (the trained arm's negative control)
+REPLICATE_KEY = "replicate"
 _MODEL_KEYS = ("attention", "attention_params", "attention_output", "attention_output_params")
 
 # Work keys under root_seed for each seed index s: (s, key) -> one independent stream per purpose.
-_SEED_KEYS = {"init": 0, "data": 1, "eval": 2, "in_distribution": 3, "probe": 4, "validation": 5}
+_SEED_KEYS = {"init": 0, "data": 1, "eval": 2, "in_distribution": 3, "probe": 4, "validation": 5,
+              "init_replicate": 6, "data_replicate": 7}
 
 
 def _pow2(lo: int, hi: int) -> tuple[int, ...]:
@@ -83,6 +91,9 @@ class ReproductionSettings:
     lr_select_seeds: int = 2
     validation_lengths: tuple = (4, 8, 16)
     validation_examples: int = 512
+    recipes: dict = dataclasses.field(default_factory=dict)
+    key_encodings: tuple = ()
+    eval_long: dict = dataclasses.field(default_factory=dict)
 
     def __post_init__(self):
         set_ = lambda k, v: object.__setattr__(self, k, v)  # noqa: E731  (frozen dataclass)
@@ -124,10 +135,9 @@ class ReproductionSettings:
         set_("probe_sets", check_int("probe_sets", self.probe_sets, minimum=2))
         set_("learned_threshold", check_real("learned_threshold", self.learned_threshold, minimum=0.0, maximum=1.0))
         self._check_remedies(set_)
-        for task in self.tasks:  # build one config per task now, so bad overrides fail before any work
-            for att in self.attention_labels:
-                for depth in self.depth_values:
-                    self.train_config(task, "none", "residual", 0, attention=att, depth=depth)
+        for cell in cells(self):  # build one config per cell now, so bad overrides fail before any work
+            self.train_config(cell.task, cell.norm, cell.architecture, 0, attention=cell.attention, depth=cell.depth,
+                              recipe=cell.recipe, encoding=cell.encoding)
 
     def _check_remedies(self, set_) -> None:
         """Validate the remedies fields (attention variants through the registry, depths, lr grid)."""
@@ -139,8 +149,11 @@ class ReproductionSettings:
                 raise ValueError(f"{field} must be a dict label -> settings, got {value!r}")
             set_(field, {k: dict(v) if isinstance(v, dict) else v for k, v in value.items()})
         for label, ov in self.attentions.items():
-            if not isinstance(ov, dict) or set(ov) - set(_MODEL_KEYS):
+            if not isinstance(ov, dict) or set(ov) - set(_MODEL_KEYS) - {REPLICATE_KEY}:
                 raise ValueError(f"attentions[{label!r}] must be a dict of {', '.join(_MODEL_KEYS)}, got {ov!r}")
+            if REPLICATE_KEY in ov and (ov[REPLICATE_KEY] is not True or set(ov) != {REPLICATE_KEY}):
+                raise ValueError(f"attentions[{label!r}]: a replicate of softmax is {{{REPLICATE_KEY!r}: true}} alone, "
+                                 f"got {ov!r}")
             if "-" in label:
                 raise ValueError(f"attentions label {label!r} must not contain '-' (it is part of run ids)")
         if self.attentions and BASELINE_ATTENTION not in self.attentions:
@@ -176,6 +189,36 @@ class ReproductionSettings:
         set_("validation_examples", check_int("validation_examples", self.validation_examples, minimum=1))
         if self.lr_grid and "lr" in self.train:
             raise ValueError("train may not set lr when lr_grid is given: the grid chooses it")
+        if not isinstance(self.recipes, dict):
+            raise ValueError(f"recipes must be a dict label -> TrainConfig overrides, got {self.recipes!r}")
+        for label, ov in self.recipes.items():
+            if not isinstance(label, str) or not label or "-" in label:
+                raise ValueError(f"recipes label {label!r} must be a non-empty name without '-' (part of run ids)")
+            if not isinstance(ov, dict) or set(ov) - set(RECIPE_KEYS):
+                raise ValueError(f"recipes[{label!r}] must be a dict of {', '.join(RECIPE_KEYS)}, got {ov!r}")
+        set_("recipes", {k: dict(v) for k, v in self.recipes.items()})
+        if self.recipes and self.lr_grid:
+            raise ValueError("recipes and lr_grid exclude each other: a recipe states its lr, nothing is selected")
+        if self.recipes and set(RECIPE_KEYS) & set(self.train) & {k for v in self.recipes.values() for k in v}:
+            raise ValueError("train may not set a field that a recipe sets")
+        from varsim.tasks import KEY_ENCODINGS
+
+        if isinstance(self.key_encodings, str):
+            raise ValueError(f"key_encodings must be a list of names, got {self.key_encodings!r}")
+        set_("key_encodings", tuple(check_choice("key_encodings", e, KEY_ENCODINGS) for e in self.key_encodings))
+        if len(set(self.key_encodings)) != len(self.key_encodings):
+            raise ValueError(f"key_encodings has duplicates: {list(self.key_encodings)}")
+        if self.key_encodings and "key_encoding" in self.model:
+            raise ValueError("model may not set key_encoding when key_encodings is given")
+        if self.eval_long:
+            if not isinstance(self.eval_long, dict) or set(self.eval_long) != {"lengths", "examples"}:
+                raise ValueError(f"eval_long must be {{'lengths': [...], 'examples': n}}, got {self.eval_long!r}")
+            lengths = tuple(int(v) for v in check_int_grid("eval_long.lengths", self.eval_long["lengths"]))
+            if any(b <= a for a, b in zip(lengths, lengths[1:])) or lengths[0] <= self.eval_lengths[-1]:
+                raise ValueError("eval_long.lengths must be strictly increasing and above every eval_lengths, got "
+                                 f"{list(lengths)}")
+            set_("eval_long", {"lengths": lengths,
+                               "examples": check_int("eval_long.examples", self.eval_long["examples"], minimum=1)})
         if (self.attentions or self.depths or self.lr_grid) and "n_blocks" in self.model and self.depths:
             raise ValueError("model may not set n_blocks when depths is given")
         fixed = set(_MODEL_KEYS) & set(self.model)
@@ -255,46 +298,87 @@ class ReproductionSettings:
         return int(child_sequence(self.root_seed, seed_index, _SEED_KEYS[purpose]).generate_state(1)[0])
 
     def train_config(self, task: str, norm: str, architecture: str, seed_index: int, *, attention=None,
-                     depth=None, lr=None):
-        """The TrainConfig of one run; ``attention`` (a label of ``attentions``), ``depth`` and ``lr`` only on the
-        remedies axis (None: the paper grid's config, unchanged)."""
+                     depth=None, lr=None, recipe=None, encoding=None):
+        """The TrainConfig of one run; ``attention`` (a label of ``attentions``), ``depth``, ``lr``, ``recipe`` (a
+        label of ``recipes``) and ``encoding`` (a key encoding) only on the remedies axis (None: the paper grid's
+        config, unchanged). A replicate of softmax (``{"replicate": true}``) trains plain softmax from the seed
+        index's replicate streams."""
         from varsim.train import TrainConfig
 
         model = {**self.model, "task": task, "norm": norm, **GRID_ARCHITECTURES[architecture]}
+        replicate = False
         if attention is not None:
-            model.update(self.attentions[attention])
+            overrides = dict(self.attentions[attention])
+            replicate = bool(overrides.pop(REPLICATE_KEY, False))
+            model.update(overrides)
         if depth is not None:
             model["n_blocks"] = depth
+        if encoding is not None:
+            model["key_encoding"] = encoding
         train = dict(self.train)
+        if recipe is not None:
+            train.update(self.recipes[recipe])
         if lr is not None:
             train["lr"] = lr
         elif self.lr_grid:
             train["lr"] = self.lr_grid[0]
+        suffix = "_replicate" if replicate else ""
         return TrainConfig(
             **{**train, "task": task, "model": model,
-               "seed": self.seed_for(seed_index, "init"), "data_seed": self.seed_for(seed_index, "data")}
+               "seed": self.seed_for(seed_index, "init" + suffix),
+               "data_seed": self.seed_for(seed_index, "data" + suffix)}
         )
 
 
-def run_id(task: str, architecture: str, norm: str, seed_index: int, *, attention=None, depth=None) -> str:
+def run_id(task: str, architecture: str, norm: str, seed_index: int, *, attention=None, depth=None, recipe=None,
+           encoding=None) -> str:
     """``task-architecture-norm-s<seed>``; on the remedies axis
-    ``task-architecture-norm-attention-d<depth>-s<seed>``."""
-    if attention is None and depth is None:
+    ``task-architecture-norm-attention-d<depth>[-recipe][-encoding]-s<seed>`` (recipe and key encoding when the grid
+    has them)."""
+    if attention is None and depth is None and recipe is None and encoding is None:
         return f"{task}-{architecture}-{norm}-s{seed_index}"
-    return f"{task}-{architecture}-{norm}-{attention or 'default'}-d{depth or 0}-s{seed_index}"
+    extra = "".join(f"-{x}" for x in (recipe, encoding) if x is not None)
+    return f"{task}-{architecture}-{norm}-{attention or 'default'}-d{depth or 0}{extra}-s{seed_index}"
 
 
-def cells(settings: ReproductionSettings) -> list[tuple]:
-    """The cells ``(task, architecture, norm, attention, depth)`` of the grid in run order (attention and depth are
-    None on the paper grid)."""
-    return [(t, a, n, att, d) for t in settings.tasks for a in settings.architectures for n in settings.norms
+class Cell(NamedTuple):
+    """One cell of the grid: every factor but the seed (None where the grid does not have the factor)."""
+
+    task: str
+    architecture: str
+    norm: str
+    attention: str | None = None
+    depth: int | None = None
+    recipe: str | None = None
+    encoding: str | None = None
+
+    def run_id(self, seed_index: int) -> str:
+        return run_id(self.task, self.architecture, self.norm, seed_index, attention=self.attention,
+                      depth=self.depth, recipe=self.recipe, encoding=self.encoding)
+
+    @property
+    def group(self) -> tuple:
+        """The cell without its attention: the runs a variant is paired with softmax in."""
+        return self._replace(attention=None)
+
+
+def _encodings(settings: ReproductionSettings, task: str) -> tuple:
+    """The key encodings a task runs with: ``key_encodings`` for a task with keys, else ``(None,)``."""
+    if settings.key_encodings and TASK_REGISTRY[task].key_fields:
+        return settings.key_encodings
+    return (None,)
+
+
+def cells(settings: ReproductionSettings) -> list[Cell]:
+    """The cells of the grid in run order (attention, depth, recipe and encoding are None on the paper grid)."""
+    return [Cell(t, a, n, att, d, r, e) for t in settings.tasks for r in (tuple(settings.recipes) or (None,))
+            for e in _encodings(settings, t) for a in settings.architectures for n in settings.norms
             for att in settings.attention_labels for d in settings.depth_values]
 
 
-def cell_key(cell: tuple) -> str:
+def cell_key(cell: Cell) -> str:
     """A cell as a string key of ``selection.json``: its run id without the seed."""
-    t, a, n, att, d = cell
-    return run_id(t, a, n, 0, attention=att, depth=d).rsplit("-s", 1)[0]
+    return cell.run_id(0).rsplit("-s", 1)[0]
 
 
 def selection_specs(settings: ReproductionSettings) -> list[dict]:
@@ -305,7 +389,7 @@ def selection_specs(settings: ReproductionSettings) -> list[dict]:
         return []
     specs = []
     for cell in cells(settings):
-        task, arch, norm, att, depth = cell
+        task, arch, norm, att, depth = cell[:5]
         for i, lr in enumerate(settings.lr_grid):
             for s in range(settings.lr_select_seeds):
                 cfg = settings.train_config(task, norm, arch, s, attention=att, depth=depth, lr=lr)
@@ -331,18 +415,25 @@ def job_specs(settings: ReproductionSettings, selection: dict | None = None) -> 
         raise ValueError("selection: the lr of every cell must be selected before the main runs' specs exist")
     specs = []
     for cell in cells(settings):
-        task, arch, norm, att, depth = cell
+        task, arch, norm, att, depth = cell[:5]
         lr = selection[cell_key(cell)] if settings.lr_grid else None
         for s in range(settings.seeds):
-            cfg = settings.train_config(task, norm, arch, s, attention=att, depth=depth, lr=lr)
+            cfg = settings.train_config(task, norm, arch, s, attention=att, depth=depth, lr=lr, recipe=cell.recipe,
+                                        encoding=cell.encoding)
             extra = {}
             if settings.remedies:
                 extra = {"attention": att, "depth": cfg.model.n_blocks, "lr": cfg.lr}
+                if cell.recipe is not None:
+                    extra["recipe"] = cell.recipe
+                if cell.encoding is not None:
+                    extra["key_encoding"] = cell.encoding
                 if att == BASELINE_ATTENTION and settings.inference_attentions:
                     extra["inference"] = [{"label": k, **{"params": {}, **v}}
                                           for k, v in settings.inference_attentions.items()]
+            long = {"long": {"lengths": list(settings.eval_long["lengths"]),
+                                  "examples": settings.eval_long["examples"]}} if settings.eval_long else {}
             specs.append({
-                "run_id": run_id(task, arch, norm, s, attention=att, depth=depth),
+                "run_id": cell.run_id(s),
                 "task": task,
                 "architecture": arch,
                 "norm": norm,
@@ -350,7 +441,8 @@ def job_specs(settings: ReproductionSettings, selection: dict | None = None) -> 
                 "seed_index": s,
                 "train_config": cfg.to_dict(),
                 "eval": {"lengths": list(settings.eval_lengths), "examples": settings.eval_examples,
-                         "batch_size": settings.eval_batch_size, "seed": settings.seed_for(s, "eval")},
+                         "batch_size": settings.eval_batch_size, "seed": settings.seed_for(s, "eval"),
+                         **long},
                 "in_distribution": {"length": cfg.train_max, "examples": settings.id_examples,
                                     "seed": settings.seed_for(s, "in_distribution"),
                                     "threshold": settings.learned_threshold},

@@ -95,6 +95,13 @@ def _evaluate_all(model, config, spec: dict) -> dict:
     id_correct = int(idv["correct"][0])
     id_acc = id_correct / id_spec["examples"]
     id_lo, id_hi = idv["ci_low"][0], idv["ci_high"][0]  # evaluate() gives the Wilson interval of each count
+    long = None
+    if "long" in ev_spec:  # longer sets, fewer examples: a record of its own (its own example count)
+        lg = ev_spec["long"]
+        out = evaluate(model, lg["lengths"], lg["examples"], ev_spec["batch_size"], ev_spec["seed"], progress=False)
+        long = {"lengths": out["lengths"], "examples": lg["examples"], "correct": out["correct"],
+                "accuracy": out["accuracy"], "ci_low": out["ci_low"], "ci_high": out["ci_high"]}
+        ranking_long = out["ranking"]
     t_eval = time.perf_counter()
 
     pr = spec["probe"]
@@ -111,6 +118,7 @@ def _evaluate_all(model, config, spec: dict) -> dict:
         },
         "probes": probe,
         "ranking": ev["ranking"],
+        **({} if long is None else {"eval_long": long, "ranking_long": ranking_long}),
         "eval_s": t_eval - t_start,
     }
 
@@ -157,6 +165,7 @@ def _run(spec: dict, workdir: Path) -> dict:
         # ranking vs dispersion on the test sets (varsim.train.ranking); a key of its own so that the fields above
         # keep their numbers (tests/golden_outputs.py fingerprints them)
         "ranking": res["ranking"],
+        **{k: res[k] for k in ("eval_long", "ranking_long") if k in res},
         **extra,
         "timing": {
             "train_s": t_train - t_start, "eval_s": t_eval - t_train, "probe_s": t_probe - t_eval,

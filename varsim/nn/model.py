@@ -550,6 +550,18 @@ class Transformer:
                for chunk, f in self._chunks(batch, focus)]
         return np.concatenate(out).astype(np.int64, copy=False)
 
+    def logits_and_weights(self, batch, focus=None) -> tuple[np.ndarray, np.ndarray]:
+        """``(logits (B, n_outputs), weights (B, H, N))``: the class scores and the last block's query-row attention
+        weights over the items (0 at padding), from the forward pass :meth:`predict` runs (``focus`` as there).
+        What the ranking decomposition (:mod:`varsim.train.ranking`) reads, without :meth:`analysis`'s records."""
+        focus = self._focus(batch, focus)
+        logits, weights = [], []
+        for chunk, f in self._chunks(batch, focus):
+            z, (_, block_caches, *_) = self._forward(chunk, inference=True, focus=f)
+            logits.append(z)
+            weights.append(attention_weights(block_caches[-1][1])[:, :, 0, 1:])
+        return np.concatenate(logits, axis=0), np.concatenate(weights, axis=0)
+
     def analysis(self, batch, focus=None) -> dict[str, np.ndarray]:
         """What the query token sees, per block b (arrays over the whole batch; ``focus`` as in :meth:`predict`):
 

@@ -113,19 +113,9 @@ class Adam:
         decay = _decay_matrices if decay is None else decay
         self.decayed = {k: bool(decay(k, p)) for k, p in params.items()}
         self.t = 0  # updates done
-        # The update runs on one flat array per dtype (a few NumPy calls per step instead of a dozen per parameter;
-        # the same elementwise arithmetic, so the same numbers). ``m`` and ``v`` are views into the flat moments.
-        self._groups = []
-        self.m, self.v = {}, {}
-        for dtype in dict.fromkeys(p.dtype for p in params.values()):
-            names = [k for k, p in params.items() if p.dtype == dtype]
-            sizes = np.cumsum([0] + [params[k].size for k in names])
-            m, v = np.zeros(sizes[-1], dtype=dtype), np.zeros(sizes[-1], dtype=dtype)
-            decayed = np.zeros(sizes[-1], dtype=bool)
-            for k, a, b in zip(names, sizes[:-1], sizes[1:]):
-                self.m[k], self.v[k] = m[a:b].reshape(params[k].shape), v[a:b].reshape(params[k].shape)
-                decayed[a:b] = self.decayed[k]
-            self._groups.append((dtype, names, list(zip(sizes[:-1], sizes[1:])), m, v, decayed))
+        # One pass per parameter (varsim.nn._optim_kernels.adam_update): every entry read and written once.
+        self.m = {k: np.zeros(p.shape, dtype=p.dtype) for k, p in params.items()}
+        self.v = {k: np.zeros(p.shape, dtype=p.dtype) for k, p in params.items()}
 
     @property
     def lr(self) -> float:
@@ -150,27 +140,16 @@ class Adam:
         for k, p in self.params.items():
             if np.shape(grads[k]) != p.shape:
                 raise ValueError(f"grads[{k!r}] has shape {np.shape(grads[k])}, parameter has {p.shape}")
-        for dtype, names, spans, m, v, decayed in self._groups:
-            f = dtype.type
-            g = np.concatenate([np.asarray(grads[k], dtype=dtype).ravel() for k in names])
-            p = np.concatenate([self.params[k].ravel() for k in names])
-            if scale != 1.0:
-                g *= f(scale)
-            if self.weight_decay:
-                if self.decoupled:
-                    np.multiply(p, f(1.0 - lr * self.weight_decay), out=p, where=decayed)
-                else:
-                    np.add(g, f(self.weight_decay) * p, out=g, where=decayed)
-            m *= f(b1)
-            m += f(1.0 - b1) * g
-            v *= f(b2)
-            v += f(1.0 - b2) * (g * g)
-            denom = np.sqrt(v)
-            denom /= f(sqrt_bc2)
-            denom += f(self.eps)
-            p -= f(step_size) * (m / denom)
-            for k, (a, b) in zip(names, spans):
-                self.params[k][...] = p[a:b].reshape(self.params[k].shape)
+        from varsim.nn._optim_kernels import adam_update
+
+        for k, p in self.params.items():
+            c = np.array([scale, 1.0 - lr * self.weight_decay, self.weight_decay, b1, 1.0 - b1, b2, 1.0 - b2,
+                          sqrt_bc2, self.eps, step_size], dtype=p.dtype)  # CONSTANTS of varsim.nn._optim_kernels
+            flat = p.reshape(-1)  # a view of a contiguous parameter
+            adam_update(flat, np.ascontiguousarray(grads[k], dtype=p.dtype).reshape(-1), self.m[k].reshape(-1),
+                        self.v[k].reshape(-1), self.decayed[k] and self.weight_decay != 0.0, self.decoupled, c)
+            if not np.shares_memory(flat, p):
+                p[...] = flat.reshape(p.shape)
         return {"lr": lr, "grad_norm": norm, "clipped": scale != 1.0}
 
     def hyperparameters(self) -> dict:

@@ -104,7 +104,6 @@ def evaluate(
     threads = _blas.blas_threads(blas_threads) if blas_threads is not None else contextlib.nullcontext()
 
     acc, correct, lows, highs, times, ranking = [], [], [], [], [], []
-    last = f"block{mcfg.n_blocks - 1}.attn_weights"
     with threads, Progress(len(lengths) * n_chunks, f"evaluate {mcfg.task}", enabled=progress) as bar:
         for length in lengths:
             t0 = time.perf_counter()
@@ -115,9 +114,9 @@ def evaluate(
                 batch = evaluation_batch(mcfg, int(length), j, size, seed_seq)
                 if decompose:
                     item = task.correct_item(batch)
-                    out = model.analysis(batch)
-                    hit = np.argmax(out["logits"], axis=1) == batch["target"]
-                    tally.add(out[last], item, hit)
+                    logits, weights = model.logits_and_weights(batch)
+                    hit = np.argmax(logits, axis=1) == batch["target"]
+                    tally.add(weights, item, hit)
                 else:
                     hit = model.predict(batch) == batch["target"]
                 hits += int(np.count_nonzero(hit))
