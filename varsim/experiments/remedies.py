@@ -43,7 +43,7 @@ import math
 from varsim.experiments.settings import REPLICATE_KEY, ReproductionSettings, _pow2
 
 __all__ = ["TRAINED_ATTENTIONS", "INFERENCE_ATTENTIONS", "RECIPES", "KEY_ENCODINGS", "REMEDIES",
-           "POSITIVE_CONTROLS", "NEGATIVE_CONTROLS", "PRIMARY_ENDPOINT", "remedies_settings", "PRESETS"]
+           "POSITIVE_CONTROLS", "NEGATIVE_CONTROLS", "PRIMARY", "PRIMARY_ENDPOINT", "remedies_settings", "PRESETS"]
 
 #: trained variants: label -> ModelConfig overrides (logn's n0 is the largest training length, given explicitly)
 TRAINED_ATTENTIONS = {
@@ -75,15 +75,17 @@ KEY_ENCODINGS = ("binary", "embedding")
 REMEDIES = ("ssmax", "logn", "entmax15", "topk1", "logn_temperature", "adaptive_temperature", "critical")
 POSITIVE_CONTROLS = ("oracle",)
 NEGATIVE_CONTROLS = ("permuted_softmax", "softmax_replicate")
-#: fixed before the grid ran; read by the summary (varsim.experiments.remedies_summary) and quoted by the docs
+#: fixed before the grid ran (the settings' ``primary``, written to settings.json before any run); the summary
+#: (varsim.experiments.remedies_summary) computes it, the docs quote it
+PRIMARY = {"length": 1024, "variants": REMEDIES, "positive_controls": POSITIVE_CONTROLS,
+           "negative_controls": NEGATIVE_CONTROLS}
 PRIMARY_ENDPOINT = {
-    "length": 1024,
+    **PRIMARY,
     "statistic": "paired accuracy difference against softmax (same seed index: same test sets; same weights for "
                  "the inference-only maps), mean over seeds with a two-sided Student-t 95% interval",
     "test": "paired t-test",
     "family": "every remedy x task x recipe x key encoding (dictionary) at N = 1024",
     "correction": "Holm step-down over the family (family-wise error rate 0.05)",
-    "variants": list(REMEDIES),
     "controls": "judged by their own unadjusted paired t-tests: the positive control must be significantly "
                 "positive, the negative controls never significant (p >= 0.05)",
 }
@@ -102,7 +104,7 @@ def remedies_settings(*, quick: bool = False, seeds: int | None = None, root_see
                     hist_lengths=(16,), eval_examples=64, id_examples=64, probe_sets=16,
                     attentions=TRAINED_ATTENTIONS, inference_attentions=INFERENCE_ATTENTIONS, depths=(1,),
                     recipes={"cosine_lr3e3": RECIPES["cosine_lr3e3"], "constant_lr3e3": RECIPES["constant_lr3e3"]},
-                    key_encodings=KEY_ENCODINGS)
+                    key_encodings=KEY_ENCODINGS, primary={**PRIMARY, "length": 32})
         base["train"] = {**{k: v for k, v in base["train"].items() if k != "lr"}, **fixed_train,
                          "steps": 200, "checkpoint_every": 100}
     else:
@@ -111,7 +113,7 @@ def remedies_settings(*, quick: bool = False, seeds: int | None = None, root_see
                     norms=["none"], eval_lengths=_pow2(4, 10), eval_long={"lengths": _pow2(11, 14), "examples": 256},
                     probe_lengths=_pow2(4, 10), hist_lengths=(16, 256), eval_examples=512, probe_sets=128,
                     attentions=TRAINED_ATTENTIONS, inference_attentions=INFERENCE_ATTENTIONS, depths=(1,),
-                    recipes=RECIPES, key_encodings=KEY_ENCODINGS)
+                    recipes=RECIPES, key_encodings=KEY_ENCODINGS, primary=PRIMARY)
         base["train"] = {**{k: v for k, v in base["train"].items() if k != "lr"}, **fixed_train}
         base["model"] = {k: v for k, v in base["model"].items() if k != "n_blocks"}  # depths set it
     base.update(changes)

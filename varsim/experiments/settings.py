@@ -25,7 +25,7 @@ from varsim._common.validate import check_choice, check_fields, check_int, check
 from varsim.tasks import TASK_REGISTRY
 
 __all__ = ["ReproductionSettings", "GRID_ARCHITECTURES", "DEFAULT_NORMS", "BASELINE_NORM", "BASELINE_ATTENTION",
-           "REMEDY_FIELDS", "RECIPE_KEYS", "REPLICATE_KEY", "Cell", "run_id", "job_specs", "selection_specs", "cells"]
+           "REMEDY_FIELDS", "PRIMARY_KEYS", "RECIPE_KEYS", "REPLICATE_KEY", "Cell", "run_id", "job_specs", "selection_specs", "cells"]
 
 #: the grid's architecture labels (not the model registry ``varsim.nn.architectures.ARCHITECTURES``) -> the
 #: :class:`varsim.nn.model.ModelConfig` fields each sets (its ``architecture``,
@@ -40,7 +40,9 @@ BASELINE_ATTENTION = "softmax"
 #: the remedies fields and their defaults (a field at its default is not written to settings or specs)
 REMEDY_FIELDS = {"attentions": {}, "inference_attentions": {}, "depths": (), "lr_grid": (), "lr_select_seeds": 2,
                  "validation_lengths": (4, 8, 16), "validation_examples": 512, "recipes": {}, "key_encodings": (),
-                 "eval_long": {}}
+                 "eval_long": {}, "primary": {}}
+#: the keys of a pre-registered primary endpoint (``primary``)
+PRIMARY_KEYS = ("length", "variants", "positive_controls", "negative_controls")
 #: the TrainConfig fields a recipe may set
 RECIPE_KEYS = ("optimizer", "lr", "schedule", "warmup", "min_lr_ratio", "weight_decay", "clip_norm")
 #: an ``attentions`` entry's key (besides the model keys) that makes it a replicate of softmax: the same map trained
@@ -94,6 +96,7 @@ class ReproductionSettings:
     recipes: dict = dataclasses.field(default_factory=dict)
     key_encodings: tuple = ()
     eval_long: dict = dataclasses.field(default_factory=dict)
+    primary: dict = dataclasses.field(default_factory=dict)
 
     def __post_init__(self):
         set_ = lambda k, v: object.__setattr__(self, k, v)  # noqa: E731  (frozen dataclass)
@@ -219,6 +222,18 @@ class ReproductionSettings:
                                  f"{list(lengths)}")
             set_("eval_long", {"lengths": lengths,
                                "examples": check_int("eval_long.examples", self.eval_long["examples"], minimum=1)})
+        if self.primary:
+            p = self.primary
+            if not isinstance(p, dict) or set(p) != set(PRIMARY_KEYS):
+                raise ValueError(f"primary must be a dict of {', '.join(PRIMARY_KEYS)}, got {p!r}")
+            if p["length"] not in self.eval_lengths:
+                raise ValueError(f"primary.length {p['length']!r} must be one of eval_lengths {list(self.eval_lengths)}")
+            labels = (set(self.attentions) | set(self.inference_attentions)) - {BASELINE_ATTENTION}
+            for key in PRIMARY_KEYS[1:]:
+                if isinstance(p[key], str) or not all(v in labels for v in p[key]):
+                    raise ValueError(f"primary.{key} must list variant labels of the grid ({', '.join(sorted(labels))}),"
+                                     f" got {p[key]!r}")
+            set_("primary", {"length": int(p["length"]), **{k: tuple(p[k]) for k in PRIMARY_KEYS[1:]}})
         if (self.attentions or self.depths or self.lr_grid) and "n_blocks" in self.model and self.depths:
             raise ValueError("model may not set n_blocks when depths is given")
         fixed = set(_MODEL_KEYS) & set(self.model)
