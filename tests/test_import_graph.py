@@ -34,8 +34,8 @@ EXPERIMENTS_FLOORS = [
     {"records", "report", "selection"},
     {"worker"},
     {"runner", "recheck"},
-    {"reproduction_summary", "remedies", "remedies_summary"},
-    {"aggregation"},
+    {"reproduction_summary", "remedies", "remedies_summary", "decoder_grid"},
+    {"aggregation", "presets"},
     {"reproduce"},
     {""},
 ]

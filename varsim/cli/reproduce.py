@@ -7,6 +7,7 @@ Examples::
     varsim reproduce results/reproduce --scheduler tcp://10.0.0.5:8786
     varsim reproduce results/reproduce --aggregate-only     # rebuild summary.json and table.md
     varsim reproduce results/remedies --preset remedies     # the attention-variant grid (REMEDIES.md 4)
+    varsim reproduce results/decoder --preset decoder       # the causal decoder with positions (issue 20)
     varsim reproduce results/remedies --recheck RUN_ID      # recompute a finished run: same numbers as its record?
 
 Re-running the same command resumes: finished runs are kept, unreadable ones are reported and redone. One process
@@ -27,6 +28,9 @@ from varsim.cli._options import int_option, seed_option, threads_option
 
 #: More seeds per variant than any reproduction needs (the paper's uses 6); a larger count is a typo.
 MAX_SEEDS = 1000
+#: the names of varsim.experiments.presets.PRESETS (listed here so that building the parser imports no grid;
+#: tests/test_decoder_grid.py checks that they agree)
+PRESET_NAMES = ["remedies", "decoder"]
 
 
 def register(parser: argparse.ArgumentParser) -> None:
@@ -41,9 +45,10 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--norms", nargs="+", metavar="NORM",
                         help="normalizations after attention (default: none layernorm standardize "
                              "layernorm_per_head; standardize_per_head is also available)")
-    parser.add_argument("--preset", choices=["remedies"], default=None,
-                        help="another grid: remedies = trained attention variants x inference-only maps x depth 1, 2 "
-                             "with an lr grid chosen on in-distribution validation (varsim.experiments.remedies)")
+    parser.add_argument("--preset", choices=PRESET_NAMES, default=None,
+                        help="another grid: remedies = trained attention variants x inference-only maps x recipes "
+                             "(varsim.experiments.remedies); decoder = a causal decoder with positions none/rope/"
+                             "alibi x softmax/ssmax/logn x norm none/layernorm (varsim.experiments.decoder_grid)")
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--scheduler", metavar="ADDRESS",
                        help="run on a Dask cluster at ADDRESS (needs dask[distributed]; workers must import varsim)")

@@ -43,7 +43,7 @@ import math
 from varsim.experiments.settings import REPLICATE_KEY, ReproductionSettings, _pow2
 
 __all__ = ["TRAINED_ATTENTIONS", "INFERENCE_ATTENTIONS", "RECIPES", "KEY_ENCODINGS", "REMEDIES",
-           "POSITIVE_CONTROLS", "NEGATIVE_CONTROLS", "PRIMARY", "PRIMARY_ENDPOINT", "remedies_settings", "PRESETS"]
+           "POSITIVE_CONTROLS", "NEGATIVE_CONTROLS", "PRIMARY", "PRIMARY_ENDPOINT", "remedies_settings"]
 
 #: trained variants: label -> ModelConfig overrides (logn's n0 is the largest training length, given explicitly)
 TRAINED_ATTENTIONS = {
@@ -119,6 +119,3 @@ def remedies_settings(*, quick: bool = False, seeds: int | None = None, root_see
     base.update(changes)
     return ReproductionSettings.from_dict(base)
 
-
-#: ``varsim reproduce --preset NAME``: name -> factory(quick, seeds, root_seed)
-PRESETS = {"remedies": remedies_settings}

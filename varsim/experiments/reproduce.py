@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from varsim.experiments.aggregation import aggregate
-from varsim.experiments.remedies import PRESETS
+from varsim.experiments.presets import PRESETS
 from varsim.experiments.runner import run_grid
 from varsim.experiments.settings import ReproductionSettings
 
@@ -33,8 +33,9 @@ def run_reproduction(
 
     ``settings`` defaults to :meth:`ReproductionSettings.quick` (``quick=True``) or :meth:`~.full`, with
     ``seeds`` (default 2 quick, 6 full), ``root_seed``, and ``tasks`` / ``architectures`` / ``norms`` restricting
-    the grid; ``preset`` (``"remedies"``, :mod:`varsim.experiments.remedies`) picks another grid. ``scheduler`` (a
-    Dask address) or ``workers`` (local processes, default one per core) choose where the runs execute.
+    the grid; ``preset`` (a name of :data:`varsim.experiments.presets.PRESETS`: ``"remedies"``,
+    :mod:`varsim.experiments.remedies`; ``"decoder"``, :mod:`varsim.experiments.decoder_grid`) picks another grid.
+    ``scheduler`` (a Dask address) or ``workers`` (local processes, default one per core) choose where the runs execute.
     ``checkpoints`` (default: on for local runs, off on Dask, whose workers may not share this
     filesystem) keeps training checkpoints in ``outdir/checkpoints`` so an interrupted run resumes mid-training.
     ``progress`` (default: stderr is a terminal) logs one line per finished run; ``on_run(record)`` is called in

@@ -29,8 +29,14 @@ __all__ = ["ReproductionSettings", "GRID_ARCHITECTURES", "DEFAULT_NORMS", "BASEL
 
 #: the grid's architecture labels (not the model registry ``varsim.nn.architectures.ARCHITECTURES``) -> the
 #: :class:`varsim.nn.model.ModelConfig` fields each sets (its ``architecture``,
-#: a model of :mod:`varsim.nn.architectures`, when not the set transformer, and that model's switches)
-GRID_ARCHITECTURES = {"residual": {"residual": True}, "no_residual": {"residual": False}}
+#: a model of :mod:`varsim.nn.architectures`, when not the set transformer, and that model's switches): the set
+#: transformer with or without the residual around attention, and the causal decoder with each positional encoding
+#: of :mod:`varsim.nn.positions` (the decoder grid, :mod:`varsim.experiments.decoder_grid`)
+GRID_ARCHITECTURES = {"residual": {"residual": True}, "no_residual": {"residual": False},
+                      **{f"decoder_{p}": {"architecture": "decoder", "positions": p}
+                         for p in ("none", "rope", "alibi", "learned")}}
+#: the paper grid's architectures (the default of ``architectures``)
+PAPER_ARCHITECTURES = ("residual", "no_residual")
 #: the tasks of the paper's grid (any registered task of varsim.tasks may be named in ``tasks``)
 PAPER_TASKS = ("argmax", "dictionary")
 DEFAULT_NORMS = ("none", "layernorm", "standardize", "layernorm_per_head")
@@ -70,7 +76,7 @@ class ReproductionSettings:
     """
 
     tasks: tuple = PAPER_TASKS
-    architectures: tuple = tuple(GRID_ARCHITECTURES)
+    architectures: tuple = PAPER_ARCHITECTURES
     norms: tuple = DEFAULT_NORMS
     seeds: int = 6
     root_seed: int = 0

@@ -43,9 +43,9 @@ def _train(spec: dict, workdir: Path):
             raise
         # Diverged before its first checkpoint: evaluate the initial model, recorded as a variant that did not
         # learn (``learned`` is False whenever training did not complete) rather than as a failed run.
-        from varsim.nn.model import Transformer
+        from varsim.nn.architectures import build_model
 
-        model, state = Transformer(config.model, seed=config.seed), {"step": 0}
+        model, state = build_model(config.model, seed=config.seed), {"step": 0}
     return config, summary, model, state
 
 

@@ -403,7 +403,7 @@ class Decoder:
             record[f"{pre}.value_mean"], record[f"{pre}.value_var"] = value_moments(
                 h, p[f"{pre}.attn.w_qkv"], p[f"{pre}.attn.b_qkv"], keys)
         if inference:
-            return out, None
+            return out, att  # the last row's weights over every token (B, H, T): what logits_and_weights reads
         return out, (ln1, att, norm_cache, o_cache, ln2, mlp_cache, last)
 
     def _block_backward(self, i, dout, cache, grads):
@@ -520,6 +520,26 @@ class Decoder:
         """Predicted class (B,) int64; memory bounded by the chunk size and the row blocks, not by B or T^2."""
         out = [np.argmax(self._forward(chunk, inference=True)[0], axis=1) for chunk in self._chunks(batch)]
         return np.concatenate(out).astype(np.int64, copy=False)
+
+    def logits_and_weights(self, batch) -> tuple[np.ndarray, np.ndarray]:
+        """``(logits (B, n_outputs), weights (B, H, N))``: the class scores and the last block's query-row (last
+        position's) attention weights over the items in item order (an item of several tokens gets the sum of its
+        tokens' weights; 0 at padding), from the forward pass :meth:`predict` runs. What the ranking decomposition
+        (:mod:`varsim.train.ranking`) reads, as :meth:`varsim.nn.model.Transformer.logits_and_weights`."""
+        k = self.config.task_spec.item_tokens
+        logits, weights = [], []
+        for chunk in self._chunks(batch):
+            z, (_, atts, *_) = self._forward(chunk, inference=True)
+            mask = np.asarray(chunk["mask"], dtype=bool)
+            b, n = mask.shape
+            w = atts[-1][:, :, :-1].reshape(b, -1, n, k).sum(axis=-1)  # (B, H, N) in sequence order
+            pad = n - mask.sum(axis=1)  # left padding: item i sits at sequence slot pad_b + i
+            if pad.any():
+                src = np.minimum(np.arange(n)[None, :] + pad[:, None], n - 1)  # (B, N)
+                w = np.take_along_axis(w, src[:, None, :], axis=2) * mask[:, None, :]
+            logits.append(z)
+            weights.append(w)
+        return np.concatenate(logits, axis=0), np.concatenate(weights, axis=0)
 
     def analysis(self, batch) -> dict[str, np.ndarray]:
         """What the query token (the last row) sees, per block b, as :meth:`varsim.nn.model.Transformer.analysis`:

@@ -64,8 +64,9 @@ def evaluate(
     the fast one: the model's matrix products are small (D = 64), so extra BLAS threads mostly synchronize and
     spin (``benchmarks/bench_evaluate.py`` measures it).
 
-    ``"ranking"`` (set transformer; None for other architectures): per length, the decomposition of
-    :mod:`varsim.train.ranking` for the last block's best head: ``best_head``, ``weight_correct`` (mean weight on the
+    ``"ranking"`` (a model with ``logits_and_weights``: the set transformer, the causal decoder (the last position's
+    weights over the items); None for others): per length, the decomposition of :mod:`varsim.train.ranking` for the
+    last block's best head: ``best_head``, ``weight_correct`` (mean weight on the
     correct item), ``ranking_correct`` (fraction of examples whose largest weight is on the correct item),
     ``accuracy_given_ranking_correct`` and ``accuracy_given_ranking_wrong`` (None when the condition never occurs),
     with their counts; computed from the same forward passes as the accuracy.
@@ -90,7 +91,7 @@ def evaluate(
     model = _override_attention(model, attention, attention_params)
     mcfg = model.config
     task = mcfg.task_spec
-    decompose = _has_query_attention(model)
+    decompose = hasattr(model, "logits_and_weights")
     lengths = check_int_grid("lengths", lengths, minimum=1)
     for i, length in enumerate(lengths):
         check_set_size(mcfg.task, int(length), name=f"lengths[{i}]", **mcfg.vocab)
