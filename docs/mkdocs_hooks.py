@@ -168,11 +168,32 @@ def on_files(files, config):
     return files
 
 
+def without_data() -> list[str]:
+    """The figures of the registry whose data source has no data in this build (e.g. the decoder figures before the
+    first full decoder run is committed): the gallery lists them without an image, ``varsim figures`` skips them."""
+    import importlib
+
+    from varsim.figures import FIGURES, SOURCES, data_source
+
+    options = {"quick": False, "seed": 0, "results": None, "rerun": False, "progress": False, "probe_results": None,
+               "remedies_results": None, "decoder_results": None}
+    out = []
+    for name in FIGURES:
+        kind = data_source(name)
+        if kind is not None:
+            module, cls = SOURCES[kind]
+            if not getattr(getattr(importlib.import_module(module), cls).from_options(options), "available", True):
+                out.append(name)
+    return out
+
+
 def draw_gallery() -> list[str]:
-    """Draw every figure into build/gallery (or keep an earlier build's with VARSIM_DOCS_FIGURES=reuse); its names."""
+    """Draw every figure with data into build/gallery (or keep an earlier build's with VARSIM_DOCS_FIGURES=reuse);
+    their names."""
     from varsim.figures import FIGURES, make
 
-    names = list(FIGURES)
+    skipped = without_data()
+    names = [n for n in FIGURES if n not in skipped]
     mode = os.environ.get("VARSIM_DOCS_FIGURES", "draw")
     if mode not in ("draw", "reuse"):
         raise PluginError(f"VARSIM_DOCS_FIGURES must be 'draw' or 'reuse', not {mode!r}")
@@ -210,6 +231,7 @@ GALLERY_GROUPS = (
     ("Reproduction", "fig_repro_"),
     ("Remedies", "fig_remedies_"),
     ("Real pretrained models", "fig_probe_"),
+    ("Causal decoder", "fig_decoder_"),
 )
 
 
@@ -218,12 +240,17 @@ def gallery_markdown() -> str:
     from varsim.figures import FIGURES
 
     parts, seen = [], set()
+    no_data = set(without_data())
     for group, selector in GALLERY_GROUPS:
         names = [n for n in FIGURES if n in selector.split() or (selector.endswith("_") and n.startswith(selector))]
         parts.append(f"## {group}\n")
         for name in names:
             seen.add(name)
             title, rest = figure_caption(name)
+            if name in no_data:
+                parts.append(f"### {title}\n\n*Not drawn: this build has no committed results for `{name}` yet.*"
+                             f"\n\n{rest}\n")
+                continue
             parts.append(f"### {title}\n\n"
                          f'<figure markdown="span">\n![{name}](gallery/{name}.png){{ loading=lazy }}\n'
                          f"<figcaption markdown>`{name}`</figcaption>\n</figure>\n\n{rest}\n")

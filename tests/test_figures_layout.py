@@ -49,6 +49,10 @@ def _new_source(kind):
         from varsim.figures.remedies import RemediesSource
 
         return RemediesSource(None, quick=False)
+    if kind == "decoder":
+        from varsim.figures.decoder import DecoderSource
+
+        return DecoderSource(None, quick=False)
     return None
 
 
@@ -60,6 +64,8 @@ def datasets():
         params = TINY.get(name)
         if params is not None:
             out[name] = _style.jsonable(module.compute(seed=0, **params))
+        elif not getattr(_source(name), "available", True):
+            out[name] = None  # no committed data in this build yet (the decoder figures before the first full run)
         else:
             out[name] = _style.jsonable(module.compute(False, 0, source=_source(name)))
     return out
@@ -115,6 +121,8 @@ def overlapping_texts(fig) -> list[tuple[str, str]]:
 @pytest.mark.parametrize("style", ["default", "column"])
 @pytest.mark.parametrize("name", list(figures.FIGURES))
 def test_figure_fills_its_canvas_without_overlapping_text(datasets, name, style):
+    if datasets[name] is None:
+        pytest.skip(f"{name}: no committed data in this build")
     module = figures.load(name)
     with _style.style(style):
         fig = module.draw(datasets[name], style=style)

@@ -45,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
     from varsim.figures.custom import make_custom
 
     sources = {"results": args.results, "rerun": args.rerun, "probe_results": args.probe_results,
-               "remedies_results": args.remedies_results}
+               "remedies_results": args.remedies_results, "decoder_results": args.decoder_results}
     written = make_custom(args.only, outdir=DEFAULT_OUTDIR if args.outdir is None else args.outdir, params=params,
                           style=args.style, footer=args.footer, quick=args.quick, seed=args.seed,
                           progress=bool(args.progress), replot=args.replot, sources=sources)

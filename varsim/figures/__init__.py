@@ -62,6 +62,7 @@ FIGURES: dict[str, str] = {
     "fig_remedies_accuracy": "varsim.figures.fig_remedies_accuracy",
     "fig_remedies_paired": "varsim.figures.fig_remedies_paired",
     "fig_remedies_weight": "varsim.figures.fig_remedies_weight",
+    "fig_decoder_accuracy": "varsim.figures.fig_decoder_accuracy",
 }
 #: The data sources a figure module may name as its ``SOURCE``: name -> (module, class); :func:`make` builds each
 #: with ``cls.from_options(options)``, ``options`` being its own keyword arguments.
@@ -69,6 +70,7 @@ SOURCES: dict[str, tuple[str, str]] = {
     "reproduction": ("varsim.figures.reproduction", "ReproductionSource"),
     "probe": ("varsim.figures.probe", "ProbeSource"),
     "remedies": ("varsim.figures.remedies", "RemediesSource"),
+    "decoder": ("varsim.figures.decoder", "DecoderSource"),
 }
 
 #: Where the figures go by default: ``figures/out`` under the current directory (the checkout's root, usually).
@@ -128,6 +130,7 @@ def make(
     rerun: bool = False,
     probe_results=None,
     remedies_results=None,
+    decoder_results=None,
     on_figure=None,
 ) -> dict[str, list[Path]]:
     """Compute and plot the figures ``names`` (default: all) into ``outdir``; return the written files.
@@ -141,8 +144,9 @@ def make(
     full reproduction run (or resumed) into ``results`` (default ``results/reproduce``) first; ``quick`` runs a
     tiny one instead (smoke test). The real-model figures (``fig_probe_*``) read the committed probe results, or
     the ``varsim probe-model`` JSON files ``probe_results``. The remedies figures read the committed remedies
-    summary or the remedies results directory ``remedies_results``; when there is neither they are skipped with one
-    line on stderr when ``names`` is None (all figures), and refused (ValueError) when named.
+    summary or the remedies results directory ``remedies_results``, the decoder figures (``fig_decoder_*``) the
+    committed decoder summary or the decoder results directory ``decoder_results``; when there is neither they are
+    skipped with one line on stderr when ``names`` is None (all figures), and refused (ValueError) when named.
     """
     from varsim._common.atomic import atomic_write_json, check_writable
     from varsim._common.validate import check_int
@@ -154,7 +158,8 @@ def make(
     kinds = {name: data_source(name) for name in names}  # validates every name before any work
     seed = check_int("seed", seed, minimum=0)
     options = {"quick": quick, "seed": seed, "results": results, "rerun": rerun, "progress": progress,
-               "probe_results": probe_results, "remedies_results": remedies_results}
+               "probe_results": probe_results, "remedies_results": remedies_results,
+               "decoder_results": decoder_results}
     sources = {kind: getattr(importlib.import_module(module), cls).from_options(options)
                for kind, (module, cls) in SOURCES.items()}
     for kind, src in sources.items():
@@ -229,6 +234,9 @@ def register(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument("--remedies-results", default=None, metavar="DIR",
                         help="draw the remedies figures (fig_remedies_*) from this `varsim reproduce DIR --preset "
                              "remedies` directory instead of the committed summary of the last full remedies run")
+    parser.add_argument("--decoder-results", default=None, metavar="DIR",
+                        help="draw the decoder figures (fig_decoder_*) from this `varsim reproduce DIR --preset "
+                             "decoder` directory instead of the committed summary of the last full decoder run")
     parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                         help="status on stderr (default: when stderr is a terminal)")
     return parser
@@ -271,6 +279,7 @@ def run_args(args: argparse.Namespace) -> int:
         rerun=args.rerun,
         probe_results=getattr(args, "probe_results", None),
         remedies_results=args.remedies_results,
+        decoder_results=getattr(args, "decoder_results", None),
         on_figure=lambda name, data_from, seconds, paths: rows.append((name, data_from, seconds)),
     )
     outdir = Path(DEFAULT_OUTDIR if args.outdir is None else args.outdir)

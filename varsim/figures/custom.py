@@ -43,7 +43,7 @@ def make_custom(names, *, outdir, params: dict | None = None, style=None, footer
                 sources: dict | None = None) -> dict[str, list[Path]]:
     """Compute (or, with ``replot``, read) and draw ``names`` with ``params`` (only those given, not None) in
     ``style``; ``sources``: the data-source options of :func:`varsim.figures.make` (``results``, ``rerun``,
-    ``probe_results``, ``remedies_results``). Returns the files written per figure."""
+    ``probe_results``, ``remedies_results``, ``decoder_results``). Returns the files written per figure."""
     from varsim._common.atomic import atomic_write_json
     from varsim._common.jsonio import read_json
     from varsim._common.validate import check_int
@@ -67,7 +67,7 @@ def make_custom(names, *, outdir, params: dict | None = None, style=None, footer
     outdir = Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)
     options = {"quick": quick, "seed": seed, "results": None, "rerun": False, "progress": progress,
-               "probe_results": None, "remedies_results": None, **(sources or {})}
+               "probe_results": None, "remedies_results": None, "decoder_results": None, **(sources or {})}
     built = {} if replot else _sources(names, kinds, options, outdir)
     written = {}
     for name in names:

@@ -1,0 +1,81 @@
+"""Decoder figure: test accuracy vs set size N of the causal decoder, one panel per position (columns: NoPE, RoPE,
+ALiBi) and normalization after attention (rows), one line per trained attention (softmax, its replicate, SSMax,
+log-N).
+
+Mean over seeds with the Student-t interval of the summary as a band (cut to [0, 1]). The dotted line marks chance,
+the dashed grey one the longest training set; the pre-registered primary endpoint's N is marked on the x axis.
+Drawn from a decoder results directory (``varsim figures --decoder-results DIR``) or the committed summary of the
+last full decoder run (:mod:`varsim.figures.decoder`); the statistics are the remedies summary's.
+"""
+
+from __future__ import annotations
+
+from varsim.figures import figure_main
+
+from . import _style
+from .remedies import chance_of, draw_lines, header, panel_lines, panels_of
+
+NAME = "fig_decoder_accuracy"
+SOURCE = "decoder"  # the data it draws: a key of varsim.figures.SOURCES
+
+
+def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, source=None) -> dict:
+    """Per (position, norm): accuracy vs N of every trained attention, with its interval."""
+    from .decoder import DecoderSource
+
+    src = (source if source is not None else DecoderSource(None, quick=quick)).load()
+    summary, st = src["summary"], src["settings"]
+    panels = panels_of(summary)
+    positions = [a for a in st["architectures"] if any(p["architecture"] == a for p in panels)]
+    norms = [n for n in st["norms"] if any(p["norm"] == n for p in panels)]
+    for p in panels:
+        p["lines"] = panel_lines(summary, p, "accuracy")
+        p["chance"] = chance_of(st, p["task"])
+        p["title"] = f"{_position_label(p['architecture'])}, norm {p['norm']}"
+    grid = [[next(p for p in panels if (p["architecture"], p["norm"]) == (a, n)) for a in positions] for n in norms]
+    return {"name": NAME, **header(src, quick), "seeds": st["seeds"], "lengths": st["eval_lengths"],
+            "train_max": st["train"].get("train_max", 16), "confidence": summary.get("confidence", 0.95),
+            "primary_length": (st.get("primary") or {}).get("length"), "grid": grid}
+
+
+def _position_label(architecture: str) -> str:
+    pos = architecture.removeprefix("decoder_")
+    return {"none": "NoPE", "rope": "RoPE", "alibi": "ALiBi", "learned": "learned positions"}.get(pos, pos)
+
+
+def draw(data: dict, ax=None, *, style=None, footer: bool = False):
+    """Rows: norms; columns: positions; one shared legend below the panels."""
+    n = _style.array(data["lengths"])
+    conf = int(round(100 * data["confidence"]))
+    rows = data["grid"]
+    with _style.style(style):
+        fig, axes = _style.subplots(len(rows), len(rows[0]), ax=ax, style=style, width=3.6, height=3.0, sharex=True,
+                                    sharey=True)
+        handles = {}
+        for axrow, row in zip(axes, rows):
+            for a, p in zip(axrow, row):
+                a.set_title(p["title"], fontsize="medium")
+                a.set_xscale("log", base=2)
+                _style.log2_ticks(a, float(n.min()), float(n.max()))
+                draw_lines(a, n, p, handles)
+                handles["chance"] = a.axhline(p["chance"], color="k", ls=":", lw=1.0, label="chance")
+                handles["train"] = a.axvline(data["train_max"], color="0.5", ls="--", lw=0.8,
+                                             label=f"longest training set ($N = {data['train_max']}$)")
+                a.set_ylim(0, 1.02)
+            axrow[0].set_ylabel("test accuracy")
+        for a in axes[-1]:
+            a.set_xlabel("set size $N$" + (f" (primary endpoint at $N = {data['primary_length']}$)"
+                                            if data.get("primary_length") else ""), fontsize="small")
+        guides = [handles.pop(k) for k in ("chance", "train") if k in handles]
+        _style.legend_below(fig, [*handles.values(), *guides], fontsize="small")
+        _style.suptitle(fig, f"Causal decoder, argmax as a sequence: accuracy vs N per attention, mean and {conf}% t "
+                        f"interval over {data['seeds']} seeds", fontsize="medium")
+        return _style.finish(fig, data, footer=footer)
+
+
+#: ``python -m varsim.figures.fig_decoder_accuracy --decoder-results DIR``: make just this figure
+main = figure_main(NAME)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
