@@ -27,7 +27,8 @@ from varsim.cli import main
 from varsim.notebooks import notebooks_dir
 
 NOTEBOOKS = notebooks_dir()  # varsim/notebooks/: the one copy, shipped in the package
-SLOW_ALTERNATIVES = {"04_train_and_fail.py"}  # each run trains a model: all its alternatives are slow
+#: each run trains a model: all its alternatives are slow
+SLOW_ALTERNATIVES = {"04_train_and_fail.py", "06_decoder_variance.py"}
 ALL = sorted(p.name for p in NOTEBOOKS.glob("[0-9]*.py"))
 SOLUTION = re.compile(r"<details><summary>Solution[^<]*</summary>(.*?)</details>", re.S)
 CODE = re.compile(r"```python\n(.*?)```", re.S)
@@ -59,6 +60,11 @@ ALTERNATIVES = {
         {"BETA": "2.0", "MARGIN": "5.0", "D": "8", "N_GRID": "[16, 256, 4096]", "N_PLANT": "[16, 256, 4096, 65536]"},
         {"BETA": "0.5", "MARGIN": "1.0", "D": "32", "N_GRID": "[8, 64]", "N_PLANT": "[8, 64, 512]", "SEED": "9"},
         {"BETA": "3.0", "MARGIN": "0.0", "D": "4", "N_GRID": "[4, 32, 256, 2048]", "N_PLANT": "[4, 16, 64, 256]"},
+    ],
+    "06_decoder_variance.py": [
+        {"POSITIONS": '"alibi"', "STEPS": "300", "D_MODEL": "16", "LENGTHS": "[8, 64, 512]", "SEED": "3"},
+        {"POSITIONS": '"none"', "STEPS": "30", "LR": "1e-4", "LENGTHS": "[2, 16, 128]"},  # does not learn
+        {"POSITIONS": '"learned"', "N_HEADS": "4", "TRAIN_MAX": "8", "LENGTHS": "[4, 8, 32, 256]", "SEED": "5"},
     ],
 }
 
