@@ -9,9 +9,11 @@ Both jobs share one floor, each module one job (a module imports only from the g
 - running it:    ``worker`` (one run: train, evaluate, probe), ``runner`` (run or resume a grid on
                  :mod:`varsim.jobs`), ``recheck`` (recompute finished runs and compare them with their records)
 - the jobs:      ``reproduction_summary`` (the paper grid's statistics), ``remedies`` (the attention-variant grid,
-                 ``--preset remedies``) and ``remedies_summary`` (its paired differences against softmax, Holm)
-- entry points:  ``aggregation`` (:func:`aggregate`: the summary a directory's settings call for),
-                 ``reproduce`` (:func:`run_reproduction`: choose the grid, run it, summarize it)
+                 ``--preset remedies``), ``decoder_grid`` (the causal decoder with positions, ``--preset decoder``)
+                 and ``remedies_summary`` (the variant grids' paired differences against softmax, Holm)
+- entry points:  ``aggregation`` (:func:`aggregate`: the summary a directory's settings call for), ``presets``
+                 (``PRESETS``: the grids ``--preset`` names), ``reproduce`` (:func:`run_reproduction`: choose the
+                 grid, run it, summarize it)
 
 Simulator sweeps are :mod:`varsim.sim.sweep`; the probes of a trained model, :mod:`varsim.train.probes`; the
 executor (local processes or Dask), :mod:`varsim.jobs.executor`.
@@ -45,6 +47,8 @@ _LAZY = {
     "aggregate": "aggregation",
     "render_table": "report",
     "remedies_settings": "remedies",
+    "decoder_settings": "decoder_grid",
+    "PRESETS": "presets",
     "REMEDIES_SUMMARY_FORMAT": "remedies_summary",
     "select_lr": "selection",
 }

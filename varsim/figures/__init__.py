@@ -3,7 +3,7 @@
 Each figure module in :data:`FIGURES` provides
 
 - ``SOURCE`` (optional): the name of the data source it draws, a key of :data:`SOURCES` (``"reproduction"``,
-  ``"probe"``, ``"remedies"``); a module without one computes its own data (simulator and theory);
+  ``"probe"``, ``"remedies"``, ``"decoder"``); a module without one computes its own data (simulator and theory);
 - ``compute(quick=False, seed=0, *, progress=False, source=None) -> dict``: runs the simulator and the theory (or
   reads ``source``, the object its ``SOURCE`` names, e.g. a :class:`varsim.figures.reproduction.ReproductionSource`)
   and returns plain data, including a ``footer`` saying where the numbers come from;
@@ -28,7 +28,9 @@ that ship with the package (``varsim/figures/data/probe``, see :mod:`varsim.figu
 The remedies figures (``fig_remedies_*``, :mod:`varsim.figures.remedies`) are drawn from the summary of the last full
 remedies run that ships with the package (``varsim/figures/data/remedies``), or from a ``varsim reproduce DIR
 --preset remedies`` directory given as ``--remedies-results DIR``. A build without that summary skips them with one
-line on stderr and draws the others (naming one of them explicitly with ``--only`` is an error instead).
+line on stderr and draws the others (naming one of them explicitly with ``--only`` is an error instead). The decoder
+figures (``fig_decoder_*``, :mod:`varsim.figures.decoder`) likewise, from ``varsim/figures/data/decoder`` or
+``--decoder-results DIR`` (a ``varsim reproduce DIR --preset decoder`` directory).
 
 Each figure's data is stored next to it as ``<name>.json``, so ``--replot`` redraws without recomputing. Importing
 this package loads neither Matplotlib nor NumPy.

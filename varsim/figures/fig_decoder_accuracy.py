@@ -64,12 +64,12 @@ def draw(data: dict, ax=None, *, style=None, footer: bool = False):
                 a.set_ylim(0, 1.02)
             axrow[0].set_ylabel("test accuracy")
         for a in axes[-1]:
-            a.set_xlabel("set size $N$" + (f" (primary endpoint at $N = {data['primary_length']}$)"
-                                            if data.get("primary_length") else ""), fontsize="small")
+            a.set_xlabel("set size $N$")
         guides = [handles.pop(k) for k in ("chance", "train") if k in handles]
         _style.legend_below(fig, [*handles.values(), *guides], fontsize="small")
+        primary = (f"; primary endpoint at $N = {data['primary_length']}$" if data.get("primary_length") else "")
         _style.suptitle(fig, f"Causal decoder, argmax as a sequence: accuracy vs N per attention, mean and {conf}% t "
-                        f"interval over {data['seeds']} seeds", fontsize="medium")
+                        f"interval over {data['seeds']} seeds{primary}", fontsize="medium")
         return _style.finish(fig, data, footer=footer)
 
 
