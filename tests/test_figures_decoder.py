@@ -35,3 +35,43 @@ def test_a_missing_results_directory_is_a_one_line_error(tmp_path, capsys):
                "--outdir", str(tmp_path)])
     err = capsys.readouterr().err
     assert rc == 2 and len(err.strip().splitlines()) == 1 and "decoder_results" in err and "--preset decoder" in err
+
+
+@pytest.fixture(scope="module")
+def quick_grid(tmp_path_factory):
+    """The quick decoder grid (2 seeds, every position, norm and attention) and its figure drawn in quick mode."""
+    from varsim.experiments import run_reproduction
+
+    results = tmp_path_factory.mktemp("decoder") / "run"
+    report = run_reproduction(results, preset="decoder", quick=True, workers=2, progress=False)
+    assert report["failed"] == []
+    outdir = tmp_path_factory.mktemp("decfig")
+    written = figures.make([NAME], outdir=outdir, quick=True, progress=False, decoder_results=results)
+    return results, written, json.loads((outdir / f"{NAME}.json").read_text())
+
+
+def test_drawn_from_the_quick_grid(quick_grid):
+    """One panel per norm (rows) x position (columns), one line per trained attention with as many points as test
+    lengths and its interval around its mean; the summary's means are what is drawn; stamped as a smoke test."""
+    results, written, data = quick_grid
+    assert {p.suffix for p in written[NAME]} == {".json", ".png", ".pdf"}
+    assert data["smoke_test"] is True and data["primary_length"] == 64
+    grid = data["grid"]
+    assert [[p["architecture"] for p in row] for row in grid] == [["decoder_none", "decoder_rope", "decoder_alibi"]] * 2
+    assert [row[0]["norm"] for row in grid] == ["none", "layernorm"]
+    summary = json.loads((results / "summary.json").read_text())
+    for row in grid:
+        for p in row:
+            assert [ln["variant"] for ln in p["lines"]] == ["softmax", "softmax_replicate", "ssmax", "logn"]
+            for ln in p["lines"]:
+                assert len(ln["mean"]) == len(data["lengths"]) == 3
+                assert all(lo <= m <= hi for lo, m, hi in zip(ln["ci_low"], ln["mean"], ln["ci_high"]))
+                g = next(g for g in summary["groups"] if g["variant"] == ln["variant"]
+                         and (g["architecture"], g["norm"]) == (p["architecture"], p["norm"]))
+                assert ln["mean"] == g["accuracy"]["mean"]
+    fig = figures.load(NAME).draw(data)
+    titles = [a.get_title() for a in fig.axes if a.get_title()]
+    assert titles[:3] == ["NoPE, norm none", "RoPE, norm none", "ALiBi, norm none"]
+    from varsim.figures import _style
+
+    _style.plt.close(fig)

@@ -62,9 +62,11 @@ def draw(data: dict, ax=None, *, style=None, footer: bool = False):
                 handles["train"] = a.axvline(data["train_max"], color="0.5", ls="--", lw=0.8,
                                              label=f"longest training set ($N = {data['train_max']}$)")
                 a.set_ylim(0, 1.02)
-            axrow[0].set_ylabel("test accuracy")
-        for a in axes[-1]:
-            a.set_xlabel("set size $N$")
+                spec = a.get_subplotspec()  # a narrow style may reflow the panels: label by where they landed
+                if spec is not None and spec.is_first_col():
+                    a.set_ylabel("test accuracy")
+                if spec is not None and spec.is_last_row():
+                    a.set_xlabel("set size $N$")
         guides = [handles.pop(k) for k in ("chance", "train") if k in handles]
         _style.legend_below(fig, [*handles.values(), *guides], fontsize="small")
         primary = (f"; primary endpoint at $N = {data['primary_length']}$" if data.get("primary_length") else "")
