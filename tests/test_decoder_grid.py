@@ -73,7 +73,7 @@ def test_decoder_settings_are_validated():
 
 def test_quick_grid_runs_end_to_end(tmp_path):
     """One seed of the quick grid: every cell runs and records its accuracy, probes of the first block and the
-    ranking decomposition of the last; resuming redoes nothing."""
+    ranking decomposition of the last; resuming redoes nothing; a run recomputed from its record is bitwise equal."""
     from varsim.experiments.runner import run_grid
 
     st = decoder_settings(quick=True, seeds=1)
@@ -91,3 +91,7 @@ def test_quick_grid_runs_end_to_end(tmp_path):
     assert json.loads((out / "settings.json").read_text())["settings"]["primary"]["length"] == 64
     again = run_grid(out, st, **kw)
     assert again["completed"] == [] and len(again["skipped"]) == n
+    from varsim.experiments.recheck import recheck_runs
+
+    (res,) = recheck_runs(out, ["argmax-decoder_rope-layernorm-ssmax-d2-s0"])
+    assert res["verdict"] == "bitwise-equal", res
