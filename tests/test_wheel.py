@@ -48,9 +48,10 @@ def test_wheel_holds_the_figure_package_and_no_top_level_figures(wheel):
     for module in FIGURES.values():
         assert module.replace(".", "/") + ".py" in names
     assert "varsim/figures/reproduction.py" in names and "varsim/cli/figures.py" in names
+    from varsim.figures.decoder import COMMITTED_DIR as DECODER_DIR
     from varsim.figures.remedies import COMMITTED_DIR as REMEDIES_DIR
 
-    for sub, where in (("reproduction", COMMITTED_DIR), ("remedies", REMEDIES_DIR)):
+    for sub, where in (("reproduction", COMMITTED_DIR), ("remedies", REMEDIES_DIR), ("decoder", DECODER_DIR)):
         committed = sorted(p.name for p in where.glob("*")) if where.is_dir() else []
         for name in committed:
             assert f"varsim/figures/data/{sub}/{name}" in names
@@ -68,8 +69,8 @@ def test_wheel_holds_the_figure_package_and_no_top_level_figures(wheel):
 def test_varsim_figures_quick_from_a_wheel_in_a_fresh_venv(wheel, tmp_path):
     """Install the wheel (dependencies from the package index, pip's cache) into a new venv and run ``varsim figures
     --quick`` from a directory outside the checkout: every figure is written; ``varsim demo --copy`` writes every
-    notebook; the remedies figures are drawn from the committed remedies summary when the package ships one, and
-    skipped with a line naming them when it does not.
+    notebook; the remedies and decoder figures are drawn from their committed summaries when the package ships them,
+    and skipped with a line naming them when it does not.
     Measured: 2 min 44 s on the 2-core machine (pip's cache warm)."""
     env_dir = tmp_path / "venv"
     venv.EnvBuilder(with_pip=True, clear=True).create(env_dir)
@@ -83,10 +84,11 @@ def test_varsim_figures_quick_from_a_wheel_in_a_fresh_venv(wheel, tmp_path):
                           "--no-progress"], cwd=work, env=env, capture_output=True, text=True, timeout=3600)
     assert res.returncode == 0, res.stderr[-2000:]
     from varsim.figures import FIGURES, data_source
+    from varsim.figures.decoder import COMMITTED_DIR as DECODER_DIR
     from varsim.figures.remedies import COMMITTED_DIR as REMEDIES_DIR
 
-    ships = (REMEDIES_DIR / "summary.json").is_file()
-    skipped = [] if ships else [name for name in FIGURES if data_source(name) == "remedies"]
+    ships = {"remedies": (REMEDIES_DIR / "summary.json").is_file(), "decoder": (DECODER_DIR / "summary.json").is_file()}
+    skipped = [name for name in FIGURES if data_source(name) in ships and not ships[data_source(name)]]
     assert all(name in res.stderr for name in skipped)
     for name in FIGURES:
         if name in skipped:
