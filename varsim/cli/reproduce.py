@@ -41,7 +41,9 @@ def register(parser: argparse.ArgumentParser) -> None:
                         help=f"seeds per variant (default 6; 2 with --quick; at most {MAX_SEEDS})")
     parser.add_argument("--root-seed", type=seed_option(), default=0, help="root of every seed of the grid (default 0)")
     parser.add_argument("--tasks", nargs="+", metavar="TASK", help="subset of: argmax dictionary")
-    parser.add_argument("--architectures", nargs="+", metavar="ARCH", help="subset of: residual no_residual")
+    parser.add_argument("--architectures", nargs="+", metavar="ARCH",
+                        help="subset of: residual no_residual (--preset decoder: decoder_none decoder_rope "
+                             "decoder_alibi, and decoder_learned)")
     parser.add_argument("--norms", nargs="+", metavar="NORM",
                         help="normalizations after attention (default: none layernorm standardize "
                              "layernorm_per_head; standardize_per_head is also available)")
