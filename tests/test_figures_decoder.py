@@ -75,3 +75,23 @@ def test_drawn_from_the_quick_grid(quick_grid):
     from varsim.figures import _style
 
     _style.plt.close(fig)
+
+
+def test_the_quick_grids_summary_has_the_preregistered_endpoint(quick_grid):
+    """The summary of the decoder grid carries its pre-registered family (ssmax and logn x 3 positions x 2 norms at
+    the primary N, Holm-adjusted over those 12 only), the negative control per group, and the decoder's ranking
+    decomposition (read from the runs' records) whose two kinds of error add up to the error rate."""
+    results, _, _ = quick_grid
+    summary = json.loads((results / "summary.json").read_text())
+    rows = summary["primary"]
+    assert len(rows) == 12 and {r["variant"] for r in rows} == {"ssmax", "logn"}
+    assert {(r["architecture"], r["norm"]) for r in rows} == {
+        (a, n) for a in ("decoder_none", "decoder_rope", "decoder_alibi") for n in ("none", "layernorm")}
+    assert all(r["length"] == 64 for r in rows)
+    assert [c["variant"] for c in summary["controls"]] == ["softmax_replicate"] * 6
+    for g in summary["groups"]:
+        rk = g["ranking"]
+        for seed_row, acc in zip(zip(rk["ranking_error"]["per_seed"], rk["dispersion_error"]["per_seed"]),
+                                 g["accuracy"]["per_seed"]):
+            for r, d, a in zip(*seed_row, acc):
+                assert r + d == pytest.approx(1 - a, abs=1e-12)
