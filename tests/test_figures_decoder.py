@@ -95,3 +95,25 @@ def test_the_quick_grids_summary_has_the_preregistered_endpoint(quick_grid):
                                  g["accuracy"]["per_seed"]):
             for r, d, a in zip(*seed_row, acc):
                 assert r + d == pytest.approx(1 - a, abs=1e-12)
+
+
+def test_committed_summary_is_drawn_without_an_option(quick_grid, tmp_path, monkeypatch, capsys):
+    """`python -m varsim.figures.decoder RESULTS DEST` copies the summary, table and settings; with DEST as the
+    package's committed directory, the figure is drawn from it without --decoder-results, its footer naming the
+    committed data (still stamped: the quick grid's models are tiny). A directory without a summary is a one-line
+    error naming the decoder preset."""
+    import varsim.figures.decoder as fd
+
+    results, _, _ = quick_grid
+    dest = tmp_path / "committed"
+    assert fd.main([str(results), str(dest)]) == 0
+    assert {p.name for p in dest.iterdir()} == {"summary.json", "table.md", "settings.json"}
+    assert fd.main([str(tmp_path / "nope"), str(tmp_path / "d2")]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "--preset decoder" in err
+    monkeypatch.setattr(fd, "COMMITTED_DIR", dest)
+    out = tmp_path / "out"
+    figures.make([NAME], outdir=out, progress=False)
+    data = json.loads((out / f"{NAME}.json").read_text())
+    assert data["origin"] == "committed decoder results" and "varsim/figures/data/decoder" in data["footer"]
+    assert data["smoke_test"] is True

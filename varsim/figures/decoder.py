@@ -11,7 +11,7 @@ from pathlib import Path
 
 from .remedies import RemediesSource, write_committed
 
-__all__ = ["DecoderSource", "COMMITTED_DIR"]
+__all__ = ["DecoderSource", "COMMITTED_DIR", "write_committed_decoder"]
 
 #: The summary of the last full decoder run, shipped with the package (empty until that run is committed).
 COMMITTED_DIR = Path(__file__).resolve().parent / "data" / "decoder"
@@ -58,13 +58,22 @@ class DecoderSource(RemediesSource):
         return data
 
 
+def write_committed_decoder(results, dest=None, *, allow_incomplete: bool = False):
+    """:func:`varsim.figures.remedies.write_committed` for a decoder results directory (default ``dest``:
+    :data:`COMMITTED_DIR`), its errors naming the decoder preset."""
+    try:
+        return write_committed(results, COMMITTED_DIR if dest is None else dest, allow_incomplete=allow_incomplete)
+    except ValueError as exc:
+        raise ValueError(str(exc).replace("--preset remedies", "--preset decoder")) from None
+
+
 def main(argv=None) -> int:
     """``python -m varsim.figures.decoder RESULTS_DIR [DEST]``: commit a finished decoder run's summary."""
     from ._commit import commit_main
 
     return commit_main(argv, prog="python -m varsim.figures.decoder", description=main.__doc__,
                        results_help="a finished `varsim reproduce DIR --preset decoder` directory",
-                       default_dest=COMMITTED_DIR, write=write_committed,
+                       default_dest=COMMITTED_DIR, write=write_committed_decoder,
                        flags=[("--allow-incomplete", "also a summary with missing runs")])
 
 
