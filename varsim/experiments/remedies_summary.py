@@ -33,18 +33,16 @@ import math
 
 from varsim._common.jsonio import jsonable
 from varsim.experiments.records import read_selection, runs_by_cell
-from varsim.experiments.settings import BASELINE_ATTENTION
+from varsim.experiments.settings import BASELINE_ATTENTION, GROUP_KEYS
 
 __all__ = ["REMEDIES_SUMMARY_FORMAT", "summarize_remedies", "variant_records", "KEEPS_VARIANCE_SLOPE", "ALPHA",
-           "role_of", "GROUP_KEYS"]
+           "role_of"]
 
 REMEDIES_SUMMARY_FORMAT = "varsim.reproduce.remedies_summary/2"
 #: a variant keeps the output variance when the lower end of its post-normalization slope interval is above this
 KEEPS_VARIANCE_SLOPE = -0.1
 #: the level of every test (and of the Holm family-wise error rate)
 ALPHA = 0.05
-#: the fields of a group, in the order of :class:`varsim.experiments.settings.Cell` (attention left out)
-GROUP_KEYS = ("task", "architecture", "norm", "depth", "recipe", "encoding")
 _KEYS = ("mean", "ci_low", "ci_high")
 
 
@@ -122,8 +120,7 @@ def _group_entry(settings, group, label, by_seed, lengths, confidence) -> dict:
     from varsim.experiments.stats import clip_interval, t_interval, t_interval_series
 
     seeds = sorted(by_seed)
-    g = {**dict(zip(GROUP_KEYS, (group.task, group.architecture, group.norm, group.depth, group.recipe,
-                                 group.encoding))),
+    g = {**{k: getattr(group, k) for k in GROUP_KEYS},
          "variant": label, "kind": "trained" if label in settings.attentions else "inference",
          "role": role_of(settings, label), "seeds": seeds, "n_seeds": len(seeds), "lengths": lengths,
          "probe_lengths": list(settings.probe_lengths)}
@@ -156,8 +153,7 @@ def _paired_entry(settings, group, label, by_seed, base, lengths, confidence) ->
     from varsim.experiments.stats import clip_interval, paired_difference
 
     common = sorted(set(base) & set(by_seed))
-    p = {**dict(zip(GROUP_KEYS, (group.task, group.architecture, group.norm, group.depth, group.recipe,
-                                 group.encoding))),
+    p = {**{k: getattr(group, k) for k in GROUP_KEYS},
          "variant": label, "kind": "trained" if label in settings.attentions else "inference",
          "role": role_of(settings, label), "baseline": BASELINE_ATTENTION, "seeds": common, "lengths": lengths}
     if len(common) < 2:

@@ -128,7 +128,7 @@ def _group_label(g: dict) -> str:
 
 
 def _group_key(g: dict) -> tuple:
-    from varsim.experiments.remedies_summary import GROUP_KEYS
+    from varsim.experiments.settings import GROUP_KEYS
 
     return tuple(g.get(k) for k in GROUP_KEYS)
 

@@ -25,7 +25,8 @@ from varsim._common.validate import check_choice, check_fields, check_int, check
 from varsim.tasks import TASK_REGISTRY
 
 __all__ = ["ReproductionSettings", "GRID_ARCHITECTURES", "DEFAULT_NORMS", "BASELINE_NORM", "BASELINE_ATTENTION",
-           "REMEDY_FIELDS", "PRIMARY_KEYS", "RECIPE_KEYS", "REPLICATE_KEY", "Cell", "run_id", "job_specs", "selection_specs", "cells"]
+           "REMEDY_FIELDS", "GROUP_KEYS", "PRIMARY_KEYS", "RECIPE_KEYS", "REPLICATE_KEY", "Cell", "run_id",
+           "job_specs", "selection_specs", "cells"]
 
 #: the grid's architecture labels (not the model registry ``varsim.nn.architectures.ARCHITECTURES``) -> the
 #: :class:`varsim.nn.model.ModelConfig` fields each sets (its ``architecture``,
@@ -233,12 +234,13 @@ class ReproductionSettings:
             if not isinstance(p, dict) or set(p) != set(PRIMARY_KEYS):
                 raise ValueError(f"primary must be a dict of {', '.join(PRIMARY_KEYS)}, got {p!r}")
             if p["length"] not in self.eval_lengths:
-                raise ValueError(f"primary.length {p['length']!r} must be one of eval_lengths {list(self.eval_lengths)}")
+                raise ValueError(f"primary.length {p['length']!r} must be one of eval_lengths "
+                                 f"{list(self.eval_lengths)}")
             labels = (set(self.attentions) | set(self.inference_attentions)) - {BASELINE_ATTENTION}
             for key in PRIMARY_KEYS[1:]:
                 if isinstance(p[key], str) or not all(v in labels for v in p[key]):
-                    raise ValueError(f"primary.{key} must list variant labels of the grid ({', '.join(sorted(labels))}),"
-                                     f" got {p[key]!r}")
+                    raise ValueError(f"primary.{key} must list variant labels of the grid "
+                                     f"({', '.join(sorted(labels))}), got {p[key]!r}")
             set_("primary", {"length": int(p["length"]), **{k: tuple(p[k]) for k in PRIMARY_KEYS[1:]}})
         if (self.attentions or self.depths or self.lr_grid) and "n_blocks" in self.model and self.depths:
             raise ValueError("model may not set n_blocks when depths is given")
@@ -381,6 +383,10 @@ class Cell(NamedTuple):
     def group(self) -> tuple:
         """The cell without its attention: the runs a variant is paired with softmax in."""
         return self._replace(attention=None)
+
+
+#: the fields of a cell's group (:attr:`Cell.group`), as the summaries name them
+GROUP_KEYS = tuple(f for f in Cell._fields if f != "attention")
 
 
 def _encodings(settings: ReproductionSettings, task: str) -> tuple:

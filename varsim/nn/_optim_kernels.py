@@ -36,8 +36,9 @@ CONSTANTS = ("scale", "decay_factor", "weight_decay", "beta1", "one_minus_beta1"
 
 @nb.njit(nogil=True, cache=True)
 def adam_update(p, g, m, v, decayed, decoupled, c):
-    # Three branch-free loops (so they vectorize); ``g * scale`` with scale = 1 is g exactly.
-    scale, decay_factor, wd, b1, c1, b2, c2, sbc2, eps, step = c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7], c[8], c[9]
+    # One loop per case, the branch outside it; ``g * scale`` with scale = 1 is g exactly.
+    scale, decay_factor, wd, b1, c1 = c[0], c[1], c[2], c[3], c[4]
+    b2, c2, sbc2, eps, step = c[5], c[6], c[7], c[8], c[9]
     if decayed and decoupled:
         for i in range(p.size):
             gi = g[i] * scale
