@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from varsim.cli import main
-from varsim.figures.probe import model_label, probe_command, read_probe
+from varsim.figures.probe import model_label, panel_name, probe_command, read_probe
 from varsim.nn.architectures import build_model
 from varsim.nn.config import ModelConfig
 from varsim.train.attention_probe import collect_trained, n_keys, probe_trained
@@ -68,8 +68,18 @@ def test_result_has_the_pretrained_layout_and_the_figures_read_it(kind, tmp_path
     assert res["n_keys"] == ([9, 17, 33] if kind == "decoder" else [4, 8, 16])
     assert res["model"]["spec"]["causal"] is (kind == "decoder")
     data = read_probe(out)
-    assert model_label(data).startswith("trained decoder (recall, rope" if kind == "decoder" else "trained set model")
+    full, short = (("trained decoder (recall, RoPE, softmax attention)", "recall decoder, RoPE") if kind == "decoder"
+                   else ("trained set model (argmax, softmax attention)", "argmax set model"))
+    assert (model_label(data), panel_name(data)) == (full, short)
+    data["model"]["step"] = 300  # what a probe of a checkpoint records
+    assert (model_label(data), panel_name(data)) == (full[:-1] + ", 300 steps)", short + ", 300 steps")
     assert "--text" not in probe_command(data)
+    from varsim.figures import fig_probe_std
+    from varsim.figures.probe import ProbeSource
+
+    fig = fig_probe_std.draw(fig_probe_std.compute(source=ProbeSource([out])))
+    titles = [a.get_title().replace("\n", " ") for a in fig.axes if a.get_visible() and a.get_title()]
+    assert titles == [f"{short}, layer {layer}" for layer in (0, 1)]
 
 
 def test_same_seed_same_numbers_and_bad_layers():
