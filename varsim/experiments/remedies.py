@@ -117,6 +117,12 @@ def remedies_settings(*, quick: bool = False, seeds: int | None = None, root_see
         base["train"] = {**{k: v for k, v in base["train"].items() if k != "lr"}, **fixed_train}
         base["model"] = {k: v for k, v in base["model"].items() if k != "n_blocks"}  # depths set it
     base.update(changes)
+    if "primary" not in changes:  # a slice of the grid keeps the endpoint's variants it has
+        labels = set(base["attentions"]) | set(base["inference_attentions"])
+        base["primary"] = {k: v if k == "length" else [x for x in v if x in labels]
+                           for k, v in base["primary"].items()}
+        if base["primary"]["length"] not in base["eval_lengths"]:
+            base["primary"]["length"] = max(base["eval_lengths"])
     return ReproductionSettings.from_dict(base)
 
 

@@ -111,37 +111,82 @@ def render_table(summary: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _group_label(g: dict) -> str:
+    """A remedies group in words: task, recipe, key encoding (and architecture, norm, depth when not the default)."""
+    parts = [g["task"]]
+    if g.get("recipe"):
+        parts.append(g["recipe"].replace("_", " "))
+    if g.get("encoding"):
+        parts.append(f"{g['encoding']} keys")
+    if g.get("architecture") not in (None, "residual"):
+        parts.append(g["architecture"].replace("_", " "))
+    if g.get("norm") not in (None, "none"):
+        parts.append(f"norm {g['norm']}")
+    if g.get("depth") not in (None, 1):
+        parts.append(f"{g['depth']} blocks")
+    return ", ".join(parts)
+
+
+def _group_key(g: dict) -> tuple:
+    from varsim.experiments.remedies_summary import GROUP_KEYS
+
+    return tuple(g.get(k) for k in GROUP_KEYS)
+
+
+def _diff_cell(mean, lo, hi, p, *, star: bool) -> str:
+    p_text = "n/a" if p is None or not math.isfinite(p) else f"{p:.2g}"
+    return f"{mean:+.3f} [{lo:+.3f}, {hi:+.3f}] p={p_text}" + ("*" if star else "")
+
+
 def render_remedies_table(summary: dict) -> str:
     """The Markdown report of the remedies summary (:func:`varsim.experiments.remedies_summary.summarize_remedies`):
-    per task and depth, accuracy per N [t interval], paired differences against softmax with Holm-adjusted p-values,
-    the weight on the correct item per N, which variants keep the output variance, and the lr selection."""
+    the pre-registered primary endpoint with its Holm correction and the controls first, then per group the accuracy
+    per N, the paired differences against softmax (secondary, Holm over the secondary family), the ranking vs
+    dispersion decomposition, the weight on the correct item and the output-std slopes."""
     st = summary["settings"]
     conf = int(round(100 * summary["confidence"]))
+    alpha = summary["alpha"]
+    ep = summary.get("primary_endpoint")
     lines = [
-        "# varsim remedies: which attention variant repairs length generalization?",
+        "# varsim remedies: which attention variant repairs length generalization, under which recipe?",
         "",
-        f"Settings: model {json.dumps(st['model'])}; training {json.dumps(st['train'])}; lr grid {st.get('lr_grid')}; "
-        f"{st['seeds']} seeds (root seed {st['root_seed']}); {st['eval_examples']} test examples per N and seed.",
+        f"Settings: model {json.dumps(st['model'])}; training {json.dumps(st['train'])}; recipes "
+        f"{json.dumps(st.get('recipes', {}))}; key encodings {st.get('key_encodings', [])}; {st['seeds']} seeds (root "
+        f"seed {st['root_seed']}); test examples per N and seed: "
+        + ", ".join(f"{n}: {e}" for n, e in zip(summary["lengths"], summary["examples"])) + ".",
         f"Runs found: {summary['runs']['found']} of {summary['runs']['expected']}.",
-        f"Multiple-comparison correction: {summary['correction']}.",
-        "",
-        f"Accuracy: mean over seeds [{conf}% t interval]. Differences: variant minus softmax, paired by seed (the "
-        f"inference-only maps on the same weights), mean [{conf}% t interval], Holm-adjusted p; "
-        "* marks p_holm <= 0.05.",
     ]
+    if ep:
+        lines += ["", f"## Primary endpoint (pre-registered): paired accuracy difference against softmax at "
+                      f"N = {ep['length']}", "",
+                  f"Mean over seeds [{conf}% t interval], p = Holm-adjusted paired t-test; {ep['correction']}; "
+                  f"* marks p <= {alpha}.", ""]
+        rows = summary["primary"]
+        variants = list(dict.fromkeys(r["variant"] for r in rows))
+        lines += ["| group | " + " | ".join(variants) + " |", "|---" * (len(variants) + 1) + "|"]
+        for key in dict.fromkeys(_group_key(r) for r in rows):
+            by_v = {r["variant"]: r for r in rows if _group_key(r) == key}
+            label = _group_label(next(iter(by_v.values())))
+            cells = [_diff_cell(r["mean_diff"], r["ci_low"], r["ci_high"], r["p_holm"], star=r["significant"])
+                     if (r := by_v.get(v)) else "n/a" for v in variants]
+            lines.append(f"| {label} | " + " | ".join(cells) + " |")
+        lines += ["", f"## Controls at N = {ep['length']} (unadjusted paired t-tests)", "",
+                  "Positive: must be positive and significant; negative: must not be significant.", "",
+                  "| group | control | difference | behaves |", "|---|---|---|---|"]
+        for r in summary["controls"]:
+            lines.append(f"| {_group_label(r)} | {r['variant']} ({r['role'].replace('_control', '')}) | "
+                         f"{_diff_cell(r['mean_diff'], r['ci_low'], r['ci_high'], r['p_ttest'], star=False)} | "
+                         f"{'yes' if r['behaves'] else 'NO'} |")
+    lines += ["", "## Secondary (every group, variant and N)", "",
+              f"Accuracy: mean over seeds [{conf}% t interval]. Differences: variant minus softmax, paired by seed, "
+              f"mean [{conf}% t interval], p = {summary['secondary_correction']}; * marks p <= {alpha}."]
     groups, paired = summary["groups"], summary["paired"]
-    keys = []
-    for g in groups:
-        k = (g["task"], g["architecture"], g["norm"], g["depth"])
-        if k not in keys:
-            keys.append(k)
-    for key in keys:
-        gs = [g for g in groups if (g["task"], g["architecture"], g["norm"], g["depth"]) == key]
-        ps = {p["variant"]: p for p in paired if (p["task"], p["architecture"], p["norm"], p["depth"]) == key}
+    for key in dict.fromkeys(_group_key(g) for g in groups):
+        gs = [g for g in groups if _group_key(g) == key]
+        ps = {p["variant"]: p for p in paired if _group_key(p) == key}
         names = [g["variant"] + ("" if g["kind"] == "trained" else " (inf.)") for g in gs]
-        task, arch, norm, depth = key
-        lines += ["", f"## {task}, {arch.replace('_', ' ')}, norm {norm}, {depth} block(s)", "",
-                  "Accuracy:", "", "| N | " + " | ".join(names) + " |", "|---" * (len(names) + 1) + "|"]
+        lines += ["", f"### {_group_label(gs[0])}", "", "Accuracy:", "",
+                  "| N | " + " | ".join(names) + " |", "|---" * (len(names) + 1) + "|"]
         row = []
         for g in gs:
             d = g.get("in_distribution")
@@ -162,21 +207,33 @@ def render_remedies_table(summary: dict) -> str:
                 if "mean_diff" not in p:
                     cells.append("n/a")
                     continue
-                ph = p["p_holm"][j]
-                star = "*" if ph is not None and math.isfinite(ph) and ph <= 0.05 else ""
-                cells.append(f"{p['mean_diff'][j]:+.3f} [{p['ci_low'][j]:+.3f}, {p['ci_high'][j]:+.3f}] "
-                             f"p={'n/a' if ph is None or not math.isfinite(ph) else f'{ph:.3g}'}{star}")
+                ph = p["p_holm_secondary"][j]
+                if ph is None:  # primary comparison or a control: its own table above
+                    cells.append(_diff_cell(p["mean_diff"][j], p["ci_low"][j], p["ci_high"][j], p["p_ttest"][j],
+                                            star=False) + " (unadj.)")
+                    continue
+                cells.append(_diff_cell(p["mean_diff"][j], p["ci_low"][j], p["ci_high"][j], ph, star=ph <= alpha))
             lines.append(f"| {n} | " + " | ".join(cells) + " |")
-        lines += ["", "Attention weight on the correct item (best head, mean over seeds):", "",
+        ranked = [g for g in gs if "ranking" in g]
+        if ranked:
+            lines += ["", "Ranking vs dispersion (last block's best head; mean over seeds): P(largest weight on the "
+                          "correct item) / errors with the ranking wrong / errors with the ranking right:", "",
+                      "| N | " + " | ".join(g["variant"] for g in ranked) + " |", "|---" * (len(ranked) + 1) + "|"]
+            for j, n in enumerate(gs[0]["lengths"]):
+                cells = [f"{g['ranking']['ranking_correct']['mean'][j]:.2f} / "
+                         f"{g['ranking']['ranking_error']['mean'][j]:.2f} / "
+                         f"{g['ranking']['dispersion_error']['mean'][j]:.2f}" for g in ranked]
+                lines.append(f"| {n} | " + " | ".join(cells) + " |")
+        lines += ["", "Attention weight on the correct item (probes, best head, mean over seeds):", "",
                   "| N | " + " | ".join(names) + " |", "|---" * (len(names) + 1) + "|"]
         for j, n in enumerate(gs[0]["probe_lengths"]):
             cells = [f"{g['weight_correct']['mean'][j]:.3f}" if "weight_correct" in g else "n/a" for g in gs]
             lines.append(f"| {n} | " + " | ".join(cells) + " |")
         keep = []
         for g, name in zip(gs, names):
-            s = (g.get("std_slopes") or {}).get("post_median")
-            keep.append(f"{name}: " + ("n/a" if not s else f"{s['mean']:+.2f} [{_nan(s['ci_low'])}, "
-                                       f"{_nan(s['ci_high'])}]" + (", keeps it" if g.get("keeps_variance") else "")))
+            sl = (g.get("std_slopes") or {}).get("post_median")
+            keep.append(f"{name}: " + ("n/a" if not sl else f"{sl['mean']:+.2f} [{_nan(sl['ci_low'])}, "
+                                       f"{_nan(sl['ci_high'])}]" + (", keeps it" if g.get("keeps_variance") else "")))
         lines += ["", "Log-log slope of the output std vs N after the normalization (median over coordinates, "
                       f"mean [{conf}% t interval] over seeds; 0 = the variance does not vanish): " + "; ".join(keep)
                   + "."]
