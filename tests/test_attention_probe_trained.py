@@ -74,12 +74,6 @@ def test_result_has_the_pretrained_layout_and_the_figures_read_it(kind, tmp_path
     data["model"]["step"] = 300  # what a probe of a checkpoint records
     assert (model_label(data), panel_name(data)) == (full[:-1] + ", 300 steps)", short + ", 300 steps")
     assert "--text" not in probe_command(data)
-    from varsim.figures import fig_probe_std
-    from varsim.figures.probe import ProbeSource
-
-    fig = fig_probe_std.draw(fig_probe_std.compute(source=ProbeSource([out])))
-    titles = [a.get_title().replace("\n", " ") for a in fig.axes if a.get_visible() and a.get_title()]
-    assert titles == [f"{short}, layer {layer}" for layer in (0, 1)]
 
 
 def test_same_seed_same_numbers_and_bad_layers():
@@ -120,8 +114,9 @@ def test_std_figure_draws_a_trained_decoder_beside_smollm2(tmp_path):
     out = tmp_path / "decoder.json"
     probe_trained(_model("decoder"), lengths=[4, 8, 16], windows=8, bootstrap=10, seed=0, out=out)
     data = fig_probe_std.compute(True, 0, source=ProbeSource([out, COMMITTED]))
-    assert data["rows"][0]["model"] == "trained decoder (recall, rope, softmax)"  # the full label, in the data
+    assert data["rows"][0]["model"] == "trained decoder (recall, RoPE, softmax attention)"  # the full label
     fig = fig_probe_std.draw(data)
-    titles = [ax.get_title() for ax in fig.axes if ax.get_visible() and ax.get_title()]
-    assert titles[:2] == ["trained decoder, layer 0", "trained decoder, layer 1"]  # panel titles: the model's name
+    titles = [ax.get_title().replace("\n", " ") for ax in fig.axes if ax.get_visible() and ax.get_title()]
+    # panel titles: what the model is, short (task and kind, positions; the checkpoint's steps when recorded)
+    assert titles[:2] == ["recall decoder, RoPE, layer 0", "recall decoder, RoPE, layer 1"]
     assert any(t.startswith("SmolLM2-135M") for t in titles[2:])
