@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from varsim.cli import main
-from varsim.figures.probe import model_label, probe_command, read_probe
+from varsim.figures.probe import model_label, panel_name, probe_command, read_probe
 from varsim.nn.architectures import build_model
 from varsim.nn.config import ModelConfig
 from varsim.train.attention_probe import collect_trained, n_keys, probe_trained
@@ -68,7 +68,11 @@ def test_result_has_the_pretrained_layout_and_the_figures_read_it(kind, tmp_path
     assert res["n_keys"] == ([9, 17, 33] if kind == "decoder" else [4, 8, 16])
     assert res["model"]["spec"]["causal"] is (kind == "decoder")
     data = read_probe(out)
-    assert model_label(data).startswith("trained decoder (recall, rope" if kind == "decoder" else "trained set model")
+    full, short = (("trained decoder (recall, RoPE, softmax attention)", "recall decoder, RoPE") if kind == "decoder"
+                   else ("trained set model (argmax, softmax attention)", "argmax set model"))
+    assert (model_label(data), panel_name(data)) == (full, short)
+    data["model"]["step"] = 300  # what a probe of a checkpoint records
+    assert (model_label(data), panel_name(data)) == (full[:-1] + ", 300 steps)", short + ", 300 steps")
     assert "--text" not in probe_command(data)
 
 
@@ -110,8 +114,9 @@ def test_std_figure_draws_a_trained_decoder_beside_smollm2(tmp_path):
     out = tmp_path / "decoder.json"
     probe_trained(_model("decoder"), lengths=[4, 8, 16], windows=8, bootstrap=10, seed=0, out=out)
     data = fig_probe_std.compute(True, 0, source=ProbeSource([out, COMMITTED]))
-    assert data["rows"][0]["model"] == "trained decoder (recall, rope, softmax)"  # the full label, in the data
+    assert data["rows"][0]["model"] == "trained decoder (recall, RoPE, softmax attention)"  # the full label
     fig = fig_probe_std.draw(data)
-    titles = [ax.get_title() for ax in fig.axes if ax.get_visible() and ax.get_title()]
-    assert titles[:2] == ["trained decoder, layer 0", "trained decoder, layer 1"]  # panel titles: the model's name
+    titles = [ax.get_title().replace("\n", " ") for ax in fig.axes if ax.get_visible() and ax.get_title()]
+    # panel titles: what the model is, short (task and kind, positions; the checkpoint's steps when recorded)
+    assert titles[:2] == ["recall decoder, RoPE, layer 0", "recall decoder, RoPE, layer 1"]
     assert any(t.startswith("SmolLM2-135M") for t in titles[2:])

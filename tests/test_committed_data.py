@@ -3,6 +3,9 @@
 Each committed probe of a real model records the digest of the text it read; the current built-in text must have the
 same digest (the text is built from Python's bundled documentation, so only on the Python version the data records).
 Catches data left stale after the text (or its builder) changed.
+
+The committed reproduction records its settings and its runs; the summary next to them must be what the current
+aggregation makes of those runs, for the settings the README documents.
 """
 
 from __future__ import annotations
@@ -27,3 +30,91 @@ def test_probe_data_read_the_current_text(path):
     text = data["text"]
     assert text["sha256"] == text_digest(builtin_text(text["source"])), (
         f"{path.name} was made from another text than the current built-in {text['source']!r}")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The committed reproduction (varsim/figures/data/reproduction, written by `python -m varsim.figures.reproduction`)
+
+REPRODUCTION_DATA = Path(__file__).resolve().parents[1] / "varsim" / "figures" / "data" / "reproduction"
+# The compact run records keep 6 significant digits (varsim.figures.reproduction._SIG) of the full records the
+# summary was made from; accuracies are restored exactly from their integer counts, so what is left is the rounding
+# of the training accuracies and probe slopes: 5e-7 at most in the committed data (measured).
+SUMMARY_ABS_TOL = 2e-6
+
+
+def _committed_reproduction():
+    from varsim.figures.reproduction import load_compact
+
+    return load_compact(REPRODUCTION_DATA)
+
+
+def _records_with_exact_accuracies(runs: list[dict]) -> dict:
+    """The compact run records by run id, their accuracies recomputed from the counts (the full records' own
+    ``correct / examples``); each committed accuracy must be that ratio to the compact records' 6 digits."""
+    out = {}
+    for rec in json.loads(json.dumps(runs)):
+        ev, ind = rec["eval"], rec["in_distribution"]
+        exact = [k / ev["examples"] for k in ev["correct"]]
+        assert ev["accuracy"] == [float(f"{a:.6g}") for a in exact], f"{rec['run_id']}: accuracy != correct / examples"
+        assert ind["accuracy"] == float(f"{ind['correct'] / ind['examples']:.6g}"), f"{rec['run_id']}: in-distribution"
+        ev["accuracy"], ind["accuracy"] = exact, ind["correct"] / ind["examples"]
+        out[rec["run_id"]] = rec
+    return out
+
+
+def _differences(committed, fresh, path="summary") -> list[str]:
+    """Every place where two JSON trees differ: keys, lengths, strings, integers and booleans exactly, floats to
+    SUMMARY_ABS_TOL."""
+    if isinstance(committed, dict) and isinstance(fresh, dict):
+        if set(committed) != set(fresh):
+            return [f"{path}: keys {sorted(set(committed) ^ set(fresh))} in one summary only"]
+        return [d for k in committed for d in _differences(committed[k], fresh[k], f"{path}.{k}")]
+    if isinstance(committed, list) and isinstance(fresh, list):
+        if len(committed) != len(fresh):
+            return [f"{path}: {len(committed)} entries committed, {len(fresh)} computed"]
+        return [d for i, (a, b) in enumerate(zip(committed, fresh)) for d in _differences(a, b, f"{path}[{i}]")]
+    if isinstance(committed, float) and isinstance(fresh, float) and type(committed) is type(fresh):
+        if abs(committed - fresh) <= SUMMARY_ABS_TOL:
+            return []
+    elif type(committed) is type(fresh) and committed == fresh:
+        return []
+    return [f"{path}: committed {committed!r}, computed {fresh!r}"]
+
+
+def test_committed_reproduction_settings_are_the_documented_preset():
+    """settings.json (as `varsim reproduce` stored it), the runs file's header and the summary all hold
+    ``ReproductionSettings.full()``, the preset the README's numbers are documented for, and the runs are exactly its
+    grid. Catches data committed from a quick run, from other seeds or steps, or left behind after the preset
+    changed."""
+    from varsim.experiments.settings import ReproductionSettings
+
+    full = ReproductionSettings.full().to_dict()
+    stored = json.loads((REPRODUCTION_DATA / "settings.json").read_text())
+    data = _committed_reproduction()
+    assert stored["settings"] == full
+    assert data["settings"] == full
+    assert data["summary"]["settings"] == full
+    grid = [f"{t}-{a}-{n}-s{s}" for t in full["tasks"] for a in full["architectures"] for n in full["norms"]
+            for s in range(full["seeds"])]
+    assert [r["run_id"] for r in data["runs"]] == grid
+
+
+def test_committed_reproduction_summary_is_what_the_code_makes_of_the_runs():
+    """The current aggregation (summarize_reproduction, as `varsim reproduce --aggregate-only` runs it) of the
+    committed run records gives the committed summary.json: every number (accuracy intervals, pooled intervals,
+    paired differences and both p-values, probe slopes, learned counts), apart from the run's provenance; and
+    table.md is that summary's table. Catches a summary left stale after the aggregation or the records changed, and
+    an edited number in either file."""
+    from varsim.experiments.report import render_table
+    from varsim.experiments.reproduction_summary import summarize_reproduction
+    from varsim.experiments.settings import ReproductionSettings
+
+    data = _committed_reproduction()
+    runs = _records_with_exact_accuracies(data["runs"])
+    fresh = summarize_reproduction(REPRODUCTION_DATA, {"settings": ReproductionSettings.from_dict(data["settings"]),
+                                                       "runs": runs, "missing": [], "corrupt": []})
+    committed = dict(data["summary"])
+    del committed["provenance"], fresh["provenance"]
+    differences = _differences(committed, fresh)
+    assert not differences, f"{len(differences)} differences, e.g. " + "; ".join(differences[:5])
+    assert (REPRODUCTION_DATA / "table.md").read_text() == render_table(data["summary"])

@@ -21,7 +21,7 @@ import numpy as np
 from varsim.figures import figure_main
 
 from . import _style
-from .probe import header, model_label, source_of
+from .probe import header, model_label, panel_name, row_name, source_of
 
 NAME = "fig_probe_decomposition"
 SOURCE = "probe"  # the data it draws: a key of varsim.figures.SOURCES
@@ -57,7 +57,8 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, sourc
             tot, iid, off = (pl[k][:, i, h] for k in ("var_total", "var_iid", "var_offset"))
             heads.append({**sel, "var_total": tot.tolist(), "var_iid": iid.tolist(), "var_offset": off.tolist(),
                           "iid_ratio": (iid / tot).tolist(), "offset_ratio": (off / tot).tolist()})
-        rows.append({"model": model_label(d), "lengths": d["lengths"], "windows": d["settings"]["windows"],
+        rows.append({"model": model_label(d), "name": panel_name(d), "lengths": d["lengths"],
+                     "windows": d["settings"]["windows"],
                      "heads": heads})
     return {"name": NAME, **header(models, quick), "rows": rows}
 
@@ -93,7 +94,7 @@ def draw(data: dict, ax=None, *, style=None, footer: bool = False):
                 ax.set_yscale("log")
                 _style.log2_ticks(ax, float(n.min()), float(n.max()))
                 if narrow:
-                    _style.suptitle(subs[r * ncols + k], f"{row['model'].split(' (')[0]}, layer {hd['layer']}, "
+                    _style.suptitle(subs[r * ncols + k], f"{row_name(row)}, layer {hd['layer']}, "
                                     f"head {hd['head']}: {hd['reason']}", fontsize="small")
                 else:
                     ax.set_title(f"{row['model']}\nlayer {hd['layer']}, head {hd['head']} ({hd['reason']})",

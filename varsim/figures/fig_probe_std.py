@@ -20,7 +20,7 @@ import numpy as np
 from varsim.figures import figure_main
 
 from . import _style
-from .probe import header, model_label, source_of
+from .probe import header, model_label, panel_name, row_name, source_of
 
 NAME = "fig_probe_std"
 SOURCE = "probe"  # the data it draws: a key of varsim.figures.SOURCES
@@ -67,7 +67,8 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, sourc
                 "slope_std": _slopes(s_std, ci["std"]),
                 "slope_iid": _slopes(s_iid, ci["std_iid"]),
             })
-        rows.append({"model": model_label(d), "lengths": d["lengths"], "windows": d["settings"]["windows"],
+        rows.append({"model": model_label(d), "name": panel_name(d), "lengths": d["lengths"],
+                     "windows": d["settings"]["windows"],
                      "n_head": d["n_head"], "panels": panels})
     return {"name": NAME, **header(models, quick), "component": COMPONENT, "rows": rows}
 
@@ -120,7 +121,7 @@ def draw(data: dict, ax=None, *, style=None, footer: bool = False):
             ax.set_xscale("log", base=2)
             ax.set_yscale("log")
             _style.log2_ticks(ax, float(n.min()), float(n.max()))
-            ax.set_title(f"{row['model'].split(' (')[0]}, layer {p['layer']}", fontsize="small")
+            ax.set_title(f"{row_name(row)}, layer {p['layer']}", fontsize="small")
             ax.set_xlabel("keys $N$")
             ax.text(0.02, 0.02, f"RMS {_slope_text(p['slope_std'])}\ni.i.d. {_slope_text(p['slope_iid'])}",
                     transform=ax.transAxes, ha="left", va="bottom", fontsize="small",

@@ -196,16 +196,54 @@ def header(models: list[dict], quick: bool) -> dict:
             "footer": "\n".join(m["footer"] for m in models)}
 
 
-def model_label(data: dict) -> str:
-    """Short title of a model: name, architecture and the query row."""
+_PRETRAINED_NAMES = {"smollm2": "SmolLM2-135M", "minilm": "all-MiniLM-L6-v2"}
+#: how the titles name a trained decoder's positional encoding (names of varsim.nn.positions.POSITIONS)
+_POSITION_NAMES = {"none": "NoPE", "rope": "RoPE", "alibi": "ALiBi", "learned": "learned positions"}
+
+
+def _trained(data: dict) -> dict | None:
+    """What a trained varsim model's probe result says about the model (``varsim.train.attention_probe``): kind
+    (decoder or set model), task, positional encoding, attention map and training steps (None when the file does
+    not record them: a model object probed directly); None for a pretrained model."""
+    if "task" not in data["text"]:
+        return None
     spec = data["model"].get("spec", {})
-    name = {"smollm2": "SmolLM2-135M", "minilm": "all-MiniLM-L6-v2"}.get(data["model"].get("name"),
-                                                                            data["model"].get("name") or "model")
+    cfg = spec.get("config", {})
+    causal = bool(spec.get("causal"))
+    pos = cfg.get("positions") if causal else None
+    return {"kind": "decoder" if causal else "set model", "task": data["text"]["task"],
+            "positions": _POSITION_NAMES.get(pos, pos) if pos else None,
+            "attention": cfg.get("attention", "softmax"), "steps": data["model"].get("step")}
+
+
+def model_label(data: dict) -> str:
+    """Full label of a model: name and the query row; for a trained varsim model its kind, task, positional
+    encoding, attention map and training steps."""
+    t = _trained(data)
+    if t is not None:
+        parts = [t["task"], t["positions"], f"{t['attention']} attention",
+                 None if t["steps"] is None else f"{t['steps']} steps"]
+        return f"trained {t['kind']} ({', '.join(p for p in parts if p)})"
+    spec = data["model"].get("spec", {})
+    name = _PRETRAINED_NAMES.get(data["model"].get("name"), data["model"].get("name") or "model")
     q = data["settings"].get("query_position")
-    if "task" in data["text"]:  # a trained varsim model (varsim.train.attention_probe)
-        cfg = spec.get("config", {})
-        kind = "decoder" if spec.get("causal") else "set model"
-        pos = f", {cfg['positions']}" if spec.get("causal") and cfg.get("positions") else ""
-        return f"trained {kind} ({data['text']['task']}{pos}, {cfg.get('attention', 'softmax')})"
     query = "last token" if q == -1 else ("[CLS]" if q == 0 and not spec.get("causal", True) else f"position {q}")
     return f"{name} (query: {query})"
+
+
+def panel_name(data: dict) -> str:
+    """Short name of a model for panel titles: a pretrained model's name; for a trained varsim model its task and
+    kind, positional encoding, attention map (when not softmax) and training steps ("argmax decoder, RoPE, 300
+    steps")."""
+    t = _trained(data)
+    if t is None:
+        return _PRETRAINED_NAMES.get(data["model"].get("name"), data["model"].get("name") or "model")
+    parts = [f"{t['task']} {t['kind']}", t["positions"], None if t["attention"] == "softmax" else t["attention"],
+             None if t["steps"] is None else f"{t['steps']} steps"]
+    return ", ".join(p for p in parts if p)
+
+
+def row_name(row: dict) -> str:
+    """The panel name of a figure's data row (``name``; a row without one, from data saved by an earlier version:
+    its label up to the parenthesis)."""
+    return row.get("name") or row["model"].split(" (")[0]
