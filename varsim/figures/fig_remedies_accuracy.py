@@ -84,7 +84,7 @@ def draw(data: dict, ax=None, *, style=None, footer: bool = False):
                     if ln["role"] == "remedy" and ln["kind"] != kind:
                         continue
                     sty = variant_style(ln["variant"], ln["kind"], ln["role"], data["families"])
-                    (h,) = a.plot(n, A(ln["mean"]), color=sty["color"], ls=sty["ls"], marker=sty["marker"], ms=3.5,
+                    (h,) = a.plot(n, A(ln["mean"]), color=sty["color"], ls=sty["ls"], marker=sty["marker"],
                                   label=variant_label(ln["variant"], ln["kind"], ln["role"]),
                                   lw=1.2 if ln["role"] == "positive_control" else None)
                     a.fill_between(n, A(ln["ci_low"]), A(ln["ci_high"]), color=sty["color"], alpha=0.12, lw=0)

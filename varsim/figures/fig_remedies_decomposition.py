@@ -109,13 +109,13 @@ def draw(data: dict, ax=None, *, style=None, footer: bool = False):
                     n = A(data["lengths"])
                     label = variant_label(ln["variant"], ln["kind"], ln["role"])
                     (h,) = a.plot(n, A(ln["error"]), color=sty["color"], ls=sty["ls"], marker=sty["marker"],
-                                  ms=3.5, label=f"error left after {label}")
+                                  label=f"error left after {label}")
                     handles.setdefault(ln["variant"], h)
                 handles["train"] = a.axvline(data["train_max"], color="0.5", ls="--", lw=0.8,
                                              label=f"longest training set ($N = {data['train_max']}$)")
             for a in axrow[len(row["cells"]):]:
                 a.set_visible(False)
-        _style.label_first_column(axes, "fraction of test examples")
+        _style.label_first_column(axes, "error rate")
         for a in np.ravel(axes):
             spec = a.get_subplotspec()
             if spec is not None and not spec.is_last_row():

@@ -92,6 +92,7 @@ def draw(data: dict, ax=None, *, style=None, footer: bool = False):
         fig, axes = _style.subplots(len(fams), len(data["panels"]), ax=ax, style=style, width=3.6, height=3.2,
                                     sharex=True, sharey=True)
         handles, failed = {}, False
+        ms = 1.25 * _style.plt.rcParams["lines.markersize"]
         for (kind, words), axrow in zip(fams, axes):
             for a, p in zip(axrow, data["panels"]):
                 a.set_title(f"{p['title']}: {words}")
@@ -119,18 +120,18 @@ def draw(data: dict, ax=None, *, style=None, footer: bool = False):
                         a.plot(xs, m, color=sty["color"], ls=sty["ls"], lw=0.8, alpha=0.6)
                         a.errorbar(xs, m, np.vstack([m - lo, hi - m]), fmt="none", ecolor=sty["color"], elinewidth=1.1)
                         sig = np.array([bool(v) for v in s["significant"]])
-                        a.plot(xs[sig], m[sig], ls="none", marker=sty["marker"], color=sty["color"], ms=5.5)
+                        a.plot(xs[sig], m[sig], ls="none", marker=sty["marker"], color=sty["color"], ms=ms)
                         a.plot(xs[~sig], m[~sig], ls="none", marker=sty["marker"], color=sty["color"], mfc="white",
-                               ms=5.5)
+                               ms=ms)
                     else:
                         bad = np.array([v is False for v in s["behaves"]])
                         failed |= bool(bad.any())
                         for sel, color in ((~bad, sty["color"]), (bad, FAIL_COLOR)):
                             a.errorbar(xs[sel], m[sel], np.vstack([m - lo, hi - m])[:, sel], fmt=sty["marker"],
-                                       color=color, ms=6, elinewidth=1.1, mew=1.5)
+                                       color=color, ms=ms, elinewidth=1.1, mew=1.5)
                     handles.setdefault(s["variant"], (
                         Line2D([], [], color=sty["color"], ls=sty["ls"] if s["role"] == "remedy" else "none",
-                               marker=sty["marker"], ms=5.5, mew=1.5 if s["role"] != "remedy" else 1.0),
+                               marker=sty["marker"], ms=ms, mew=1.5 if s["role"] != "remedy" else 1.0),
                         variant_label(s["variant"], s["kind"], s["role"])))
                 a.set_xticks(x, ticks)
                 a.set_xlim(x[0] - 0.5, x[-1] + 0.5)
@@ -138,7 +139,7 @@ def draw(data: dict, ax=None, *, style=None, footer: bool = False):
         for a in np.ravel(axes):
             spec = a.get_subplotspec()
             a.set_xlabel("training recipe" if spec is None or spec.is_last_row() else "")
-        _style.label_first_column(axes, f"accuracy difference vs softmax\nat N = {data['length']}")
+        _style.label_first_column(axes, f"gain over softmax\nat N = {data['length']}")
         order = [v for k, _ in fams for v in data["families"][k]]
         entries = [handles[v] for v in order if v in handles] + [h for v, h in handles.items() if v not in order]
         entries += [(Line2D([], [], color="0.3", marker="o", ls="none"),

@@ -46,7 +46,7 @@ PANEL_KEYS = ("task", "architecture", "norm", "depth", "encoding")
 ENCODING_WORDS = {"binary": "binary keys", "embedding": "learned keys"}
 
 #: the remedy families, each drawn in its own row of panels: (kind, what the row's titles say)
-FAMILIES = (("trained", "trained with it"), ("inference", "inference-only maps"))
+FAMILIES = (("trained", "trained remedies"), ("inference", "inference-only maps"))
 #: Okabe-Ito colours of the remedies within a family (black is softmax; vermillion marks a failing control; the
 #: yellow is too light on white)
 REMEDY_COLORS = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9")
