@@ -197,6 +197,24 @@ def test_analysis_outputs(norm, monkeypatch):
     np.testing.assert_allclose(head, logits, rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.parametrize("n_blocks", [1, 2])
+def test_logits_and_weights_are_analysis_without_the_records(n_blocks, monkeypatch):
+    """The light path the evaluation's ranking decomposition reads gives analysis()'s logits and the LAST block's
+    query-row weights, bit for bit, over several chunks and with padding. Catches the first block's weights (a
+    2-block model) or another row being returned."""
+    monkeypatch.setattr(model_module, "EVAL_CHUNK_TOKENS", 20)  # several chunks
+    cfg = tiny("argmax", n_blocks=n_blocks)
+    m = Transformer(cfg, seed=3)
+    batch = batch_for(cfg, 5, (1, 6), seed=4)
+    logits, weights = m.logits_and_weights(batch)
+    a = m.analysis(batch)
+    np.testing.assert_array_equal(logits, a["logits"])
+    np.testing.assert_array_equal(weights, a[f"block{n_blocks - 1}.attn_weights"])
+    if n_blocks == 2:
+        assert not np.array_equal(weights, a["block0.attn_weights"])
+    np.testing.assert_array_equal(np.argmax(logits, axis=1), m.predict(batch))
+
+
 def test_predict_chunks_equal_forward(monkeypatch):
     monkeypatch.setattr(model_module, "EVAL_CHUNK_TOKENS", 16)
     cfg = tiny("dictionary", n_blocks=2)

@@ -15,15 +15,17 @@ from varsim.experiments.selection import select_lr
 from varsim.experiments.settings import ReproductionSettings, cell_key, cells, job_specs, selection_specs
 from varsim.experiments.stats import holm
 
-# A slice of the quick remedies grid, cheap enough for the default suite: one task, two trained and two
-# inference-only variants (one of them the positive control), both depths, two seeds, one lr-selection seed.
+# A slice of the quick remedies grid with the lr-selection axis (the machinery a user's grid may use; the remedies
+# preset states its recipes instead), cheap enough for the default suite: one task, two trained and two
+# inference-only variants, both depths, two seeds, one lr-selection seed.
 SLICE = remedies_settings(
     quick=True, tasks=["dictionary"], attentions={"softmax": {}, "ssmax": {"attention": "ssmax"}},
     inference_attentions={"topk1": {"attention": "topk", "params": {"k": 1}},
                           "control_logn": {"attention": "logn", "params": {"n0": 16.0}}},
     train={"steps": 60, "batch_size": 16, "train_max": 16, "checkpoint_every": 60, "keep_checkpoints": 1},
     eval_lengths=[16, 32], probe_lengths=[16, 32], probe_sets=8, eval_examples=32, id_examples=32,
-    validation_examples=32)
+    validation_examples=32, recipes={}, key_encodings=[], eval_long={}, depths=[1, 2], lr_grid=[1e-3, 3e-3],
+    lr_select_seeds=1)
 
 
 def _old_settings_module():
@@ -63,9 +65,30 @@ def test_remedies_settings_are_validated():
         remedies_settings(quick=True, lr_grid=[1e-3, 1e-3])
     with pytest.raises(ValueError, match="depths"):
         remedies_settings(quick=True, depths=[0])
+    with pytest.raises(ValueError, match="recipes"):
+        remedies_settings(quick=True, lr_grid=[1e-3])  # a recipe states its lr: nothing to select
+    with pytest.raises(ValueError, match="recipes"):
+        remedies_settings(quick=True, recipes={"a-b": {"lr": 1e-3}})
+    with pytest.raises(ValueError, match="recipes"):
+        remedies_settings(quick=True, recipes={"fast": {"steps": 10}})
+    with pytest.raises(ValueError, match="key_encodings"):
+        remedies_settings(quick=True, key_encodings=["nope"])
+    with pytest.raises(ValueError, match="eval_long"):
+        remedies_settings(quick=True, eval_long={"lengths": [16], "examples": 8})
+    with pytest.raises(ValueError, match="primary"):
+        remedies_settings(quick=True, primary={"length": 32, "variants": ["nope"], "positive_controls": [],
+                                               "negative_controls": []})
+    with pytest.raises(ValueError, match="primary.length"):
+        remedies_settings(quick=True, primary={"length": 33, "variants": [], "positive_controls": [],
+                                               "negative_controls": []})
+    with pytest.raises(ValueError, match="replicate"):
+        remedies_settings(quick=True, attentions={"softmax": {}, "r": {"replicate": True, "attention": "ssmax"}})
     full = remedies_settings()
-    assert full.seeds >= 6 and full.depths == (1, 2) and len(full.lr_grid) == 3
+    assert full.seeds >= 6 and full.depths == (1,) and full.lr_grid == ()
+    assert set(full.recipes) == {"cosine_lr1e3", "cosine_lr3e3", "constant_lr1e3", "constant_lr3e3"}
+    assert full.key_encodings == ("binary", "embedding") and full.primary["length"] == 1024
     assert full.attentions["logn"]["attention_params"]["n0"] == full.train["train_max"]
+    assert "lr" not in full.train and full.train["clip_norm"] == 1.0 and full.train["optimizer"] == "adamw"
 
 
 def test_selection_uses_validation_only_and_picks_the_best_mean():
@@ -143,12 +166,11 @@ def test_quick_slice_end_to_end(slice_dir):
     sel = json.loads((out / "selection.json").read_text())
     assert set(sel["chosen"]) == {cell_key(c) for c in cells(SLICE)}
     summary = json.loads((out / "summary.json").read_text())
-    assert "Holm" in summary["correction"] and summary["lr_selection"]["chosen"] == sel["chosen"]
+    assert "Holm" in summary["secondary_correction"] and summary["lr_selection"]["chosen"] == sel["chosen"]
     variants = {(g["variant"], g["depth"]) for g in summary["groups"]}
     assert variants == {(v, d) for v in ("softmax", "ssmax", "topk1", "control_logn") for d in (1, 2)}
     for p in summary["paired"]:
-        assert len(p["p_holm"]) == len(SLICE.eval_lengths)
-        assert all(h >= t for h, t in zip(p["p_holm"], p["p_ttest"]) if h is not None and t is not None)
+        assert len(p["p_holm_secondary"]) == len(SLICE.eval_lengths)
     for rec_path in (out / "runs").glob("*softmax*.json"):
         rec = json.loads(rec_path.read_text())
         # the control is the identity at N <= n0 = 16: same accuracy there as the softmax weights it is applied to

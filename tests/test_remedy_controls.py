@@ -73,15 +73,14 @@ def test_oracle_control_in_a_remedies_grid_run():
     decomposition. Catches a grid that cannot express a control (settings refuse 'oracle') or applies it to the
     evaluation but not to the probes."""
     from varsim.experiments.remedies import remedies_settings
-    from varsim.experiments.settings import cell_key, cells, job_specs
+    from varsim.experiments.settings import job_specs
     from varsim.experiments.worker import run_job
 
-    settings = remedies_settings(quick=True, seeds=1, tasks=("argmax",), depths=(1,), lr_grid=(3e-3,),
+    settings = remedies_settings(quick=True, seeds=1, tasks=("argmax",), depths=(1,),
                                  attentions={"softmax": {}},
                                  inference_attentions={"oracle": {"attention": "oracle"},
                                                        "permuted": {"attention": "permuted_softmax"}})
-    selection = {cell_key(c): 3e-3 for c in cells(settings)}
-    spec = next(s for s in job_specs(settings, selection) if s.get("inference"))
+    spec = next(s for s in job_specs(settings) if s.get("inference"))
     spec["train_config"]["steps"] = 20
     spec["train_config"]["checkpoint_every"] = 20
     rec = run_job((spec, None))

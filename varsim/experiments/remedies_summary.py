@@ -268,7 +268,7 @@ def summarize_remedies(outdir, res: dict, *, confidence: float = 0.95) -> dict:
         "alpha": ALPHA,
         "lengths": lengths,
         "examples": [settings.eval_examples] * len(settings.eval_lengths)
-                    + [settings.eval_long["examples"]] * len(settings.eval_long.get("lengths", ())),
+                    + [settings.eval_long.get("examples")] * len(settings.eval_long.get("lengths", ())),
         "primary_endpoint": None if not settings.primary else {
             **settings.to_dict()["primary"], "n_comparisons": len(primary),
             "correction": f"Holm step-down over the {len(primary)} primary comparisons (family-wise error rate "
