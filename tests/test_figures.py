@@ -17,7 +17,7 @@ from varsim.figures import reproduction as rp
 # the simulation/theory figures; the rest of the registry are the reproduction figures
 CORE = ["fig_variance_vs_n", "fig_decay_exponent", "fig_random_query"]
 REPRO = ["fig_repro_accuracy", "fig_repro_std", "fig_repro_hist", "fig_repro_global", "fig_repro_attention"]
-REMEDIES = ["fig_remedies_accuracy", "fig_remedies_paired", "fig_remedies_weight"]  # test_figures_remedies.py
+REMEDIES = ["fig_remedies_primary", "fig_remedies_decomposition", "fig_remedies_accuracy"]  # test_figures_remedies.py
 PROBE = ["fig_probe_std", "fig_probe_slopes", "fig_probe_decomposition"]  # tests/test_figures_probe.py
 
 

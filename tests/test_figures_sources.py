@@ -34,7 +34,7 @@ def test_every_registered_source_is_known():
     kinds = {name: figures.data_source(name) for name in figures.FIGURES}
     assert set(kinds.values()) == {None, *figures.SOURCES}
     assert kinds["fig_repro_accuracy"] == "reproduction" and kinds["fig_probe_std"] == "probe"
-    assert kinds["fig_remedies_weight"] == "remedies" and kinds["fig_variance_vs_n"] is None
+    assert kinds["fig_remedies_primary"] == "remedies" and kinds["fig_variance_vs_n"] is None
 
 
 @pytest.mark.parametrize("kind, cls", [("probe", ProbeSource), ("remedies", RemediesSource),

@@ -61,9 +61,9 @@ FIGURES: dict[str, str] = {
     "fig_probe_slopes": "varsim.figures.fig_probe_slopes",
     "fig_probe_decomposition": "varsim.figures.fig_probe_decomposition",
     "fig_variants_ipr": "varsim.figures.fig_variants_ipr",
+    "fig_remedies_primary": "varsim.figures.fig_remedies_primary",
+    "fig_remedies_decomposition": "varsim.figures.fig_remedies_decomposition",
     "fig_remedies_accuracy": "varsim.figures.fig_remedies_accuracy",
-    "fig_remedies_paired": "varsim.figures.fig_remedies_paired",
-    "fig_remedies_weight": "varsim.figures.fig_remedies_weight",
     "fig_decoder_accuracy": "varsim.figures.fig_decoder_accuracy",
 }
 #: The data sources a figure module may name as its ``SOURCE``: name -> (module, class); :func:`make` builds each

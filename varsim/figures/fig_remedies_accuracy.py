@@ -1,10 +1,12 @@
-"""Remedies figure: test accuracy vs set size N per attention variant, one panel per task and depth.
+"""Remedies figure: test accuracy vs set size N per remedy, for one training recipe, per task and key encoding.
 
-Mean over seeds with the 95% Student-t interval as a band (cut to [0, 1]); trained variants solid, inference-only
-maps (the softmax runs' weights with another weight map) dashed. The dotted line marks chance, the dashed grey one
-the longest training length. Drawn from a remedies results directory (``varsim figures --remedies-results DIR``);
-the statistics are :func:`varsim.experiments.remedies_summary.summarize_remedies`'s. The legend sits below the
-panels, off the curves.
+For the recipe :data:`RECIPE` (warmup then cosine decay, peak lr 1e-3; the grid's first recipe when it has not
+that one): the accuracy of softmax (black), of each remedy and of the oracle (the positive control: all weight on the
+correct item, the ceiling of any attention-side remedy; grey dotted), mean over the seeds with the 95% Student-t
+interval as a band (cut to [0, 1]), at every evaluated N up to 16384. Upper row: trained remedies (solid); lower
+row: inference-only maps on the softmax models' own weights (dashed). The dotted black line is chance, the dashed
+grey one the longest training set. The gains at N = 1024 under every recipe, with their tests, are
+``fig_remedies_primary``'s.
 """
 
 from __future__ import annotations
@@ -12,47 +14,98 @@ from __future__ import annotations
 from varsim.figures import figure_main
 
 from . import _style
-from .remedies import chance_of, draw_lines, family_rows, header, panel_grid, panel_lines, panels_of, source_of
+from .remedies import (
+    FAMILIES,
+    chance_of,
+    family_variants,
+    groups_by_key,
+    header,
+    log2_axis,
+    panel_key,
+    panels_of,
+    recipes_of,
+    source_of,
+    variant_label,
+    variant_style,
+)
 
 NAME = "fig_remedies_accuracy"
 SOURCE = "remedies"  # the data it draws: a key of varsim.figures.SOURCES
+#: the recipe drawn (a key of the settings' ``recipes``)
+RECIPE = "cosine_lr1e3"
 
 
-def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, source=None) -> dict:
-    """Per (task, architecture, norm, depth): accuracy vs N of every variant with its interval."""
+def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, source=None, recipe=None) -> dict:
+    """Per (task, key encoding), at ``recipe`` (default :data:`RECIPE`, else the grid's first): accuracy vs N of
+    softmax, every remedy and the positive controls, with intervals."""
     src = source_of(quick, source)
     summary, st = src["summary"], src["settings"]
+    recipes = {r["key"]: r for r in recipes_of(summary)}
+    if recipe is not None and recipe not in recipes:
+        raise ValueError(f"recipe {recipe!r}: expected one of {', '.join(recipes)}")
+    chosen = recipe or (RECIPE if RECIPE in recipes else next(iter(recipes)))
+    groups = groups_by_key(summary)
+    families = family_variants(summary)
+    wanted = ["softmax", *(v for k, _ in FAMILIES for v in families[k])]
+    wanted += list(dict.fromkeys(g["variant"] for g in summary["groups"] if g["role"] == "positive_control"))
     panels = panels_of(summary)
     for p in panels:
-        p["lines"] = panel_lines(summary, p, "accuracy",
-                                 extra=lambda g: {"learned": g["in_distribution"]["learned"]})
         p["chance"] = chance_of(st, p["task"])
-    return {"name": NAME, **header(src, quick), "seeds": st["seeds"], "lengths": st["eval_lengths"],
-            "train_max": st["train"].get("train_max", 16), "confidence": summary.get("confidence", 0.95),
-            "panels": panels}
+        p["lines"] = []
+        for v in wanted:
+            g = groups.get((panel_key(p), chosen, v))
+            if g is None or "accuracy" not in g:
+                continue
+            p["lines"].append({"variant": v, "kind": g["kind"], "role": g["role"], "n_seeds": g["n_seeds"],
+                               **{k: g["accuracy"][k] for k in ("mean", "ci_low", "ci_high")}})
+    return {"name": NAME, **header(src, quick), "seeds": st["seeds"], "lengths": summary["lengths"],
+            "train_max": st["train"].get("train_max", 16), "confidence": summary["confidence"],
+            "recipe": chosen, "recipe_label": recipes[chosen]["label"], "families": families, "panels": panels}
 
 
 def draw(data: dict, ax=None, *, style=None, footer: bool = False):
-    """One panel per task and depth; one shared legend below the panels."""
-    n = _style.array(data["lengths"])
+    """Rows: trained remedies, inference-only maps (each with softmax and the oracle); columns: task and key
+    encoding; one legend below."""
+    import numpy as np
+
+    A = _style.array
+    n = A(data["lengths"])
     conf = int(round(100 * data["confidence"]))
+    fams = [(k, words) for k, words in FAMILIES if data["families"].get(k)]
     with _style.style(style):
-        rows = family_rows(data["panels"])
-        fig, axes = panel_grid(rows, data["lengths"], ax=ax, style=style)
+        fig, axes = _style.subplots(len(fams), len(data["panels"]), ax=ax, style=style, width=3.6, height=3.1,
+                                    sharex=True, sharey=True)
         handles = {}
-        for axrow, row in zip(axes, rows):
-            for ax, p in zip(axrow, row):
-                draw_lines(ax, n, p, handles)
-                handles["chance"] = ax.axhline(p["chance"], color="k", ls=":", lw=1.0, label="chance")
-                handles["train"] = ax.axvline(data["train_max"], color="0.5", ls="--", lw=0.8,
-                                              label=f"longest training set ($N = {data['train_max']}$)")
-                ax.set_ylim(0, 1.02)
-            axrow[0].set_ylabel("test accuracy")
-        guides = [handles.pop(k) for k in ("chance", "uniform", "train") if k in handles]
-        _style.legend_below(fig, [*handles.values(), *guides], fontsize="small")
-        _style.suptitle(fig, f"Accuracy vs N per attention variant: mean and {conf}% t interval over {data['seeds']} "
-                        "seeds (solid: trained with it; dashed: inference-only map on the softmax weights)",
-                        fontsize="medium")
+        for (kind, words), axrow in zip(fams, axes):
+            for a, p in zip(axrow, data["panels"]):
+                a.set_title(f"{p['title']}: {words}")
+                log2_axis(a, data["lengths"])
+                for ln in p["lines"]:
+                    if ln["role"] == "remedy" and ln["kind"] != kind:
+                        continue
+                    sty = variant_style(ln["variant"], ln["kind"], ln["role"], data["families"])
+                    (h,) = a.plot(n, A(ln["mean"]), color=sty["color"], ls=sty["ls"], marker=sty["marker"],
+                                  label=variant_label(ln["variant"], ln["kind"], ln["role"]),
+                                  lw=1.2 if ln["role"] == "positive_control" else None)
+                    a.fill_between(n, A(ln["ci_low"]), A(ln["ci_high"]), color=sty["color"], alpha=0.12, lw=0)
+                    handles.setdefault(ln["variant"], h)
+                handles["chance"] = a.axhline(p["chance"], color="k", ls=":", lw=1.0, label="chance")
+                handles["train"] = a.axvline(data["train_max"], color="0.5", ls="--", lw=0.8,
+                                             label=f"longest training set ($N = {data['train_max']}$)")
+                a.set_ylim(0, 1.02)
+        for a in np.ravel(axes):
+            spec = a.get_subplotspec()
+            if spec is not None and not spec.is_last_row():
+                a.set_xlabel("")
+        _style.label_first_column(axes, "test accuracy")
+        guides = [handles.pop(k) for k in ("chance", "train")]
+        ceilings = [h for v, h in handles.items() if any(ln["variant"] == v and ln["role"] == "positive_control"
+                                                         for p in data["panels"] for ln in p["lines"])]
+        lines = [h for h in handles.values() if h not in ceilings]
+        _style.legend_below(fig, [*lines, *ceilings, *guides], fontsize="small")
+        _style.suptitle(fig, f"Accuracy vs N under one training recipe ({data['recipe_label']}): mean and {conf}% t "
+                        f"interval over {data['seeds']} seeds; solid: trained with the remedy, dashed: "
+                        "inference-only map on the softmax weights; grey: the oracle (the ceiling)")
         return _style.finish(fig, data, footer=footer)
 
 

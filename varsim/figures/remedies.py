@@ -1,19 +1,23 @@
 """Where the remedies figures (``fig_remedies_*``) get their numbers, and what they share.
 
-The source is a results directory of ``varsim reproduce DIR --preset remedies``: its ``summary.json`` (written by
+The source is a results directory of ``varsim reproduce DIR --preset remedies``: its ``summary.json`` (format
+:data:`varsim.experiments.remedies_summary.REMEDIES_SUMMARY_FORMAT`, written by
 :func:`varsim.experiments.remedies_summary.summarize_remedies` at the end of the run, or by ``varsim reproduce DIR
---aggregate-only``) holds every statistic the figures draw: accuracy per N with t intervals, paired differences
-against softmax with Holm-adjusted p-values over the whole grid, and the weight on the correct item.
+--aggregate-only``) holds every statistic the figures draw: the pre-registered primary endpoint (``primary``, Holm
+over its own family) and the controls (``controls``) at N = 1024, and per group (task x recipe x key encoding) and
+variant the accuracy and the ranking/dispersion decomposition per N with t intervals.
 
 The summary of the last full remedies run ships with the package (:data:`COMMITTED_DIR`, written by
-``python -m varsim.figures.remedies RESULTS_DIR``: ``summary.json``, ``table.md``, ``settings.json``,
-``selection.json``): that is what ``varsim figures`` draws by default; ``--remedies-results DIR`` draws another run.
-The figures need no computation, so quick mode draws the committed numbers too (unstamped); a results directory of
-the quick preset's tiny models is stamped "smoke test, not results".
+``python -m varsim.figures.remedies RESULTS_DIR``: ``summary.json``, ``table.md``, ``settings.json``): that is what
+``varsim figures`` draws by default; ``--remedies-results DIR`` draws another run. The figures need no computation,
+so quick mode draws the committed numbers too (unstamped); a results directory of the quick preset's tiny models is
+stamped "smoke test, not results".
 
-Style: one Okabe-Ito colour, marker and line style per variant (more variants than colours: the line style and
-marker tell them apart too); trained variants are solid lines, inference-only maps (applied to the softmax runs'
-weights) dashed.
+Panels: one per task and key encoding (argmax; dictionary with binary keys; dictionary with learned keys), the
+remedies in two families (trained with the variant; inference-only maps on the softmax weights), each drawn in its own
+row so no panel has more than about six series. Style: within a family one Okabe-Ito colour per remedy, across the
+grid one marker per remedy; trained remedies solid, inference-only maps dashed; softmax black; the controls grey (the
+oracle, the positive control, is the ceiling; the null controls, softmax in distribution, must sit at 0).
 """
 
 from __future__ import annotations
@@ -22,106 +26,38 @@ from pathlib import Path
 
 from varsim.tasks import chance_level
 
-__all__ = ["RemediesSource", "COMMITTED_DIR", "COMMITTED_FILES", "write_committed", "variant_style", "variant_label",
-           "panels_of", "panel_lines", "panel_row", "panel_grid", "family_rows", "FAMILIES", "draw_lines", "header",
-           "OKABE_ITO"]
+__all__ = ["RemediesSource", "COMMITTED_DIR", "COMMITTED_FILES", "write_committed", "read_summary", "header",
+           "source_of", "chance_of", "panels_of", "panel_key", "PANEL_KEYS", "recipes_of", "recipe_label",
+           "FAMILIES", "family_of", "family_variants", "variant_style", "variant_label", "groups_by_key",
+           "REMEDY_COLORS", "FAIL_COLOR", "log2_axis"]
 
 #: The summary of the last full remedies run, shipped with the package.
 COMMITTED_DIR = Path(__file__).resolve().parent / "data" / "remedies"
-#: what :func:`write_committed` copies from a results directory (``selection.json`` only when the grid had an lr grid)
-COMMITTED_FILES = ("summary.json", "table.md", "settings.json", "selection.json")
-
-#: The eight Okabe-Ito colours (black first: the softmax baseline).
-OKABE_ITO = ("#000000", "#E69F00", "#56B4E9", "#009E73", "#0072B2", "#D55E00", "#CC79A7", "#F0E442")
-_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "h", "*", "p")
-_DASHES = ("-", "--", "-.", ":")
+#: what :func:`write_committed` copies from a results directory (each must be there)
+COMMITTED_FILES = ("summary.json", "table.md", "settings.json")
+#: files an older format committed that the current one does not have: removed from the destination on commit
+OBSOLETE_FILES = ("selection.json",)
 #: smoke-test rule: runs of at most this many training steps are the quick preset's tiny models (they do not learn)
 QUICK_STEPS = 200
 
+#: the fields of a group that make a panel (the recipe is the x axis or a column, the variant a series)
+PANEL_KEYS = ("task", "architecture", "norm", "depth", "encoding")
+#: a key encoding in the words of a panel title
+ENCODING_WORDS = {"binary": "binary keys", "embedding": "learned keys"}
 
-def variant_style(label: str, order: list, kind: str) -> dict:
-    """Colour, marker and line style of the variant ``label`` (its index in ``order``, the grid's variant order)."""
-    k = order.index(label) if label in order else len(order)
-    first = k < len(OKABE_ITO)  # past the eighth variant the colours repeat: another dash pattern tells them apart
-    ls = ("-" if first else "-.") if kind == "trained" else ("--" if first else ":")
-    return {"color": OKABE_ITO[k % len(OKABE_ITO)], "marker": _MARKERS[k % len(_MARKERS)], "ls": ls}
-
-
-def variant_label(variant: str, kind: str) -> str:
-    """The legend label of a variant: inference-only maps are marked as such."""
-    return variant + (" (inference-only)" if kind != "trained" else "")
-
-
-#: The variant families, each drawn in its own row of panels (the baseline softmax in each row of lines), so no panel
-#: has more than about six lines: (kind, what the title says)
-FAMILIES = (("trained", "trained with it"), ("inference", "inference-only map"))
-BASELINE = "softmax"
-
-
-def family_rows(panels: list, key: str = "lines") -> list[list[dict]]:
-    """``panels`` split by family: one row per family with items of its kind in ``panel[key]`` (lines also keep
-    the softmax baseline), each panel's ``order`` cut to them and its title naming the family."""
-    rows = []
-    for kind, words in FAMILIES:
-        row = []
-        for p in panels:
-            items = [x for x in p[key] if x["kind"] == kind or (key == "lines" and x["variant"] == BASELINE)]
-            order = [v for v in p["order"] if v == BASELINE or any(x["variant"] == v for x in items)]
-            row.append({**p, key: items, "order": order, "title": f"{p['title']}: {words}"})
-        if any(x["variant"] != BASELINE for q in row for x in q[key]):
-            rows.append(row)
-    return rows
-
-
-def panel_grid(rows: list, lengths, *, ax=None, style=None):
-    """A figure with one row of axes per family row (:func:`family_rows`), each titled, set size N on a log2 axis
-    (shared axes; call inside ``_style.style()``). Returns ``(fig, axes)``, ``axes[row][col]``."""
-    from . import _style
-
-    n = _style.array(lengths)
-    fig, axes = _style.subplots(len(rows), len(rows[0]), ax=ax, style=style, width=3.9, height=3.3, sharex=True,
-                                sharey=True)
-    for axrow, row in zip(axes, rows):
-        for a, p in zip(axrow, row):
-            a.set_title(p["title"], fontsize="medium")
-            a.set_xlabel("set size $N$")
-            a.set_xscale("log", base=2)
-            _style.log2_ticks(a, float(n.min()), float(n.max()))
-    return fig, axes
-
-
-def panel_row(panels: list, lengths, *, ax=None, style=None):
-    """A figure with one axes per panel side by side (shared axes; call inside ``_style.style()``), each titled,
-    with set size N on a log2 axis over ``lengths``. Returns ``(fig, axes)``."""
-    from . import _style
-
-    n = _style.array(lengths)
-    fig, axes = _style.subplots(1, len(panels), ax=ax, style=style, width=3.9, height=3.9, sharex=True,
-                                    sharey=True, layout="constrained")
-    for ax, p in zip(axes[0], panels):
-        ax.set_title(p["title"])
-        ax.set_xlabel("set size $N$")
-        ax.set_xscale("log", base=2)
-        _style.log2_ticks(ax, float(n.min()), float(n.max()))
-    return fig, list(axes[0])
-
-
-def draw_lines(ax, n, panel: dict, handles: dict, *, band_floor: float | None = None) -> None:
-    """The panel's lines (:func:`panel_lines`): the mean per N with its interval as a band; the first line of each
-    variant goes into ``handles`` (for one legend under all panels). ``band_floor``: the band's lower end is kept
-    above it (a log axis cannot show 0)."""
-    import numpy as np
-
-    from . import _style
-
-    for ln in panel["lines"]:
-        sty = variant_style(ln["variant"], panel["order"], ln["kind"])
-        (h,) = ax.plot(n, _style.array(ln["mean"]), label=variant_label(ln["variant"], ln["kind"]), **sty)
-        handles.setdefault(ln["variant"], h)
-        lo = _style.array(ln["ci_low"])
-        if band_floor is not None:
-            lo = np.maximum(lo, band_floor)
-        ax.fill_between(n, lo, _style.array(ln["ci_high"]), color=sty["color"], alpha=0.12, lw=0)
+#: the remedy families, each drawn in its own row of panels: (kind, what the row's titles say)
+FAMILIES = (("trained", "trained remedies"), ("inference", "inference-only maps"))
+#: Okabe-Ito colours of the remedies within a family (black is softmax; vermillion marks a failing control; the
+#: yellow is too light on white)
+REMEDY_COLORS = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9")
+#: the colour of a control that fails its own test
+FAIL_COLOR = "#D55E00"
+_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "h", "p", "8")
+#: the controls in words, by role (a label of its own first)
+CONTROL_WORDS = {"oracle": "positive control: all weight on the correct item, the ceiling",
+                 "softmax_replicate": "null control: softmax trained again",
+                 "permuted_softmax": "null control: softmax summed in another key order",
+                 "positive_control": "positive control", "negative_control": "null control"}
 
 
 class RemediesSource:
@@ -221,9 +157,11 @@ def read_summary(directory, name: str = "results") -> dict:
 
 
 def write_committed(results, dest=COMMITTED_DIR, *, allow_incomplete: bool = False) -> list[Path]:
-    """Copy the remedies summary of the results directory ``results`` (and its table, settings and lr selection)
-    to ``dest`` (default: the package data, :data:`COMMITTED_DIR`); return the written paths. Refused (ValueError)
-    for a summary with missing or corrupt runs unless ``allow_incomplete``."""
+    """Copy the remedies summary of the results directory ``results`` with its table and settings to ``dest``
+    (default: the package data, :data:`COMMITTED_DIR`), remove the files of an older format there
+    (:data:`OBSOLETE_FILES`); return the written paths. Refused (ValueError, nothing written) for a directory that is
+    not a remedies run of this summary format or lacks one of :data:`COMMITTED_FILES`, and for a summary with missing
+    or corrupt runs unless ``allow_incomplete``."""
     from varsim._common.atomic import atomic_write_bytes
 
     src = Path(results)
@@ -233,13 +171,15 @@ def write_committed(results, dest=COMMITTED_DIR, *, allow_incomplete: bool = Fal
         raise ValueError(f"results: {src} has {len(runs.get('missing', []))} missing and "
                          f"{len(runs.get('corrupt', []))} corrupt runs; finish it with `varsim reproduce {src} "
                          "--preset remedies`")
+    absent = [name for name in COMMITTED_FILES if not (src / name).is_file()]
+    if absent:
+        raise ValueError(f"results: {src} has no {', '.join(absent)}; rerun `varsim reproduce {src} --preset remedies "
+                         "--aggregate-only`")
     dest = Path(dest)
     dest.mkdir(parents=True, exist_ok=True)
-    written = []
-    for name in COMMITTED_FILES:
-        if (src / name).is_file():
-            atomic_write_bytes(dest / name, (src / name).read_bytes())
-            written.append(dest / name)
+    written = [atomic_write_bytes(dest / name, (src / name).read_bytes()) for name in COMMITTED_FILES]
+    for name in OBSOLETE_FILES:
+        (dest / name).unlink(missing_ok=True)
     return written
 
 
@@ -258,42 +198,109 @@ def source_of(quick: bool, source) -> dict:
     return source.load()
 
 
-def panels_of(summary: dict) -> list[dict]:
-    """One panel per (task, architecture, norm, depth) in grid order, with its title and variant order."""
-    st = summary["settings"]
-    keys = []
-    for g in summary["groups"]:
-        key = (g["task"], g["architecture"], g["norm"], g["depth"])
-        if key not in keys:
-            keys.append(key)
-    many_arch = len({k[1] for k in keys}) > 1
-    many_norm = len({k[2] for k in keys}) > 1
-    order = list(st.get("attentions", {})) + list(st.get("inference_attentions", {}))
-    out = []
-    for task, arch, norm, depth in keys:
-        title = f"{task}, {depth} block{'s' if depth > 1 else ''}"
-        if many_arch:
-            title += f", {arch.replace('_', ' ')}"
-        if many_norm:
-            title += f", norm {norm}"
-        out.append({"task": task, "architecture": arch, "norm": norm, "depth": depth, "title": title,
-                    "order": order})
-    return out
-
-
-def panel_lines(summary: dict, panel: dict, statistic: str, extra=None) -> list[dict]:
-    """The panel's groups as lines of ``statistic`` (``"accuracy"``, ``"weight_correct"``): mean and interval per N,
-    plus the fields ``extra(group)`` returns."""
-    key = (panel["task"], panel["architecture"], panel["norm"], panel["depth"])
-    return [{"variant": g["variant"], "kind": g["kind"], "n_seeds": g["n_seeds"], "mean": g[statistic]["mean"],
-             "ci_low": g[statistic]["ci_low"], "ci_high": g[statistic]["ci_high"], **(extra(g) if extra else {})}
-            for g in summary["groups"]
-            if (g["task"], g["architecture"], g["norm"], g["depth"]) == key and statistic in g]
-
-
 def chance_of(settings: dict, task: str) -> float:
     """Accuracy of a uniform guess at ``task`` with the settings' vocabulary sizes (the task's ``chance``)."""
     return chance_level(task, settings.get("model", {}))
+
+
+def panel_key(entry: dict) -> tuple:
+    """The panel a group, paired, primary or control row of the summary belongs to (:data:`PANEL_KEYS`)."""
+    return tuple(entry.get(k) for k in PANEL_KEYS)
+
+
+def panels_of(summary: dict) -> list[dict]:
+    """One panel per (task, architecture, norm, depth, key encoding) in grid order: its keys and title (the
+    architecture, norm and depth only when the grid has more than one of them)."""
+    keys = list(dict.fromkeys(panel_key(g) for g in summary["groups"]))
+    varies = {k: len({key[i] for key in keys}) > 1 for i, k in enumerate(PANEL_KEYS)}
+    out = []
+    for key in keys:
+        p = dict(zip(PANEL_KEYS, key))
+        parts = [p["task"]]
+        if p["encoding"]:
+            parts.append(ENCODING_WORDS.get(p["encoding"], f"{p['encoding']} keys"))
+        if varies["architecture"]:
+            parts.append(str(p["architecture"]).replace("_", " "))
+        if varies["norm"]:
+            parts.append(f"norm {p['norm']}")
+        if varies["depth"]:
+            parts.append(f"{p['depth']} block{'s' if p['depth'] != 1 else ''}")
+        out.append({**p, "title": ", ".join(parts)})
+    return out
+
+
+def recipe_label(spec: dict, sep: str = ", ") -> str:
+    """A training recipe (``{"schedule", "lr"}``) in words: ``cosine, lr 1e-3``."""
+    lr = spec.get("lr")
+    lr_text = "?" if lr is None else f"{lr:.0e}".replace("e-0", "e-")
+    return f"{spec.get('schedule', '?')}{sep}lr {lr_text}"
+
+
+def recipes_of(summary: dict) -> list[dict]:
+    """The recipes of the grid in the settings' order, each ``{"key", "label"}``."""
+    specs = summary["settings"].get("recipes") or {}
+    present = list(dict.fromkeys(g["recipe"] for g in summary["groups"]))
+    keys = [k for k in specs if k in present] + [k for k in present if k not in specs]
+    return [{"key": k, "label": recipe_label(specs[k]) if k in specs else str(k)} for k in keys]
+
+
+def groups_by_key(summary: dict) -> dict:
+    """The summary's groups by (panel key, recipe, variant)."""
+    return {(panel_key(g), g["recipe"], g["variant"]): g for g in summary["groups"]}
+
+
+def family_of(kind: str) -> str:
+    """The family (a kind of :data:`FAMILIES`) of a variant of kind ``kind`` (``"trained"`` or ``"inference"``)."""
+    kinds = [k for k, _ in FAMILIES]
+    if kind not in kinds:
+        raise ValueError(f"kind {kind!r}: expected one of {', '.join(kinds)}")
+    return kind
+
+
+def family_variants(summary: dict) -> dict:
+    """``{kind: [remedy, ...]}``: the pre-registered remedies of each family in the endpoint's order."""
+    roles = {g["variant"]: (g["kind"], g["role"]) for g in summary["groups"]}
+    endpoint = (summary.get("primary_endpoint") or {}).get("variants") or [
+        v for v, (_, r) in roles.items() if r == "remedy"]
+    out = {k: [] for k, _ in FAMILIES}
+    for v in endpoint:
+        if v in roles:
+            out[family_of(roles[v][0])].append(v)
+    return out
+
+
+def variant_style(label: str, kind: str, role: str, families: dict) -> dict:
+    """Colour, marker and line style of a variant; ``families`` (:func:`family_variants`) gives each remedy its
+    marker (its index over all remedies) and colour (its index within its family)."""
+    if role == "baseline":
+        return {"color": "#000000", "marker": ".", "ls": "-"}
+    if role == "positive_control":
+        return {"color": "0.35", "marker": "*", "ls": ":"}
+    if role == "negative_control":
+        return {"color": "0.55", "marker": "x" if kind == "trained" else "+", "ls": "-."}
+    everyone = [v for k, _ in FAMILIES for v in families.get(k, [])]
+    mine = families.get(kind, [])
+    k = everyone.index(label) if label in everyone else len(everyone)
+    j = mine.index(label) if label in mine else len(mine)
+    return {"color": REMEDY_COLORS[j % len(REMEDY_COLORS)], "marker": _MARKERS[k % len(_MARKERS)],
+            "ls": "-" if kind == "trained" else "--"}
+
+
+def variant_label(label: str, kind: str, role: str) -> str:
+    """The legend label of a variant: remedies by name (inference-only maps marked), controls with their role."""
+    if role in ("positive_control", "negative_control"):
+        return f"{label} ({CONTROL_WORDS.get(label, CONTROL_WORDS[role])})"
+    return label + (" (inference-only)" if kind == "inference" else "")
+
+
+def log2_axis(ax, lengths) -> None:
+    """Set size N on a log2 axis over ``lengths``, labelled."""
+    from . import _style
+
+    n = _style.array(lengths)
+    ax.set_xscale("log", base=2)
+    _style.log2_ticks(ax, float(n.min()), float(n.max()))
+    ax.set_xlabel("set size $N$")
 
 
 def main(argv=None) -> int:

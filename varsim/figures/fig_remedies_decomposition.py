@@ -1,0 +1,143 @@
+"""Remedies figure (why): softmax's errors split into ranking and dispersion errors vs N, per training recipe.
+
+For the softmax models of each task, key encoding (rows) and training recipe (columns), the test examples it gets
+wrong at each set size N, split by the last block's best head (the head with the largest mean weight on the correct
+item at that N; :mod:`varsim.train.ranking`): a *ranking error* when that head's largest weight is on a wrong item,
+a *dispersion error* when its largest weight is on the correct item but the answer is still wrong (the weight is
+spread too thin over the others). The two stacked areas add up to 1 - accuracy (the black line). A sharpening map
+keeps the order of the logits: it concentrates the weight on the item with the top logit, so it can only repair
+dispersion errors. The coloured lines are the error left when the same weights are sharpened at inference (log-N
+temperature; top-1, the limit of sharpening): where the ranking errors dominate, no sharpening helps. Means over the
+seeds (the accuracy intervals are in ``fig_remedies_accuracy``); a secondary analysis (the primary endpoint is
+``fig_remedies_primary``). The dashed grey line marks the longest training set.
+"""
+
+from __future__ import annotations
+
+from varsim.figures import figure_main
+
+from . import _style
+from .remedies import (
+    family_variants,
+    groups_by_key,
+    header,
+    log2_axis,
+    panel_key,
+    panels_of,
+    recipes_of,
+    source_of,
+    variant_label,
+    variant_style,
+)
+
+NAME = "fig_remedies_decomposition"
+SOURCE = "remedies"  # the data it draws: a key of varsim.figures.SOURCES
+#: the decomposed model
+BASELINE = "softmax"
+#: the sharpening maps whose remaining error is drawn over the decomposition (those the grid has)
+SHARPENING = ("logn_temperature", "topk1")
+#: area colours (Okabe-Ito): ranking errors, dispersion errors
+AREA_COLORS = {"ranking_error": "#D55E00", "dispersion_error": "#F0E442"}
+
+
+def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, source=None) -> dict:
+    """Per (task, key encoding) x recipe: softmax's ranking and dispersion errors per N and the sharpening maps'
+    error (1 - accuracy) with its interval."""
+    src = source_of(quick, source)
+    summary, st = src["summary"], src["settings"]
+    groups = groups_by_key(summary)
+    recipes = recipes_of(summary)
+    lengths = summary["lengths"]
+    rows = []
+    for p in panels_of(summary):
+        cells = []
+        for r in recipes:
+            base = groups.get((panel_key(p), r["key"], BASELINE))
+            cell = {"recipe": r["key"], "recipe_label": r["label"], "title": f"{p['title']}; {r['label']}"}
+            if base is not None and "ranking" in base:
+                for k in ("ranking_error", "dispersion_error", "ranking_correct"):
+                    cell[k] = base["ranking"][k]["mean"]
+                cell["error"] = [None if a is None else 1.0 - a for a in base["accuracy"]["mean"]]
+            cell["lines"] = []
+            for v in SHARPENING:
+                g = groups.get((panel_key(p), r["key"], v))
+                if g is None or "accuracy" not in g:
+                    continue
+                acc = g["accuracy"]
+                cell["lines"].append({"variant": v, "kind": g["kind"], "role": g["role"],
+                                      "error": [1.0 - a for a in acc["mean"]],
+                                      "ci_low": [1.0 - a for a in acc["ci_high"]],
+                                      "ci_high": [1.0 - a for a in acc["ci_low"]]})
+            cells.append(cell)
+        rows.append({**p, "cells": cells})
+    return {"name": NAME, **header(src, quick), "seeds": st["seeds"], "lengths": lengths,
+            "train_max": st["train"].get("train_max", 16), "confidence": summary["confidence"],
+            "families": family_variants(summary), "rows": rows}
+
+
+def draw(data: dict, ax=None, *, style=None, footer: bool = False):
+    """Rows: task and key encoding; columns: recipe; one legend below."""
+    import numpy as np
+    from matplotlib.patches import Patch
+
+    A = _style.array
+    rows = data["rows"]
+    ncols = max(len(r["cells"]) for r in rows)
+    with _style.style(style):
+        fig, axes = _style.subplots(len(rows), ncols, ax=ax, style=style, width=3.0, height=2.7, sharex=True,
+                                    sharey=True)
+        handles = {}
+        for axrow, row in zip(axes, rows):
+            for a, cell in zip(axrow, row["cells"]):
+                a.set_title(cell["title"])
+                log2_axis(a, data["lengths"])
+                a.set_ylim(0.0, 1.0)
+                if "ranking_error" in cell:
+                    rank = A(cell["ranking_error"])
+                    n = A(data["lengths"][:len(rank)])
+                    top = rank + A(cell["dispersion_error"])
+                    handles["ranking_error"] = a.fill_between(
+                        n, 0.0, rank, color=AREA_COLORS["ranking_error"], alpha=0.45, lw=0,
+                        label=f"{BASELINE}: ranking errors (largest weight on a wrong item)")
+                    handles["dispersion_error"] = a.fill_between(
+                        n, rank, top, color=AREA_COLORS["dispersion_error"], alpha=0.45, lw=0,
+                        label=f"{BASELINE}: dispersion errors (largest weight on the correct item, too little of it)")
+                    (handles["total"],) = a.plot(A(data["lengths"]), A(cell["error"]), color="k", lw=1.0,
+                                                 label=f"{BASELINE}: all errors (1 - accuracy)")
+                for ln in cell["lines"]:
+                    sty = variant_style(ln["variant"], ln["kind"], ln["role"], data["families"])
+                    n = A(data["lengths"])
+                    label = variant_label(ln["variant"], ln["kind"], ln["role"])
+                    (h,) = a.plot(n, A(ln["error"]), color=sty["color"], ls=sty["ls"], marker=sty["marker"],
+                                  label=f"error left after {label}")
+                    handles.setdefault(ln["variant"], h)
+                handles["train"] = a.axvline(data["train_max"], color="0.5", ls="--", lw=0.8,
+                                             label=f"longest training set ($N = {data['train_max']}$)")
+            for a in axrow[len(row["cells"]):]:
+                a.set_visible(False)
+        _style.label_first_column(axes, "error rate")
+        for a in np.ravel(axes):
+            spec = a.get_subplotspec()
+            if spec is not None and not spec.is_last_row():
+                a.set_xlabel("")
+        order = ["ranking_error", "dispersion_error", "total", *(v for v in handles if v not in
+                                                                 ("ranking_error", "dispersion_error", "total",
+                                                                  "train")), "train"]
+        shown = [handles[k] for k in order if k in handles]
+        labels = [h.get_label() for h in shown]
+        shown = [Patch(color=h.get_facecolor()[0], alpha=0.45) if k in AREA_COLORS else h
+                 for k, h in zip([k for k in order if k in handles], shown)]
+        _style.legend_below(fig, shown, labels, fontsize="small")
+        _style.suptitle(fig, f"Why softmax fails at long N, per recipe: its errors are ranking errors (the best head's "
+                        "largest weight on a wrong item: no sharpening repairs them) or dispersion errors (largest "
+                        "weight on the correct item, too little of it); lines: the error left after sharpening the "
+                        f"same weights at inference. Means over {data['seeds']} seeds (secondary analysis).")
+        return _style.finish(fig, data, footer=footer)
+
+
+#: ``python -m varsim.figures.fig_remedies_decomposition --remedies-results DIR``: make just this figure
+main = figure_main(NAME)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,163 @@
+"""Remedies figure (the answer): the gain of each remedy over softmax at N = 1024, per training recipe.
+
+The pre-registered primary endpoint (:data:`varsim.experiments.remedies.PRIMARY_ENDPOINT`): per task, key encoding
+and training recipe (x axis: schedule and peak learning rate), each remedy's paired accuracy difference against
+softmax at N = 1024 (same seed index: same test sets; the inference-only maps on the softmax models' own weights),
+mean over the seeds with its 95% Student-t interval. A filled marker: significant after Holm's step-down correction
+over the primary family only (every remedy x task x recipe x key encoding); open: not significant. Trained remedies
+in the upper row, inference-only maps in the lower one. The controls, judged by their own unadjusted tests: the
+oracle (all weight on the correct item: the ceiling of any attention-side remedy) is the grey bar with its interval as
+a band; the null control of the row (softmax trained again; softmax summed in another key order) is the grey cross,
+which must sit at 0. A control that fails its test is drawn in vermillion. Numbers:
+``summary.json``'s ``primary`` and ``controls`` rows.
+"""
+
+from __future__ import annotations
+
+from varsim.figures import figure_main
+
+from . import _style
+from .remedies import (
+    FAIL_COLOR,
+    FAMILIES,
+    family_variants,
+    header,
+    panel_key,
+    panels_of,
+    recipes_of,
+    source_of,
+    variant_label,
+    variant_style,
+)
+
+NAME = "fig_remedies_primary"
+SOURCE = "remedies"  # the data it draws: a key of varsim.figures.SOURCES
+#: width of one recipe's slot on the x axis (the remedies are dodged inside it)
+SLOT = 0.76
+
+
+def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, source=None) -> dict:
+    """Per panel (task, key encoding): per remedy and control, the difference at the primary length per recipe."""
+    src = source_of(quick, source)
+    summary, st = src["summary"], src["settings"]
+    ep = summary.get("primary_endpoint")
+    if not ep:
+        raise ValueError(f"remedies_results: {src['source']} has no pre-registered primary endpoint")
+    recipes = recipes_of(summary)
+    roles = {g["variant"]: (g["kind"], g["role"]) for g in summary["groups"]}
+    families = family_variants(summary)
+    rows = {(panel_key(r), r["recipe"], r["variant"]): r for r in summary["primary"]}
+    rows.update({(panel_key(r), r["recipe"], r["variant"]): r for r in summary["controls"]})
+    controls = list(dict.fromkeys(r["variant"] for r in summary["controls"]))
+    labels = [v for k, _ in FAMILIES for v in families[k]] + controls
+    panels = panels_of(summary)
+    for p in panels:
+        key = panel_key(p)
+        p["series"] = []
+        for v in labels:
+            got = [rows.get((key, r["key"], v)) for r in recipes]
+            if not any(got):
+                continue
+            kind, role = roles[v]
+            s = {"variant": v, "kind": kind, "role": role,
+                 **{k: [None if r is None else r[k] for r in got] for k in ("mean_diff", "ci_low", "ci_high", "n")}}
+            if role == "remedy":
+                s["p_holm"] = [None if r is None else r["p_holm"] for r in got]
+                s["significant"] = [None if r is None else r["significant"] for r in got]
+            else:
+                s["p_ttest"] = [None if r is None else r["p_ttest"] for r in got]
+                s["behaves"] = [None if r is None else r["behaves"] for r in got]
+            p["series"].append(s)
+    return {"name": NAME, **header(src, quick), "seeds": st["seeds"], "length": ep["length"],
+            "alpha": summary["alpha"], "confidence": summary["confidence"], "correction": ep["correction"],
+            "recipes": recipes, "families": families, "panels": panels}
+
+
+def _dodge(j: int, k: int) -> float:
+    return (j - (k - 1) / 2) * SLOT / max(k, 1)
+
+
+def draw(data: dict, ax=None, *, style=None, footer: bool = False):
+    """Rows: trained remedies, inference-only maps; columns: task and key encoding; one legend below."""
+    import numpy as np
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    A = _style.array
+    conf = int(round(100 * data["confidence"]))
+    fams = [(k, words) for k, words in FAMILIES if data["families"].get(k)]
+    x = np.arange(len(data["recipes"]), dtype=float)
+    ticks = [r["label"].replace(", ", "\n") for r in data["recipes"]]
+    with _style.style(style):
+        fig, axes = _style.subplots(len(fams), len(data["panels"]), ax=ax, style=style, width=3.6, height=3.2,
+                                    sharex=True, sharey=True)
+        handles, failed = {}, False
+        ms = 1.25 * _style.plt.rcParams["lines.markersize"]
+        for (kind, words), axrow in zip(fams, axes):
+            for a, p in zip(axrow, data["panels"]):
+                a.set_title(f"{p['title']}: {words}")
+                a.axhline(0.0, color="k", lw=0.8)
+                mine = [s for s in p["series"] if s["role"] == "remedy" and s["kind"] == kind]
+                nulls = [s for s in p["series"] if s["role"] == "negative_control" and s["kind"] == kind]
+                ceilings = [s for s in p["series"] if s["role"] == "positive_control"]
+                for s in ceilings:
+                    sty = variant_style(s["variant"], s["kind"], s["role"], data["families"])
+                    for i, (m, lo, hi, ok) in enumerate(zip(s["mean_diff"], s["ci_low"], s["ci_high"], s["behaves"])):
+                        if m is None:
+                            continue
+                        color = sty["color"] if ok else FAIL_COLOR
+                        failed |= not ok
+                        a.fill_between([x[i] - SLOT / 2, x[i] + SLOT / 2], lo, hi, color=color, alpha=0.15, lw=0)
+                        a.hlines(m, x[i] - SLOT / 2, x[i] + SLOT / 2, color=color, lw=2.0)
+                    handles.setdefault(s["variant"], (Line2D([], [], color=sty["color"], lw=2.0),
+                                                      variant_label(s["variant"], s["kind"], s["role"])))
+                dodged = nulls + mine
+                for j, s in enumerate(dodged):
+                    sty = variant_style(s["variant"], s["kind"], s["role"], data["families"])
+                    xs = x + _dodge(j, len(dodged))
+                    m, lo, hi = A(s["mean_diff"]), A(s["ci_low"]), A(s["ci_high"])
+                    if s["role"] == "remedy":
+                        a.plot(xs, m, color=sty["color"], ls=sty["ls"], lw=0.8, alpha=0.6)
+                        a.errorbar(xs, m, np.vstack([m - lo, hi - m]), fmt="none", ecolor=sty["color"], elinewidth=1.1)
+                        sig = np.array([bool(v) for v in s["significant"]])
+                        a.plot(xs[sig], m[sig], ls="none", marker=sty["marker"], color=sty["color"], ms=ms)
+                        a.plot(xs[~sig], m[~sig], ls="none", marker=sty["marker"], color=sty["color"], mfc="white",
+                               ms=ms)
+                    else:
+                        bad = np.array([v is False for v in s["behaves"]])
+                        failed |= bool(bad.any())
+                        for sel, color in ((~bad, sty["color"]), (bad, FAIL_COLOR)):
+                            a.errorbar(xs[sel], m[sel], np.vstack([m - lo, hi - m])[:, sel], fmt=sty["marker"],
+                                       color=color, ms=ms, elinewidth=1.1, mew=1.5)
+                    handles.setdefault(s["variant"], (
+                        Line2D([], [], color=sty["color"], ls=sty["ls"] if s["role"] == "remedy" else "none",
+                               marker=sty["marker"], ms=ms, mew=1.5 if s["role"] != "remedy" else 1.0),
+                        variant_label(s["variant"], s["kind"], s["role"])))
+                a.set_xticks(x, ticks)
+                a.set_xlim(x[0] - 0.5, x[-1] + 0.5)
+                a.grid(False, axis="x")
+        for a in np.ravel(axes):
+            spec = a.get_subplotspec()
+            a.set_xlabel("training recipe" if spec is None or spec.is_last_row() else "")
+        _style.label_first_column(axes, f"gain over softmax\nat N = {data['length']}")
+        order = [v for k, _ in fams for v in data["families"][k]]
+        entries = [handles[v] for v in order if v in handles] + [h for v, h in handles.items() if v not in order]
+        entries += [(Line2D([], [], color="0.3", marker="o", ls="none"),
+                     f"significant after Holm (p ≤ {data['alpha']:g})"),
+                    (Line2D([], [], color="0.3", marker="o", mfc="white", ls="none"), "not significant after Holm")]
+        if failed:
+            entries.append((Patch(color=FAIL_COLOR), "control that fails its own test"))
+        _style.legend_below(fig, [h for h, _ in entries], [t for _, t in entries], fontsize="small")
+        _style.suptitle(fig, f"Primary endpoint (pre-registered): accuracy gain over softmax at N = {data['length']} "
+                        f"per training recipe, mean and {conf}% t interval over {data['seeds']} paired seeds; filled: "
+                        f"significant after {data['correction']}. Grey: the controls (oracle bar: the ceiling; "
+                        "null cross: must sit at 0).")
+        return _style.finish(fig, data, footer=footer)
+
+
+#: ``python -m varsim.figures.fig_remedies_primary --remedies-results DIR``: make just this figure
+main = figure_main(NAME)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
