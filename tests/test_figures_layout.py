@@ -48,24 +48,13 @@ def _new_source(kind):
 
         return ProbeSource(None)
     if kind == "remedies":
-        from remedies_checks import committed_is_current, quick_remedies_dir
-
         from varsim.figures.remedies import RemediesSource
 
-<<<<<<< HEAD
         return RemediesSource(None, quick=False)
     if kind == "decoder":
         from varsim.figures.decoder import DecoderSource
 
         return DecoderSource(None, quick=False)
-=======
-        if committed_is_current():
-            return RemediesSource(None, quick=False)
-        # the committed data is the previous format until the current grid's is committed: the quick grid's summary
-        import tempfile
-
-        return RemediesSource(quick_remedies_dir(Path(tempfile.mkdtemp(prefix="remedies-layout-")) / "quick"))
->>>>>>> remfig
     return None
 
 
