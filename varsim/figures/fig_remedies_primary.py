@@ -87,7 +87,9 @@ def draw(data: dict, ax=None, *, style=None, footer: bool = False):
     conf = int(round(100 * data["confidence"]))
     fams = [(k, words) for k, words in FAMILIES if data["families"].get(k)]
     x = np.arange(len(data["recipes"]), dtype=float)
-    ticks = [r["label"].replace(", ", "\n") for r in data["recipes"]]
+    # short recipe names under the ticks (a narrow column has room for about 7 characters each)
+    ticks = [r["label"].replace("constant", "const.").replace("cosine", "cos.").replace(", ", "\n")
+             for r in data["recipes"]]
     with _style.style(style):
         fig, axes = _style.subplots(len(fams), len(data["panels"]), ax=ax, style=style, width=3.6, height=3.2,
                                     sharex=True, sharey=True)
