@@ -31,8 +31,9 @@
 #   but not the weight on the item that should be selected;
 # * compare the remedies that act on the logits (scalable softmax, log-$N$ and critical temperatures, top-$k$,
 #   sigmoid) by their exact $\mathbb{E}[\sum w^2]$ and by the weight they keep on a planted correct key;
-# * read the committed results of varsim's remedies experiment (accuracy at long $N$, paired differences with
-#   Holm-adjusted p-values) and say what they do and do not show.
+# * read the committed results of varsim's remedies experiment (a pre-registered primary endpoint with Holm's
+#   correction, a positive and two null controls, and the split of the errors into ranking and dispersion errors)
+#   and say what they do and do not show.
 #
 # **Prerequisites.** Notebooks 1, 2 and 4; LayerNorm; a confidence interval and a paired comparison.
 #
@@ -44,7 +45,9 @@ import numpy as np
 
 from scipy.optimize import brentq
 
-from varsim.figures.remedies import RemediesSource, panels_of, variant_label, variant_style
+from varsim.experiments.stats import holm
+from varsim.figures import fig_remedies_primary
+from varsim.figures.remedies import RemediesSource, panel_key, panels_of, recipes_of
 from varsim.sim import measure_variance
 from varsim.theory import expected_ipr, ipr_normalized_variance, layernorm_moments, phase
 from varsim.theory.remedies import topk_ipr_bounds, variant_beta, variant_ipr
@@ -362,95 +365,233 @@ assert np.array_equal(known.ipr, plain.ipr) and np.array_equal(reg.ipr, plain.ip
 # | ssmax / logn, critical, topk | falls much more slowly (scaled softmaxes: towards the frozen phase) | decays much more slowly, not kept at a fixed margin |
 #
 # ## (d) What training says: the committed remedies experiment
-# `varsim reproduce DIR --preset remedies` trains the transformer of notebook 4 (width 64, 4 heads, 3000 steps)
-# with each trainable variant on argmax retrieval and dictionary lookup, at depth 1 and 2, with 6 paired seeds, and
-# applies the inference-only maps (adaptive temperature, top-$k$, critical, a log-$N$ temperature as a positive
-# control) to the softmax models' own weights. Its summary ships with varsim (`varsim/figures/data/remedies/`); the
-# cells below read it, so they always show the committed numbers.
+# `varsim reproduce DIR --preset remedies` trains the transformer of notebook 4 (one block, width 64, 4 heads, 3000
+# steps on sets of at most 16 items) on argmax retrieval and on dictionary lookup, with 6 paired seeds per cell. The
+# grid crosses
 #
-# How to read it: *accuracy* is the mean over seeds with a 95% $t$ interval; the *paired difference* is variant
-# minus softmax, seed by seed (same initialisation, data and test sets), with its own interval; *Holm p* is the
-# paired $t$-test's p-value adjusted for all comparisons of the grid at once (so $p \le 0.05$ controls the chance of
-# *any* false discovery); *weight on correct* is the attention weight on the item that decides the answer (best
-# head); *keeps the variance* says whether the output's standard deviation stops falling with $N$.
+# * the **training recipe**: 5% warmup, then cosine decay to 0 or a constant rate, at a peak rate of $10^{-3}$ or
+#   $3\cdot 10^{-3}$ (all four are reported: nothing is chosen on long $N$);
+# * for dictionary lookup, the **key encoding**: a 14-bit binary code, or a learned table of keys;
+# * the **attention**: trained with softmax, `ssmax`, `logn` or `entmax15`; and applied at inference only to the softmax
+#   models' own weights: `topk1` (all weight on the top logit), `logn_temperature` (logits times
+#   $\ln N/\ln 16$), `critical` (part (b), normalized to 1 at $N = 16$) and `adaptive_temperature` (a
+#   temperature set from the entropy of the weights).
 #
-# **Predict, then run.** From parts (a)-(c): which will generalise better at $N = 1024$, the models with IPR
-# normalisation (the variance restored) or with scalable softmax (the selection sharpened)?
+# Three **controls** behave by construction. The positive one, `oracle`, puts all the weight on the correct item: the
+# ceiling of any remedy on the attention side. The two null ones must sit at 0: `permuted_softmax` is softmax with
+# its normalizer summed in another order (the same weights up to rounding), and `softmax_replicate` is softmax
+# trained again from another initialization and data stream (so its difference shows the seed-to-seed noise of
+# training).
+#
+# The **primary endpoint** was fixed in the settings before any model was trained: for each remedy, task, recipe
+# and key encoding, the paired accuracy difference against softmax at $N = 1024$ (seed by seed: the same test sets,
+# and for the inference-only maps the same weights), its mean over seeds with a 95% $t$ interval, a paired
+# $t$-test, and Holm's correction over that family only. Holm controls the chance of *any* false discovery in
+# the family at 5%. The controls are judged by their own unadjusted tests. Everything else (the other lengths, the
+# attention weights, the error decomposition below) is secondary. The summary ships with varsim
+# (`varsim/figures/data/remedies/`); the cells below read it, so they always show the committed numbers.
+#
+# **Predict, then run.** Parts (a)-(c) say that the sharpening remedies (the scaled softmaxes, top-1) keep more
+# weight on the selected item at long $N$. Will they gain accuracy at $N = 1024$ under every training recipe?
+# What should the oracle gain, and the two null controls?
 
 # %%
-source = RemediesSource(None).load()  # the committed summary of the last full remedies run
-results = source["summary"]
-print(source["footer"])
-print("lr selection:", results["methods"]["lr_selection"])
-panels = panels_of(results)
+source = RemediesSource(None)  # the committed summary of the last full remedies run
+results = source.load()["summary"]
+print(source.load()["footer"])
+st = results["settings"]
+print(f"model: d_model {st['model']['d_model']}, {st['model']['n_heads']} heads, {st['train']['steps']} steps, "
+      f"training sets N <= {st['train']['train_max']}; {st['seeds']} seeds")
+ALPHA = results["alpha"]
+ep = results["primary_endpoint"]
+N_PRIMARY = ep["length"]
+J = results["lengths"].index(N_PRIMARY)
+panels, recipes = panels_of(results), recipes_of(results)
+groups = {(panel_key(g), g["recipe"], g["variant"]): g for g in results["groups"]}
+primary = {(panel_key(r), r["recipe"], r["variant"]): r for r in results["primary"]}
+controls = {(panel_key(r), r["recipe"], r["variant"]): r for r in results["controls"]}
+print(f"primary endpoint: N = {N_PRIMARY}, {ep['n_comparisons']} comparisons; {ep['correction']}")
+
+# checks of the committed summary. Complete: every run of the grid is there, every comparison has all the seeds.
+assert results["runs"]["found"] == results["runs"]["expected"], "runs are missing from the committed summary"
+assert not results["runs"]["missing"] and not results["runs"]["corrupt"]
+assert all(r["n"] == st["seeds"] for r in results["primary"] + results["controls"])
+n_cells = len({(panel_key(g), g["recipe"]) for g in results["groups"]})
+assert len(results["primary"]) == ep["n_comparisons"] == n_cells * len(ep["variants"])
 
 
-def groups_of(panel):
-    key = (panel["task"], panel["architecture"], panel["norm"], panel["depth"])
-    return [g for g in results["groups"] if (g["task"], g["architecture"], g["norm"], g["depth"]) == key]
+def per_seed(g, j):
+    return dict(zip(g["seeds"], (row[j] for row in g["accuracy"]["per_seed"])))
 
 
-def paired_of(panel, variant):
-    key = (panel["task"], panel["architecture"], panel["norm"], panel["depth"], variant)
-    found = [p for p in results["paired"] if (p["task"], p["architecture"], p["norm"], p["depth"], p["variant"]) == key]
-    return found[0] if found else None
-
-
-fig, axes = plt.subplots(1, len(panels), figsize=(4 * len(panels), 3.8), sharey=True)
-for ax, panel in zip(np.atleast_1d(axes), panels):
-    for g in groups_of(panel):  # trained variants: solid lines; inference-only maps: dashed
-        ax.plot(g["lengths"], g["accuracy"]["mean"], ms=3, label=variant_label(g["variant"], g["kind"]),
-                **variant_style(g["variant"], panel["order"], g["kind"]))
-    ax.set(xscale="log", xlabel="set size N", title=panel["title"])
-np.atleast_1d(axes)[0].set_ylabel("test accuracy (mean over seeds)")
-handles, labels = np.atleast_1d(axes)[0].get_legend_handles_labels()
-fig.legend(handles, labels, loc="lower center", ncol=4, fontsize=8, bbox_to_anchor=(0.5, -0.02))
-fig.tight_layout(rect=(0, 0.14, 1, 1))
-plt.show()
+# Consistent: each primary difference is the mean over seeds of (remedy - softmax) from the two groups' own
+# accuracies; the Holm p-values are those of this family (recomputed); ranking + dispersion errors = 1 - accuracy.
+for key, r in primary.items():
+    treat, base = per_seed(groups[key], J), per_seed(groups[key[:2] + ("softmax",)], J)
+    assert treat.keys() == base.keys()
+    assert abs(np.mean([treat[s] - base[s] for s in treat]) - r["mean_diff"]) < 1e-9, key
+assert np.allclose(holm([r["p_ttest"] for r in results["primary"]]), [r["p_holm"] for r in results["primary"]])
+assert all(r["significant"] == (r["p_holm"] <= ALPHA) for r in results["primary"])
+for g in results["groups"]:
+    if "ranking" in g:
+        errors = np.add(g["ranking"]["ranking_error"]["mean"], g["ranking"]["dispersion_error"]["mean"])
+        assert np.allclose(errors, 1 - np.array(g["accuracy"]["mean"]), atol=1e-9), (g["variant"], g["recipe"])
+print("the committed summary is complete and consistent")
 
 # %%
-for panel in panels:
-    rows = groups_of(panel)
-    n_last = rows[0]["lengths"][-1]
-    print(f"\n{panel['title']}: at N = {n_last} (training sets: N <= {results['settings']['train']['train_max']})")
-    print(f"  {'variant':28s} {'accuracy':>8s}  {'difference vs softmax [95% CI]':>32s}  {'Holm p':>7s}  "
-          f"{'weight on correct':>17s}  keeps variance")
-    for g in rows:
-        pr = paired_of(panel, g["variant"])
-        diff = (f"{pr['mean_diff'][-1]:+.3f} [{pr['ci_low'][-1]:+.3f}, {pr['ci_high'][-1]:+.3f}]" if pr
-                else "(baseline)")
-        p_holm = f"{pr['p_holm'][-1]:.2g}" if pr else ""
-        wc = g.get("weight_correct", {}).get("mean", [np.nan])[-1]
-        name = g["variant"] + ("" if g["kind"] == "trained" else " (inf.)")
-        print(f"  {name:28s} {g['accuracy']['mean'][-1]:8.3f}  {diff:>32s}  {p_holm:>7s}  {wc:17.3f}  "
-              f"{'yes' if g.get('keeps_variance') else 'no'}")
-    better = [p["variant"] for p in results["paired"] if p["task"] == panel["task"] and p["depth"] == panel["depth"]
-              and p["p_holm"][-1] <= 0.05 and p["mean_diff"][-1] > 0]
-    worse = [p["variant"] for p in results["paired"] if p["task"] == panel["task"] and p["depth"] == panel["depth"]
-             and p["p_holm"][-1] <= 0.05 and p["mean_diff"][-1] < 0]
-    print(f"  significantly better than softmax at N = {n_last} (Holm p <= 0.05): {', '.join(better) or 'none'}; "
-          f"worse: {', '.join(worse) or 'none'}")
+REMEDY_NAMES = list(ep["variants"])
+
+
+def cell(r):
+    return f"{r['mean_diff']:+.2f} [{r['ci_low']:+.2f},{r['ci_high']:+.2f}]{'*' if r['significant'] else ' '}"
+
+
+print(f"gain over softmax at N = {N_PRIMARY} [95% CI]; * significant after Holm over the {ep['n_comparisons']}")
+for p in panels:
+    print(f"\n{p['title']}")
+    print(f"  {'remedy':21s}" + "".join(f"{r['label']:>23s}" for r in recipes))
+    for v in REMEDY_NAMES:
+        rows = [primary.get((panel_key(p), r["key"], v)) for r in recipes]
+        if any(rows):
+            print(f"  {v:21s}" + "".join(f"{cell(x) if x else '':>23s}" for x in rows))
+by_recipe = {r["label"]: [x for x in results["primary"] if x["recipe"] == r["key"]] for r in recipes}
+print("\nsignificant gains per recipe: " + "; ".join(
+    f"{lab}: {sum(x['significant'] and x['mean_diff'] > 0 for x in rows)} of {len(rows)}"
+    for lab, rows in by_recipe.items()))
+print("significant losses: " + (", ".join(f"{x['variant']} ({x['task']}, {x['encoding'] or '-'}, {x['recipe']})"
+                                          for x in results["primary"] if x["significant"] and x["mean_diff"] < 0)
+                                or "none"))
 
 # %% [markdown]
-# Read the tables against parts (a)-(c). On argmax retrieval, the variants that keep more weight on the correct
-# item are the ones that gain accuracy at long $N$, and the variant that keeps the *variance* (IPR normalisation)
-# does not gain by that alone. The weight is not everything: with 2 blocks on dictionary lookup, top-1 attention
-# keeps much weight on one item yet loses accuracy (a hard argmax in the first block removes what the second block
-# reads). No variant is as accurate at $N = 1024$ as in distribution. Two cautions the experiment itself raises
-# (the README's remedies section discusses them): each variant's learning rate was chosen on in-distribution
-# validation sets, so a comparison answers "which variant, tuned the same way", not "which variant at every rate";
-# and on dictionary lookup a larger learning rate sharpens the softmax baseline about as much as the remedies do.
+# The same numbers as a figure (`varsim figures` draws it as `fig_remedies_primary`): per task and key encoding, the
+# gain of each remedy per recipe with its interval, filled where Holm's correction keeps it; the grey band is the
+# oracle's gain (the ceiling) and the grey crosses the null controls.
 
 # %%
-# checks of the committed summary: complete, and its paired differences agree with the per-variant means
-assert results["runs"]["found"] == results["runs"]["expected"] and not results["runs"]["missing"]
-for panel in panels:
-    base = next(g for g in groups_of(panel) if g["variant"] == "softmax")
-    for g in groups_of(panel):
-        pr = paired_of(panel, g["variant"])
-        if pr is not None:  # the same seeds: the mean of the differences is the difference of the means
-            assert np.allclose(pr["mean_diff"], np.subtract(g["accuracy"]["mean"], base["accuracy"]["mean"]),
-                               atol=1e-9)
+fig = fig_remedies_primary.draw(fig_remedies_primary.compute(source=source))
+plt.show()
+
+# %% [markdown]
+# ### The controls
+# If the oracle did not gain, the assay could not see a gain; if a null control "gained", the test would be finding
+# differences that are not there. The oracle's gain is also the room any attention-side remedy has: what softmax
+# loses at $N = 1024$ beyond what a perfect selection loses.
+
+# %%
+print(f"controls at N = {N_PRIMARY} (unadjusted paired t-tests):")
+print(f"  {'cell':44s} {'oracle':>21s} {'permuted_softmax':>18s} {'softmax_replicate':>28s}")
+for p in panels:
+    for r in recipes:
+        o, ps, rep = (controls.get((panel_key(p), r["key"], v))
+                      for v in ("oracle", "permuted_softmax", "softmax_replicate"))
+        print(f"  {p['title'] + '; ' + r['label']:44s} "
+              f"{o['mean_diff']:+.3f} [{o['ci_low']:+.2f},{o['ci_high']:+.2f}] {ps['mean_diff']:+18.4f} "
+              + (f"{rep['mean_diff']:+.3f} [{rep['ci_low']:+.2f},{rep['ci_high']:+.2f}] p={rep['p_ttest']:.2f}"
+                 if rep else f"{'(not in this cell)':>28s}"))
+for r in results["controls"]:  # each verdict follows from its own test
+    significant = r["p_ttest"] < ALPHA
+    assert r["behaves"] == (significant and r["mean_diff"] > 0 if r["role"] == "positive_control" else not significant)
+oracle = [r for r in results["controls"] if r["variant"] == "oracle"]
+assert all(r["behaves"] for r in oracle), "the positive control does not gain: the assay cannot detect a gain"
+permuted = [r for r in results["controls"] if r["variant"] == "permuted_softmax"]
+assert all(abs(r["mean_diff"]) < 0.01 for r in permuted), "softmax summed in another order changes the answers"
+replicate = [r for r in results["controls"] if r["variant"] == "softmax_replicate"]
+print(f"softmax_replicate significant (p < {ALPHA:g}) in {sum(not r['behaves'] for r in replicate)} of "
+      f"{len(replicate)} cells (a true null: about {ALPHA * len(replicate):.1f} expected by chance)")
+beyond = [x for x in results["primary"] if x["mean_diff"] > controls[(panel_key(x), x["recipe"], "oracle")]["ci_high"]]
+print(f"remedies whose gain is above the oracle's interval: {len(beyond)} of {len(results['primary'])}")
+
+# %% [markdown]
+# ### Why the recipe matters: ranking errors and dispersion errors
+# The summary splits each model's errors at every $N$ with the last block's best head (the head with the largest
+# mean weight on the correct item at that $N$):
+#
+# * a **ranking error**: that head's largest weight is on a *wrong* item, and the answer is wrong;
+# * a **dispersion error**: its largest weight *is* on the correct item, but spread too thin, and the answer is
+#   wrong.
+#
+# The two add up to $1 - \text{accuracy}$ (checked above). A sharpening map (top-1, the log-$N$, critical and
+# adaptive temperatures) keeps the order of the logits: it moves weight onto the item the head already ranks first.
+# It can turn a dispersion error into a right answer, but it cannot move a ranking error: it makes the head more
+# sure of the wrong item. So softmax's dispersion errors are roughly the room sharpening has (roughly: the other
+# heads and the MLP after attention change too). The oracle fixes both kinds.
+#
+# **Predict, then run.** On argmax retrieval, which recipe leaves softmax with mostly dispersion errors at
+# $N = 1024$, and which with mostly ranking errors? Where should top-1 and the log-$N$ temperature gain?
+
+# %%
+SHARPENING = [v for v in ("topk1", "logn_temperature") if v in REMEDY_NAMES]
+print(f"softmax at N = {N_PRIMARY}: errors split, and the gain of sharpening the same weights at inference")
+print(f"  {'cell':44s} {'accuracy':>8s} {'ranking':>8s} {'dispersion':>10s}"
+      + "".join(f"{'gain ' + v:>23s}" for v in SHARPENING))
+split = []
+for p in panels:
+    for r in recipes:
+        base = groups[(panel_key(p), r["key"], "softmax")]
+        rank, disp = (base["ranking"][k]["mean"][J] for k in ("ranking_error", "dispersion_error"))
+        gains = [primary[(panel_key(p), r["key"], v)]["mean_diff"] for v in SHARPENING]
+        split.append({"panel": p["title"], "recipe": r["label"], "schedule": st["recipes"][r["key"]]["schedule"],
+                      "rank": rank, "disp": disp, "gains": gains})
+        print(f"  {p['title'] + '; ' + r['label']:44s} {base['accuracy']['mean'][J]:8.3f} {rank:8.3f} {disp:10.3f}"
+              + "".join(f"{x:+23.3f}" for x in gains))
+gain_all = np.array([s["gains"] for s in split])
+disp_all = np.array([s["disp"] for s in split])
+below = np.sum(gain_all <= disp_all[:, None])
+print(f"sharpening's gain is at most softmax's dispersion error in {below} of {gain_all.size} cases; correlation of "
+      f"the gain with the dispersion error over the cells: "
+      + ", ".join(f"{v} {np.corrcoef(disp_all, gain_all[:, i])[0, 1]:.2f}" for i, v in enumerate(SHARPENING)))
+ARGMAX = next(p["title"] for p in panels if p["task"] == "argmax")
+shares = {}
+for sched in dict.fromkeys(s["schedule"] for s in split):
+    mine = [s for s in split if s["schedule"] == sched and s["panel"] == ARGMAX]
+    share = np.mean([s["rank"] / (s["rank"] + s["disp"]) for s in mine])
+    print(f"{ARGMAX}, {sched} schedule: ranking errors are {share:.0%} of softmax's errors (mean over "
+          f"its {len(mine)} recipes)")
+    shares[sched] = share
+# the reading below: on argmax, mostly dispersion errors after a cosine decay, mostly ranking errors at a constant
+# rate, and sharpening gains more after the cosine decay
+assert shares["cosine"] < 0.5 < shares["constant"], shares
+argmax_gain = {sched: np.mean([s["gains"] for s in split if s["schedule"] == sched and s["panel"] == ARGMAX])
+               for sched in shares}
+assert argmax_gain["cosine"] > argmax_gain["constant"], argmax_gain
+
+# %%
+fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 4.0), sharey=True)
+x = np.arange(len(recipes))
+for ax, p in zip(np.atleast_1d(axes), panels):
+    mine = [s for s in split if s["panel"] == p["title"]]
+    disp = np.array([s["disp"] for s in mine])
+    ax.bar(x, disp, 0.6, color="#F0E442", label="softmax: dispersion errors")
+    ax.bar(x, [s["rank"] for s in mine], 0.6, bottom=disp, color="#D55E00", alpha=0.6,
+           label="softmax: ranking errors")
+    for i, (v, marker) in enumerate(zip(SHARPENING, "os")):
+        rows = [primary[(panel_key(p), r["key"], v)] for r in recipes]
+        m = np.array([r["mean_diff"] for r in rows])
+        err = np.array([[r["mean_diff"] - r["ci_low"] for r in rows], [r["ci_high"] - r["mean_diff"] for r in rows]])
+        ax.errorbar(x + (i - 0.5) * 0.2, m, err, fmt=marker, color=COLORS[2 * i], ms=6, label=f"gain of {v}")
+    o = [controls[(panel_key(p), r["key"], "oracle")]["mean_diff"] for r in recipes]
+    ax.plot(x, o, "k*", ms=9, label="gain of the oracle")
+    ax.axhline(0, color="k", lw=0.8)
+    ax.set_xticks(x, [r["label"].replace(", ", "\n") for r in recipes])
+    ax.set_title(p["title"])
+np.atleast_1d(axes)[0].set_ylabel(f"fraction of test examples at N = {N_PRIMARY}")
+handles, labels = np.atleast_1d(axes)[0].get_legend_handles_labels()
+fig.legend(handles, labels, loc="lower center", ncol=3, fontsize=9, bbox_to_anchor=(0.5, -0.01))
+fig.tight_layout(rect=(0, 0.12, 1, 1))
+plt.show()
+
+# %% [markdown]
+# Read the bars against the markers. The bar's total height is softmax's error at $N = 1024$, and the oracle's
+# star sits near its top: a perfect selection would repair nearly all of it. Sharpening gains where the yellow
+# part, the dispersion errors, is large, and its markers stay at or below the top of that part in nearly every cell
+# (the printed count). On argmax retrieval the schedule decides which kind of error softmax makes. After a cosine
+# decay its best head still ranks the correct item first in most failing examples and spreads the weight too thin,
+# so every sharpening map gains. At a constant rate most errors are ranking errors: the head ranks a wrong item
+# first, and no sharpening can repair that (the printed shares; the cell asserts this reading). On argmax the
+# trained remedies (`ssmax`, `logn`, `entmax15`) follow the same pattern in the primary table. What this does
+# *not* show: that the remedies repair length generalisation in general (one block, two tasks, one model size);
+# that a gain at $N = 1024$ holds at longer $N$ (`fig_remedies_accuracy` and `fig_remedies_decomposition` show
+# every $N$ up to 16384, a secondary analysis); or why a recipe produces one kind of error or the other.
 
 # %% [markdown]
 # ## Explore: move $\beta$ and $N$
@@ -526,22 +667,39 @@ for log2_n in (4, 14):
 #
 # </details>
 #
-# **Exercise 5.2 (many comparisons).** The experiment makes many paired comparisons (every task, depth, variant
-# and $N$). Count those whose raw paired $t$-test p-value (`p_ttest`) is at most 0.05, and those whose Holm-adjusted
-# p-value (`p_holm`) is. Why do they differ, and which count should a paper report?
+# **Exercise 5.2 (two families).** The summary corrects two families of comparisons, each on its own with Holm:
+# the pre-registered **primary** family (`results["primary"]`: fields `p_ttest` and `p_holm`) and the **secondary**
+# family, every other comparison of a variant with softmax at any $N$, controls excluded (`results["paired"]`: the
+# lists `p_ttest` and `p_holm_secondary`, per $N$, with `None` where a comparison is not in that family). In each
+# family count the comparisons whose raw p-value is at most 0.05 and those whose Holm-adjusted p-value is. Why can
+# the same raw p-value be significant in one family and not in the other, and why was the primary family fixed
+# before the models were trained?
 #
 # <details><summary>Solution 5.2</summary>
 #
-# With dozens of comparisons, some raw p-values fall below 0.05 by chance alone even if nothing worked. Holm's
-# step-down method multiplies the smallest p-value by the number of comparisons, the next by one fewer, and so on,
-# so that the chance of *any* false discovery stays at most 5%; every adjusted p-value is at least the raw one, and
-# fewer comparisons survive. Report the adjusted ones (and say which family they were adjusted over).
+# With $m$ comparisons and no real effect, about $0.05\,m$ raw p-values fall below 0.05 by chance alone. Holm's
+# step-down method compares the smallest p-value with $0.05/m$, the next with $0.05/(m-1)$, and so on, stopping at
+# the first that fails; then the chance of *any* false discovery in the family stays at most 5%. Every adjusted
+# p-value is at least the raw one, so fewer comparisons survive, and the bar rises with the size of the family: the
+# secondary family is much larger (the printed sizes), so a raw p-value must be much smaller to survive there (the
+# printed largest survivors). That is why the primary family was fixed in the settings before the run: a family
+# chosen after seeing the data (say, only the cells where the remedies look good) would be small for a reason, and
+# its adjusted p-values would no longer control anything. Report the primary family's adjusted p-values as the
+# result, and the secondary ones as exploration, naming each family.
 #
 # ```python
-# raw_52 = np.concatenate([p["p_ttest"] for p in results["paired"]])
-# holm_52 = np.concatenate([p["p_holm"] for p in results["paired"]])
-# print(f"{raw_52.size} comparisons: {np.sum(raw_52 <= 0.05)} with raw p <= 0.05, {np.sum(holm_52 <= 0.05)} after Holm")
-# assert np.all(holm_52 >= raw_52 - 1e-12) and np.sum(holm_52 <= 0.05) <= np.sum(raw_52 <= 0.05)
+# fam_52 = {"primary": [(r["p_ttest"], r["p_holm"]) for r in results["primary"]],
+#           "secondary": [(raw, adj) for p in results["paired"]
+#                         for raw, adj in zip(p.get("p_ttest", []), p["p_holm_secondary"])
+#                         if raw is not None and adj is not None]}
+# for name, pairs in fam_52.items():
+#     raw_52, adj_52 = np.array(pairs, dtype=float).T
+#     kept = raw_52[adj_52 <= ALPHA]
+#     print(f"{name}: {raw_52.size} comparisons, {np.sum(raw_52 <= ALPHA)} with raw p <= {ALPHA:g}, "
+#           f"{kept.size} after Holm (largest raw p that survives: {kept.max() if kept.size else float('nan'):.2g})")
+#     assert np.all(adj_52 >= raw_52 - 1e-12) and kept.size <= np.sum(raw_52 <= ALPHA)
+#     assert np.allclose(holm(raw_52), adj_52)  # each family is adjusted on its own
+# assert len(fam_52["primary"]) == ep["n_comparisons"] < len(fam_52["secondary"])
 # ```
 #
 # </details>
@@ -554,6 +712,12 @@ for log2_n in (4, 14):
 # * Remedies on the logits (scalable softmax, log-$N$ and critical temperatures, top-$k$) raise the effective logit
 #   scale with $N$; they slow the decay of both $\mathbb{E}[\sum w^2]$ and the correct key's weight, but at a fixed
 #   margin nothing keeps the selection for ever. Sigmoid attention with a $-\ln N$ bias fixes neither.
-# * In the trained models on argmax retrieval, the remedies that keep more weight on the correct item gain accuracy
-#   at long $N$, and keeping the variance alone does not; none of them restores in-distribution accuracy (read the tables above for
-#   the numbers and their intervals).
+# * In the trained models (one block, argmax retrieval and dictionary lookup), whether a remedy gains accuracy at
+#   $N = 1024$ depends on the training recipe: read the pre-registered, Holm-corrected table of part (d) for the
+#   gains, their intervals and the count per recipe. The controls say the assay works: the oracle gains in every
+#   cell (the ceiling of any remedy), softmax summed in another order sits at 0, and softmax trained again differs
+#   from softmax only by the seed-to-seed noise.
+# * The split of softmax's errors says why: sharpening the weights can repair only dispersion errors (the correct
+#   item ranked first, with too little weight), never ranking errors. On argmax retrieval softmax's errors after a
+#   cosine decay are mostly dispersion errors and sharpening gains; at a constant rate they are mostly ranking
+#   errors and it gains much less.
