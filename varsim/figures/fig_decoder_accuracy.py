@@ -13,7 +13,16 @@ from __future__ import annotations
 from varsim.figures import figure_main
 
 from . import _style
-from .remedies import chance_of, family_variants, header, panel_key, panels_of, variant_label, variant_style
+from .remedies import (
+    accuracy_line,
+    chance_of,
+    family_variants,
+    header,
+    panel_key,
+    panels_of,
+    variant_label,
+    variant_style,
+)
 
 NAME = "fig_decoder_accuracy"
 SOURCE = "decoder"  # the data it draws: a key of varsim.figures.SOURCES
@@ -30,15 +39,13 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, sourc
     norms = [n for n in st["norms"] if any(p["norm"] == n for p in panels)]
     families = family_variants(summary)
     for p in panels:
-        p["lines"] = [{"variant": g["variant"], "kind": g["kind"], "role": g["role"], "n_seeds": g["n_seeds"],
-                       "style": variant_style(g["variant"], g["kind"], g["role"], families),
-                       "label": variant_label(g["variant"], g["kind"], g["role"]),
-                       **{k: g["accuracy"][k] for k in ("mean", "ci_low", "ci_high")}}
+        p["lines"] = [{**accuracy_line(g), "style": variant_style(g["variant"], g["kind"], g["role"], families),
+                       "label": variant_label(g["variant"], g["kind"], g["role"])}
                       for g in summary["groups"] if panel_key(g) == panel_key(p) and "accuracy" in g]
         p["chance"] = chance_of(st, p["task"])
         p["title"] = f"{_position_label(p['architecture'])}, norm {p['norm']}"
     grid = [[next(p for p in panels if (p["architecture"], p["norm"]) == (a, n)) for a in positions] for n in norms]
-    return {"name": NAME, **header(src, quick), "seeds": st["seeds"], "lengths": st["eval_lengths"],
+    return {"name": NAME, **header(src, quick), "seeds": st["seeds"], "lengths": summary["lengths"],
             "train_max": st["train"].get("train_max", 16), "confidence": summary.get("confidence", 0.95),
             "primary_length": (st.get("primary") or {}).get("length"), "grid": grid}
 
@@ -63,9 +70,9 @@ def draw(data: dict, ax=None, *, style=None, footer: bool = False):
                 a.set_xscale("log", base=2)
                 _style.log2_ticks(a, float(n.min()), float(n.max()))
                 for ln in p["lines"]:  # the mean per N with its interval as a band
-                    (h,) = a.plot(n[:len(ln["mean"])], _style.array(ln["mean"]), label=ln["label"], **ln["style"])
+                    (h,) = a.plot(n, _style.array(ln["mean"]), label=ln["label"], **ln["style"])
                     handles.setdefault(ln["variant"], h)
-                    a.fill_between(n[:len(ln["mean"])], _style.array(ln["ci_low"]), _style.array(ln["ci_high"]),
+                    a.fill_between(n, _style.array(ln["ci_low"]), _style.array(ln["ci_high"]),
                                    color=ln["style"]["color"], alpha=0.12, lw=0)
                 handles["chance"] = a.axhline(p["chance"], color="k", ls=":", lw=1.0, label="chance")
                 handles["train"] = a.axvline(data["train_max"], color="0.5", ls="--", lw=0.8,

@@ -16,6 +16,7 @@ from varsim.figures import figure_main
 from . import _style
 from .remedies import (
     FAMILIES,
+    accuracy_line,
     chance_of,
     family_variants,
     groups_by_key,
@@ -56,8 +57,7 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, sourc
             g = groups.get((panel_key(p), chosen, v))
             if g is None or "accuracy" not in g:
                 continue
-            p["lines"].append({"variant": v, "kind": g["kind"], "role": g["role"], "n_seeds": g["n_seeds"],
-                               **{k: g["accuracy"][k] for k in ("mean", "ci_low", "ci_high")}})
+            p["lines"].append(accuracy_line(g))
     return {"name": NAME, **header(src, quick), "seeds": st["seeds"], "lengths": summary["lengths"],
             "train_max": st["train"].get("train_max", 16), "confidence": summary["confidence"],
             "recipe": chosen, "recipe_label": recipes[chosen]["label"], "families": families, "panels": panels}

@@ -249,6 +249,12 @@ def groups_by_key(summary: dict) -> dict:
     return {(panel_key(g), g["recipe"], g["variant"]): g for g in summary["groups"]}
 
 
+def accuracy_line(g: dict) -> dict:
+    """A summary group as a line of its accuracy vs N: mean and interval, with what styles and labels it."""
+    return {"variant": g["variant"], "kind": g["kind"], "role": g["role"], "n_seeds": g["n_seeds"],
+            **{k: g["accuracy"][k] for k in ("mean", "ci_low", "ci_high")}}
+
+
 def family_of(kind: str) -> str:
     """The family (a kind of :data:`FAMILIES`) of a variant of kind ``kind`` (``"trained"`` or ``"inference"``)."""
     kinds = [k for k, _ in FAMILIES]
