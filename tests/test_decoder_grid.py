@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from varsim.experiments.decoder_grid import PRIMARY, decoder_settings
+from varsim.experiments.decoder_grid import PRIMARY, decoder_constant_settings, decoder_settings
 from varsim.experiments.presets import PRESETS
 from varsim.experiments.settings import GRID_ARCHITECTURES, ReproductionSettings, cells, job_specs
 
@@ -48,6 +48,22 @@ def test_full_grid_specs_and_run_ids():
         twin = soft[s["run_id"].replace("softmax_replicate", "X")]
         assert s["train_config"]["seed"] != twin["train_config"]["seed"]
         assert s["eval"]["seed"] == twin["eval"]["seed"]
+
+
+def test_constant_arm_changes_the_schedule_only():
+    """The recipe check (``--preset decoder_constant``) is the decoder grid with a constant learning rate: the same
+    run ids, seeds, test sets and pre-registered endpoint; every run's TrainConfig differs in ``schedule`` only (a
+    factory that also changed the lr, or left the schedule at cosine, fails)."""
+    assert PRESETS["decoder_constant"] is decoder_constant_settings
+    cos, const = job_specs(decoder_settings()), job_specs(decoder_constant_settings())
+    assert [s["run_id"] for s in cos] == [s["run_id"] for s in const]
+    for a, b in zip(cos, const):
+        ta, tb = dict(a["train_config"]), dict(b["train_config"])
+        assert (ta.pop("schedule"), tb.pop("schedule")) == ("cosine", "constant")
+        assert ta == tb and a["eval"] == b["eval"]
+    assert decoder_constant_settings().to_dict()["primary"] == decoder_settings().to_dict()["primary"]
+    quick = decoder_constant_settings(quick=True).to_dict()
+    assert quick["train"]["schedule"] == "constant" and quick["train"]["steps"] == 60
 
 
 def test_paper_grid_keeps_its_architectures():

@@ -30,7 +30,7 @@ from varsim.cli._options import int_option, seed_option, threads_option
 MAX_SEEDS = 1000
 #: the names of varsim.experiments.presets.PRESETS (listed here so that building the parser imports no grid;
 #: tests/test_decoder_grid.py checks that they agree)
-PRESET_NAMES = ["remedies", "decoder"]
+PRESET_NAMES = ["remedies", "decoder", "decoder_constant"]
 
 
 def register(parser: argparse.ArgumentParser) -> None:
@@ -50,7 +50,9 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--preset", choices=PRESET_NAMES, default=None,
                         help="another grid: remedies = trained attention variants x inference-only maps x recipes "
                              "(varsim.experiments.remedies); decoder = a causal decoder with positions none/rope/"
-                             "alibi x softmax/ssmax/logn x norm none/layernorm (varsim.experiments.decoder_grid)")
+                             "alibi x softmax/ssmax/logn x norm none/layernorm, cosine decay "
+                             "(varsim.experiments.decoder_grid); decoder_constant = the same with a constant "
+                             "learning rate")
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--scheduler", metavar="ADDRESS",
                        help="run on a Dask cluster at ADDRESS (needs dask[distributed]; workers must import varsim)")
