@@ -186,3 +186,53 @@ def test_commit_goes_to_the_arms_directory(quick_constant, tmp_path, monkeypatch
     monkeypatch.setattr(fd, "COMMITTED_DIRS", dirs)
     assert fd.main([str(quick_constant)]) == 0
     assert (dirs["decoder_constant"] / "summary.json").is_file() and not dirs["decoder"].exists()
+
+
+@pytest.mark.parametrize("arm", ["decoder", "decoder_constant"])
+def test_committed_arm_is_the_full_presets_and_its_table(arm):
+    """Each committed decoder arm is a complete summary of its full preset in the current format (not a quick run's,
+    not the other arm's), with its settings file and the rendering of the summary as its table. Catches committing
+    a quick, incomplete or hand-edited summary, an arm in the other arm's directory, or a stale table."""
+    import varsim.figures.decoder as fd
+    from varsim.experiments.presets import PRESETS
+    from varsim.experiments.remedies_summary import REMEDIES_SUMMARY_FORMAT
+    from varsim.experiments.report import render_remedies_table
+
+    where = fd.COMMITTED_DIRS[arm]
+    summary = json.loads((where / "summary.json").read_text())
+    assert summary["format"] == REMEDIES_SUMMARY_FORMAT
+    assert summary["settings"] == PRESETS[arm]().to_dict()
+    assert json.loads((where / "settings.json").read_text())["settings"] == summary["settings"]
+    assert summary["runs"]["found"] == summary["runs"]["expected"] == 144
+    assert not summary["runs"]["missing"] and not summary["runs"]["corrupt"]
+    assert (where / "table.md").read_text() == render_remedies_table(summary)
+
+
+def test_docs_primary_table_is_the_committed_numbers():
+    """The primary table of docs/experiments/decoder.md quotes the committed summaries: every cell (mean and
+    interval to 3 decimals, the Holm star) equals the arm's primary row. Catches regenerating the data and
+    forgetting the page (or a typo in it)."""
+    import re
+    from pathlib import Path
+
+    import varsim.figures.decoder as fd
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "experiments" / "decoder.md").read_text()
+    head = "| position, norm after attention | cosine: SSMax | cosine: log-N | constant: SSMax | constant: log-N |"
+    lines = text[text.index(head):].splitlines()[2:8]
+    arms = [json.loads((fd.COMMITTED_DIRS[a] / "summary.json").read_text())["primary"]
+            for a in ("decoder", "decoder_constant")]
+    positions = {"NoPE": "decoder_none", "RoPE": "decoder_rope", "ALiBi": "decoder_alibi"}
+    norms = {"none": "none", "LayerNorm": "layernorm"}
+    cell = re.compile(r"([+-]\d\.\d{3}) \[([+-]\d\.\d{3}), ([+-]\d\.\d{3})\](\*?)")
+    assert len(lines) == 6
+    for line in lines:
+        label, *cells = [c.strip() for c in line.strip("|").split("|")]
+        pos, norm = label.split(", ")
+        for text_cell, (arm, variant) in zip(cells, [(0, "ssmax"), (0, "logn"), (1, "ssmax"), (1, "logn")]):
+            r = next(r for r in arms[arm] if (r["architecture"], r["norm"], r["variant"])
+                     == (positions[pos], norms[norm], variant))
+            m = cell.fullmatch(text_cell)
+            assert m, text_cell
+            assert [float(x) for x in m.groups()[:3]] == [round(r[k], 3) for k in ("mean_diff", "ci_low", "ci_high")]
+            assert (m.group(4) == "*") == r["significant"]
