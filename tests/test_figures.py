@@ -40,7 +40,7 @@ def _texts(fig) -> list[str]:
 
 
 def test_registry_names_importable_figure_modules():
-    assert list(figures.FIGURES) == CORE + REPRO + PROBE + ["fig_variants_ipr"] + REMEDIES + ["fig_decoder_accuracy"]
+    assert list(figures.FIGURES) == CORE + REPRO + PROBE + ["fig_variants_ipr"] + REMEDIES + ["fig_decoder_primary", "fig_decoder_accuracy"]
     for name in figures.FIGURES:
         module = figures.load(name)
         assert module.NAME == name
