@@ -60,6 +60,7 @@ FIGURES: dict[str, str] = {
     "fig_probe_std": "varsim.figures.fig_probe_std",
     "fig_probe_slopes": "varsim.figures.fig_probe_slopes",
     "fig_probe_decomposition": "varsim.figures.fig_probe_decomposition",
+    "fig_probe_layers": "varsim.figures.fig_probe_layers",
     "fig_variants_ipr": "varsim.figures.fig_variants_ipr",
     "fig_remedies_primary": "varsim.figures.fig_remedies_primary",
     "fig_remedies_decomposition": "varsim.figures.fig_remedies_decomposition",
