@@ -83,6 +83,7 @@ def test_the_quick_grids_summary_has_the_preregistered_endpoint(quick_grid):
     decomposition (read from the runs' records) whose two kinds of error add up to the error rate."""
     results, _, _ = quick_grid
     summary = json.loads((results / "summary.json").read_text())
+    assert (results / "table.md").read_text().startswith("# varsim decoder: ")  # not the remedies grid's title
     rows = summary["primary"]
     assert len(rows) == 12 and {r["variant"] for r in rows} == {"ssmax", "logn"}
     assert {(r["architecture"], r["norm"]) for r in rows} == {
@@ -105,7 +106,7 @@ def test_committed_summary_is_drawn_without_an_option(quick_grid, tmp_path, monk
     import varsim.figures.decoder as fd
 
     results, _, _ = quick_grid
-    dest = tmp_path / "committed"
+    dest = tmp_path / "decoder"  # the footer names the committed arm by its directory
     assert fd.main([str(results), str(dest)]) == 0
     assert {p.name for p in dest.iterdir()} == {"summary.json", "table.md", "settings.json"}
     assert fd.main([str(tmp_path / "nope"), str(tmp_path / "d2")]) == 2
@@ -117,3 +118,121 @@ def test_committed_summary_is_drawn_without_an_option(quick_grid, tmp_path, monk
     data = json.loads((out / f"{NAME}.json").read_text())
     assert data["origin"] == "committed decoder results" and "varsim/figures/data/decoder" in data["footer"]
     assert data["smoke_test"] is True
+
+
+@pytest.fixture(scope="module")
+def quick_constant(tmp_path_factory):
+    """The quick grid's recipe check (``--preset decoder_constant``: the same grid with a constant learning rate)."""
+    from varsim.experiments import run_reproduction
+
+    results = tmp_path_factory.mktemp("decoder_constant") / "run"
+    report = run_reproduction(results, preset="decoder_constant", quick=True, workers=2, progress=False)
+    assert report["failed"] == []
+    return results
+
+
+def test_primary_figure_draws_every_arm(quick_grid, quick_constant, tmp_path):
+    """fig_decoder_primary: rows = norms, columns = the arms in the order given (cosine, then constant), x = the
+    positions; per panel the null control and the two variants, each point the arm's own primary (or control) row
+    for that position and norm, with the arm's Holm flag; so a figure that mixed up the arms, the norms or the
+    positions, or drew the unadjusted test, fails."""
+    results, _, _ = quick_grid
+    written = figures.make(["fig_decoder_primary"], outdir=tmp_path, quick=True, progress=False,
+                           decoder_results=[results, quick_constant])
+    assert {p.suffix for p in written["fig_decoder_primary"]} == {".json", ".png", ".pdf"}
+    data = json.loads((tmp_path / "fig_decoder_primary.json").read_text())
+    assert data["smoke_test"] is True and data["length"] == 64
+    assert [q["label"] for q in data["positions"]] == ["NoPE", "RoPE", "ALiBi"]
+    grid = data["grid"]
+    assert [[p["norm"] for p in row] for row in grid] == [["none", "none"], ["layernorm", "layernorm"]]
+    assert [p["recipe"]["schedule"] for p in grid[0]] == ["cosine", "constant"]
+    assert grid[0][1]["title"].startswith("constant, lr 1e-3") and grid[0][1]["n_comparisons"] == 12
+    for row in grid:
+        for p, arm in zip(row, (results, quick_constant)):
+            summary = json.loads((arm / "summary.json").read_text())
+            assert [s["variant"] for s in p["series"]] == ["softmax_replicate", "ssmax", "logn"]
+            for s in p["series"]:
+                table = summary["primary"] if s["role"] == "remedy" else summary["controls"]
+                for i, pos in enumerate(("decoder_none", "decoder_rope", "decoder_alibi")):
+                    r = next(r for r in table if (r["architecture"], r["norm"], r["variant"])
+                             == (pos, p["norm"], s["variant"]))
+                    assert s["mean_diff"][i] == r["mean_diff"] and s["ci_low"][i] == r["ci_low"]
+                    if s["role"] == "remedy":
+                        assert (s["significant"][i], s["p_holm"][i]) == (r["significant"], r["p_holm"])
+                    else:
+                        assert s["behaves"][i] == r["behaves"]
+    fig = figures.load("fig_decoder_primary").draw(data)
+    from varsim.figures import _style
+
+    assert [a.get_title() for a in fig.axes if a.get_title()][:2] == [p["title"] for p in grid[0]]
+    _style.plt.close(fig)
+
+
+def test_arms_must_differ_in_recipe(quick_grid, tmp_path, capsys):
+    """The same directory twice is not two arms: a one-line error naming decoder_results, exit 2."""
+    results, _, _ = quick_grid
+    rc = main(["figures", "--only", "fig_decoder_primary", "--decoder-results", str(results), str(results),
+               "--no-progress", "--outdir", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert rc == 2 and len(err.strip().splitlines()) == 1 and "decoder_results" in err and "same recipe" in err
+
+
+def test_commit_goes_to_the_arms_directory(quick_constant, tmp_path, monkeypatch):
+    """Without DEST, `python -m varsim.figures.decoder RESULTS` writes a run to its arm's package directory, found
+    from its schedule (the constant-rate run to decoder_constant, not over the pre-registered grid's summary)."""
+    import varsim.figures.decoder as fd
+
+    dirs = {k: tmp_path / k for k in fd.COMMITTED_DIRS}
+    monkeypatch.setattr(fd, "COMMITTED_DIRS", dirs)
+    assert fd.main([str(quick_constant)]) == 0
+    assert (dirs["decoder_constant"] / "summary.json").is_file() and not dirs["decoder"].exists()
+
+
+@pytest.mark.parametrize("arm", ["decoder", "decoder_constant"])
+def test_committed_arm_is_the_full_presets_and_its_table(arm):
+    """Each committed decoder arm is a complete summary of its full preset in the current format (not a quick run's,
+    not the other arm's), with its settings file and the rendering of the summary as its table. Catches committing
+    a quick, incomplete or hand-edited summary, an arm in the other arm's directory, or a stale table."""
+    import varsim.figures.decoder as fd
+    from varsim.experiments.presets import PRESETS
+    from varsim.experiments.remedies_summary import REMEDIES_SUMMARY_FORMAT
+    from varsim.experiments.report import render_remedies_table
+
+    where = fd.COMMITTED_DIRS[arm]
+    summary = json.loads((where / "summary.json").read_text())
+    assert summary["format"] == REMEDIES_SUMMARY_FORMAT
+    assert summary["settings"] == PRESETS[arm]().to_dict()
+    assert json.loads((where / "settings.json").read_text())["settings"] == summary["settings"]
+    assert summary["runs"]["found"] == summary["runs"]["expected"] == 144
+    assert not summary["runs"]["missing"] and not summary["runs"]["corrupt"]
+    assert (where / "table.md").read_text() == render_remedies_table(summary)
+
+
+def test_docs_primary_table_is_the_committed_numbers():
+    """The primary table of docs/experiments/decoder.md quotes the committed summaries: every cell (mean and
+    interval to 3 decimals, the Holm star) equals the arm's primary row. Catches regenerating the data and
+    forgetting the page (or a typo in it)."""
+    import re
+    from pathlib import Path
+
+    import varsim.figures.decoder as fd
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "experiments" / "decoder.md").read_text()
+    head = "| position, norm after attention | cosine: SSMax | cosine: log-N | constant: SSMax | constant: log-N |"
+    lines = text[text.index(head):].splitlines()[2:8]
+    arms = [json.loads((fd.COMMITTED_DIRS[a] / "summary.json").read_text())["primary"]
+            for a in ("decoder", "decoder_constant")]
+    positions = {"NoPE": "decoder_none", "RoPE": "decoder_rope", "ALiBi": "decoder_alibi"}
+    norms = {"none": "none", "LayerNorm": "layernorm"}
+    cell = re.compile(r"([+-]\d\.\d{3}) \[([+-]\d\.\d{3}), ([+-]\d\.\d{3})\](\*?)")
+    assert len(lines) == 6
+    for line in lines:
+        label, *cells = [c.strip() for c in line.strip("|").split("|")]
+        pos, norm = label.split(", ")
+        for text_cell, (arm, variant) in zip(cells, [(0, "ssmax"), (0, "logn"), (1, "ssmax"), (1, "logn")]):
+            r = next(r for r in arms[arm] if (r["architecture"], r["norm"], r["variant"])
+                     == (positions[pos], norms[norm], variant))
+            m = cell.fullmatch(text_cell)
+            assert m, text_cell
+            assert [float(x) for x in m.groups()[:3]] == [round(r[k], 3) for k in ("mean_diff", "ci_low", "ci_high")]
+            assert (m.group(4) == "*") == r["significant"]

@@ -43,23 +43,10 @@ norm, the paired accuracy difference of SSMax and log-N against softmax at N = 1
 Student-t 95% interval, paired t-test, Holm step-down over that family (2 variants x 3 positions x 2 norms = 12
 tests). The negative control is judged by its own unadjusted test. Everything else is secondary.
 
-Cost, measured (``nice -n 19 python benchmarks/bench_decoder_grid.py [RUN_ID_PART ...]``: CPU seconds,
-``time.process_time``, of one full run of the worker, on the 2-core machine while another grid ran on both cores;
-two benchmark processes, so two runs include the process's warm-up: imports and loading the Numba cache):
-
-- ``decoder_rope-none-softmax``, first run of its process (with the warm-up): 38.4 (wall train / eval / probe on
-  the loaded machine 45.2 / 16.2 / 4.5 s)
-- ``decoder_alibi-layernorm-ssmax``: 27.1 (32.9 / 11.6 / 3.4)
-- ``decoder_none-layernorm-logn``: 25.3 (27.3 / 11.1 / 3.1)
-- ``decoder_none-none-softmax``, first run of its process: 30.7 (34.8 / 10.7 / 3.4)
-- ``decoder_rope-none-softmax``: 26.8 (45.3 / 13.6 / 1.9)
-- ``decoder_alibi-layernorm-softmax_replicate``: 22.3 (14.8 / 6.5 / 2.1)
-
-The other four runs: 25.4 CPU s per run on average; the warm-up costs 5-12 s once per worker process. Grid: 144
-runs x 25.4 s + 2 warm-ups x 12 s = about 3680 CPU s, / 2 cores = **about 31 minutes** of wall time on the idle
-machine (<= 40 min); the most pessimistic reading (every run at the first run's 38.4 s) gives 46 min. Of a run's
-wall time, training is about two thirds, evaluation (N up to 1024, 512 examples; the first block computes all T rows,
-the last only the query row) about a quarter, the probes under a tenth.
+Cost, measured (``python benchmarks/bench_remedies.py DIR`` on the finished grids, 2-core machine, shared with other
+work): the cosine grid 68.0 min wall, 4,668 CPU s; the constant-rate grid 41.2 min wall, 4,765 CPU s (about 33 CPU s
+per run: training two thirds, evaluation a quarter, the probes a tenth). Per-run CPU time of one run per attention:
+``nice -n 19 python benchmarks/bench_decoder_grid.py [RUN_ID_PART ...]``.
 """
 
 from __future__ import annotations

@@ -147,7 +147,9 @@ def render_remedies_table(summary: dict) -> str:
     conf = int(round(100 * summary["confidence"]))
     alpha = summary["alpha"]
     ep = summary.get("primary_endpoint")
+    decoder = all(str(a).startswith("decoder") for a in st.get("architectures", ()))
     lines = [
+        "# varsim decoder: does the set model's picture hold in a causal decoder with positions?" if decoder else
         "# varsim remedies: which attention variant repairs length generalization, under which recipe?",
         "",
         f"Settings: model {json.dumps(st['model'])}; training {json.dumps(st['train'])}; recipes "

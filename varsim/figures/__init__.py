@@ -30,7 +30,8 @@ remedies run that ships with the package (``varsim/figures/data/remedies``), or 
 --preset remedies`` directory given as ``--remedies-results DIR``. A build without that summary skips them with one
 line on stderr and draws the others (naming one of them explicitly with ``--only`` is an error instead). The decoder
 figures (``fig_decoder_*``, :mod:`varsim.figures.decoder`) likewise, from ``varsim/figures/data/decoder`` or
-``--decoder-results DIR`` (a ``varsim reproduce DIR --preset decoder`` directory).
+``--decoder-results DIR [DIR ...]`` (``varsim reproduce DIR --preset decoder`` or ``decoder_constant`` directories, one
+per training recipe).
 
 Each figure's data is stored next to it as ``<name>.json``, so ``--replot`` redraws without recomputing. Importing
 this package loads neither Matplotlib nor NumPy.
@@ -65,6 +66,7 @@ FIGURES: dict[str, str] = {
     "fig_remedies_primary": "varsim.figures.fig_remedies_primary",
     "fig_remedies_decomposition": "varsim.figures.fig_remedies_decomposition",
     "fig_remedies_accuracy": "varsim.figures.fig_remedies_accuracy",
+    "fig_decoder_primary": "varsim.figures.fig_decoder_primary",
     "fig_decoder_accuracy": "varsim.figures.fig_decoder_accuracy",
 }
 #: The data sources a figure module may name as its ``SOURCE``: name -> (module, class); :func:`make` builds each
@@ -148,8 +150,9 @@ def make(
     tiny one instead (smoke test). The real-model figures (``fig_probe_*``) read the committed probe results, or
     the ``varsim probe-model`` JSON files ``probe_results``. The remedies figures read the committed remedies
     summary or the remedies results directory ``remedies_results``, the decoder figures (``fig_decoder_*``) the
-    committed decoder summary or the decoder results directory ``decoder_results``; when there is neither they are
-    skipped with one line on stderr when ``names`` is None (all figures), and refused (ValueError) when named.
+    committed decoder summaries or the decoder results directories ``decoder_results`` (one per training recipe);
+    when there is neither they are skipped with one line on stderr when ``names`` is None (all figures), and refused
+    (ValueError) when named.
     """
     from varsim._common.atomic import atomic_write_json, check_writable
     from varsim._common.validate import check_int
@@ -237,9 +240,10 @@ def register(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument("--remedies-results", default=None, metavar="DIR",
                         help="draw the remedies figures (fig_remedies_*) from this `varsim reproduce DIR --preset "
                              "remedies` directory instead of the committed summary of the last full remedies run")
-    parser.add_argument("--decoder-results", default=None, metavar="DIR",
-                        help="draw the decoder figures (fig_decoder_*) from this `varsim reproduce DIR --preset "
-                             "decoder` directory instead of the committed summary of the last full decoder run")
+    parser.add_argument("--decoder-results", nargs="+", default=None, metavar="DIR",
+                        help="draw the decoder figures (fig_decoder_*) from these `varsim reproduce DIR --preset "
+                             "decoder` (or decoder_constant) directories, one per training recipe, instead of the "
+                             "committed summaries of the last full decoder runs; the accuracy figure draws the first")
     parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                         help="status on stderr (default: when stderr is a terminal)")
     return parser

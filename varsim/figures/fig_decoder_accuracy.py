@@ -1,6 +1,7 @@
 """Decoder figure: test accuracy vs set size N of the causal decoder, one panel per position (columns: NoPE, RoPE,
 ALiBi) and normalization after attention (rows), one line per trained attention (softmax, its replicate, SSMax,
-log-N).
+log-N), for the first arm of the experiment (the pre-registered grid, cosine decay; ``--decoder-results DIR``
+draws another; :mod:`varsim.figures.decoder`).
 
 Mean over seeds with the Student-t interval of the summary as a band (cut to [0, 1]). The dotted line marks chance,
 the dashed grey one the longest training set; the pre-registered primary endpoint's N is marked on the x axis.
@@ -30,7 +31,7 @@ SOURCE = "decoder"  # the data it draws: a key of varsim.figures.SOURCES
 
 def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, source=None) -> dict:
     """Per (position, norm): accuracy vs N of every trained attention, with its interval."""
-    from .decoder import DecoderSource
+    from .decoder import DecoderSource, position_label
 
     src = (source if source is not None else DecoderSource(None, quick=quick)).load()
     summary, st = src["summary"], src["settings"]
@@ -43,16 +44,12 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, sourc
                        "label": variant_label(g["variant"], g["kind"], g["role"])}
                       for g in summary["groups"] if panel_key(g) == panel_key(p) and "accuracy" in g]
         p["chance"] = chance_of(st, p["task"])
-        p["title"] = f"{_position_label(p['architecture'])}, norm {p['norm']}"
+        p["title"] = f"{position_label(p['architecture'])}, norm {p['norm']}"
     grid = [[next(p for p in panels if (p["architecture"], p["norm"]) == (a, n)) for a in positions] for n in norms]
-    return {"name": NAME, **header(src, quick), "seeds": st["seeds"], "lengths": summary["lengths"],
+    return {"name": NAME, **header(src, quick), "recipe_label": src["recipe_label"], "seeds": st["seeds"],
+            "lengths": summary["lengths"],
             "train_max": st["train"].get("train_max", 16), "confidence": summary.get("confidence", 0.95),
             "primary_length": (st.get("primary") or {}).get("length"), "grid": grid}
-
-
-def _position_label(architecture: str) -> str:
-    pos = architecture.removeprefix("decoder_")
-    return {"none": "NoPE", "rope": "RoPE", "alibi": "ALiBi", "learned": "learned positions"}.get(pos, pos)
 
 
 def draw(data: dict, ax=None, *, style=None, footer: bool = False):
@@ -85,9 +82,10 @@ def draw(data: dict, ax=None, *, style=None, footer: bool = False):
                     a.set_xlabel("set size $N$")
         guides = [handles.pop(k) for k in ("chance", "train") if k in handles]
         _style.legend_below(fig, [*handles.values(), *guides], fontsize="small")
-        primary = (f"; primary endpoint at $N = {data['primary_length']}$" if data.get("primary_length") else "")
-        _style.suptitle(fig, f"Causal decoder, argmax as a sequence: accuracy vs N per attention, mean and {conf}% t "
-                        f"interval over {data['seeds']} seeds{primary}", fontsize="medium")
+        primary = (f"; primary endpoint at N = {data['primary_length']}" if data.get("primary_length") else "")
+        _style.suptitle(fig, f"Causal decoder, argmax as a sequence, trained with {data['recipe_label']}: accuracy vs "
+                        f"N per attention, mean and {conf}% t interval over {data['seeds']} seeds{primary}",
+                        fontsize="medium")
         return _style.finish(fig, data, footer=footer)
 
 

@@ -1,0 +1,146 @@
+"""Decoder figure (the answer): the gain of SSMax and log-N over softmax at N = 1024 in the causal decoder, per
+position, normalization after attention and training recipe.
+
+The pre-registered primary endpoint (:data:`varsim.experiments.decoder_grid.PRIMARY_ENDPOINT`): per position (x
+axis: NoPE, RoPE, ALiBi) and normalization (rows), the paired accuracy difference of each trained variant against
+softmax at N = 1024 (same seed index: same test sets), mean over the seeds with its 95% Student-t interval. A filled
+marker: significant after Holm's step-down correction over its arm's primary family (2 variants x 3 positions x 2
+norms); open: not significant. One column per arm of the experiment (:mod:`varsim.figures.decoder`): the
+pre-registered grid (cosine decay) and the recipe check (a constant learning rate), each with its own family. The
+grey cross is the null control (softmax trained again from other streams), judged by its own unadjusted test: it
+must sit at 0, and is drawn in vermillion when it does not. Numbers: each arm's ``summary.json`` ``primary`` and
+``controls`` rows.
+"""
+
+from __future__ import annotations
+
+from varsim.figures import figure_main
+
+from . import _style
+from .remedies import FAIL_COLOR, family_variants, header, variant_label, variant_style
+
+NAME = "fig_decoder_primary"
+SOURCE = "decoder"  # the data it draws: a key of varsim.figures.SOURCES
+#: width of one position's slot on the x axis (the series are dodged inside it)
+SLOT = 0.7
+
+
+def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, source=None) -> dict:
+    """Per norm (rows) and arm (columns): per variant and the null control, the difference at the primary length
+    per position."""
+    from .decoder import DecoderSource, position_label
+
+    arms = (source if source is not None else DecoderSource(None, quick=quick)).arms()
+    first = arms[0]
+    st = first["settings"]
+    ep = first["summary"].get("primary_endpoint")
+    if not ep:
+        raise ValueError(f"decoder_results: {first['source']} has no pre-registered primary endpoint")
+    positions = list(st["architectures"])
+    norms = list(st["norms"])
+    families = family_variants(first["summary"])
+    grid = []
+    for norm in norms:
+        row = []
+        for arm in arms:
+            summary = arm["summary"]
+            roles = {g["variant"]: (g["kind"], g["role"]) for g in summary["groups"]}
+            rows = {(r["architecture"], r["norm"], r["variant"]): r
+                    for r in (*summary["primary"], *summary["controls"])}
+            variants = list(dict.fromkeys(r["variant"] for r in summary["controls"])) + list(ep["variants"])
+            series = []
+            for v in variants:
+                got = [rows.get((a, norm, v)) for a in positions]
+                if not any(got):
+                    continue
+                kind, role = roles[v]
+                s = {"variant": v, "kind": kind, "role": role,
+                     **{k: [None if r is None else r[k] for r in got] for k in ("mean_diff", "ci_low", "ci_high", "n")}}
+                test = ("p_holm", "significant") if role == "remedy" else ("p_ttest", "behaves")
+                s.update({k: [None if r is None else r[k] for r in got] for k in test})
+                series.append(s)
+            row.append({"norm": norm, "recipe": arm["recipe"], "recipe_label": arm["recipe_label"],
+                        "n_comparisons": (summary.get("primary_endpoint") or {}).get("n_comparisons"),
+                        "title": f"{arm['recipe_label']}; norm {norm}", "series": series})
+        grid.append(row)
+    head = header(first, quick)
+    head["footer"] = "; ".join(a["footer"] for a in arms)
+    head["smoke_test"] = any(bool(a["smoke_test"]) for a in arms)
+    return {"name": NAME, **head, "seeds": st["seeds"], "length": ep["length"],
+            "alpha": first["summary"]["alpha"], "confidence": first["summary"]["confidence"],
+            "positions": [{"architecture": a, "label": position_label(a)} for a in positions],
+            "families": families, "grid": grid}
+
+
+def _dodge(j: int, k: int) -> float:
+    return (j - (k - 1) / 2) * SLOT / max(k, 1)
+
+
+def draw(data: dict, ax=None, *, style=None, footer: bool = False):
+    """Rows: norms; columns: training recipes; x: positions; one legend below."""
+    import numpy as np
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    A = _style.array
+    conf = int(round(100 * data["confidence"]))
+    x = np.arange(len(data["positions"]), dtype=float)
+    rows = data["grid"]
+    with _style.style(style):
+        fig, axes = _style.subplots(len(rows), len(rows[0]), ax=ax, style=style, width=3.8, height=3.0, sharex=True,
+                                    sharey=True)
+        handles, failed = {}, False
+        ms = 1.25 * _style.plt.rcParams["lines.markersize"]
+        for axrow, row in zip(axes, rows):
+            for a, p in zip(axrow, row):
+                a.set_title(p["title"], fontsize="medium")
+                a.axhline(0.0, color="k", lw=0.8)
+                for j, s in enumerate(p["series"]):
+                    sty = variant_style(s["variant"], s["kind"], s["role"], data["families"])
+                    xs = x + _dodge(j, len(p["series"]))
+                    m, lo, hi = A(s["mean_diff"]), A(s["ci_low"]), A(s["ci_high"])
+                    err = np.vstack([m - lo, hi - m])
+                    if s["role"] == "remedy":
+                        a.errorbar(xs, m, err, fmt="none", ecolor=sty["color"], elinewidth=1.1)
+                        sig = np.array([bool(v) for v in s["significant"]])
+                        a.plot(xs[sig], m[sig], ls="none", marker=sty["marker"], color=sty["color"], ms=ms)
+                        a.plot(xs[~sig], m[~sig], ls="none", marker=sty["marker"], color=sty["color"], mfc="white",
+                               ms=ms)
+                    else:
+                        bad = np.array([v is False for v in s["behaves"]])
+                        failed |= bool(bad.any())
+                        for sel, color in ((~bad, sty["color"]), (bad, FAIL_COLOR)):
+                            a.errorbar(xs[sel], m[sel], err[:, sel], fmt=sty["marker"], color=color, ms=ms,
+                                       elinewidth=1.1, mew=1.5)
+                    handles.setdefault(s["variant"], (
+                        Line2D([], [], color=sty["color"], ls="none", marker=sty["marker"], ms=ms,
+                               mew=1.5 if s["role"] != "remedy" else 1.0),
+                        variant_label(s["variant"], s["kind"], s["role"])))
+                a.set_xticks(x, [q["label"] for q in data["positions"]])
+                a.set_xlim(x[0] - 0.5, x[-1] + 0.5)
+                a.grid(False, axis="x")
+                spec = a.get_subplotspec()
+                if spec is None or spec.is_last_row():
+                    a.set_xlabel("positional encoding")
+        _style.label_first_column(axes, f"gain over softmax\nat N = {data['length']}")
+        entries = list(handles.values())
+        entries += [(Line2D([], [], color="0.3", marker="o", ls="none"),
+                     f"significant after Holm (p ≤ {data['alpha']:g})"),
+                    (Line2D([], [], color="0.3", marker="o", mfc="white", ls="none"), "not significant after Holm")]
+        if failed:
+            entries.append((Patch(color=FAIL_COLOR), "control that fails its own test"))
+        _style.legend_below(fig, [h for h, _ in entries], [t for _, t in entries], fontsize="small")
+        family = rows[0][0]["n_comparisons"]
+        _style.suptitle(fig, f"Causal decoder, primary endpoint (pre-registered): accuracy gain over softmax at N = "
+                        f"{data['length']}, mean and {conf}% t interval over {data['seeds']} paired seeds; filled: "
+                        f"significant after Holm over each recipe's {family} comparisons. Grey cross: the null "
+                        "control (softmax trained again), must sit at 0.")
+        return _style.finish(fig, data, footer=footer)
+
+
+#: ``python -m varsim.figures.fig_decoder_primary --decoder-results DIR [DIR ...]``: make just this figure
+main = figure_main(NAME)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
