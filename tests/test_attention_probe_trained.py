@@ -120,3 +120,54 @@ def test_std_figure_draws_a_trained_decoder_beside_smollm2(tmp_path):
     # panel titles: what the model is, short (task and kind, positions; the checkpoint's steps when recorded)
     assert titles[:2] == ["recall decoder, RoPE, layer 0", "recall decoder, RoPE, layer 1"]
     assert any(t.startswith("SmolLM2-135M") for t in titles[2:])
+
+
+def _grid_record(rid: str, config: dict) -> dict:
+    """A minimal valid ``varsim reproduce`` run record of run ``rid`` trained with ``config``."""
+    from varsim.experiments.records import RUN_FORMAT
+
+    return {"format": RUN_FORMAT, "run_id": rid,
+            "spec": {"run_id": rid, "architecture": "decoder_rope", "seed_index": 0, "train_config": config,
+                     "eval": {"lengths": [4, 8]}},
+            "train": {"status": "completed"}, "in_distribution": {"accuracy": 0.75},
+            "eval": {"lengths": [4, 8], "correct": [3, 2], "accuracy": [0.75, 0.5], "ci_low": [0.3, 0.1],
+                     "ci_high": [0.95, 0.9]},
+            "probes": {}, "provenance": {"git_commit": "abc123"}}
+
+
+def test_probe_of_a_grid_checkpoint_names_its_grid_run(tmp_path, capsys):
+    """A checkpoint in a `varsim reproduce` grid (GRID/checkpoints/RUN_ID/, record GRID/runs/RUN_ID.json) is probed
+    from its directory, and the result names the run (id, record, its digest, accuracies); a record of another
+    training config is not claimed, and a grid root (no checkpoint, no model file) is a one-line error. Catches a
+    probe file that cannot be traced to the grid run it came from, or that names a run it did not come from."""
+    from varsim.pretrained.loading import file_digest
+    from varsim.train.checkpoint import read_checkpoint, resolve_checkpoint
+
+    rid = "recall-decoder_rope-none-softmax-d2-s0"
+    grid = tmp_path / "grid"
+    run_dir = grid / "checkpoints" / rid
+    argv = ["train", "--task", "recall", "--architecture", "decoder", "--positions", "rope", "--d-model", "8",
+            "--heads", "2", "--blocks", "2", "--steps", "2", "--train-max", "3", "--key-vocab", "16",
+            "--outdir", str(run_dir), "--no-progress"]
+    assert main(argv) == 0
+    config = read_checkpoint(resolve_checkpoint(run_dir))[0]["config"]
+    record = grid / "runs" / f"{rid}.json"
+    record.parent.mkdir()
+    record.write_text(json.dumps(_grid_record(rid, config)))
+    capsys.readouterr()
+    out = tmp_path / "probe.json"
+    assert main(["probe-model", "--model", str(run_dir), "--lengths", "4", "8", "--windows", "4", "--bootstrap", "0",
+                 "-o", str(out)]) == 0
+    g = json.loads(out.read_text())["model"]["grid_run"]
+    assert g["run_id"] == rid and g["record"] == f"runs/{rid}.json" and g["record_sha256"] == file_digest(record)
+    assert g["spec"] == {"run_id": rid, "architecture": "decoder_rope", "seed_index": 0}
+    assert g["git_commit"] == "abc123" and g["eval"]["accuracy"] == [0.75, 0.5]
+    assert g["in_distribution_accuracy"] == 0.75
+
+    record.write_text(json.dumps(_grid_record(rid, {**config, "seed": config["seed"] + 1})))
+    res = probe_trained(run_dir, lengths=[4, 8], windows=4, bootstrap=0)
+    assert "grid_run" not in res["model"]
+    capsys.readouterr()
+    assert main(["probe-model", "--model", str(grid), "--lengths", "4", "8"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and str(grid) in err[0], err

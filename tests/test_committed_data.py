@@ -4,6 +4,10 @@ Each committed probe of a real model records the digest of the text it read; the
 same digest (the text is built from Python's bundled documentation, so only on the Python version the data records).
 Catches data left stale after the text (or its builder) changed.
 
+The committed probes of trained decoders name the decoder grid run they probed (``model.grid_run``) and the
+checkpoint's digest; with the grid at hand (``VARSIM_DECODER_GRID=DIR``, the ``varsim reproduce DIR --preset decoder``
+output) the probe is run again on that checkpoint and must give the committed numbers.
+
 The committed reproduction records its settings and its runs; the summary next to them must be what the current
 aggregation makes of those runs, for the settings the README documents.
 """
@@ -21,7 +25,10 @@ from varsim.pretrained.text import builtin_text, text_digest
 PROBE_DATA = Path(__file__).resolve().parents[1] / "varsim" / "figures" / "data" / "probe"
 
 
-@pytest.mark.parametrize("path", sorted(PROBE_DATA.glob("*.json")), ids=lambda p: p.stem)
+PRETRAINED_PROBES = [p for p in sorted(PROBE_DATA.glob("*.json")) if "task" not in json.loads(p.read_text())["text"]]
+
+
+@pytest.mark.parametrize("path", PRETRAINED_PROBES, ids=lambda p: p.stem)
 def test_probe_data_read_the_current_text(path):
     data = json.loads(path.read_text())
     recorded_python = data["provenance"]["versions"]["python"]
@@ -30,6 +37,88 @@ def test_probe_data_read_the_current_text(path):
     text = data["text"]
     assert text["sha256"] == text_digest(builtin_text(text["source"])), (
         f"{path.name} was made from another text than the current built-in {text['source']!r}")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The committed probes of trained decoders (varsim/figures/data/probe/decoder_*.json, docs/probe/README.md)
+
+#: file -> positional encoding of the decoder grid's run it probed (argmax, no norm, softmax, 2 blocks, seed 0)
+DECODER_PROBES = {"decoder_nope.json": "none", "decoder_rope.json": "rope", "decoder_alibi.json": "alibi"}
+
+
+def _decoder_run_id(positions: str) -> str:
+    return f"argmax-decoder_{positions}-none-softmax-d2-s0"
+
+
+@pytest.mark.parametrize("name", sorted(DECODER_PROBES))
+def test_committed_decoder_probe_names_its_grid_run(name):
+    """Each committed decoder probe is a complete probe result of the grid's final checkpoint (step 2000 of
+    GRID/checkpoints/RUN_ID) of the run its file name says, at the documented settings (N = 16..1024 x2, both
+    blocks, 40 windows, seed 0, 400 resamples), made at a clean commit. Catches a file of another run or
+    encoding, a partial grid of lengths or layers, and data without a traceable source."""
+    from varsim.figures.probe import COMMITTED_FILES, read_probe
+
+    assert name in COMMITTED_FILES
+    data = read_probe(PROBE_DATA / name)
+    pos, rid = DECODER_PROBES[name], _decoder_run_id(DECODER_PROBES[name])
+    assert data["lengths"] == [16, 32, 64, 128, 256, 512, 1024] and data["layers"] == [0, 1]
+    assert data["n_keys"] == [n + 1 for n in data["lengths"]]  # argmax: one token per item, then the query
+    st = data["settings"]
+    assert (st["model"], st["windows"], st["seed"], st["bootstrap"]) == (f"checkpoints/{rid}", 40, 0, 400)
+    model = data["model"]
+    assert (model["format"], model["file"], model["step"]) == ("varsim-checkpoint", "ckpt-00002000.npz", 2000)
+    cfg = model["spec"]["config"]
+    assert (cfg["architecture"], cfg.get("positions", "none"), cfg["norm"], cfg["task"]) == ("decoder", pos, "none",
+                                                                                             "argmax")
+    assert (cfg["d_model"], cfg["n_heads"], cfg["n_blocks"], "attention" not in cfg) == (64, 4, 2, True)
+    grid = model["grid_run"]
+    assert grid["run_id"] == rid and grid["record"] == f"runs/{rid}.json"
+    assert {k: grid["spec"][k] for k in ("task", "architecture", "norm", "attention", "depth", "seed_index")} == {
+        "task": "argmax", "architecture": f"decoder_{pos}", "norm": "none", "attention": "softmax", "depth": 2,
+        "seed_index": 0}
+    assert data["text"]["task"] == "argmax" and data["provenance"]["git_dirty"] is False
+
+
+@pytest.mark.parametrize("name", sorted(DECODER_PROBES))
+def test_committed_decoder_probe_is_what_the_grid_checkpoint_gives(name):
+    """With the decoder grid at hand (VARSIM_DECODER_GRID), the probe of the named run's checkpoint (same digest)
+    gives the committed numbers exactly. Catches data edited by hand or made from another checkpoint or code."""
+    import os
+
+    from varsim.train.attention_probe import probe_trained
+
+    grid = os.environ.get("VARSIM_DECODER_GRID")
+    if not grid:
+        pytest.skip("set VARSIM_DECODER_GRID to the `varsim reproduce DIR --preset decoder` output to recheck")
+    committed = json.loads((PROBE_DATA / name).read_text())
+    st = committed["settings"]
+    fresh = probe_trained(Path(grid) / st["model"], lengths=st["lengths"], windows=st["windows"],
+                          layers=st["layers"], seed=st["seed"], bootstrap=st["bootstrap"])
+    assert fresh["model"]["sha256"] == committed["model"]["sha256"]
+    assert fresh["model"]["grid_run"]["record_sha256"] == committed["model"]["grid_run"]["record_sha256"]
+    for key in ("per_length", "slopes", "layer_summary", "n_keys"):
+        assert fresh[key] == committed[key], key
+
+
+def test_probe_figures_draw_the_committed_decoders_beside_smollm2():
+    """The default probe figures read the committed decoder files, next to SmolLM2's: fig_probe_layers puts each
+    decoder's two layers after SmolLM2's with the files' slopes. Catches committed files the figures do not use."""
+    from varsim.figures import fig_probe_layers, fig_probe_std
+    from varsim.figures.probe import ProbeSource
+
+    source = ProbeSource()
+    data = fig_probe_layers.compute(source=source)
+    names = [r["name"] for r in data["rows"]]
+    assert names[:4] == ["SmolLM2", "NoPE decoder", "RoPE decoder", "ALiBi decoder"]
+    for row, name in zip(data["rows"][1:4], ("decoder_nope.json", "decoder_rope.json", "decoder_alibi.json")):
+        raw = json.loads((PROBE_DATA / name).read_text())
+        assert [e["y2"]["value"] for e in row["layers"]] == raw["slopes"]["y2"]["value"]
+        assert [e["std"]["median"] for e in row["layers"]] == pytest.approx(  # the summary keeps 4 decimals
+            [r["median_slope_std"] for r in raw["layer_summary"]], abs=5e-5)
+        assert f"varsim/figures/data/probe/{name}" in data["footer"]
+    std = fig_probe_std.compute(source=source)
+    assert [r["name"] for r in std["rows"]][1:4] == [f"argmax decoder, {p}, 2000 steps" for p in ("NoPE", "RoPE",
+                                                                                                  "ALiBi")]
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -15,9 +15,9 @@ from varsim.figures.probe import COMMITTED_DIR, COMMITTED_FILES, ProbeSource, pr
 PROBE_FIGURES = [name for name in FIGURES if name.startswith("fig_probe_")]
 
 
-def test_three_probe_figures_registered_and_committed_data_present():
+def test_four_probe_figures_registered_and_committed_data_present():
     """Catches a registry entry that is missing or a build without the committed probe files."""
-    assert PROBE_FIGURES == ["fig_probe_std", "fig_probe_slopes", "fig_probe_decomposition"]
+    assert PROBE_FIGURES == ["fig_probe_std", "fig_probe_slopes", "fig_probe_decomposition", "fig_probe_layers"]
     for name in COMMITTED_FILES:
         assert (COMMITTED_DIR / name).is_file()
 
@@ -34,6 +34,10 @@ def test_compute_is_jsonable_and_plot_writes_png_pdf(name, tmp_path):
     for model in ("smollm2", "minilm"):
         assert f"varsim probe-model --model {model}" in data["footer"]
         assert f"varsim/figures/data/probe/{model}.json" in data["footer"]
+    for model in ("none", "rope", "alibi"):  # the trained decoders: their grid run and the probe command
+        assert f"grid run argmax-decoder_{model}-none-softmax-d2-s0, trained at commit 8cc3ec8672" in data["footer"]
+        assert (f"varsim probe-model --model checkpoints/argmax-decoder_{model}-none-softmax-d2-s0 --lengths 16 32 64 "
+                "128 256 512 1024 --windows 40 --layers 0 1 --seed 0" in data["footer"])
     assert "--seed 0" in data["footer"] and "commit 2fb89e5724" in data["footer"]
     paths = plot(name, jsonable(data), tmp_path)
     assert sorted(p.suffix for p in paths) == [".pdf", ".png"]
@@ -45,10 +49,11 @@ def _visible_axes(fig):
 
 
 def test_panels_of_each_figure():
-    """Panel counts and labels: std, SmolLM2 (2 probed layers) + MiniLM (6 probed layers: the first, middle and last
-    shown), log-log with 5 lines each in one legend below, the slopes with the heads' bootstrap interval span as the
-    JSON has them; slopes 2 x 2 heatmaps with values matching the JSON's slopes; decomposition 4 x 3. Catches dropped
-    panels, linear axes, the first layers only, and maps drawn from the wrong slope field."""
+    """Panel counts and labels: std, SmolLM2 (2 probed layers), the three trained decoders (2 layers each) and MiniLM
+    (6 probed layers: the first, middle and last shown), log-log with 5 lines each in one legend below, the slopes
+    with the heads' bootstrap interval span as the JSON has them; slopes 5 x 2 heatmaps with values matching the
+    JSON's slopes; decomposition 10 x 3. Catches dropped panels, linear axes, the first layers only, and maps drawn
+    from the wrong slope field."""
     from varsim.figures import fig_probe_decomposition, fig_probe_slopes, fig_probe_std
 
     assert fig_probe_std.shown_layers(list(range(30))) == [0, 14, 29]
@@ -56,7 +61,10 @@ def test_panels_of_each_figure():
     data = fig_probe_std.compute()
     fig = fig_probe_std.draw(data)
     axes = _visible_axes(fig)
-    assert len(axes) == 5
+    assert len(axes) == 11
+    assert [ax.get_title() for ax in axes[2:8:2]] == [f"argmax decoder, {p}, 2000 steps, layer 0"
+                                                     for p in ("NoPE", "RoPE", "ALiBi")]
+    axes = axes[:2] + axes[8:]
     for ax, heads in zip(axes, [9, 9, 12, 12, 12]):
         assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
         assert ax.get_xlabel() == "keys $N$"
@@ -64,9 +72,9 @@ def test_panels_of_each_figure():
     labels = [t.get_text() for t in fig.legends[0].get_texts()]
     assert any(lab.startswith("i.i.d. law") for lab in labels) and len(labels) == 5
     assert "SmolLM2" in axes[0].get_title() and "MiniLM" in axes[2].get_title()
-    assert [p["layer"] for p in data["rows"][1]["panels"]] == [0, 2, 5]
+    assert [p["layer"] for p in data["rows"][4]["panels"]] == [0, 2, 5]
     raw = read_probe(COMMITTED_DIR / "minilm.json")
-    last = data["rows"][1]["panels"][2]["slope_std"]
+    last = data["rows"][4]["panels"][2]["slope_std"]
     assert last["ci_low"] == pytest.approx(min(raw["slopes"]["std"]["lo"][5]))
     assert last["ci_high"] == pytest.approx(max(raw["slopes"]["std"]["hi"][5]))
     assert f"[{last['ci_low']:+.2f}, {last['ci_high']:+.2f}]" in axes[4].texts[0].get_text()
@@ -74,7 +82,7 @@ def test_panels_of_each_figure():
     data = fig_probe_slopes.compute()
     fig = fig_probe_slopes.draw(data)
     maps = [ax for ax in _visible_axes(fig) if ax.images]
-    assert len(maps) == 4
+    assert len(maps) == 10
     raw = read_probe(COMMITTED_DIR / "smollm2.json")
     assert maps[0].images[0].get_array()[0, 8] == pytest.approx(raw["slopes"]["std"]["value"][0][8])
     texts = {t.get_text() for t in maps[0].texts}
@@ -82,7 +90,7 @@ def test_panels_of_each_figure():
 
     data = fig_probe_decomposition.compute()
     fig = fig_probe_decomposition.draw(data)
-    assert len(_visible_axes(fig)) == 12
+    assert len(_visible_axes(fig)) == 30
     sizes = [t.get_fontsize() for t in fig.findobj(lambda a: hasattr(a, "get_fontsize") and
                                                    getattr(a, "get_text", lambda: "")())]
     assert min(sizes) >= _style.MIN_FONT_SIZE
@@ -153,3 +161,34 @@ def test_cli_probe_results_option(tmp_path):
     bad = _corrupt(tmp_path, "torn")
     done = subprocess.run(cmd[:-1] + [str(bad)], capture_output=True, text=True, timeout=300)
     assert done.returncode == 2 and str(bad) in done.stderr and len(done.stderr.strip().splitlines()) == 1
+
+
+def test_layers_figure_puts_each_models_layers_side_by_side():
+    """fig_probe_layers: one slot per (model, probed layer) in the order of the committed files (SmolLM2, the three
+    trained decoders, MiniLM), every head's slope and interval as the JSON has them, E[sum w^2] above and the std
+    below. Catches a model left out, layers of one model drawn in another's slots, and the two slope fields
+    swapped."""
+    import numpy as np
+
+    from varsim.figures import fig_probe_layers
+
+    data = fig_probe_layers.compute()
+    assert [r["name"] for r in data["rows"]] == ["SmolLM2", "NoPE decoder", "RoPE decoder", "ALiBi decoder", "MiniLM"]
+    files = ["smollm2", "decoder_nope", "decoder_rope", "decoder_alibi", "minilm"]
+    for row, name in zip(data["rows"], files):
+        raw = read_probe(COMMITTED_DIR / f"{name}.json")
+        assert [e["layer"] for e in row["layers"]] == raw["layers"]
+        for i, e in enumerate(row["layers"]):
+            for q in ("y2", "std"):
+                for k in ("value", "lo", "hi"):
+                    assert e[q][k] == raw["slopes"][q][k][i]
+    fig = fig_probe_layers.draw(data)
+    axes = _visible_axes(fig)
+    assert len(axes) == 2
+    assert [t.get_text() for t in axes[1].get_xticklabels()] == ["0", "1"] * 4 + [str(i) for i in range(6)]
+    assert [t.get_text() for t in axes[0].texts] == [r["name"] for r in data["rows"]]
+    for ax, q in zip(axes, ("y2", "std")):
+        drawn = np.sort(np.concatenate([c.get_offsets()[:, 1] for c in ax.collections if c.get_offsets().size
+                                        and c.get_offsets().shape[1] == 2 and type(c).__name__ == "PathCollection"]))
+        want = np.sort([v for r in data["rows"] for e in r["layers"] for v in e[q]["value"]])
+        np.testing.assert_allclose(drawn, want)

@@ -7,7 +7,8 @@ safetensors path, on the built-in text (prose of Python's reference documentatio
 per-layer table of log-log slopes and writes the full JSON (with provenance) to ``-o FILE``; an interrupted run
 resumes from ``FILE.partial.npz``. Given a run directory of ``varsim train`` (or one of its checkpoints), it runs
 the same probe on the trained set model or decoder (:func:`varsim.train.attention_probe.probe_trained`: windows are
-task examples of N items) and writes the same JSON layout.
+task examples of N items) and writes the same JSON layout; a run directory of a ``varsim reproduce`` grid
+(``GRID/checkpoints/RUN_ID``) is one too, and the result names the grid run (``model.grid_run``).
 
 Examples::
 
@@ -15,6 +16,7 @@ Examples::
     varsim probe-model --model minilm --lengths 16:512:x2 --layers 0-5 -o minilm.json
     varsim probe-model --model path/to/model.gguf --text book.txt --lengths 64 256 1024 4096
     varsim probe-model --model runs/decoder-rope --lengths 16:1024:x2 -o decoder.json
+    varsim probe-model --model GRID/checkpoints/RUN_ID -o decoder.json    # a run of a `varsim reproduce` grid
 """
 
 from __future__ import annotations

@@ -22,9 +22,9 @@ install draws every figure in minutes; ``--results DIR`` reads a ``varsim reprod
 do not learn: every quick figure is stamped "smoke test, not results".
 
 The real-model figures (``fig_probe_*``) are drawn from the ``varsim probe-model`` results of the two shipped models
-that ship with the package (``varsim/figures/data/probe``, see :mod:`varsim.figures.probe`); ``--probe-results FILE
-...`` draws a user's own probe files instead. They need no computation, so quick mode draws the same real data
-(no smoke-test stamp).
+and of three trained decoders of the decoder grid, which ship with the package (``varsim/figures/data/probe``, see
+:mod:`varsim.figures.probe`); ``--probe-results FILE ...`` draws a user's own probe files instead. They need no
+computation, so quick mode draws the same real data (no smoke-test stamp).
 The remedies figures (``fig_remedies_*``, :mod:`varsim.figures.remedies`) are drawn from the summary of the last full
 remedies run that ships with the package (``varsim/figures/data/remedies``), or from a ``varsim reproduce DIR
 --preset remedies`` directory given as ``--remedies-results DIR``. A build without that summary skips them with one
@@ -61,6 +61,7 @@ FIGURES: dict[str, str] = {
     "fig_probe_std": "varsim.figures.fig_probe_std",
     "fig_probe_slopes": "varsim.figures.fig_probe_slopes",
     "fig_probe_decomposition": "varsim.figures.fig_probe_decomposition",
+    "fig_probe_layers": "varsim.figures.fig_probe_layers",
     "fig_variants_ipr": "varsim.figures.fig_variants_ipr",
     "fig_remedies_primary": "varsim.figures.fig_remedies_primary",
     "fig_remedies_decomposition": "varsim.figures.fig_remedies_decomposition",
@@ -235,7 +236,7 @@ def register(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
                              "results/reproduce; about 30 min on 2 cores) and draw from it")
     parser.add_argument("--probe-results", nargs="+", default=None, metavar="FILE",
                         help="draw the real-model figures (fig_probe_*) from these `varsim probe-model` JSON files "
-                             "instead of the committed results of SmolLM2 and MiniLM")
+                             "instead of the committed results (SmolLM2, three trained decoders, MiniLM)")
     parser.add_argument("--remedies-results", default=None, metavar="DIR",
                         help="draw the remedies figures (fig_remedies_*) from this `varsim reproduce DIR --preset "
                              "remedies` directory instead of the committed summary of the last full remedies run")

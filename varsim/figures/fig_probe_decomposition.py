@@ -21,7 +21,7 @@ import numpy as np
 from varsim.figures import figure_main
 
 from . import _style
-from .probe import header, model_label, panel_name, row_name, source_of
+from .probe import header, model_label, panel_name, row_name, source_of, title_name
 
 NAME = "fig_probe_decomposition"
 SOURCE = "probe"  # the data it draws: a key of varsim.figures.SOURCES
@@ -57,7 +57,7 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, sourc
             tot, iid, off = (pl[k][:, i, h] for k in ("var_total", "var_iid", "var_offset"))
             heads.append({**sel, "var_total": tot.tolist(), "var_iid": iid.tolist(), "var_offset": off.tolist(),
                           "iid_ratio": (iid / tot).tolist(), "offset_ratio": (off / tot).tolist()})
-        rows.append({"model": model_label(d), "name": panel_name(d), "lengths": d["lengths"],
+        rows.append({"model": model_label(d), "name": panel_name(d), "title": title_name(d), "lengths": d["lengths"],
                      "windows": d["settings"]["windows"],
                      "heads": heads})
     return {"name": NAME, **header(models, quick), "rows": rows}
@@ -97,7 +97,8 @@ def draw(data: dict, ax=None, *, style=None, footer: bool = False):
                     _style.suptitle(subs[r * ncols + k], f"{row_name(row)}, layer {hd['layer']}, "
                                     f"head {hd['head']}: {hd['reason']}", fontsize="small")
                 else:
-                    ax.set_title(f"{row['model']}\nlayer {hd['layer']}, head {hd['head']} ({hd['reason']})",
+                    name = row.get("title", row["model"])
+                    ax.set_title(f"{name}\nlayer {hd['layer']}, head {hd['head']} ({hd['reason']})",
                                  fontsize="medium")
                 bx.axhline(1.0, color="0.3", lw=0.8)
                 bx.plot(n, A(hd["iid_ratio"]), color=c[1], marker="^", ls="--", label="i.i.d. law / measured")

@@ -16,7 +16,7 @@ import numpy as np
 from varsim.figures import figure_main
 
 from . import _style
-from .probe import header, model_label, source_of
+from .probe import header, model_label, source_of, title_name
 
 NAME = "fig_probe_slopes"
 SOURCE = "probe"  # the data it draws: a key of varsim.figures.SOURCES
@@ -37,7 +37,7 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, sourc
             maps[q] = {"value": value.tolist(), "lo": lo.tolist(), "hi": hi.tolist(),
                        "contains_zero": ((lo <= 0) & (hi >= 0)).tolist(),
                        "median_width": float(np.nanmedian(hi - lo))}
-        rows.append({"model": model_label(d), "layers": d["layers"], "n_head": d["n_head"],
+        rows.append({"model": model_label(d), "title": title_name(d), "layers": d["layers"], "n_head": d["n_head"],
                      "lengths": [d["lengths"][0], d["lengths"][-1]], "maps": maps})
     return {"name": NAME, **header(models, quick), "rows": rows}
 
@@ -92,8 +92,9 @@ def draw(data: dict, ax=None, *, style=None, footer: bool = False):
                 ax.set_xlabel("head")
                 ax.set_ylabel("layer")
                 ax.grid(False)
-                ax.set_title(f"{row['model']}: {label}\nN = {row['lengths'][0]}..{row['lengths'][1]}, "
-                             f"median 95% CI width {mp['median_width']:.2f}", fontsize="small" if stacked else "medium")
+                ax.set_title(f"{row.get('title', row['model'])}, N = {row['lengths'][0]}..{row['lengths'][1]}\n"
+                             f"{label}, median 95% CI width {mp['median_width']:.2f}",
+                             fontsize="small" if stacked else "medium")
             fig.colorbar(im, ax=list(axes[:, col]), shrink=0.8, label=label, pad=0.01)
         key = "bold: 95% bootstrap interval excludes 0;  " if numbers else ""
         fig.text(0.5, 0.0, key + "hatched: the 95% bootstrap interval contains 0", ha="center", va="top",

@@ -1,8 +1,9 @@
 """Real-model figure, Figure-1 analogue: spread of the query's attention output across text windows vs N.
 
-For each probed model (rows; default: the committed SmolLM2 and MiniLM results) and three of its probed layers
-(columns: the first, the middle and the last, :func:`shown_layers`): the standard deviation over windows of real
-text of one fixed component (component 0) of each head's attention output (before the output projection) at the
+For each probed model (rows; default: the committed results of SmolLM2, of three trained argmax decoders of the
+decoder grid (NoPE, RoPE, ALiBi) and of MiniLM) and three of its probed layers (columns: the first, the middle
+and the last, :func:`shown_layers`): the standard deviation over windows of real text (a trained decoder: over task
+examples) of one fixed component (component 0) of each head's attention output (before the output projection) at the
 query position, vs the number N of keys, log-log. Thin lines: the heads; blue: their median. Green: the measured
 std as the root mean square over all ``d_head`` components, ``sqrt(var_total)``, median over heads; vermillion
 (dashed): what the i.i.d. law predicts for it, ``sigma * sqrt(E[sum w^2])`` with sigma^2 the within-window variance

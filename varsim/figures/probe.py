@@ -1,10 +1,12 @@
 """Where the ``fig_probe_*`` figures get their numbers: ``varsim probe-model`` result files.
 
 The results of the two shipped models (SmolLM2-135M-Instruct and all-MiniLM-L6-v2, made with the probe's default
-settings) ship with the package in :data:`COMMITTED_DIR` (``smollm2.json``, ``minilm.json``): that is what ``varsim
-figures`` draws by default, so drawing needs neither the model packages nor any computation (quick mode draws the
-same real data, hence no smoke-test stamp). ``varsim figures --probe-results FILE ...`` draws a user's own probe
-files instead, one row of panels per file.
+settings) and of three trained causal decoders of the decoder grid (``varsim reproduce DIR --preset decoder``: argmax,
+NoPE / RoPE / ALiBi, no norm, softmax, seed 0; each file's ``model.grid_run`` names the run) ship with the package in
+:data:`COMMITTED_DIR` (:data:`COMMITTED_FILES`): that is what ``varsim figures`` draws by default, one row of panels
+per file, the decoders' layers next to SmolLM2's, so drawing needs neither the model packages nor any computation
+(quick mode draws the same data, hence no smoke-test stamp). ``varsim figures --probe-results FILE ...`` draws a
+user's own probe files instead, one row of panels per file.
 
 :func:`read_probe` checks a file's kind, format and array shapes, so a torn or partial file is one ``ValueError``
 naming the file, not a traceback from inside Matplotlib.
@@ -19,7 +21,7 @@ __all__ = ["COMMITTED_DIR", "COMMITTED_FILES", "PROBE_KIND", "read_probe", "prob
 
 #: The probe results of the shipped models, shipped with the package (one copy in the repository: here).
 COMMITTED_DIR = Path(__file__).resolve().parent / "data" / "probe"
-COMMITTED_FILES = ("smollm2.json", "minilm.json")
+COMMITTED_FILES = ("smollm2.json", "decoder_nope.json", "decoder_rope.json", "decoder_alibi.json", "minilm.json")
 PROBE_KIND = "varsim.probe_model"
 _FORMAT_VERSION = 1
 
@@ -130,6 +132,9 @@ def footer_line(data: dict, path: Path, committed: bool) -> str:
     text = data["text"]
     src = text.get("source") if isinstance(text.get("source"), str) else "files"
     inputs = f"task {text['task']}" if "task" in text else f"text {src}, {text.get('tokens')} tokens"
+    grid = data["model"].get("grid_run")
+    if grid:
+        inputs += f"; grid run {grid['run_id']}, trained at commit {(grid.get('git_commit') or '?')[:10]}"
     return (f"{model}: {_where(path, committed)}, made at {made}{', ' + when if when else ''} ({inputs}) by\n"
             f"    {probe_command(data)}")
 
@@ -210,7 +215,9 @@ def _trained(data: dict) -> dict | None:
     spec = data["model"].get("spec", {})
     cfg = spec.get("config", {})
     causal = bool(spec.get("causal"))
-    pos = cfg.get("positions") if causal else None
+    from varsim.nn.config import ModelConfig
+
+    pos = cfg.get("positions", ModelConfig.positions) if causal else None  # a config omits its default encoding
     return {"kind": "decoder" if causal else "set model", "task": data["text"]["task"],
             "positions": _POSITION_NAMES.get(pos, pos) if pos else None,
             "attention": cfg.get("attention", "softmax"), "steps": data["model"].get("step")}
@@ -241,6 +248,26 @@ def panel_name(data: dict) -> str:
     parts = [f"{t['task']} {t['kind']}", t["positions"], None if t["attention"] == "softmax" else t["attention"],
              None if t["steps"] is None else f"{t['steps']} steps"]
     return ", ".join(p for p in parts if p)
+
+
+_SHORT_NAMES = {"smollm2": "SmolLM2", "minilm": "MiniLM"}
+
+
+def short_name(data: dict) -> str:
+    """The shortest name that tells the models of one figure apart: "SmolLM2", "MiniLM"; for a trained varsim model
+    its positional encoding and kind ("RoPE decoder"), its attention map when not softmax."""
+    t = _trained(data)
+    if t is None:
+        name = data["model"].get("name")
+        return _SHORT_NAMES.get(name, _PRETRAINED_NAMES.get(name, name or "model"))
+    parts = [t["positions"], None if t["attention"] == "softmax" else t["attention"], t["kind"]]
+    return " ".join(p for p in parts if p)
+
+
+def title_name(data: dict) -> str:
+    """How a panel title names a model: a pretrained model with its query row (:func:`model_label`), a trained one
+    by :func:`panel_name` (its full label is in the footer)."""
+    return model_label(data) if _trained(data) is None else panel_name(data)
 
 
 def row_name(row: dict) -> str:
