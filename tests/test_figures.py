@@ -18,7 +18,8 @@ from varsim.figures import reproduction as rp
 CORE = ["fig_variance_vs_n", "fig_decay_exponent", "fig_random_query"]
 REPRO = ["fig_repro_accuracy", "fig_repro_std", "fig_repro_hist", "fig_repro_global", "fig_repro_attention"]
 REMEDIES = ["fig_remedies_primary", "fig_remedies_decomposition", "fig_remedies_accuracy"]  # test_figures_remedies.py
-PROBE = ["fig_probe_std", "fig_probe_slopes", "fig_probe_decomposition"]  # tests/test_figures_probe.py
+PROBE = ["fig_probe_std", "fig_probe_slopes", "fig_probe_decomposition", "fig_probe_layers"]  # test_figures_probe.py
+DECODER = ["fig_decoder_primary", "fig_decoder_accuracy"]  # tests/test_figures_decoder.py
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +41,7 @@ def _texts(fig) -> list[str]:
 
 
 def test_registry_names_importable_figure_modules():
-    assert list(figures.FIGURES) == CORE + REPRO + PROBE + ["fig_variants_ipr"] + REMEDIES + ["fig_decoder_primary", "fig_decoder_accuracy"]
+    assert list(figures.FIGURES) == CORE + REPRO + PROBE + ["fig_variants_ipr"] + REMEDIES + DECODER
     for name in figures.FIGURES:
         module = figures.load(name)
         assert module.NAME == name
