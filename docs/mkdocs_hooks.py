@@ -158,7 +158,7 @@ def on_files(files, config):
     for file in files.documentation_pages():
         if file.abs_src_path and Path(file.abs_src_path).suffix == ".md":
             for match in INCLUDE.finditer(Path(file.abs_src_path).read_text(encoding="utf-8")):
-                if not match["heading"]:
+                if whole_file_include(match["path"].strip(), match["heading"]):
                     _included_pages[match["path"].strip()] = file.src_uri
     if any(GALLERY_MARKER in Path(f.abs_src_path).read_text(encoding="utf-8")
            for f in files.documentation_pages() if f.abs_src_path and f.abs_src_path.endswith(".md")):
@@ -166,6 +166,17 @@ def on_files(files, config):
             files.append(File(f"gallery/{name}.png", src_dir=str(GALLERY_DIR.parent), dest_dir=config.site_dir,
                               use_directory_urls=config.use_directory_urls))
     return files
+
+
+def whole_file_include(path: str, heading: str | None) -> bool:
+    """Whether an include of the repository file ``path`` (under ``heading``, or whole) shows the whole file: so
+    links to that file elsewhere can point to the including page. A section under the file's own first line (its
+    title) is the whole file; any other section is a part."""
+    if not heading:
+        return True
+    lines = (ROOT / path).read_text(encoding="utf-8").splitlines()
+    first = next((line for line in lines if line.strip()), "")
+    return first.strip() == heading.strip()
 
 
 def without_data() -> list[str]:

@@ -107,6 +107,17 @@ def test_include_takes_one_section_moves_its_headings_and_fixes_its_links(monkey
         hooks.section(README, "## Missing", "README.md")
 
 
+def test_a_page_that_includes_a_whole_file_under_its_title_is_its_link_target():
+    """The results pages include each docs/experiments file under its own title: links to those files from other
+    included texts must go to those pages (not to "in the repository"); a README section is only a part, so links
+    to README.md must not go to the page that includes one section of it."""
+    hooks = _hooks()
+    assert hooks.whole_file_include("docs/experiments/decoder.md", None)
+    title = (ROOT / "docs/experiments/decoder.md").read_text().splitlines()[0]
+    assert hooks.whole_file_include("docs/experiments/decoder.md", title)
+    assert not hooks.whole_file_include("README.md", "## The answers so far")
+
+
 def test_warnings_of_other_loggers_count_in_strict_mode():
     """Catches a build that passes --strict while griffe, nbconvert or Python's warnings module warned: mkdocs
     counts only its own loggers' warnings."""
