@@ -17,7 +17,7 @@ from __future__ import annotations
 from varsim.figures import figure_main
 
 from . import _style
-from .remedies import FAIL_COLOR, family_variants, header, variant_label, variant_style
+from .remedies import draw_gain, family_variants, header, significance_entries, variant_label, variant_style
 
 NAME = "fig_decoder_primary"
 SOURCE = "decoder"  # the data it draws: a key of varsim.figures.SOURCES
@@ -80,9 +80,7 @@ def draw(data: dict, ax=None, *, style=None, footer: bool = False):
     """Rows: norms; columns: training recipes; x: positions; one legend below."""
     import numpy as np
     from matplotlib.lines import Line2D
-    from matplotlib.patches import Patch
 
-    A = _style.array
     conf = int(round(100 * data["confidence"]))
     x = np.arange(len(data["positions"]), dtype=float)
     rows = data["grid"]
@@ -97,21 +95,7 @@ def draw(data: dict, ax=None, *, style=None, footer: bool = False):
                 a.axhline(0.0, color="k", lw=0.8)
                 for j, s in enumerate(p["series"]):
                     sty = variant_style(s["variant"], s["kind"], s["role"], data["families"])
-                    xs = x + _dodge(j, len(p["series"]))
-                    m, lo, hi = A(s["mean_diff"]), A(s["ci_low"]), A(s["ci_high"])
-                    err = np.vstack([m - lo, hi - m])
-                    if s["role"] == "remedy":
-                        a.errorbar(xs, m, err, fmt="none", ecolor=sty["color"], elinewidth=1.1)
-                        sig = np.array([bool(v) for v in s["significant"]])
-                        a.plot(xs[sig], m[sig], ls="none", marker=sty["marker"], color=sty["color"], ms=ms)
-                        a.plot(xs[~sig], m[~sig], ls="none", marker=sty["marker"], color=sty["color"], mfc="white",
-                               ms=ms)
-                    else:
-                        bad = np.array([v is False for v in s["behaves"]])
-                        failed |= bool(bad.any())
-                        for sel, color in ((~bad, sty["color"]), (bad, FAIL_COLOR)):
-                            a.errorbar(xs[sel], m[sel], err[:, sel], fmt=sty["marker"], color=color, ms=ms,
-                                       elinewidth=1.1, mew=1.5)
+                    failed |= draw_gain(a, x + _dodge(j, len(p["series"])), s, sty, ms)
                     handles.setdefault(s["variant"], (
                         Line2D([], [], color=sty["color"], ls="none", marker=sty["marker"], ms=ms,
                                mew=1.5 if s["role"] != "remedy" else 1.0),
@@ -123,12 +107,7 @@ def draw(data: dict, ax=None, *, style=None, footer: bool = False):
                 if spec is None or spec.is_last_row():
                     a.set_xlabel("positional encoding")
         _style.label_first_column(axes, f"gain over softmax\nat N = {data['length']}")
-        entries = list(handles.values())
-        entries += [(Line2D([], [], color="0.3", marker="o", ls="none"),
-                     f"significant after Holm (p ≤ {data['alpha']:g})"),
-                    (Line2D([], [], color="0.3", marker="o", mfc="white", ls="none"), "not significant after Holm")]
-        if failed:
-            entries.append((Patch(color=FAIL_COLOR), "control that fails its own test"))
+        entries = [*handles.values(), *significance_entries(data["alpha"], failed)]
         _style.legend_below(fig, [h for h, _ in entries], [t for _, t in entries], fontsize="small")
         family = rows[0][0]["n_comparisons"]
         _style.suptitle(fig, f"Causal decoder, primary endpoint (pre-registered): accuracy gain over softmax at N = "

@@ -20,11 +20,13 @@ from . import _style
 from .remedies import (
     FAIL_COLOR,
     FAMILIES,
+    draw_gain,
     family_variants,
     header,
     panel_key,
     panels_of,
     recipes_of,
+    significance_entries,
     source_of,
     variant_label,
     variant_style,
@@ -81,7 +83,6 @@ def draw(data: dict, ax=None, *, style=None, footer: bool = False):
     """Rows: trained remedies, inference-only maps; columns: task and key encoding; one legend below."""
     import numpy as np
     from matplotlib.lines import Line2D
-    from matplotlib.patches import Patch
 
     A = _style.array
     conf = int(round(100 * data["confidence"]))
@@ -117,20 +118,9 @@ def draw(data: dict, ax=None, *, style=None, footer: bool = False):
                 for j, s in enumerate(dodged):
                     sty = variant_style(s["variant"], s["kind"], s["role"], data["families"])
                     xs = x + _dodge(j, len(dodged))
-                    m, lo, hi = A(s["mean_diff"]), A(s["ci_low"]), A(s["ci_high"])
-                    if s["role"] == "remedy":
-                        a.plot(xs, m, color=sty["color"], ls=sty["ls"], lw=0.8, alpha=0.6)
-                        a.errorbar(xs, m, np.vstack([m - lo, hi - m]), fmt="none", ecolor=sty["color"], elinewidth=1.1)
-                        sig = np.array([bool(v) for v in s["significant"]])
-                        a.plot(xs[sig], m[sig], ls="none", marker=sty["marker"], color=sty["color"], ms=ms)
-                        a.plot(xs[~sig], m[~sig], ls="none", marker=sty["marker"], color=sty["color"], mfc="white",
-                               ms=ms)
-                    else:
-                        bad = np.array([v is False for v in s["behaves"]])
-                        failed |= bool(bad.any())
-                        for sel, color in ((~bad, sty["color"]), (bad, FAIL_COLOR)):
-                            a.errorbar(xs[sel], m[sel], np.vstack([m - lo, hi - m])[:, sel], fmt=sty["marker"],
-                                       color=color, ms=ms, elinewidth=1.1, mew=1.5)
+                    if s["role"] == "remedy":  # the remedy's gains across recipes, joined
+                        a.plot(xs, A(s["mean_diff"]), color=sty["color"], ls=sty["ls"], lw=0.8, alpha=0.6)
+                    failed |= draw_gain(a, xs, s, sty, ms)
                     handles.setdefault(s["variant"], (
                         Line2D([], [], color=sty["color"], ls=sty["ls"] if s["role"] == "remedy" else "none",
                                marker=sty["marker"], ms=ms, mew=1.5 if s["role"] != "remedy" else 1.0),
@@ -144,11 +134,7 @@ def draw(data: dict, ax=None, *, style=None, footer: bool = False):
         _style.label_first_column(axes, f"gain over softmax\nat N = {data['length']}")
         order = [v for k, _ in fams for v in data["families"][k]]
         entries = [handles[v] for v in order if v in handles] + [h for v, h in handles.items() if v not in order]
-        entries += [(Line2D([], [], color="0.3", marker="o", ls="none"),
-                     f"significant after Holm (p ≤ {data['alpha']:g})"),
-                    (Line2D([], [], color="0.3", marker="o", mfc="white", ls="none"), "not significant after Holm")]
-        if failed:
-            entries.append((Patch(color=FAIL_COLOR), "control that fails its own test"))
+        entries += significance_entries(data["alpha"], failed)
         _style.legend_below(fig, [h for h, _ in entries], [t for _, t in entries], fontsize="small")
         _style.suptitle(fig, f"Primary endpoint (pre-registered): accuracy gain over softmax at N = {data['length']} "
                         f"per training recipe, mean and {conf}% t interval over {data['seeds']} paired seeds; filled: "

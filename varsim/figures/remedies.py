@@ -29,7 +29,7 @@ from varsim.tasks import chance_level
 __all__ = ["RemediesSource", "COMMITTED_DIR", "COMMITTED_FILES", "write_committed", "read_summary", "header",
            "source_of", "chance_of", "panels_of", "panel_key", "PANEL_KEYS", "recipes_of", "recipe_label",
            "FAMILIES", "family_of", "family_variants", "variant_style", "variant_label", "groups_by_key",
-           "REMEDY_COLORS", "FAIL_COLOR", "log2_axis"]
+           "REMEDY_COLORS", "FAIL_COLOR", "log2_axis", "draw_gain", "significance_entries"]
 
 #: The summary of the last full remedies run, shipped with the package.
 COMMITTED_DIR = Path(__file__).resolve().parent / "data" / "remedies"
@@ -297,6 +297,42 @@ def variant_label(label: str, kind: str, role: str) -> str:
     if role in ("positive_control", "negative_control"):
         return f"{label} ({CONTROL_WORDS.get(label, CONTROL_WORDS[role])})"
     return label + (" (inference-only)" if kind == "inference" else "")
+
+
+def draw_gain(ax, xs, series: dict, style: dict, ms: float) -> bool:
+    """Draw one series of paired gains at the x positions ``xs`` (a primary or control row per x: ``mean_diff``,
+    ``ci_low``, ``ci_high``, and ``significant`` for a remedy or ``behaves`` for a control) with its intervals: a
+    remedy's marker filled when Holm-significant, open when not; a control in its colour, or in :data:`FAIL_COLOR`
+    where it fails its own test. Returns whether a control failed."""
+    import numpy as np
+
+    from . import _style
+
+    m, lo, hi = _style.array(series["mean_diff"]), _style.array(series["ci_low"]), _style.array(series["ci_high"])
+    err = np.vstack([m - lo, hi - m])
+    if series["role"] == "remedy":
+        ax.errorbar(xs, m, err, fmt="none", ecolor=style["color"], elinewidth=1.1)
+        sig = np.array([bool(v) for v in series["significant"]])
+        ax.plot(xs[sig], m[sig], ls="none", marker=style["marker"], color=style["color"], ms=ms)
+        ax.plot(xs[~sig], m[~sig], ls="none", marker=style["marker"], color=style["color"], mfc="white", ms=ms)
+        return False
+    bad = np.array([v is False for v in series["behaves"]])
+    for sel, color in ((~bad, style["color"]), (bad, FAIL_COLOR)):
+        ax.errorbar(xs[sel], m[sel], err[:, sel], fmt=style["marker"], color=color, ms=ms, elinewidth=1.1, mew=1.5)
+    return bool(bad.any())
+
+
+def significance_entries(alpha: float, failed: bool) -> list[tuple]:
+    """The legend entries ``(handle, label)`` that explain :func:`draw_gain`'s markers: filled, open, and the
+    failing-control colour when one failed."""
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    entries = [(Line2D([], [], color="0.3", marker="o", ls="none"), f"significant after Holm (p ≤ {alpha:g})"),
+               (Line2D([], [], color="0.3", marker="o", mfc="white", ls="none"), "not significant after Holm")]
+    if failed:
+        entries.append((Patch(color=FAIL_COLOR), "control that fails its own test"))
+    return entries
 
 
 def log2_axis(ax, lengths) -> None:
