@@ -188,6 +188,27 @@ def test_commit_goes_to_the_arms_directory(quick_constant, tmp_path, monkeypatch
     assert (dirs["decoder_constant"] / "summary.json").is_file() and not dirs["decoder"].exists()
 
 
+def test_commit_refuses_a_grid_that_is_not_a_decoder_grid(quick_grid, tmp_path, monkeypatch, capsys):
+    """A remedies-grid summary (same format, set-model architectures) is refused with one line and exit 2, and
+    nothing is written: it could otherwise land in a decoder arm's directory (its schedule is cosine too)."""
+    import shutil
+
+    import varsim.figures.decoder as fd
+
+    results, _, _ = quick_grid
+    other = tmp_path / "remedies"
+    shutil.copytree(results, other, ignore=shutil.ignore_patterns("runs", "checkpoints"))
+    summary = json.loads((other / "summary.json").read_text())
+    summary["settings"]["architectures"] = ["residual"]
+    (other / "summary.json").write_text(json.dumps(summary))
+    dirs = {k: tmp_path / k for k in fd.COMMITTED_DIRS}
+    monkeypatch.setattr(fd, "COMMITTED_DIRS", dirs)
+    assert fd.main([str(other)]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "not a decoder grid" in err
+    assert not any(d.exists() for d in dirs.values())
+
+
 @pytest.mark.parametrize("arm", ["decoder", "decoder_constant"])
 def test_committed_arm_is_the_full_presets_and_its_table(arm):
     """Each committed decoder arm is a complete summary of its full preset in the current format (not a quick run's,

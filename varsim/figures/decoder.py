@@ -112,12 +112,18 @@ class DecoderSource(RemediesSource):
 def write_committed_decoder(results, dest=None, *, allow_incomplete: bool = False):
     """:func:`varsim.figures.remedies.write_committed` for a decoder results directory, its errors naming the decoder
     preset. Default ``dest``: its arm's directory in :data:`COMMITTED_DIRS`, found from the learning-rate schedule in
-    its settings (ValueError for a schedule no arm has: give ``dest``)."""
+    its settings (ValueError for a schedule no arm has: give ``dest``). A grid that is not a decoder grid (a remedies
+    run, say) is refused, so it cannot overwrite a decoder arm."""
     from .remedies import read_summary
 
     try:
+        settings = read_summary(results, "results")["settings"]
+        if not all(str(a).startswith("decoder") for a in settings.get("architectures") or ["none"]):
+            raise ValueError(f"results: {results} is not a decoder grid (architectures "
+                             f"{', '.join(map(str, settings.get('architectures') or []))}); run `varsim reproduce "
+                             f"{results} --preset decoder` into a directory of its own")
         if dest is None:
-            schedule = read_summary(results, "results")["settings"].get("train", {}).get("schedule")
+            schedule = settings.get("train", {}).get("schedule")
             arm = {v: k for k, v in SCHEDULES.items()}.get(schedule)
             if arm is None:
                 raise ValueError(f"results: no committed decoder arm has the schedule {schedule!r} (arms: "
