@@ -165,8 +165,9 @@ def test_probe_of_a_grid_checkpoint_names_its_grid_run(tmp_path, capsys):
     assert g["in_distribution_accuracy"] == 0.75
 
     record.write_text(json.dumps(_grid_record(rid, {**config, "seed": config["seed"] + 1})))
-    res = probe_trained(run_dir, lengths=[4, 8], windows=4, bootstrap=0)
-    assert "grid_run" not in res["model"]
+    assert main(["probe-model", "--model", str(run_dir), "--lengths", "4", "8", "--windows", "4", "--bootstrap", "0",
+                 "-o", str(out)]) == 0
+    assert "grid_run" not in json.loads(out.read_text())["model"]
     capsys.readouterr()
     assert main(["probe-model", "--model", str(grid), "--lengths", "4", "8"]) == 2
     err = capsys.readouterr().err.strip().splitlines()

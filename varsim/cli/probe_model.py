@@ -105,7 +105,18 @@ def _run_trained(args, lengths):
             raise ValueError(f"{flag}: not for a trained varsim model (its windows are task examples)")
     return probe_trained(args.model, lengths=lengths or DEFAULT_TRAINED_LENGTHS, windows=args.windows,
                          layers=parse_layers(args.layers) if args.layers else None, seed=args.seed,
-                         bootstrap=args.bootstrap, out=args.out)
+                         bootstrap=args.bootstrap, out=args.out, model_info=_grid_info(args.model))
+
+
+def _grid_info(model: str) -> dict | None:
+    """``{"grid_run": ...}`` when the checkpoint ``model`` resolves to belongs to a ``varsim reproduce`` grid run
+    (:func:`varsim.experiments.records.grid_run`), else None."""
+    from varsim.experiments.records import grid_run
+    from varsim.train.checkpoint import read_checkpoint, resolve_checkpoint
+
+    path = resolve_checkpoint(model)
+    grid = grid_run(path, read_checkpoint(path)[0].get("config"))
+    return None if grid is None else {"grid_run": grid}
 
 
 def run(args) -> int:

@@ -26,7 +26,8 @@ from varsim.experiments.settings import ReproductionSettings, job_specs, run_id
 
 __all__ = ["RUN_FORMAT", "SETTINGS_FORMAT", "CorruptRun", "runs_dir", "run_path", "load_run",
            "read_settings", "write_settings", "load_results", "runs_by_cell", "SELECT_FORMAT", "SELECTION_FORMAT",
-           "select_path", "load_select_run", "read_selection", "write_selection", "VOLATILE_FIELDS", "record_numbers"]
+           "select_path", "load_select_run", "read_selection", "write_selection", "VOLATILE_FIELDS", "record_numbers",
+           "grid_run"]
 
 RUN_FORMAT = "varsim.reproduce.run/1"
 SELECT_FORMAT = "varsim.reproduce.lr_select/1"
@@ -213,3 +214,34 @@ def runs_by_cell(settings: ReproductionSettings, runs: dict) -> dict:
                     s: runs[rid] for s in range(settings.seeds) if (rid := run_id(task, arch, norm, s)) in runs
                 }
     return cells
+
+
+def grid_run(checkpoint, config: dict | None) -> dict | None:
+    """The ``varsim reproduce`` grid run a checkpoint file belongs to, or None.
+
+    A grid keeps run ``RUN_ID``'s checkpoints in ``GRID/checkpoints/RUN_ID/`` and its record in
+    ``GRID/runs/RUN_ID.json``; the checkpoint is that run's when the record is a valid run record whose spec trained
+    with the checkpoint's own config ``config``. Returns the run id, the record's path relative to the grid, its
+    digest, its spec (without the long train/eval/probe settings, which the record keeps), the commit the grid ran
+    at, and the run's accuracies (in distribution and per evaluation length), so that a probe result names the grid
+    run it can be recomputed from (``varsim reproduce GRID --recheck RUN_ID``, then the probe).
+    """
+    from varsim.pretrained.loading import file_digest
+
+    run_dir = Path(checkpoint).resolve().parent
+    if run_dir.parent.name != "checkpoints":
+        return None
+    record = run_path(run_dir.parent.parent, run_dir.name)
+    if not record.is_file():
+        return None
+    try:
+        rec = load_run(record)
+    except CorruptRun:
+        return None
+    if config is None or rec["spec"].get("train_config") != config:
+        return None
+    spec = {k: v for k, v in rec["spec"].items() if k not in ("train_config", "eval", "in_distribution", "probe")}
+    return {"run_id": rec["run_id"], "record": f"runs/{record.name}", "record_sha256": file_digest(record),
+            "spec": spec, "git_commit": (rec.get("provenance") or {}).get("git_commit"),
+            "in_distribution_accuracy": rec["in_distribution"]["accuracy"],
+            "eval": {"lengths": rec["eval"]["lengths"], "accuracy": rec["eval"]["accuracy"]}}

@@ -31,7 +31,7 @@ from varsim._common.seeding import SEED_DEFAULT, child_generator, resolve_seed, 
 from varsim._common.validate import check_int, check_int_grid
 from varsim.tasks import check_set_size, make_batch
 
-__all__ = ["probe_trained", "collect_trained", "n_keys", "grid_run", "DEFAULT_TRAINED_LENGTHS"]
+__all__ = ["probe_trained", "collect_trained", "n_keys", "DEFAULT_TRAINED_LENGTHS"]
 
 DEFAULT_TRAINED_LENGTHS = (16, 32, 64, 128, 256, 512, 1024)
 
@@ -77,38 +77,6 @@ def collect_trained(model, lengths, *, windows: int, layers, seed) -> dict:
     return out
 
 
-def grid_run(checkpoint, config: dict | None) -> dict | None:
-    """The ``varsim reproduce`` grid run a checkpoint file belongs to, or None.
-
-    A grid keeps run ``RUN_ID``'s checkpoints in ``GRID/checkpoints/RUN_ID/`` and its record in
-    ``GRID/runs/RUN_ID.json``; the checkpoint is that run's when the record is a valid run record whose spec trained
-    with the checkpoint's own config ``config``. Returns the run id, the record's path relative to the grid, its
-    digest, its spec (without the long train/eval/probe settings, which the record keeps), the commit the grid ran
-    at, and the run's accuracies (in distribution and per evaluation length), so that a probe result names the grid
-    run it can be recomputed from (``varsim reproduce GRID --recheck RUN_ID``, then the probe).
-    """
-    from varsim.experiments.records import CorruptRun, load_run, run_path
-    from varsim.pretrained.loading import file_digest
-
-    run_dir = Path(checkpoint).resolve().parent
-    if run_dir.parent.name != "checkpoints":
-        return None
-    record = run_path(run_dir.parent.parent, run_dir.name)
-    if not record.is_file():
-        return None
-    try:
-        rec = load_run(record)
-    except CorruptRun:
-        return None
-    if config is None or rec["spec"].get("train_config") != config:
-        return None
-    spec = {k: v for k, v in rec["spec"].items() if k not in ("train_config", "eval", "in_distribution", "probe")}
-    return {"run_id": rec["run_id"], "record": f"runs/{record.name}", "record_sha256": file_digest(record),
-            "spec": spec, "git_commit": (rec.get("provenance") or {}).get("git_commit"),
-            "in_distribution_accuracy": rec["in_distribution"]["accuracy"],
-            "eval": {"lengths": rec["eval"]["lengths"], "accuracy": rec["eval"]["accuracy"]}}
-
-
 def _resolve(model):
     """``(model, info)`` from a model object, a checkpoint file or a run directory (its latest checkpoint)."""
     if isinstance(model, (str, Path)):
@@ -119,15 +87,14 @@ def _resolve(model):
         path = Path(state["path"])
         info = {"name": str(model), "format": "varsim-checkpoint", "file": path.name,
                 "sha256": file_digest(path), "step": state["step"]}
-        grid = grid_run(path, state["header"].get("config"))
-        return m, info if grid is None else {**info, "grid_run": grid}
+        return m, info
     if callable(getattr(model, "analysis", None)) and hasattr(model, "config"):
         return model, {"name": model.config.architecture, "format": "varsim-model", "file": None, "sha256": None}
     raise ValueError(f"model must be a run directory, a checkpoint file or a varsim model, got {type(model).__name__}")
 
 
 def probe_trained(model, *, lengths=DEFAULT_TRAINED_LENGTHS, windows: int = 40, layers=None, seed=SEED_DEFAULT,
-                  bootstrap: int = 400, out=None, blas_threads: int = 1, rng=None) -> dict:
+                  bootstrap: int = 400, out=None, blas_threads: int = 1, rng=None, model_info=None) -> dict:
     """Run the probe on a trained varsim model and return the result (the layout of
     :func:`varsim.pretrained.probe.probe_model`; also written to ``out`` as JSON when given).
 
@@ -135,6 +102,8 @@ def probe_trained(model, *, lengths=DEFAULT_TRAINED_LENGTHS, windows: int = 40, 
     lengths     set sizes N (at least two distinct; each allowed by the task)
     windows     examples per N (>= 3); layers: blocks to probe (default: all)
     seed, rng   the root seed (as in :func:`varsim.pretrained.probe.probe_model`); bootstrap: resamples (0: none)
+    model_info  more fields for the result's ``model`` entry (``varsim probe-model`` adds ``grid_run``: the grid run a
+                checkpoint came from, :func:`varsim.experiments.records.grid_run`)
     """
     from varsim.pretrained.probe import N_COMPONENTS, _layer_summary, _round, summarize
 
@@ -145,7 +114,8 @@ def probe_trained(model, *, lengths=DEFAULT_TRAINED_LENGTHS, windows: int = 40, 
     seed = resolve_seed(seed, rng)
     if out is not None:
         out = check_writable(out, "out")
-    m, model_info = _resolve(model)
+    m, info = _resolve(model)
+    model_info = {**info, **(model_info or {})}
     c = m.config
     lengths = sorted({int(n) for n in check_int_grid("lengths", lengths, minimum=1)})
     if len(lengths) < 2:
