@@ -51,6 +51,10 @@ GALLERY_DIR = ROOT / "build" / "gallery"
 REFERENCE = {"docs/THEORY.md": "reference/THEORY.md", "docs/PAPER.md": "reference/PAPER.md"}
 #: repository files copied into the site as they are (images the included texts show)
 REPO_FILES_PREFIX = "files/"
+#: the site's own pages in the repository (mkdocs.yml's docs_dir): a link to one goes to that page
+SITE_PREFIX = "docs/site/"
+#: a teaching notebook in the repository (a page of the site, notebooks/<name>.py)
+NOTEBOOK_PATH = re.compile(r"varsim/notebooks/[0-9][^/]*\.py")
 IMAGE_SUFFIXES = (".png", ".svg", ".jpg", ".jpeg")
 NOTEBOOK_MATHJAX = re.compile(r"<!-- Load mathjax -->.*?<!-- End of mathjax configuration -->", re.S)
 # nbconvert's loader of the ipywidgets renderer, fetched from a CDN; a static page has no kernel to drive the widgets
@@ -346,6 +350,10 @@ def rewrite_links(text: str, source: str, page_uri: str, repo_url: str | None, c
         repo_path = posixpath.normpath(posixpath.join(base, path))
         if repo_path in _included_pages:
             dest = _included_pages[repo_path]
+        elif repo_path.startswith(SITE_PREFIX) and repo_path.endswith(".md"):  # a page of the site itself
+            dest = repo_path[len(SITE_PREFIX):]
+        elif NOTEBOOK_PATH.fullmatch(repo_path):  # a notebook: the site renders it as a page (on_files)
+            dest = "notebooks/" + posixpath.basename(repo_path)
         elif repo_path.endswith(IMAGE_SUFFIXES) and repo_path.startswith("docs/"):
             dest = REPO_FILES_PREFIX + repo_path
         elif repo_url:

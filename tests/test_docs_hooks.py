@@ -99,6 +99,12 @@ def test_include_takes_one_section_moves_its_headings_and_fixes_its_links(monkey
     assert "![fig](../files/docs/fig.png)" in links
     assert "[theory](../reference/THEORY.md#x)" in links
     assert "[web](https://a.b/c)" in links
+    site = hooks.rewrite_links("the [gallery](../site/gallery.md#remedies)", "docs/experiments/remedies.md",
+                               "experiments/remedies.md", None, None)
+    assert site == "the [gallery](../gallery.md#remedies)"  # a site page, not "in the repository"
+    nb = hooks.rewrite_links("[6](../../varsim/notebooks/06_decoder_variance.py)", "docs/experiments/decoder.md",
+                             "experiments/decoder.md", None, None)
+    assert nb == "[6](../notebooks/06_decoder_variance.py)"
     other = hooks.rewrite_links("see [data](x/y.json)", "README.md", "p.md", None, None)
     assert other == "see data (`x/y.json` in the repository)"
     web = hooks.rewrite_links("see [data](x/y.json)", "README.md", "p.md", "https://h/r", "abc")
