@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 
-from varsim.experiments.settings import BASELINE_NORM
+from varsim.experiments.settings import BASELINE_NORM, is_decoder_grid
 
 __all__ = ["render_table", "render_remedies_table"]
 
@@ -147,9 +147,9 @@ def render_remedies_table(summary: dict) -> str:
     conf = int(round(100 * summary["confidence"]))
     alpha = summary["alpha"]
     ep = summary.get("primary_endpoint")
-    decoder = all(str(a).startswith("decoder") for a in st.get("architectures", ()))
     lines = [
-        "# varsim decoder: does the set model's picture hold in a causal decoder with positions?" if decoder else
+        "# varsim decoder: does the set model's picture hold in a causal decoder with positions?"
+        if is_decoder_grid(st) else
         "# varsim remedies: which attention variant repairs length generalization, under which recipe?",
         "",
         f"Settings: model {json.dumps(st['model'])}; training {json.dumps(st['train'])}; recipes "

@@ -26,7 +26,7 @@ from varsim.tasks import TASK_REGISTRY
 
 __all__ = ["ReproductionSettings", "GRID_ARCHITECTURES", "DEFAULT_NORMS", "BASELINE_NORM", "BASELINE_ATTENTION",
            "REMEDY_FIELDS", "GROUP_KEYS", "PRIMARY_KEYS", "RECIPE_KEYS", "REPLICATE_KEY", "Cell", "run_id",
-           "job_specs", "selection_specs", "cells"]
+           "job_specs", "selection_specs", "cells", "is_decoder_grid"]
 
 #: the grid's architecture labels (not the model registry ``varsim.nn.architectures.ARCHITECTURES``) -> the
 #: :class:`varsim.nn.model.ModelConfig` fields each sets (its ``architecture``,
@@ -36,6 +36,15 @@ __all__ = ["ReproductionSettings", "GRID_ARCHITECTURES", "DEFAULT_NORMS", "BASEL
 GRID_ARCHITECTURES = {"residual": {"residual": True}, "no_residual": {"residual": False},
                       **{f"decoder_{p}": {"architecture": "decoder", "positions": p}
                          for p in ("none", "rope", "alibi", "learned")}}
+
+
+def is_decoder_grid(settings: dict) -> bool:
+    """Whether the grid of ``settings`` (a settings dict, as in ``settings.json`` and a summary) trains causal
+    decoders only: every architecture of :data:`GRID_ARCHITECTURES` it names is the decoder, and it names one."""
+    archs = settings.get("architectures") or ()
+    return bool(archs) and all(GRID_ARCHITECTURES.get(a, {}).get("architecture") == "decoder" for a in archs)
+
+
 #: the paper grid's architectures (the default of ``architectures``)
 PAPER_ARCHITECTURES = ("residual", "no_residual")
 #: the tasks of the paper's grid (any registered task of varsim.tasks may be named in ``tasks``)

@@ -14,6 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from varsim.experiments.decoder_grid import SCHEDULES
+from varsim.experiments.settings import is_decoder_grid
 
 from .remedies import RemediesSource, recipe_label, write_committed
 
@@ -41,52 +42,29 @@ class DecoderSource(RemediesSource):
     (:data:`COMMITTED_DIRS`) when this build has the first arm's, else none (the figures are skipped).
     ``committed`` replaces the first committed arm and drops the others (tests)."""
 
+    OPTION = "decoder_results"
+    PRESET = "decoder"
+
     def __init__(self, results=None, *, quick: bool = False, committed=None):
         dirs = None if results is None else [results] if isinstance(results, (str, Path)) else list(results)
         if dirs is not None and not dirs:
             raise ValueError("decoder_results must name at least one directory")
-        for d in dirs or ():
-            if not str(d).strip():
-                raise ValueError("decoder_results must not be empty")
-            if not Path(d).is_dir():
-                raise ValueError(f"decoder_results {str(d)!r} is not a directory (run `varsim reproduce DIR "
-                                 "--preset decoder` into it first)")
         super().__init__(None if dirs is None else dirs[0], quick=quick,
                          committed=COMMITTED_DIR if committed is None else committed)
-        self._more = [Path(d) for d in (dirs or [])[1:]]
+        self._more = [self.checked_dir(d) for d in (dirs or [])[1:]]
         self._more_committed = [d for k, d in COMMITTED_DIRS.items() if k != "decoder"] if committed is None else []
         self._arms: list[dict] | None = None
 
-    @classmethod
-    def from_options(cls, options: dict) -> DecoderSource:
-        return cls(options.get("decoder_results"), quick=options["quick"])
-
-    def prepare(self, names, *, explicit, replot, outdir):
-        skipped, why = super().prepare(names, explicit=explicit, replot=replot, outdir=outdir)
-        if skipped:
-            why = (f"no decoder {'stored data' if replot else 'results'} (draw them with --decoder-results DIR, a "
-                   "`varsim reproduce DIR --preset decoder` directory)")
-        return skipped, why
+    def committed_label(self) -> str:
+        return f"varsim/figures/data/{self.committed.name}"  # one directory per arm
 
     def load(self) -> dict:
-        if self._data is not None:
-            return self._data
-        if not self.available:
-            raise ValueError("decoder_results: no decoder results in this build; draw these figures from a "
-                             "`varsim reproduce DIR --preset decoder` directory with --decoder-results DIR")
-        try:
+        if self._data is None:
             data = super().load()
-        except ValueError as exc:
-            raise ValueError(str(exc).replace("remedies_results", "decoder_results")
-                             .replace("--preset remedies", "--preset decoder")) from None
-        origin = data["origin"].replace("remedies", "decoder")
-        data["footer"] = (data["footer"].replace(data["origin"], origin, 1)
-                          .replace("varsim/figures/data/remedies", f"varsim/figures/data/{self.committed.name}", 1))
-        data["origin"] = origin
-        train = data["settings"].get("train", {})
-        data["recipe"] = {"schedule": train.get("schedule"), "lr": train.get("lr")}
-        data["recipe_label"] = recipe_label(data["recipe"])
-        return data
+            train = data["settings"].get("train", {})
+            data["recipe"] = {"schedule": train.get("schedule"), "lr": train.get("lr")}
+            data["recipe_label"] = recipe_label(data["recipe"])
+        return self._data
 
     def arms(self) -> list[dict]:
         """Every arm's loaded data (:meth:`load`, with ``recipe`` and ``recipe_label``): the first, then the other
@@ -116,22 +94,19 @@ def write_committed_decoder(results, dest=None, *, allow_incomplete: bool = Fals
     run, say) is refused, so it cannot overwrite a decoder arm."""
     from .remedies import read_summary
 
-    try:
-        settings = read_summary(results, "results")["settings"]
-        if not all(str(a).startswith("decoder") for a in settings.get("architectures") or ["none"]):
-            raise ValueError(f"results: {results} is not a decoder grid (architectures "
-                             f"{', '.join(map(str, settings.get('architectures') or []))}); run `varsim reproduce "
-                             f"{results} --preset decoder` into a directory of its own")
-        if dest is None:
-            schedule = settings.get("train", {}).get("schedule")
-            arm = {v: k for k, v in SCHEDULES.items()}.get(schedule)
-            if arm is None:
-                raise ValueError(f"results: no committed decoder arm has the schedule {schedule!r} (arms: "
-                                 f"{', '.join(f'{k} = {v}' for k, v in SCHEDULES.items())}); give DEST")
-            dest = COMMITTED_DIRS[arm]
-        return write_committed(results, dest, allow_incomplete=allow_incomplete)
-    except ValueError as exc:
-        raise ValueError(str(exc).replace("--preset remedies", "--preset decoder")) from None
+    settings = read_summary(results, "results", preset="decoder")["settings"]
+    if not is_decoder_grid(settings):
+        raise ValueError(f"results: {results} is not a decoder grid (architectures "
+                         f"{', '.join(map(str, settings.get('architectures') or []))}); run `varsim reproduce "
+                         f"{results} --preset decoder` into a directory of its own")
+    if dest is None:
+        schedule = settings.get("train", {}).get("schedule")
+        arm = {v: k for k, v in SCHEDULES.items()}.get(schedule)
+        if arm is None:
+            raise ValueError(f"results: no committed decoder arm has the schedule {schedule!r} (arms: "
+                             f"{', '.join(f'{k} = {v}' for k, v in SCHEDULES.items())}); give DEST")
+        dest = COMMITTED_DIRS[arm]
+    return write_committed(results, dest, allow_incomplete=allow_incomplete, preset="decoder")
 
 
 def main(argv=None) -> int:

@@ -66,18 +66,35 @@ class RemediesSource:
 
     ``quick``: the figures of a results directory are stamped "smoke test, not results" (also when its runs are
     the quick preset's tiny models, at most :data:`QUICK_STEPS` training steps); the committed numbers are real
-    results in either mode."""
+    results in either mode.
+
+    A subclass for another grid of the same summary format sets :attr:`OPTION` and :attr:`PRESET` (its messages
+    follow) and :meth:`committed_label` (:class:`varsim.figures.decoder.DecoderSource`)."""
+
+    #: the option of :func:`varsim.figures.make` (and, with dashes, of ``varsim figures``) that names a results dir
+    OPTION = "remedies_results"
+    #: the ``varsim reproduce --preset`` that makes the data
+    PRESET = "remedies"
 
     def __init__(self, results=None, *, quick: bool = False, committed=None):
-        if results is not None and not str(results).strip():
-            raise ValueError("remedies_results must not be empty")
-        self.results = None if results is None else Path(results)
-        if self.results is not None and not self.results.is_dir():
-            raise ValueError(f"remedies_results {str(self.results)!r} is not a directory (run `varsim reproduce DIR "
-                             "--preset remedies` into it first)")
+        self.results = None if results is None else self.checked_dir(results)
         self.committed = Path(COMMITTED_DIR if committed is None else committed)
         self.quick = bool(quick)
         self._data: dict | None = None
+
+    @classmethod
+    def checked_dir(cls, results) -> Path:
+        """``results`` as a Path; ValueError naming :attr:`OPTION` when it is empty or not a directory."""
+        if not str(results).strip():
+            raise ValueError(f"{cls.OPTION} must not be empty")
+        if not Path(results).is_dir():
+            raise ValueError(f"{cls.OPTION} {str(results)!r} is not a directory (run `varsim reproduce DIR "
+                             f"--preset {cls.PRESET}` into it first)")
+        return Path(results)
+
+    def committed_label(self) -> str:
+        """How footers name the committed summary: its place in the repository."""
+        return "varsim/figures/data/remedies"
 
     @property
     def from_committed(self) -> bool:
@@ -88,13 +105,13 @@ class RemediesSource:
         return self.results is not None or self.from_committed
 
     def check(self) -> None:
-        """ValueError naming ``remedies_results`` when there is no source or its summary is missing/corrupt."""
+        """ValueError naming :attr:`OPTION` when there is no source or its summary is missing/corrupt."""
         self.load()
 
     @classmethod
     def from_options(cls, options: dict) -> RemediesSource:
         """The source :func:`varsim.figures.make`'s arguments ``options`` ask for."""
-        return cls(options["remedies_results"], quick=options["quick"])
+        return cls(options[cls.OPTION], quick=options["quick"])
 
     def prepare(self, names: list[str], *, explicit: bool, replot: bool, outdir) -> tuple[list[str], str]:
         """Before :func:`varsim.figures.make` draws the figures ``names``: check this source (ValueError), or, when
@@ -107,28 +124,30 @@ class RemediesSource:
             return [], ""
         if explicit or (self.available and not replot):
             if not replot:
-                self.check()  # ValueError naming remedies_results: missing source, summary or format
+                self.check()  # ValueError naming OPTION: missing source, summary or format
             return [], ""
-        return wanted, (f"no remedies {'stored data' if replot else 'results'} (draw them with --remedies-results "
-                        "DIR, a `varsim reproduce DIR --preset remedies` directory)")
+        flag = "--" + self.OPTION.replace("_", "-")
+        return wanted, (f"no {self.PRESET} {'stored data' if replot else 'results'} (draw them with {flag} DIR, a "
+                        f"`varsim reproduce DIR --preset {self.PRESET}` directory)")
 
     def load(self) -> dict:
         """``{"summary", "settings", "footer", "smoke_test", "origin", "source"}``, read once."""
         if self._data is not None:
             return self._data
         if not self.available:
-            raise ValueError("remedies_results: no remedies results in this build; draw these figures from a "
-                             "`varsim reproduce DIR --preset remedies` directory with --remedies-results DIR")
+            raise ValueError(f"{self.OPTION}: no {self.PRESET} results in this build; draw these figures from a "
+                             f"`varsim reproduce DIR --preset {self.PRESET}` directory with "
+                             f"--{self.OPTION.replace('_', '-')} DIR")
         committed = self.from_committed
         where = self.committed if committed else self.results
-        summary = read_summary(where, "remedies_results")
+        summary = read_summary(where, self.OPTION, preset=self.PRESET)
         st = summary["settings"]
         tiny = int(st.get("train", {}).get("steps", QUICK_STEPS + 1)) <= QUICK_STEPS
         runs = summary.get("runs", {})
         prov = summary.get("provenance") or {}
         commit = prov.get("git_commit")
-        origin = "committed remedies results" if committed else "remedies results directory"
-        shown = "varsim/figures/data/remedies" if committed else str(self.results)
+        origin = f"committed {self.PRESET} results" if committed else f"{self.PRESET} results directory"
+        shown = self.committed_label() if committed else str(self.results)
         footer = (f"{origin} {shown}: {runs.get('found', '?')} runs, {st['seeds']} seeds"
                   + (f", aggregated at commit {commit[:10]}" if commit else "")
                   + (f" ({str(prov.get('created_utc', ''))[:10]})" if prov.get("created_utc") else "")
@@ -138,15 +157,15 @@ class RemediesSource:
         return self._data
 
 
-def read_summary(directory, name: str = "results") -> dict:
-    """The remedies ``summary.json`` of ``directory``; ValueError naming ``name`` when it is missing, unreadable or
-    not a remedies summary."""
+def read_summary(directory, name: str = "results", *, preset: str = "remedies") -> dict:
+    """The remedies ``summary.json`` of ``directory``; ValueError naming ``name`` (and the ``varsim reproduce
+    --preset`` that writes it) when it is missing, unreadable or not a remedies summary."""
     from varsim._common.jsonio import read_json
     from varsim.experiments.remedies_summary import REMEDIES_SUMMARY_FORMAT
 
     path = Path(directory) / "summary.json"
     if not path.is_file():
-        raise ValueError(f"{name}: {str(path)!r} not found; run `varsim reproduce {directory} --preset remedies` "
+        raise ValueError(f"{name}: {str(path)!r} not found; run `varsim reproduce {directory} --preset {preset}` "
                          "(or --aggregate-only) first")
     summary = read_json(path, what=f"{name}: remedies summary", expect=None)
     if not isinstance(summary, dict) or summary.get("format") != REMEDIES_SUMMARY_FORMAT:
@@ -156,24 +175,25 @@ def read_summary(directory, name: str = "results") -> dict:
     return summary
 
 
-def write_committed(results, dest=COMMITTED_DIR, *, allow_incomplete: bool = False) -> list[Path]:
+def write_committed(results, dest=COMMITTED_DIR, *, allow_incomplete: bool = False,
+                    preset: str = "remedies") -> list[Path]:
     """Copy the remedies summary of the results directory ``results`` with its table and settings to ``dest``
     (default: the package data, :data:`COMMITTED_DIR`), remove the files of an older format there
     (:data:`OBSOLETE_FILES`); return the written paths. Refused (ValueError, nothing written) for a directory that is
     not a remedies run of this summary format or lacks one of :data:`COMMITTED_FILES`, and for a summary with missing
-    or corrupt runs unless ``allow_incomplete``."""
+    or corrupt runs unless ``allow_incomplete``. ``preset``: the ``varsim reproduce --preset`` the messages name."""
     from varsim._common.atomic import atomic_write_bytes
 
     src = Path(results)
-    summary = read_summary(src, "results")
+    summary = read_summary(src, "results", preset=preset)
     runs = summary.get("runs", {})
     if (runs.get("missing") or runs.get("corrupt")) and not allow_incomplete:
         raise ValueError(f"results: {src} has {len(runs.get('missing', []))} missing and "
                          f"{len(runs.get('corrupt', []))} corrupt runs; finish it with `varsim reproduce {src} "
-                         "--preset remedies`")
+                         f"--preset {preset}`")
     absent = [name for name in COMMITTED_FILES if not (src / name).is_file()]
     if absent:
-        raise ValueError(f"results: {src} has no {', '.join(absent)}; rerun `varsim reproduce {src} --preset remedies "
+        raise ValueError(f"results: {src} has no {', '.join(absent)}; rerun `varsim reproduce {src} --preset {preset} "
                          "--aggregate-only`")
     dest = Path(dest)
     dest.mkdir(parents=True, exist_ok=True)

@@ -85,9 +85,8 @@ def _resolve(model):
 
         m, _, state = load_checkpoint(model)
         path = Path(state["path"])
-        info = {"name": str(model), "format": "varsim-checkpoint", "file": path.name,
-                "sha256": file_digest(path), "step": state["step"]}
-        return m, info
+        return m, {"name": str(model), "format": "varsim-checkpoint", "file": path.name,
+                   "sha256": file_digest(path), "step": state["step"]}
     if callable(getattr(model, "analysis", None)) and hasattr(model, "config"):
         return model, {"name": model.config.architecture, "format": "varsim-model", "file": None, "sha256": None}
     raise ValueError(f"model must be a run directory, a checkpoint file or a varsim model, got {type(model).__name__}")
