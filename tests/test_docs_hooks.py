@@ -129,6 +129,7 @@ def test_warnings_of_other_loggers_count_in_strict_mode():
     counts only its own loggers' warnings."""
     import logging
 
+    pytest.importorskip("mkdocs", reason="the docs hooks import mkdocs (the [docs] extra)")
     hooks = _load("mkdocs_hooks.py", "varsim_mkdocs_hooks")
     seen = []
     handler = logging.Handler()
