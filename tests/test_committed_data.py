@@ -22,6 +22,8 @@ import pytest
 
 from varsim.pretrained.text import builtin_text, text_digest
 
+pytestmark = pytest.mark.kernel_sensitive  # .ci/run runs these again under another BLAS kernel
+
 PROBE_DATA = Path(__file__).resolve().parents[1] / "varsim" / "figures" / "data" / "probe"
 
 

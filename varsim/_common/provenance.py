@@ -8,7 +8,7 @@ import subprocess
 from importlib import metadata
 from pathlib import Path
 
-__all__ = ["versions", "provenance", "compute_environment"]
+__all__ = ["versions", "provenance", "compute_environment", "kernel_selection", "OPENBLAS_KERNELS"]
 
 _PACKAGES = ("varsim", "numpy", "scipy", "numba", "llvmlite", "matplotlib")
 
@@ -76,6 +76,27 @@ def compute_environment() -> dict:
             for i in threadpool_info() if i.get("user_api") == "blas"]
     env = {k: os.environ[k] for k in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE") if k in os.environ}
     return {"cpu": _cpu_model(), "machine": platform.machine(), "blas": blas, **({"blas_env": env} if env else {})}
+
+
+#: the x86-64 kernels of OpenBLAS's dynamic-architecture builds (the wheels of NumPy and SciPy): the values its
+#: ``OPENBLAS_CORETYPE`` variable accepts, which forces one at load time (a kernel the CPU lacks instructions for
+#: is not taken: OpenBLAS then chooses as if the variable were unset)
+OPENBLAS_KERNELS = ("Prescott", "Core2", "Penryn", "Dunnington", "Nehalem", "Atom", "Opteron", "Opteron_SSE3",
+                    "Barcelona", "Bobcat", "Bulldozer", "Piledriver", "Steamroller", "Excavator", "Sandybridge",
+                    "Haswell", "Zen", "SkylakeX", "Cooperlake", "SapphireRapids")
+
+
+def kernel_selection(prov: dict | None) -> dict:
+    """The BLAS kernel a result was made with, from its provenance, and the environment that selects it again:
+    ``{"kernel", "library", "env"}``, ``env`` holding ``OPENBLAS_CORETYPE`` (OpenBLAS only) and whatever else the
+    run had set (``OPENBLAS_L2_SIZE``: OpenBLAS sizes its blocks by the L2 cache it detects, so the same kernel on
+    another CPU may block, and round, differently unless it is set)."""
+    compute = (prov or {}).get("compute") or {}
+    blas = (compute.get("blas") or [{}])[0]
+    env = dict(compute.get("blas_env") or {})
+    if blas.get("library") == "openblas" and blas.get("kernel"):
+        env.setdefault("OPENBLAS_CORETYPE", blas["kernel"])
+    return {"kernel": blas.get("kernel"), "library": blas.get("library"), "env": env}
 
 
 def provenance() -> dict:

@@ -23,6 +23,7 @@ COMMANDS = {
     "train": ("varsim.cli.train", "train the small transformer on a synthetic task"),
     "evaluate": ("varsim.cli.evaluate", "evaluate a checkpoint at many set sizes"),
     "reproduce": ("varsim.cli.reproduce", "run the paper's length-generalization experiment"),
+    "recheck": ("varsim.cli.recheck", "train runs of a committed grid or results directory again and compare"),
     "demo": ("varsim.cli.demo", "list the teaching notebooks and copy them to open in Jupyter"),
     "probe-model": ("varsim.cli.probe_model", "vanishing variance per layer and head of a real pretrained model"),
 }

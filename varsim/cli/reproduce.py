@@ -141,6 +141,12 @@ def _recheck_text(r: dict) -> str:
         lines.append(f"  {k}: in the record, not in the recomputation: BEYOND")
     if r["added"]:
         lines.append(f"  not in the record (newer fields, not judged): {', '.join(r['added'])}")
+    needs = r.get("needs")
+    if needs and needs["env"] and not r["identical"]:
+        sets = " ".join(f"{k}={v}" for k, v in sorted(needs["env"].items()))
+        lines.append(f"  the record was made with {needs['library']} {needs['kernel']}: on another kernel training "
+                     f"rounds differently and a run can move beyond the tolerance; to reproduce it bitwise, rerun "
+                     f"with {sets} (`varsim recheck DIR {r['run_id']} --kernel record`)")
     return "\n".join(lines)
 
 

@@ -7,21 +7,23 @@ settings alone (:func:`run_spec`), so one run can be trained again and its accur
 ones (:func:`recheck_committed`): the same examples (every test set is drawn from the settings' seeds), so the
 comparison is in examples, per length.
 
-What reproduces: bitwise on the BLAS kernel the grid was made with (its provenance names it, and
-:func:`kernel_selection` the environment variables that select it); elsewhere training rounds differently and the
-trajectory moves, so single runs move while the conclusions are expected to hold (``docs/experiments/
-reproducibility.md``).
+What reproduces: bitwise on the BLAS kernel the grid was made with (its provenance names it;
+:func:`varsim._common.provenance.kernel_selection` gives the environment variables that select it); elsewhere
+training rounds differently and the trajectory moves, so single runs move while the conclusions are expected to hold
+(``docs/experiments/reproducibility.md``).
 """
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 from varsim._common.jsonio import read_json
+from varsim._common.provenance import compute_environment, kernel_selection
 from varsim.experiments.settings import GROUP_KEYS, ReproductionSettings, job_specs
 
 __all__ = ["COMMITTED_GRIDS", "committed_dir", "committed_settings", "committed_summary", "run_spec",
-           "committed_accuracies", "run_accuracies", "compare_accuracies", "kernel_selection", "recheck_committed"]
+           "committed_accuracies", "run_accuracies", "compare_accuracies", "recheck_committed"]
 
 _DATA = Path(__file__).resolve().parents[1] / "figures" / "data"
 
@@ -40,14 +42,17 @@ def committed_dir(grid: str) -> Path:
     return _DATA / check_choice("grid", grid, COMMITTED_GRIDS)
 
 
+@functools.lru_cache(maxsize=None)
 def committed_settings(grid: str) -> ReproductionSettings:
-    """The settings the committed grid ``grid`` was run with."""
+    """The settings the committed grid ``grid`` was run with (read once per process)."""
     stored = read_json(committed_dir(grid) / "settings.json", what="committed settings", expect=dict)
     return ReproductionSettings.from_dict(stored["settings"])
 
 
+@functools.lru_cache(maxsize=None)
 def committed_summary(grid: str) -> dict:
-    """The committed summary of ``grid`` (its ``groups`` hold the per-seed accuracies)."""
+    """The committed summary of ``grid`` (its ``groups`` hold the per-seed accuracies; read once per process and
+    shared: do not modify it)."""
     return read_json(committed_dir(grid) / "summary.json", what="committed summary", expect=dict)
 
 
@@ -106,7 +111,7 @@ def _examples(spec: dict) -> list[int]:
 
 def compare_accuracies(committed: dict, recomputed: dict, spec: dict) -> dict:
     """Per variant and length, how many test examples the recomputed run answers differently from the committed
-    count (``|accuracy difference| * examples``): ``{"per_variant": {variant: [examples per length]}, "max",
+    count (``|accuracy difference| * examples``): ``{"per_variant": {variant: [examples per length]}, "lengths", "max",
     "identical", "within_one"}``."""
     if committed["lengths"] != recomputed["lengths"]:
         raise ValueError(f"the recomputed run's lengths {recomputed['lengths']} are not the committed "
@@ -118,25 +123,12 @@ def compare_accuracies(committed: dict, recomputed: dict, spec: dict) -> dict:
             continue
         per[variant] = [int(round(abs(a - b) * k)) for a, b, k in zip(acc, recomputed[variant], n)]
     largest = max((max(v) for v in per.values()), default=0)
-    return {"per_variant": per, "max": largest, "identical": all(committed[v] == recomputed[v] for v in per),
+    return {"per_variant": per, "lengths": committed["lengths"], "max": largest,
+            "identical": all(committed[v] == recomputed[v] for v in per),
             "within_one": largest <= 1}
 
 
-def kernel_selection(prov: dict) -> dict:
-    """The BLAS kernel a result was made with and the environment that selects it: ``{"kernel", "library",
-    "env"}``; ``env`` holds ``OPENBLAS_CORETYPE`` (the kernel) and whatever else the run had set
-    (``OPENBLAS_L2_SIZE``), read from the provenance's ``compute``."""
-    compute = (prov or {}).get("compute") or {}
-    blas = (compute.get("blas") or [{}])[0]
-    env = dict(compute.get("blas_env") or {})
-    if blas.get("library") == "openblas" and blas.get("kernel"):
-        env.setdefault("OPENBLAS_CORETYPE", blas["kernel"])
-    return {"kernel": blas.get("kernel"), "library": blas.get("library"), "env": env}
-
-
 def _current_kernel() -> dict:
-    from varsim._common.provenance import compute_environment
-
     return kernel_selection({"compute": compute_environment()})
 
 
@@ -146,8 +138,9 @@ def recheck_committed(grid: str, run_id: str) -> dict:
 
     Returns ``{"grid", "run_id", "verdict", "ok", "compare", "made_with", "here", "same_kernel", "advice",
     "seconds"}``: ``verdict`` ``"identical"`` (every accuracy equal), ``"within one example"`` or ``"beyond
-    tolerance"``; ``made_with`` / ``here`` the BLAS kernels (:func:`kernel_selection`); ``ok`` identical, or within
-    one example on another kernel; ``advice`` what to set to reproduce bitwise when the kernels differ."""
+    tolerance"``; ``made_with`` / ``here`` the BLAS kernels (``kernel_selection`` of varsim._common.provenance);
+    ``ok`` identical, or within one example on another kernel; ``advice`` the environment that selects the
+    committed kernel, when the kernels differ."""
     import json
     import time
 

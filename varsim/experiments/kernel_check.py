@@ -22,12 +22,8 @@ from pathlib import Path
 
 from varsim._common.atomic import atomic_write_json, atomic_write_text
 from varsim._common.jsonio import read_json
-from varsim.experiments.committed import (
-    committed_accuracies,
-    committed_settings,
-    committed_summary,
-    kernel_selection,
-)
+from varsim._common.provenance import kernel_selection
+from varsim.experiments.committed import committed_accuracies, committed_settings, committed_summary
 from varsim.experiments.settings import GROUP_KEYS, ReproductionSettings, job_specs
 
 __all__ = ["SLICES", "CRITERION", "SETTINGS_FORMAT", "SUMMARY_FORMAT", "slice_settings", "run_arm", "summarize"]
@@ -191,7 +187,7 @@ def summarize(outdir) -> dict:
                          "arm": {k: r[k] for k in stats}})
     remedies = [r for r in rows if r["role"] == "remedy"]
     for r, p in zip(remedies, holm([r["arm"]["p_ttest"] for r in remedies])):
-        r["arm"]["p_holm_arm"] = p
+        r["arm"]["p_holm_arm"] = float(p)
     for r in rows:
         a, c = r["arm"], r["committed"]
         if r["role"] == "remedy" and c["significant"]:
@@ -202,6 +198,7 @@ def summarize(outdir) -> dict:
             r["test"], r["holds"] = "controls", a["mean_diff"] > 0 and a["p_ttest"] < alpha
         else:
             r["test"], r["holds"] = "controls", not (a["p_ttest"] < alpha)
+        r["holds"] = bool(r["holds"])
         r["agrees"] = abs(a["mean_diff"] - c["mean_diff"]) <= math.hypot(_half(a), _half(c)) + 1e-12
     conclusions = []
     for text, where in CONCLUSIONS.items():

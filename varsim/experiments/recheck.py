@@ -17,11 +17,11 @@ import time
 
 from varsim._common.intervals import wilson_interval
 from varsim._common.jsonio import JSONFileError, jsonable, read_json
-from varsim._common.provenance import provenance
+from varsim._common.provenance import kernel_selection, provenance
 from varsim.experiments.records import CorruptRun, load_run, load_select_run, record_numbers, run_path, select_path
 
-__all__ = ["recheck_runs", "recheck_result", "compare_numbers", "compare_environments", "environment",
-           "COUNT_FIELDS", "PROPORTION_FIELDS", "FLOAT_RTOL"]
+__all__ = ["recheck_runs", "recheck_result", "record_provenance", "compare_numbers", "compare_environments",
+           "environment", "COUNT_FIELDS", "PROPORTION_FIELDS", "FLOAT_RTOL"]
 
 
 def recheck_runs(outdir, run_ids, *, on_result=None) -> list[dict]:
@@ -37,7 +37,9 @@ def recheck_runs(outdir, run_ids, *, on_result=None) -> list[dict]:
     tolerance"`` or ``"beyond tolerance"`` (:func:`compare_numbers`: ``fields`` gives, per field that differs, the
     largest absolute and relative deviation and the tolerance). ``environment``: the record's CPU model, BLAS
     library/version/kernel, NumPy and Numba against this machine's (:func:`compare_environments`); ``expect``
-    ``"bitwise"`` when they are the same, else ``"tolerance"``. ``ok``: bitwise-equal, or within tolerance on a
+    ``"bitwise"`` when they are the same, else ``"tolerance"``; ``needs``, when the CPU or BLAS kernel differs,
+    the record's kernel and the environment that selects it (``kernel_selection`` of varsim._common.provenance).
+    ``ok``: bitwise-equal, or within tolerance on a
     different (or unrecorded) environment; on the same one anything but bitwise equality is a defect.
 
     A recheck retrains the model. On another BLAS kernel the training steps round differently and thousands of
@@ -75,10 +77,18 @@ def recheck_result(run_id: str, rec: dict, new: dict, commit, seconds: float) ->
     # the same machine and kernel must give the same bits; elsewhere rounding may move numbers within tolerance
     ok = verdict == "bitwise-equal" or (verdict == "within tolerance" and env["expect"] == "tolerance")
     differs = sorted({f["field"].split(".", 1)[0] for f in cmp["fields"]} | set(cmp["removed"]))
+    made = kernel_selection(rec.get("provenance"))
     return {"run_id": run_id, "verdict": verdict, "ok": ok, "identical": verdict == "bitwise-equal",
+            "needs": made if {"blas", "cpu"} & set(env["differences"]) else None,
             "differs": differs, "fields": cmp["fields"], "added": cmp["added"], "removed": cmp["removed"],
             "environment": env, "made_at": (rec.get("provenance") or {}).get("git_commit"), "recomputed_at": commit,
             "seconds": seconds}
+
+
+def record_provenance(outdir, run_id) -> dict | None:
+    """The provenance of the record of ``run_id`` in ``outdir`` (ValueError naming ``run_id`` without a trustworthy
+    record)."""
+    return _record(outdir, run_id).get("provenance")
 
 
 def _record(outdir, run_id) -> dict:
