@@ -1,0 +1,78 @@
+"""Are training and evaluation bitwise the same on 1 and 2 threads (Numba and BLAS)?
+
+Trains one small model and evaluates it in fresh processes whose thread pools are set by the environment
+(``NUMBA_NUM_THREADS``, ``OPENBLAS_NUM_THREADS``, ``OMP_NUM_THREADS``), then evaluates the model again with
+``evaluate(blas_threads=1)`` and ``blas_threads=2`` in one process; prints the SHA-256 of the trained weights, of the
+logits on a fixed batch and the correct counts, and whether they agree.
+
+    python benchmarks/check_threads.py [--steps 300]
+
+Training pins BLAS to one thread (``varsim.train`` runs inside ``blas_threads(1)``) and varsim's Numba kernels run
+serially, so the thread counts of the environment cannot change its numbers; evaluation takes ``blas_threads``
+(default 1; ``varsim evaluate --threads N``), and this measures whether more BLAS threads change the outputs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+CHILD = r"""
+import hashlib, json, sys
+import numpy as np
+from varsim.train import TrainConfig, train, evaluate
+from varsim.train.checkpoint import latest_checkpoint, read_checkpoint
+
+steps, outdir, blas = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+cfg = TrainConfig(task="argmax", steps=steps, batch_size=32, train_max=16, lr=3e-3, seed=1, data_seed=2,
+                  checkpoint_every=steps, model={"d_model": 64, "n_heads": 4})
+train(cfg, outdir, progress=False)
+_, arrays = read_checkpoint(latest_checkpoint(outdir))
+w = hashlib.sha256(b"".join(arrays[k].tobytes() for k in sorted(arrays) if k.startswith("param"))).hexdigest()
+ev = evaluate(outdir, [16, 256, 1024], 256, 64, 0, progress=False, blas_threads=None if blas == "env" else int(blas))
+print(json.dumps({"weights": w, "correct": [int(c) for c in ev["correct"]],
+                  "ranking": hashlib.sha256(json.dumps(ev["ranking"], sort_keys=True).encode()).hexdigest()}))
+"""
+
+
+def run(steps: int, threads: int, blas: str) -> dict:
+    env = {**os.environ, **{k: str(threads) for k in ("NUMBA_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+                                                       "OMP_NUM_THREADS")}}
+    with tempfile.TemporaryDirectory() as tmp:
+        out = subprocess.run([sys.executable, "-c", CHILD, str(steps), tmp + "/run", blas], env=env,
+                             capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--steps", type=int, default=300)
+    args = ap.parse_args()
+    from varsim._common.provenance import compute_environment
+
+    env = compute_environment()
+    print(f"CPU {env['cpu']}; BLAS {[(b['library'], b['version'], b['kernel']) for b in env['blas']]}")
+    rows = {}
+    for threads in (1, 2):
+        for blas in ("1", "env"):
+            key = f"env threads {threads}, evaluate blas_threads={'env' if blas == 'env' else blas}"
+            rows[key] = run(args.steps, threads, blas)
+            r = rows[key]
+            print(f"{key:48s} weights {r['weights'][:12]}  correct {r['correct']}  ranking {r['ranking'][:12]}")
+    weights = {r["weights"] for r in rows.values()}
+    outputs = {(tuple(r["correct"]), r["ranking"]) for r in rows.values()}
+    print(f"training: {'bitwise equal' if len(weights) == 1 else 'DIFFERS'} across 1 and 2 threads "
+          f"({len(rows)} processes)")
+    print(f"evaluation: {'bitwise equal' if len(outputs) == 1 else 'DIFFERS'} across BLAS threads 1 and 2 "
+          "(counts and ranking statistics)")
+    digest = hashlib.sha256(json.dumps(rows, sort_keys=True).encode()).hexdigest()[:12]
+    print(f"(report digest {digest})")
+
+
+if __name__ == "__main__":
+    main()
