@@ -9,8 +9,8 @@ the committed settings (the same specs, seeds and test sets: every run id is the
 
 Run: ``python -m varsim.experiments.kernel_check run DIR [--workers K]`` (resumes; one results directory per slice,
 ``DIR/<slice>``), then ``python -m varsim.experiments.kernel_check summarize DIR`` (``DIR/summary.json`` and
-``DIR/table.md``, from the slices' summaries and the committed ones). The committed arm is
-``varsim/figures/data/kernel_check/``.
+``DIR/table.md``, from the slices' summaries and the committed ones), and ``... commit DIR`` (copies them into the
+package data, ``varsim/figures/data/kernel_check/``, where the docs read them).
 """
 
 from __future__ import annotations
@@ -26,10 +26,14 @@ from varsim._common.provenance import kernel_selection
 from varsim.experiments.committed import committed_accuracies, committed_settings, committed_summary
 from varsim.experiments.settings import GROUP_KEYS, ReproductionSettings, job_specs
 
-__all__ = ["SLICES", "CRITERION", "SETTINGS_FORMAT", "SUMMARY_FORMAT", "slice_settings", "run_arm", "summarize"]
+__all__ = ["SLICES", "CRITERION", "CONCLUSIONS", "SETTINGS_FORMAT", "SUMMARY_FORMAT", "COMMITTED_DIR", "slice_settings",
+           "run_arm", "summarize", "render_table", "commit"]
 
 SETTINGS_FORMAT = "varsim.kernel_check.settings/1"
 SUMMARY_FORMAT = "varsim.kernel_check.summary/1"
+#: the committed arm (package data): settings.json, summary.json, table.md
+COMMITTED_DIR = Path(__file__).resolve().parents[1] / "figures" / "data" / "kernel_check"
+COMMITTED_FILES = ("settings.json", "summary.json", "table.md")
 
 #: the cells behind the README's sentences: name -> the committed grid and the restriction of its factors
 SLICES = {
@@ -264,15 +268,35 @@ def render_table(summary: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def commit(outdir, dest=COMMITTED_DIR) -> list[Path]:
+    """Copy a complete arm's settings, summary and table into ``dest`` (the package data); refused (ValueError) for
+    an arm with a slice missing or a table that is not its summary's."""
+    out = Path(outdir)
+    summary = read_json(out / "summary.json", what="kernel-check summary", expect=dict)
+    if summary.get("format") != SUMMARY_FORMAT:
+        raise ValueError(f"outdir {str(out)!r} holds no kernel-check summary ({SUMMARY_FORMAT})")
+    if summary["slices_missing"]:
+        raise ValueError(f"outdir: the arm is incomplete (slices not run: {', '.join(summary['slices_missing'])})")
+    if (out / "table.md").read_text() != render_table(summary):
+        raise ValueError(f"outdir: {out / 'table.md'} is not the table of its summary.json; run summarize again")
+    dest = Path(dest)
+    dest.mkdir(parents=True, exist_ok=True)
+    return [atomic_write_text(dest / name, (out / name).read_text()) for name in COMMITTED_FILES]
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m varsim.experiments.kernel_check", description=__doc__.split(
         "\n\n")[0])
-    parser.add_argument("action", choices=("run", "summarize"))
+    parser.add_argument("action", choices=("run", "summarize", "commit"))
     parser.add_argument("outdir")
     parser.add_argument("--workers", type=int, default=None)
     parser.add_argument("--only", nargs="+", choices=list(SLICES), default=None)
     args = parser.parse_args(argv)
     try:
+        if args.action == "commit":
+            for path in commit(args.outdir):
+                print(f"wrote {path}")
+            return 0
         if args.action == "run":
             run_arm(args.outdir, workers=args.workers, only=args.only)
         print(render_table(summarize(args.outdir)))
