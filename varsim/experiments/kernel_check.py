@@ -154,8 +154,8 @@ def _per_run_differences(name: str, outdir: Path) -> list[dict]:
             continue
         cmp = compare_accuracies(committed_accuracies(summary, spec), run_accuracies(load_run(path)), spec)
         for variant, diffs in cmp["per_variant"].items():
-            rows.append({"slice": name, "run_id": spec["run_id"], "variant": variant, "max_examples": max(diffs),
-                         "examples": diffs})
+            rows.append({"slice": name, "run_id": spec["run_id"], "variant": variant,
+                         "trained": variant == spec["attention"], "max_examples": max(diffs), "examples": diffs})
     return rows
 
 
@@ -223,13 +223,14 @@ def summarize(outdir) -> dict:
 
 
 def _difference_distribution(diffs: list[dict]) -> dict:
-    """How far single runs moved: the distribution over runs (and variants) of the largest per-length difference in
-    test examples answered, with the raw rows."""
+    """How far single runs moved: the distribution over runs (each run's trained variant; the inference-only maps on
+    its weights are in the raw rows) of the largest per-length difference in test examples answered."""
     import numpy as np
 
-    if not diffs:
-        return {"n": 0, "rows": []}
-    m = np.array([d["max_examples"] for d in diffs])
+    trained = [d for d in diffs if d["trained"]]
+    if not trained:
+        return {"n": 0, "rows": diffs}
+    m = np.array([d["max_examples"] for d in trained])
     return {"n": int(m.size), "identical": int((m == 0).sum()), "within_one": int((m <= 1).sum()),
             "quantiles": {str(q): float(np.quantile(m, q)) for q in (0.1, 0.25, 0.5, 0.75, 0.9)},
             "max": int(m.max()), "rows": diffs}
@@ -260,7 +261,7 @@ def render_table(summary: dict) -> str:
     pr = summary["per_run"]
     if pr["n"]:
         q = pr["quantiles"]
-        lines += ["", f"Single runs (run x variant, {pr['n']}): the largest per-length difference in test examples "
+        lines += ["", f"Single runs ({pr['n']} trained runs): the largest per-length difference in test examples "
                   f"answered differently from the committed run: identical in {pr['identical']}, at most one in "
                   f"{pr['within_one']}; median {q['0.5']:g}, 90% quantile {q['0.9']:g}, largest {pr['max']}."]
     if summary["slices_missing"]:
