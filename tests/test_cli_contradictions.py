@@ -10,6 +10,7 @@ of tau) or did not name the damaged file.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 
@@ -17,6 +18,10 @@ import pytest
 from cli_checks import run_cli
 
 from varsim.cli import main
+from varsim.experiments.presets import PRESETS, preset_settings
+from varsim.experiments.settings import GRID_ARCHITECTURES
+from varsim.nn.architectures import ARCHITECTURES
+from varsim.tasks import TASK_REGISTRY, get_task
 from varsim.train import TrainConfig, read_checkpoint
 from varsim.train.checkpoint import latest_checkpoint
 
@@ -155,3 +160,144 @@ class _no_warnings:
     def __exit__(self, *exc):
         self._ctx.__exit__(*exc)
         assert not self.caught, [str(w.message) for w in self.caught]
+
+
+def _model_of(label: str) -> str:
+    """The model (a name of the architecture registry) that the grid architecture ``label`` builds: asked of the
+    model config it makes, not of the code under test."""
+    from varsim.nn.config import ModelConfig
+
+    model = ModelConfig.from_dict({"task": "argmax", **GRID_ARCHITECTURES[label]}).architecture
+    assert model in ARCHITECTURES
+    return model
+
+
+def _preset_models(preset: str) -> set:
+    """The models the preset's own grid trains."""
+    return {_model_of(a) for a in PRESETS[preset](quick=True).architectures}
+
+
+PRESET_ARCHITECTURES = [(p, a) for p in PRESETS for a in GRID_ARCHITECTURES]
+PRESET_TASKS = [(p, t) for p in PRESETS for t in TASK_REGISTRY]
+
+
+@pytest.fixture
+def no_work(monkeypatch):
+    """``varsim reproduce`` may not start its grid: the test fails at once if it tries (it ran 85 s, or wrote a
+    set-transformer grid as the decoder grid, before the preset's contradictions were refused)."""
+    import varsim.experiments.reproduce as rep
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the grid started: a contradiction was not refused before any work")
+
+    monkeypatch.setattr(rep, "run_grid", refuse)
+
+
+def test_the_preset_walk_finds_the_contradictions():
+    """The registries give the contradictions the issue named (a walk that finds none would pass anything)."""
+    contradicting = {(p, a) for p, a in PRESET_ARCHITECTURES if _model_of(a) not in _preset_models(p)}
+    assert {("decoder", "residual"), ("remedies", "decoder_rope"), ("decoder_constant", "no_residual")} <= \
+        contradicting
+    assert len(PRESETS) >= 3 and len({_model_of(a) for a in GRID_ARCHITECTURES}) >= 2
+
+
+@pytest.mark.parametrize("preset, architecture", PRESET_ARCHITECTURES, ids=[f"{p}-{a}" for p, a in
+                                                                              PRESET_ARCHITECTURES])
+def test_a_preset_refuses_an_architecture_of_another_model(tmp_path, capsys, no_work, preset, architecture):
+    """Every preset x every grid architecture: one of another model than the preset's grid trains (``--preset
+    decoder --architectures residual``: set transformers written as the decoder grid; ``--preset remedies
+    --architectures decoder_rope``: 12 runs failing on the oracle control after 85 s) is one line naming both, exit
+    2, nothing created; one of the same model is accepted."""
+    if _model_of(architecture) in _preset_models(preset):
+        for quick in (True, False):
+            assert preset_settings(preset, quick=quick, architectures=[architecture]).architectures == (architecture,)
+        return
+    out = tmp_path / "out"
+    for quick in (["--quick"], []):
+        code, _, err = run_cli(capsys, ["reproduce", str(out), *quick, "--preset", preset, "--architectures",
+                                        architecture])
+        _one_line(code, err, f"preset {preset!r}", f"architectures {architecture!r}")
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("preset, task", PRESET_TASKS, ids=[f"{p}-{t}" for p, t in PRESET_TASKS])
+def test_a_preset_refuses_a_task_its_model_cannot_read(tmp_path, capsys, no_work, preset, task):
+    """Every preset x every task: a task whose items are several tokens, given to a preset of a model without token
+    order, is one line naming the preset and the task (it named neither the preset nor the option); any other task
+    is accepted."""
+    readable = get_task(task).item_tokens == 1 or all(ARCHITECTURES[m].sequence for m in _preset_models(preset))
+    if readable:
+        assert preset_settings(preset, quick=True, tasks=[task]).tasks == (task,)
+        return
+    out = tmp_path / "out"
+    code, _, err = run_cli(capsys, ["reproduce", str(out), "--quick", "--preset", preset, "--tasks", task])
+    _one_line(code, err, f"preset {preset!r}", f"tasks {task}")
+    assert not out.exists()
+
+
+def _hashes(directory) -> dict:
+    """Every file under ``directory`` (hidden ones too) -> the SHA-256 of its bytes."""
+    return {str(p.relative_to(directory)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(directory.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture(scope="module")
+def full_run(tmp_path_factory):
+    run = tmp_path_factory.mktemp("complete") / "run"
+    assert main(["train", *TINY, "--outdir", str(run)]) == 0
+    return run
+
+
+def test_a_no_op_resume_changes_no_byte_of_the_run(full_run, tmp_path, capsys):
+    """Resuming a complete run (with its own config, or with every original flag) reports it complete and changes no
+    byte of any file in the run directory; it rewrote config.json (losing its created_utc) and summary.json."""
+    run = tmp_path / "run"
+    shutil.copytree(full_run, run)
+    before = _hashes(run)
+    assert {"config.json", "summary.json", "metrics.jsonl"} <= set(before)
+    for extra in ([], TINY):
+        code, out, err = run_cli(capsys, ["train", *extra, "--outdir", str(run), "--resume"])
+        assert code == 0 and "already complete" in out, err
+        assert _hashes(run) == before
+
+
+def test_a_resume_after_the_last_checkpoint_writes_only_the_missing_summary(full_run, tmp_path, capsys):
+    """A run killed after its last checkpoint but before its summary: resuming writes summary.json and nothing else."""
+    run = tmp_path / "run"
+    shutil.copytree(full_run, run)
+    (run / "summary.json").unlink()
+    before = _hashes(run)
+    code, _, err = run_cli(capsys, ["train", "--outdir", str(run), "--resume"])
+    assert code == 0, err
+    after = _hashes(run)
+    assert json.loads((run / "summary.json").read_text())["status"] == "completed"
+    assert {k: v for k, v in after.items() if k != "summary.json"} == before
+
+
+@pytest.mark.parametrize("flags, there", [
+    (["--architecture", "decoder"], "model.architecture: 'set_transformer' there"),
+    (["--attention", "ssmax"], "model.attention: 'softmax' there"),
+])
+def test_a_resume_refusal_names_the_runs_default_value(half_run, tmp_path, capsys, flags, there):
+    """A field the run left at its default is named by that value in the refusal ('set_transformer', 'softmax'),
+    not as None."""
+    run = tmp_path / "run"
+    shutil.copytree(half_run, run)
+    code, _, err = run_cli(capsys, ["train", "--outdir", str(run), "--resume", *flags])
+    _one_line(code, err, "cannot resume", there, absent=["None"])
+
+
+def test_figures_results_with_a_bad_settings_file_names_it(tmp_path, capsys):
+    """``figures --results DIR`` whose settings.json has a bad field names the file (it said only "seeds must be an
+    integer, got 'two'")."""
+    from varsim.experiments.records import write_settings
+    from varsim.experiments.settings import ReproductionSettings
+
+    write_settings(tmp_path, ReproductionSettings.quick())
+    path = tmp_path / "settings.json"
+    stored = json.loads(path.read_text())
+    stored["settings"]["seeds"] = "two"
+    path.write_text(json.dumps(stored))
+    code, _, err = run_cli(capsys, ["figures", "--only", "fig_repro_std", "--results", str(tmp_path), "--outdir",
+                                    str(tmp_path / "figs"), "--no-progress"])
+    _one_line(code, err, str(path), "seeds")

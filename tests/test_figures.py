@@ -355,3 +355,45 @@ def test_cli_replot_of_bad_stored_data_is_one_line_error(capsys, tmp_path, conte
     rc = main(["figures", "--replot", "--outdir", str(tmp_path), "--only", "fig_decay_exponent", "--no-progress"])
     err = capsys.readouterr().err
     assert rc == 2 and len(err.strip().splitlines()) == 1 and "fig_decay_exponent.json" in err, err
+
+
+def _damaged(name: str, stored: dict) -> dict:
+    """Ways a stored ``<name>.json`` can be damaged while still parsing as a JSON object: label -> content."""
+    first = next(k for k in stored if k not in ("name", "quick", "seed"))  # a field the drawing reads
+    return {
+        "another figure's": {**stored, "name": "fig_other"},
+        "name only": {"name": name},
+        "a field removed": {k: v for k, v in stored.items() if k not in ("curves", "boundaries", first)},
+        "a field of the wrong type": {**stored, **{k: 5 for k in ("curves", "boundaries", first)}},
+    }
+
+
+@pytest.mark.parametrize("style", [None, *_style.STYLES, "footer"])
+@pytest.mark.parametrize("name", ["fig_variance_vs_n", "fig_decay_exponent"])
+def test_replot_of_damaged_data_is_one_line_error_in_every_style(quick_run, tmp_path, capsys, name, style):
+    """--replot, plain or restyled (--style S, --footer), of a stored JSON that parses but is not the figure's data
+    (an edited name, fields missing or of the wrong type) is one line naming the file, exit 2, and writes nothing.
+    Catches the restyled path that skipped plain --replot's check and ended in ``KeyError: 'curves'`` (or
+    ``'boundaries'``), and a drawing that raised on a damaged field (20-line tracebacks)."""
+    _, _, data = quick_run
+    extra = [] if style is None else ["--footer"] if style == "footer" else ["--style", style]
+    for label, content in _damaged(name, data[name]).items():
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps(content))
+        rc = main(["figures", "--replot", "--outdir", str(tmp_path), "--only", name, "--no-progress", *extra])
+        err = capsys.readouterr().err
+        assert rc == 2 and err.count("\n") == 1 and "Traceback" not in err, (label, err)
+        assert str(path) in err, (label, err)
+        assert [p.name for p in tmp_path.iterdir()] == [path.name], label  # no PNG or PDF written
+
+
+@pytest.mark.parametrize("name", list(figures.FIGURES))
+def test_replot_of_a_name_only_file_is_refused_for_every_figure(tmp_path, capsys, name):
+    """Every figure of the registry, plain and restyled: stored data that is only its name is refused naming the
+    file (a drawing that reads a missing field does not escape as a KeyError)."""
+    path = tmp_path / f"{name}.json"
+    path.write_text(json.dumps({"name": name}))
+    for extra in ([], ["--style", "slides"]):
+        rc = main(["figures", "--replot", "--outdir", str(tmp_path), "--only", name, "--no-progress", *extra])
+        err = capsys.readouterr().err
+        assert rc == 2 and err.count("\n") == 1 and str(path) in err, (extra, err)

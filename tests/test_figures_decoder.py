@@ -257,3 +257,26 @@ def test_docs_primary_table_is_the_committed_numbers():
             assert m, text_cell
             assert [float(x) for x in m.groups()[:3]] == [round(r[k], 3) for k in ("mean_diff", "ci_low", "ci_high")]
             assert (m.group(4) == "*") == r["significant"]
+
+
+def test_decoder_results_that_are_not_a_decoder_summary_say_so(quick_grid, tmp_path, capsys):
+    """``--decoder-results`` with another directory (a summary of another format, or a remedies grid's summary of
+    the same format) is one line saying it is not a decoder summary, exit 2 (it said "not a remedies summary", or
+    drew the remedies grid as the decoder's)."""
+    import shutil
+
+    results, _, _ = quick_grid
+    paper = tmp_path / "paper"
+    paper.mkdir()
+    (paper / "summary.json").write_text(json.dumps({"format": "varsim.reproduce.summary/1"}))
+    remedies = tmp_path / "remedies"
+    shutil.copytree(results, remedies, ignore=shutil.ignore_patterns("runs", "checkpoints"))
+    summary = json.loads((remedies / "summary.json").read_text())
+    summary["settings"]["architectures"] = ["residual"]
+    (remedies / "summary.json").write_text(json.dumps(summary))
+    for wrong in (paper, remedies):
+        rc = main(["figures", "--only", NAME, "--decoder-results", str(wrong), "--outdir", str(tmp_path / "figs"),
+                   "--no-progress"])
+        err = capsys.readouterr().err
+        assert rc == 2 and err.count("\n") == 1 and "not a decoder summary" in err and str(wrong) in err, err
+        assert "remedies summary" not in err

@@ -209,6 +209,33 @@ def test_bad_input_names_the_parameter(kwargs, name):
         check_statistic(args.pop("attention_fn"), args.pop("statistic"), args.pop("expected"), args.pop("n"), **args)
 
 
+@pytest.mark.parametrize("check, statistic", [(assert_variance_matches, "var"), (assert_ipr_matches, "ipr")])
+@pytest.mark.parametrize("expected", [-0.25, lambda n: -1.0 / n])
+def test_a_negative_expected_variance_or_ipr_is_a_value_error(check, statistic, expected):
+    """A variance and E[sum w^2] are never negative: a negative reference is a mistake in the caller's formula,
+    refused before any simulation (ValueError naming ``expected``), not reported as a mismatch (AssertionError)."""
+    with pytest.raises(ValueError, match="expected must be >= 0"):
+        check(REF, expected, [16], d_k=8, d_v=2, n_sequences=32)
+    check_statistic(lambda q, K, V: softmax_attention(q, K, V), "mean", -0.25, [16], d_k=8, d_v=2,
+                    n_sequences=32, value_mean=-0.25)  # a mean may be negative
+
+
+@pytest.mark.parametrize("shapes, name", [
+    (((4,), (2, 3, 4), (2, 3, 1)), "q"),
+    (((2, 4), (2, 3), (2, 3, 1)), "K"),
+    (((2, 4), (2, 3, 5), (2, 3, 1)), "K"),
+    (((2, 4), (3, 3, 4), (2, 3, 1)), "K"),
+    (((2, 4), (2, 0, 4), (2, 0, 1)), "K"),
+    (((2, 4), (2, 3, 4), (2, 5, 1)), "V"),
+    (((2, 4), (2, 3, 4), (2, 3)), "V"),
+])
+def test_softmax_attention_refuses_wrong_shapes_naming_the_argument(shapes, name):
+    """Wrongly shaped input is a ValueError naming the argument (it was an IndexError or a matmul message)."""
+    q, K, V = (np.zeros(s) for s in shapes)
+    with pytest.raises(ValueError, match=f"^{name} must"):
+        softmax_attention(q, K, V)
+
+
 def test_ipr_needs_weights_and_registry_refuses_unknown_names():
     with pytest.raises(ValueError, match="returns? \\(o, w\\)"):
         check_statistic(lambda q, K, V: V.mean(axis=1), "ipr", 0.1, [16], d_k=8, d_v=2, n_sequences=32)

@@ -72,7 +72,10 @@ def check_writable(path, name: str = "output") -> Path:
         raise ValueError(f"{name} path {str(p)!r} is a directory")
     if parent.exists() and not parent.is_dir():
         raise ValueError(f"{name} path {str(p)!r} is under {str(parent)!r}, which is not a directory")
-    check_writable_dir(parent, name)
+    try:
+        check_writable_dir(parent, name)
+    except ValueError as exc:
+        raise ValueError(f"{name} path {str(p)!r}: {exc}") from None
     return p
 
 
@@ -82,17 +85,28 @@ def _current_umask() -> int:
     return mask
 
 
+def _naming(exc: OSError, path: Path) -> OSError:
+    """``exc`` naming ``path`` when the system gave no file name (a write or flush that ran out of space)."""
+    if exc.errno is None or exc.filename is not None:
+        return exc
+    return OSError(exc.errno, exc.strerror, str(path))
+
+
 def atomic_write_with(path, writer: Callable[[Any], None], *, binary: bool = True) -> Path:
     """Call ``writer(fileobj)`` on a temporary file next to ``path``, fsync it, then rename over ``path``.
 
     A device or FIFO at ``path`` (``/dev/stdout``, ``/dev/full``, a pipe) is written through, never replaced by a
-    regular file; a write error there (``/dev/full``: no space left) propagates as the ``OSError`` it is.
+    regular file; a write error there (``/dev/full``: no space left) propagates as the ``OSError`` it is, naming
+    ``path``.
     """
     p = Path(path)
     if is_special_file(p):
-        with open(p, "wb" if binary else "w", **({} if binary else {"encoding": "utf-8"})) as fh:
-            writer(fh)
-            fh.flush()
+        try:
+            with open(p, "wb" if binary else "w", **({} if binary else {"encoding": "utf-8"})) as fh:
+                writer(fh)
+                fh.flush()
+        except OSError as exc:
+            raise _naming(exc, p) from None
         return p
     parent = p.parent if str(p.parent) else Path(".")
     fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=parent)
@@ -108,11 +122,13 @@ def atomic_write_with(path, writer: Callable[[Any], None], *, binary: bool = Tru
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, p)
-    except BaseException:
+    except BaseException as exc:
         try:
             os.unlink(tmp)
         except FileNotFoundError:
             pass
+        if isinstance(exc, OSError):
+            raise _naming(exc, p) from None
         raise
     try:  # make the rename itself durable where the platform allows it
         dfd = os.open(parent, os.O_RDONLY)

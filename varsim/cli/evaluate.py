@@ -72,13 +72,14 @@ def attention_kwargs(args) -> dict:
 
 def check_output(output, source) -> Path:
     """``-o FILE`` must be writable and must not replace a checkpoint (the one evaluated or any other) nor one of
-    the files of a run directory; ValueError naming ``output`` otherwise."""
-    from varsim._common.atomic import check_writable
+    the files of a run directory; ValueError naming ``output`` otherwise. A device or FIFO is written through, as
+    every output is: it is never opened here (reading it as a zip would block on a FIFO and spin on a device)."""
+    from varsim._common.atomic import check_writable, is_special_file
     from varsim.train.checkpoint import is_checkpoint_file, is_checkpoint_name, resolve_checkpoint
 
     p = check_writable(output, "output")
     src = Path(source)
-    if p.exists():
+    if p.exists() and not is_special_file(p):
         try:
             same = src.exists() and os.path.samefile(p, resolve_checkpoint(src))
         except (OSError, ValueError):

@@ -48,7 +48,8 @@ def run(args: argparse.Namespace) -> int:
                "remedies_results": args.remedies_results, "decoder_results": args.decoder_results}
     written = make_custom(args.only, outdir=DEFAULT_OUTDIR if args.outdir is None else args.outdir, params=params,
                           style=args.style, footer=args.footer, quick=args.quick, seed=args.seed,
-                          progress=bool(args.progress), replot=args.replot, sources=sources)
+                          progress=bool(args.progress), replot=args.replot, sources=sources,
+                          flags={key: "--" + opt.replace("_", "-") for opt, key in _PARAMS.items()})
     for paths in written.values():
         for path in paths:
             print(path)

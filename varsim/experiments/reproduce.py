@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from varsim.experiments.aggregation import aggregate
-from varsim.experiments.presets import PRESETS
+from varsim.experiments.presets import preset_settings
 from varsim.experiments.runner import run_grid
 from varsim.experiments.settings import ReproductionSettings
 
@@ -34,7 +34,8 @@ def run_reproduction(
     ``settings`` defaults to :meth:`ReproductionSettings.quick` (``quick=True``) or :meth:`~.full`, with
     ``seeds`` (default 2 quick, 6 full), ``root_seed``, and ``tasks`` / ``architectures`` / ``norms`` restricting
     the grid; ``preset`` (a name of :data:`varsim.experiments.presets.PRESETS`: ``"remedies"``,
-    :mod:`varsim.experiments.remedies`; ``"decoder"``, :mod:`varsim.experiments.decoder_grid`) picks another grid.
+    :mod:`varsim.experiments.remedies`; ``"decoder"``, :mod:`varsim.experiments.decoder_grid`) picks another grid,
+    and an option that contradicts it is a ValueError naming both (:func:`~varsim.experiments.presets.preset_settings`).
     ``scheduler`` (a Dask address) or ``workers`` (local processes, default one per core) choose where the runs execute.
     ``checkpoints`` (default: on for local runs, off on Dask, whose workers may not share this
     filesystem) keeps training checkpoints in ``outdir/checkpoints`` so an interrupted run resumes mid-training.
@@ -59,10 +60,8 @@ def run_reproduction(
             if value is not None:
                 changes[name] = tuple(value)
         kw = {"root_seed": root_seed, **({} if seeds is None else {"seeds": seeds})}
-        if preset is not None:
-            from varsim._common.validate import check_choice
-
-            settings = PRESETS[check_choice("preset", preset, PRESETS)](quick=quick, **kw, **changes)
+        if preset is not None:  # an option that contradicts the preset is refused here, before any work
+            settings = preset_settings(preset, quick=quick, **kw, **changes)
         else:
             factory = ReproductionSettings.quick if quick else ReproductionSettings.full
             settings = factory(**kw, **changes)

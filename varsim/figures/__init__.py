@@ -123,6 +123,22 @@ def _read_stored(path: Path) -> dict:
     return data
 
 
+def _draw_stored(name: str, data: dict, path: Path, outdir, *, style=None, footer: bool = False) -> list[Path]:
+    """Draw figure ``name`` from the stored data read from ``path`` (``--replot``, in any style): data its ``draw``
+    cannot read (a field missing or of the wrong type: the file was edited or damaged) is a ValueError naming the
+    file."""
+    from ._style import draw_and_save
+
+    try:
+        return draw_and_save(load(name).draw, data, outdir, name, style=style, footer=footer)
+    except (KeyError, TypeError, IndexError, AttributeError, ValueError) as exc:
+        import matplotlib.pyplot as plt
+
+        plt.close("all")
+        raise ValueError(f"replot: {str(path)!r} does not hold valid data of figure {name!r} "
+                         f"({type(exc).__name__}: {exc}); run without --replot to recompute it") from None
+
+
 def make(
     names=None,
     *,
@@ -204,7 +220,7 @@ def make(
             src = sources[kinds[name]] if kinds[name] is not None else None
             data = jsonable(module.compute(quick, seed, progress=show, source=src))
             atomic_write_json(data_path, data)
-        paths = plot(name, data, outdir)
+        paths = _draw_stored(name, data, data_path, outdir) if replot else plot(name, data, outdir)
         written[name] = [data_path, *paths]
         seconds = time.perf_counter() - t0
         _log(show, f"[{i}/{len(names)}] {name}: done in {seconds:.1f} s")

@@ -40,14 +40,15 @@ def _sources(names, kinds: dict, options: dict, outdir) -> dict:
 
 def make_custom(names, *, outdir, params: dict | None = None, style=None, footer: bool = False,
                 quick: bool = False, seed: int = 0, progress: bool = False, replot: bool = False,
-                sources: dict | None = None) -> dict[str, list[Path]]:
+                sources: dict | None = None, flags: dict | None = None) -> dict[str, list[Path]]:
     """Compute (or, with ``replot``, read) and draw ``names`` with ``params`` (only those given, not None) in
     ``style``; ``sources``: the data-source options of :func:`varsim.figures.make` (``results``, ``rerun``,
-    ``probe_results``, ``remedies_results``, ``decoder_results``). Returns the files written per figure."""
+    ``probe_results``, ``remedies_results``, ``decoder_results``); ``flags``: how the caller names a parameter in
+    its messages (``{"betas": "--beta"}``; default the parameter's own name). Returns the files written per
+    figure."""
     from varsim._common.atomic import atomic_write_json
-    from varsim._common.jsonio import read_json
     from varsim._common.validate import check_int
-    from varsim.figures import _style, data_source, load
+    from varsim.figures import _draw_stored, _read_stored, _style, data_source, load
 
     params = {k: v for k, v in (params or {}).items() if v is not None}
     _style.style_spec(style)  # an unknown style fails before any work
@@ -56,15 +57,18 @@ def make_custom(names, *, outdir, params: dict | None = None, style=None, footer
     if not names:
         raise ValueError("only: name the figures to draw with parameters or a style (--only NAME ...)")
     kinds = {name: data_source(name) for name in names}  # unknown names fail here
+    flag = lambda p: (flags or {}).get(p, p)  # noqa: E731
     for name in names:
         accepted = figure_params(name)
         unknown = sorted(set(params) - set(accepted))
         if unknown:
-            raise ValueError(f"{unknown[0]}: figure {name!r} takes no such parameter (it takes: "
-                             f"{', '.join(accepted) or 'none'})")
+            raise ValueError(f"{flag(unknown[0])}: figure {name!r} takes no such parameter (it takes: "
+                             f"{', '.join(map(flag, accepted)) or 'none'})")
     if replot and params:
-        raise ValueError(f"replot: redraws stored data, so it takes no figure parameters ({', '.join(params)})")
+        raise ValueError(f"replot: redraws stored data, so it takes no figure parameters "
+                         f"({', '.join(map(flag, params))})")
     outdir = Path(outdir)
+    stored = {name: _read_stored(outdir / f"{name}.json") for name in names} if replot else {}
     outdir.mkdir(parents=True, exist_ok=True)
     options = {"quick": quick, "seed": seed, "results": None, "rerun": False, "progress": progress,
                "probe_results": None, "remedies_results": None, "decoder_results": None, **(sources or {})}
@@ -74,15 +78,14 @@ def make_custom(names, *, outdir, params: dict | None = None, style=None, footer
         t0 = time.perf_counter()
         module = load(name)
         path = outdir / f"{name}.json"
-        if replot:
-            if not path.is_file():
-                raise ValueError(f"replot: no stored data {str(path)!r}; run without --replot first")
-            data = read_json(path, what="replot: stored figure data")
+        if replot:  # the checks of plain --replot: the stored data must be the figure's, and drawable
+            written[name] = [path, *_draw_stored(name, stored[name], path, outdir, style=style, footer=footer)]
         else:
             data = _style.jsonable(module.compute(quick, seed, progress=progress, source=built.get(kinds[name]),
                                                   **params))
             atomic_write_json(path, data)
-        written[name] = [path, *_style.draw_and_save(module.draw, data, outdir, name, style=style, footer=footer)]
+            written[name] = [path, *_style.draw_and_save(module.draw, data, outdir, name, style=style,
+                                                         footer=footer)]
         if progress:
             print(f"{name}: {time.perf_counter() - t0:.1f} s", file=sys.stderr)
     return written

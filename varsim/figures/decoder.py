@@ -61,6 +61,10 @@ class DecoderSource(RemediesSource):
     def load(self) -> dict:
         if self._data is None:
             data = super().load()
+            if not is_decoder_grid(data["settings"]):  # a remedies grid has the same summary format
+                raise ValueError(f"{self.OPTION}: {data['source']!r} is not a decoder summary (its grid trains "
+                                 f"{', '.join(map(str, data['settings'].get('architectures') or []))}); give a "
+                                 f"`varsim reproduce DIR --preset {self.PRESET}` directory")
             train = data["settings"].get("train", {})
             data["recipe"] = {"schedule": train.get("schedule"), "lr": train.get("lr")}
             data["recipe_label"] = recipe_label(data["recipe"])

@@ -159,7 +159,7 @@ class RemediesSource:
 
 def read_summary(directory, name: str = "results", *, preset: str = "remedies") -> dict:
     """The remedies ``summary.json`` of ``directory``; ValueError naming ``name`` (and the ``varsim reproduce
-    --preset`` that writes it) when it is missing, unreadable or not a remedies summary."""
+    --preset`` that writes it) when it is missing, unreadable or not a summary of that preset's format."""
     from varsim._common.jsonio import read_json
     from varsim.experiments.remedies_summary import REMEDIES_SUMMARY_FORMAT
 
@@ -167,10 +167,10 @@ def read_summary(directory, name: str = "results", *, preset: str = "remedies") 
     if not path.is_file():
         raise ValueError(f"{name}: {str(path)!r} not found; run `varsim reproduce {directory} --preset {preset}` "
                          "(or --aggregate-only) first")
-    summary = read_json(path, what=f"{name}: remedies summary", expect=None)
+    summary = read_json(path, what=f"{name}: {preset} summary", expect=None)
     if not isinstance(summary, dict) or summary.get("format") != REMEDIES_SUMMARY_FORMAT:
         got = summary.get("format") if isinstance(summary, dict) else type(summary).__name__
-        raise ValueError(f"{name}: {str(path)!r} is not a remedies summary (format {got!r}, expected "
+        raise ValueError(f"{name}: {str(path)!r} is not a {preset} summary (format {got!r}, expected "
                          f"{REMEDIES_SUMMARY_FORMAT!r}; a paper-grid directory goes to --results)")
     return summary
 

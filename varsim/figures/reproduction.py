@@ -146,7 +146,10 @@ def read_results(results_dir) -> dict:
     stored = _read_json(root / "settings.json", "results")
     if not isinstance(stored, dict) or not isinstance(stored.get("settings"), dict):
         raise ValueError(f"results: {str(root / 'settings.json')!r} is not a varsim reproduce settings file")
-    settings = ReproductionSettings.from_dict(stored["settings"]).to_dict()  # validates
+    try:
+        settings = ReproductionSettings.from_dict(stored["settings"]).to_dict()  # validates
+    except ValueError as exc:
+        raise ValueError(f"results: settings file {str(root / 'settings.json')!r}: {exc}") from None
     grid = [(t, a, n, s) for t in settings["tasks"] for a in settings["architectures"] for n in settings["norms"]
             for s in range(settings["seeds"])]
     found = {}

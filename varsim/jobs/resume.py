@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 from typing import Callable
 
-from varsim._common.atomic import atomic_write_json
+from varsim._common.atomic import atomic_write_json, check_writable_dir
 from varsim._common.runlock import run_lock
 
 __all__ = ["results_dir", "sort_jobs", "run_and_record"]
@@ -30,9 +30,8 @@ def results_dir(outdir, records: Path, command: str):
     try:
         records.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise ValueError(f"outdir {str(out)!r} cannot be created: {exc}") from None
-    if not os.access(records, os.W_OK):
-        raise ValueError(f"outdir {str(out)!r} is not writable")
+        raise ValueError(f"outdir {str(out)!r} cannot be created: {exc.strerror or exc}") from None
+    check_writable_dir(out, "outdir")  # a file really created (os.access says yes to root on a read-only mount)
     with run_lock(out, command):
         yield out
 

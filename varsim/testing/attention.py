@@ -38,11 +38,12 @@ def softmax_attention(q, K, V, *, tau: float = 1.0, return_weights: bool = True)
     o : array (S, d_v), and ``w`` : array (S, N) when ``return_weights``.
 
     The logits are max-subtracted per sequence before ``exp``, so logits of any finite size give finite weights
-    (the largest becomes ``exp(0) = 1``).
+    (the largest becomes ``exp(0) = 1``). Arrays of other shapes are a ValueError naming the argument.
     """
     q = np.asarray(q, dtype=np.float64)
     K = np.asarray(K, dtype=np.float64)
     V = np.asarray(V, dtype=np.float64)
+    _check_shapes(q, K, V)
     d_k = q.shape[-1]
     # phase 1: scaled logits (S, N)
     logits = np.matmul(K, q[:, :, None])[:, :, 0] * (tau / math.sqrt(d_k))
@@ -53,6 +54,21 @@ def softmax_attention(q, K, V, *, tau: float = 1.0, return_weights: bool = True)
     # phase 3: weighted sum of the values (S, d_v)
     o = np.matmul(w[:, None, :], V)[:, 0, :]
     return (o, w) if return_weights else o
+
+
+def _check_shapes(q: np.ndarray, K: np.ndarray, V: np.ndarray) -> None:
+    """ValueError naming the argument unless ``q (S, d_k)``, ``K (S, N, d_k)``, ``V (S, N, d_v)`` with N >= 1."""
+    for name, a, dims in (("q", q, "(S, d_k)"), ("K", K, "(S, N, d_k)"), ("V", V, "(S, N, d_v)")):
+        if a.ndim != len(dims.split(",")):
+            raise ValueError(f"{name} must have shape {dims}, got an array of shape {a.shape}")
+    S, d_k = q.shape
+    if K.shape[0] != S or K.shape[2] != d_k:
+        raise ValueError(f"K must have shape (S, N, d_k) = ({S}, N, {d_k}) to match q {q.shape}, got {K.shape}")
+    if K.shape[1] < 1:
+        raise ValueError(f"K must hold at least one key (N >= 1), got shape {K.shape}")
+    if V.shape[:2] != K.shape[:2]:
+        raise ValueError(f"V must have shape (S, N, d_v) = ({K.shape[0]}, {K.shape[1]}, d_v) to match K {K.shape}, "
+                         f"got {V.shape}")
 
 
 def softmax_attention_nd(q, K, V, *, tau: float = 1.0, mask=None):

@@ -40,6 +40,8 @@ STATISTICS = {
     "ipr": ("ipr", "ipr_se", "E[sum w^2]"),
     "mean": ("mean", "mean_se", "E[o_j]"),
 }
+#: the statistics that are never negative (an expected value below 0 is a mistake in the reference)
+_NON_NEGATIVE = ("var", "ipr")
 _PILOT_SEQUENCES = 64
 # the smallest measurement: 16 batch-means chunks of 16 sequences, so that chunk means of a skewed statistic
 # (E[sum w^2] near the annealed edge) are close enough to normal for the 5 SE rule
@@ -118,12 +120,15 @@ def _name(fn) -> str:
     return fn_name(fn)
 
 
-def _expected_at(expected, n: int) -> float:
+def _expected_at(expected, n: int, statistic: str) -> float:
     value = expected(n) if callable(expected) else expected
     if isinstance(value, np.ndarray) and value.size == 1:
         value = value.item()
     if not isinstance(value, numbers.Real) or isinstance(value, (bool, np.bool_)) or not math.isfinite(value):
         raise ValueError(f"expected must be a finite real number or a callable n -> number, got {value!r} at N={n}")
+    if statistic in _NON_NEGATIVE and value < 0:
+        raise ValueError(f"expected must be >= 0 for {STATISTICS[statistic][2]}, which is never negative, got "
+                         f"{value!r} at N={n}")
     return float(value)
 
 
@@ -208,7 +213,7 @@ def check_statistic(
         raise ValueError(f"attention_fn must be callable, got {type(attention_fn).__name__}")
     statistic = check_choice("statistic", statistic, tuple(STATISTICS))
     if not callable(expected):
-        _expected_at(expected, 1)  # validate a plain number up front
+        _expected_at(expected, 1, statistic)  # validate a plain number up front
     grid = sorted(set(int(v) for v in check_int_grid("n", n, minimum=1)))
     rel_se = check_real("rel_se", rel_se, minimum=0.0, maximum=1.0, strict_min=True)
     n_sigma = check_real("n_sigma", n_sigma, minimum=0.0, strict_min=True)
@@ -227,7 +232,7 @@ def check_statistic(
     field, se_field, _ = STATISTICS[statistic]
     out = []
     for n_keys in grid:
-        ref = _expected_at(expected, n_keys)
+        ref = _expected_at(expected, n_keys, statistic)
         budget, capped = _PILOT_SEQUENCES, False  # what had run when a non-finite output stops the check
         try:
             # phase 1: the budget (a pilot run on its own stream unless n_sequences is given)

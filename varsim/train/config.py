@@ -153,19 +153,22 @@ class TrainConfig:
         return dataclasses.replace(self, **changes)
 
     def differences(self, other: "TrainConfig", *, ignore=RESUME_FREE_FIELDS) -> dict:
-        """``{field: (self value, other value)}`` for the fields (model fields as ``model.x``) that differ."""
-        a, b = _flatten(self.to_dict()), _flatten(other.to_dict())
+        """``{field: (self value, other value)}`` for the fields (model fields as ``model.x``) that differ; every
+        field with its value, also those :meth:`to_dict` leaves out at their defaults (``architecture``), and a
+        parameter dict as a whole (``model.attention_params``)."""
+        a, b = (_flatten({**c.to_dict(), "model": dataclasses.asdict(c.model)}) for c in (self, other))
         skip = set(ignore)
         return {k: (a.get(k), b.get(k)) for k in sorted(set(a) | set(b)) if k not in skip and a.get(k) != b.get(k)}
 
 
-def _flatten(d: dict, prefix: str = "") -> dict:
+def _flatten(d: dict) -> dict:
+    """The fields of a config dict with the model's as ``model.x`` (its parameter dicts kept whole)."""
     out = {}
     for k, v in d.items():
         if isinstance(v, dict):
-            out.update(_flatten(v, f"{prefix}{k}."))
+            out.update({f"{k}.{kk}": vv for kk, vv in v.items()})
         else:
-            out[f"{prefix}{k}"] = v
+            out[k] = v
     return out
 
 

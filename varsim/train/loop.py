@@ -201,9 +201,12 @@ def _train_locked(config: TrainConfig, out: Path, resume: bool, progress) -> dic
         print(f"varsim train: notice: dropped the torn last line ({torn}) of {str(metrics.path)!r}, left by an "
               f"interrupted write; the steps after the checkpoint at {state.step} are logged again", file=sys.stderr)
     prov = provenance()  # once per call: it runs git; every checkpoint of this call reuses it
-    atomic_write_json(config_file, {"config": config.to_dict(), "provenance": prov})
-    if state.step >= config.steps:
-        return _summary(out, config, state, prov, "completed", f"run already complete at step {state.step}")
+    done = state.step >= config.steps
+    if not (done and config_file.exists()):  # resuming a finished run changes no byte of it (created_utc kept)
+        atomic_write_json(config_file, {"config": config.to_dict(), "provenance": prov})
+    if done:  # its summary is written only where a run stopped before writing it
+        return _summary(out, config, state, prov, "completed", f"run already complete at step {state.step}",
+                        write=not (out / "summary.json").exists())
     status, message = _run_updates(config, out, state, metrics, prov, progress)
     return _summary(out, config, state, prov, status, message)
 
@@ -292,8 +295,9 @@ def _log_record(state: _RunState, info: dict, steps_per_s: float) -> dict:
     }
 
 
-def _summary(out: Path, config: TrainConfig, state: _RunState, prov: dict, status: str, message: str) -> dict:
-    """The run's summary (written to ``summary.json`` with the provenance)."""
+def _summary(out: Path, config: TrainConfig, state: _RunState, prov: dict, status: str, message: str, *,
+             write: bool = True) -> dict:
+    """The run's summary (written to ``summary.json`` with the provenance, unless not ``write``)."""
     ckpt = latest_checkpoint(out)
     last = state.last_log
     rec = {
@@ -307,7 +311,8 @@ def _summary(out: Path, config: TrainConfig, state: _RunState, prov: dict, statu
         "checkpoint": None if ckpt is None else str(ckpt),
         "outdir": str(out),
     }
-    atomic_write_json(out / "summary.json", {**rec, "provenance": prov})
+    if write:
+        atomic_write_json(out / "summary.json", {**rec, "provenance": prov})
     return rec
 
 
