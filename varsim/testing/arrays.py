@@ -70,8 +70,8 @@ def to_numpy(value, *, fn="attention_fn", what="output") -> tuple[np.ndarray, st
         if dtype in ("bfloat16", "float16"):
             t = t.float()
         arr = t.numpy()
-    elif isinstance(value, (float, int, np.floating, np.integer)) and not isinstance(value, bool):
-        arr, dtype = np.asarray(value), "float64"
+    elif isinstance(value, (float, np.floating)):
+        arr, dtype = np.asarray(value), np.asarray(value).dtype.name
     elif hasattr(value, "__dlpack__") or hasattr(value, "__array__"):
         dtype = _dtype_name(value)
         try:
@@ -85,8 +85,9 @@ def to_numpy(value, *, fn="attention_fn", what="output") -> tuple[np.ndarray, st
     else:
         raise TypeError(f"{_name_of(fn)} returned {what} {_describe(value)}; expected a NumPy array, a torch tensor "
                         f"or an array-API array (wrap other functions with varsim.testing.adapt)")
-    if arr.dtype.kind not in "fiub":
-        raise TypeError(f"{_name_of(fn)} returned {what} {_describe(value)} of dtype {arr.dtype}; expected floats")
+    if arr.dtype.kind != "f" and dtype != "bfloat16":
+        raise TypeError(f"{_name_of(fn)} returned {what} {_describe(value)} of dtype {arr.dtype}; expected a floating "
+                        f"dtype (an integer or boolean result cannot be an attention output)")
     return np.asarray(arr, dtype=np.float64), dtype
 
 
