@@ -104,7 +104,8 @@ def error_scale(q, K, V, w, o, *, tau: float, dtype: str, model: str):
     c = w2 * sig2
     V2 = V * V
     logit = np.matmul(c, V2) - 2.0 * o * np.matmul(c, V) + o * o * c.sum(axis=-1, keepdims=True)
-    common = n * ua**2 + (ua * a.max(axis=-1, keepdims=True)) ** 2  # (..., L, 1): normaliser and log-sum-exp
+    amax = np.where(w > 0.0, a, 0.0).max(axis=-1, keepdims=True)  # masked keys take no part in the log-sum-exp
+    common = n * ua**2 + (ua * amax) ** 2  # (..., L, 1): normaliser and log-sum-exp
     var_o = np.maximum(logit, 0.0) + (u * u + n * ua * ua) * np.matmul(w2, V2) + common * o * o
     small = w < 2.0 * t
     e_o = 3.0 * np.sqrt(var_o) + u * np.abs(o) + t * np.matmul(small.astype(np.float64), np.abs(V))
