@@ -43,8 +43,9 @@ def _mask(mask, causal, L, N):
     return causal_mask(L, N) if causal else mask
 
 
-def _apply_mask(s, m):
-    return s if m is None else np.where(m, s, -np.inf)
+def _apply_mask(s, m, value=-np.inf):
+    """Masked logits ``s + value`` (``-inf``: removed; a finite value: an additive mask)."""
+    return s if m is None else np.where(m, s, s + s.dtype.type(value))
 
 
 def _softmax(s, dtype, acc):
@@ -65,8 +66,10 @@ class Kernel:
 
     ``needs``: the keywords the planted function must take for the bug to exist (``"mask"``: it builds on a mask
     it receives; ``"causal"``: it builds the causal mask itself). ``inputs`` maps ``(q, K, V, mask)`` before the
-    logits; ``after_softmax`` maps ``(w, mask, causal)``; ``output`` maps ``(o, w)``; ``whole`` replaces the
-    pipeline (``(q, K, V, tau, m, dtype, acc) -> (o, w)``)."""
+    logits; ``mask_value`` is added to the logits of masked keys; ``bias(L, N)`` is added to the logits;
+    ``after_softmax`` maps ``(w, mask)``; ``output`` maps ``(o, w)``; ``whole`` replaces the pipeline
+    (``(q, K, V, tau, m, dtype, acc) -> (o, w)``). :attr:`outside_softmax` entries change only what a library
+    attention call receives (inputs, scale, a boolean or additive mask) or returns."""
 
     name: str
     description: str
@@ -74,6 +77,8 @@ class Kernel:
     inputs: Callable | None = None
     logits: Callable | None = None
     mask: Callable = _mask
+    mask_value: float = -np.inf
+    bias: Callable | None = None
     apply_mask: Callable = _apply_mask
     softmax: Callable = _softmax
     after_softmax: Callable | None = None
@@ -96,8 +101,10 @@ class Kernel:
                                                                                               V.shape[-1]))
             if self.logits is not None:
                 s = self.logits(s, dtype, acc)
+            if self.bias is not None:
+                s = s + self.bias(L, N).astype(acc)
             with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-                s = self.apply_mask(s, m)
+                s = self.apply_mask(s, m, self.mask_value)
                 w = self.softmax(s, dtype, acc)
                 if self.after_softmax is not None:
                     w = self.after_softmax(w, _mask(*given))
@@ -106,6 +113,22 @@ class Kernel:
             o, w = self.output(o, w)
         with np.errstate(over="ignore", invalid="ignore"):
             return round_to(o, dtype), round_to(w, dtype)
+
+    @property
+    def outside_softmax(self) -> bool:
+        """Whether the bug can be planted around a library attention call (inputs, scale, boolean or additive mask,
+        output)."""
+        return (self.whole is None and self.logits is None and self.apply_mask is _apply_mask and
+                self.softmax is _softmax and self.after_softmax is None and self.combine is _combine)
+
+    def library_mask(self, mask, causal, L, N):
+        """The boolean mask (None: none) or additive float bias ``(..., L, N)`` a library call gets, the bug
+        planted; for :attr:`outside_softmax` entries."""
+        m = self.mask(mask, causal, L, N)
+        if self.mask_value == -np.inf and self.bias is None:
+            return m
+        bias = np.zeros((L, N)) if self.bias is None else self.bias(L, N)
+        return bias if m is None else np.where(m, bias, self.mask_value + bias)
 
 
 # --- correct kernels -------------------------------------------------------------------------------------------------
@@ -214,10 +237,6 @@ def _mask_first_sequence(mask, causal, L, N):
     return m if m is None or m.ndim < 4 else np.broadcast_to(m[:1], m.shape)
 
 
-def _additive(bias):
-    return lambda s, m: s if m is None else s + np.where(m, 0.0, bias).astype(s.dtype)
-
-
 def _low_precision_lse(s, dtype, acc):
     mx = s.max(axis=-1, keepdims=True)
     lse = _r(mx + np.log(np.exp(s - mx).sum(axis=-1, keepdims=True)), dtype, acc)
@@ -256,9 +275,8 @@ def _first_query(q, K, V, mask):
     return np.broadcast_to(q[..., :1, :], q.shape), K, V, mask
 
 
-def _alibi(s, dtype, acc):
-    N = s.shape[-1]
-    return s - acc(2.0**-8) * (N - 1 - np.arange(N, dtype=acc))  # a leaked ALiBi bias, slope 2^-8 (8th head of 8)
+def _alibi(L, N):
+    return -(2.0**-8) * (N - 1 - np.arange(N)) * np.ones((L, 1))  # a leaked ALiBi bias, slope 2^-8 (8th head of 8)
 
 
 def _rope_mismatch(q, K, V, mask):
@@ -314,9 +332,9 @@ _MUTANT_LIST = (
            mask=lambda m, c, L, N: None, after_softmax=lambda w, m: w if m is None else w * m,
            needs=frozenset({"mask"})),
     Kernel("additive_mask_1e4", "mask added as -1e4 to the logits (leaks when a masked logit is large)",
-           apply_mask=_additive(-1e4), needs=frozenset({"mask"})),
+           mask_value=-1e4, needs=frozenset({"mask"})),
     Kernel("mask_multiplies_logits", "logits multiplied by the mask (masked logits 0, not -inf)",
-           apply_mask=lambda s, m: s if m is None else s * m, needs=frozenset({"mask"})),
+           apply_mask=lambda s, m, value: s if m is None else s * m, needs=frozenset({"mask"})),
     Kernel("mask_of_first_sequence", "mask broadcast over the wrong axis: the first sequence's mask for the batch",
            mask=_mask_first_sequence, needs=frozenset({"mask"})),
     Kernel("causal_top_left", "causal mask aligned top-left (is_causal with L < N)", mask=_causal_top_left,
@@ -330,7 +348,7 @@ _MUTANT_LIST = (
     Kernel("keys_of_first_sequence", "keys of the first sequence reused for the whole batch", inputs=_first(0)),
     Kernel("first_query_only", "the first query's result broadcast to every query", inputs=_first_query),
     Kernel("softmax_over_queries", "softmax over the query axis instead of the keys", softmax=_softmax_over_queries),
-    Kernel("alibi_leaked", "an ALiBi bias of slope 2^-8 applied where there is none", logits=_alibi),
+    Kernel("alibi_leaked", "an ALiBi bias of slope 2^-8 applied where there is none", bias=_alibi),
     Kernel("rope_convention_mismatch", "rotary embedding with interleaved pairs for q, half-split pairs for K",
            inputs=_rope_mismatch),
     Kernel("online_softmax_no_rescale", "flash-style kernel that never rescales its accumulator and sum when the "
