@@ -1,6 +1,7 @@
 """varsim.testing with other array libraries, layouts and return types: array-api-strict (always), torch (when
 installed), one sequence at a time; clear errors for anything else; the same-draw cases and strategies."""
 
+import inspect
 import math
 
 import numpy as np
@@ -251,7 +252,8 @@ def test_jax_as_users_run_it():
 
 def test_torch_tutorial_example_runs():
     """docs/site/examples/test_torch_sdpa.py (the PyTorch tutorial's code): the naive is_causal wrapper fails on
-    exactly the two cases with fewer queries than keys, the fixed one passes, also in bfloat16 statistically."""
+    exactly the three causal cases with fewer queries than keys in every dtype, the fixed one passes in every dtype,
+    also in bfloat16 statistically (on the CPU; the CUDA parameters run where a GPU is)."""
     _torch()
     import importlib.util
     from pathlib import Path
@@ -262,7 +264,10 @@ def test_torch_tutorial_example_runs():
     spec.loader.exec_module(mod)
     for name in dir(mod):
         if name.startswith("test_"):
-            getattr(mod, name)()
+            params = inspect.signature(getattr(mod, name)).parameters
+            for dtype in mod.DTYPES if "dtype" in params else [None]:
+                kwargs = {"device": "cpu"} | ({"dtype": dtype} if dtype else {})
+                getattr(mod, name)(**kwargs)
 
 
 def test_case_precision_reaches_every_library():

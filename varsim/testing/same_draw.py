@@ -216,6 +216,14 @@ def _run_case(fn: Adapted, ref: Adapted, case: AttentionCase, root, tolerance, t
     return CaseResult(case, verdict == "pass", ratio, detail, tau=tau, verdict=verdict, dtype=dtype, note=note)
 
 
+def _in_hypothesis_test() -> bool:
+    try:
+        from hypothesis import currently_in_test_context
+    except ImportError:
+        return False
+    return currently_in_test_context()
+
+
 def check_against_reference(attention_fn, cases=None, *, reference=None, tolerance: str = "calibrated",
                             tol_factor: float | None = None, atol: float = 0.0, rng=0) -> ReferenceReport:
     """Run ``attention_fn`` and ``reference`` on the same draws of every case and compare them elementwise.
@@ -243,7 +251,8 @@ def check_against_reference(attention_fn, cases=None, *, reference=None, toleran
     Returns
     -------
     :class:`ReferenceReport`. Nothing is asserted. Cases that need a keyword your function lacks (a mask) are
-    skipped and listed. A function that takes no ``tau`` is compared at ``tau = 1`` (the query norm carries
+    skipped and listed; when every case is skipped that is an error, except inside a Hypothesis test, where the
+    drawn example is discarded (so ``@given(attention_cases())`` works for a function without ``mask=``). A function that takes no ``tau`` is compared at ``tau = 1`` (the query norm carries
     ``beta``).
     """
     fn = adapt(attention_fn)
@@ -262,6 +271,10 @@ def check_against_reference(attention_fn, cases=None, *, reference=None, toleran
     root = resolve_seed(None, rng)
     results = tuple(_run_case(fn, ref, c, root, tolerance, tol_factor, atol) for c in cases)
     if all(r.skipped for r in results):
+        if _in_hypothesis_test():  # a drawn case the function cannot take (a mask): discard the example
+            from hypothesis import reject
+
+            reject()
         raise ValueError(f"cases: every case was skipped ({results[0].skipped})")
     return ReferenceReport(fn_name(fn), fn_name(ref), results, describe_seed(root), tol_factor, tolerance)
 

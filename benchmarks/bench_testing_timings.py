@@ -1,0 +1,80 @@
+"""The timings the testing guide states: the example test file, the standard battery in NumPy, torch and JAX.
+
+    nice python benchmarks/bench_testing_timings.py          # torch and JAX rows when they are installed
+
+Each row runs once after a warm-up (imports, first compilation) and reports CPU seconds (``time.process_time``)
+and wall seconds; the machine's load average is printed with them. JAX runs the battery eagerly (every
+operation compiled for every new shape) and with ``jax.jit`` (one compilation per case).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _timed(label, fn):
+    fn()  # warm-up: imports, Numba and JAX compilation caches
+    wall, cpu = time.perf_counter(), time.process_time()
+    fn()
+    print(f"| {label} | {time.process_time() - cpu:.2f} | {time.perf_counter() - wall:.2f} |", flush=True)
+
+
+def _example():
+    sys.path.insert(0, str(ROOT / "tests"))
+    from kit_checks import EXAMPLE_TESTS, load_example
+
+    mod = load_example()
+    return lambda: [getattr(mod, name)() for name in EXAMPLE_TESTS]
+
+
+def main() -> None:
+    from varsim.testing import adapt, assert_matches_reference
+    from varsim.testing.mutants import kernel
+
+    print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs\n")
+    print("| what | CPU s | wall s |\n|---|---|---|")
+    _timed("docs example file, its three tests", _example())
+    ref = kernel("reference")
+    numpy_fn = adapt(lambda q, K, V, tau=1.0, mask=None: ref(q, K, V, tau=tau, mask=mask), layout="bhld")
+    _timed("standard battery (16 cases), NumPy", lambda: assert_matches_reference(numpy_fn))
+    try:
+        import torch
+    except ImportError:
+        torch = None
+    if torch is not None:
+        def sdpa(q, K, V, tau=1.0, mask=None):
+            return torch.nn.functional.scaled_dot_product_attention(q, K, V, attn_mask=mask,
+                                                                    scale=tau / math.sqrt(q.shape[-1]))
+        for dtype in ("float64", "bfloat16"):
+            attn = adapt(sdpa, array="torch", dtype=dtype, layout="bhld")
+            _timed(f"standard battery, torch SDPA (CPU) {dtype}", lambda attn=attn: assert_matches_reference(attn))
+    try:
+        import jax
+    except ImportError:
+        jax = None
+    if jax is not None:
+        jnp = jax.numpy
+
+        def jax_attention(q, K, V, tau=1.0, mask=None):
+            s = tau * jnp.einsum("bhld,bhnd->bhln", q, K) / math.sqrt(q.shape[-1])
+            s = s if mask is None else jnp.where(mask, s, -jnp.inf)
+            w = jax.nn.softmax(s, axis=-1)
+            return jnp.einsum("bhln,bhnd->bhld", w, V), w
+
+        for label, fn in (("eager", jax_attention), ("jax.jit", jax.jit(jax_attention))):
+            attn = adapt(fn, array=jnp, layout="bhld", accepts=("tau", "mask"))
+            wall, cpu = time.perf_counter(), time.process_time()
+            assert_matches_reference(attn)
+            print(f"| standard battery, JAX {label}, first run (compiling) | {time.process_time() - cpu:.2f} | "
+                  f"{time.perf_counter() - wall:.2f} |", flush=True)
+            _timed(f"standard battery, JAX {label}, second run", lambda attn=attn: assert_matches_reference(attn))
+
+
+if __name__ == "__main__":
+    main()
