@@ -252,8 +252,8 @@ def check_against_reference(attention_fn, cases=None, *, reference=None, toleran
     -------
     :class:`ReferenceReport`. Nothing is asserted. Cases that need a keyword your function lacks (a mask) are
     skipped and listed; when every case is skipped that is an error, except inside a Hypothesis test, where the
-    drawn example is discarded (so ``@given(attention_cases())`` works for a function without ``mask=``). A function that takes no ``tau`` is compared at ``tau = 1`` (the query norm carries
-    ``beta``).
+    drawn example is discarded (so ``@given(attention_cases())`` works for a function without ``mask=``). A
+    function that takes no ``tau`` is compared at ``tau = 1`` (the query norm carries ``beta``).
     """
     fn = adapt(attention_fn)
     ref = DEFAULT_REFERENCE if reference is None else adapt(reference)
