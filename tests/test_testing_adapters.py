@@ -233,21 +233,20 @@ def test_a_float32_default_namespace_is_tested_at_float32_with_a_note():
     assert check_against_reference(adapt(bug, array=ns, layout="bhld")).verdict == "fail"
 
 
-def test_jax_as_users_run_it():
-    """float32 by default (with the note), float64 with x64; skipped without JAX (never a test dependency)."""
-    jax = pytest.importorskip("jax")
-    jnp = jax.numpy
+def test_jax_example_runs():
+    """docs/site/examples/test_jax_attention.py: float32 by default (with the note), float64 with x64; skipped
+    without JAX (never a test dependency)."""
+    pytest.importorskip("jax")
+    import importlib.util
+    from pathlib import Path
 
-    def attn(q, K, V, tau=1.0, mask=None):
-        s = tau * jnp.einsum("bhld,bhnd->bhln", q, K) / math.sqrt(q.shape[-1])
-        s = s if mask is None else jnp.where(mask, s, -jnp.inf)
-        w = jax.nn.softmax(s, axis=-1)
-        return jnp.einsum("bhln,bhnd->bhld", w, V), w
-
-    cases = [c for c in REFERENCE_CASES if c.name in ("moderate", "padding-mask")]
-    report = assert_matches_reference(adapt(attn, array=jnp, layout="bhld"), cases)
-    expected = "float64" if jax.config.jax_enable_x64 else "float32"
-    assert {r.dtype for r in report.results} == {expected}
+    path = Path(__file__).resolve().parents[1] / "docs" / "site" / "examples" / "test_jax_attention.py"
+    spec = importlib.util.spec_from_file_location("varsim_docs_jax_example", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    report = assert_matches_reference(adapt(mod.jax_attention, array=mod.jnp, layout="bhld"))
+    assert {r.dtype for r in report.results} == {"float32"} and "jax_enable_x64" in report.describe()
+    mod.test_float64_with_x64()
 
 
 def test_torch_tutorial_example_runs():

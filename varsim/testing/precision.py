@@ -12,7 +12,8 @@ the kernel's dtype (float16 ``2^-11``, bfloat16 ``2^-8``) and ``u_a`` that of it
                             + (N u_a^2 + (u_a max_i a_i)^2) o_j^2
     E(o_j)                = 3 sd(o_j) + u |o_j| + t sum_{i: w_i < 2t} |v_ij|
 
-(``t`` is the smallest positive number of the dtype: weights below it may underflow) and ``E(w_i)`` likewise with
+(``t`` is the smallest positive number of the dtype, or the smallest normal number of the accumulation when that
+is larger, since kernels may flush subnormals to zero: weights below it may vanish) and ``E(w_i)`` likewise with
 ``w_i`` in place of the values. The tolerance is ``tol_factor * E``. The terms are: logits computed in the
 accumulation precision (error of a dot product of ``d_k`` terms); probabilities rounded to the dtype before the
 product with ``V`` (what flash and memory-efficient kernels do); sums over ``N`` keys in the accumulation precision;
@@ -42,6 +43,7 @@ FLOAT_DTYPES = ("float64", "float32", "float16", "bfloat16")
 PRECISION_ORDER = {"float64": 0, "float32": 1, "float16": 2, "bfloat16": 3}
 _MANTISSA = {"float64": 52, "float32": 23, "float16": 10, "bfloat16": 7}
 _TINY = {"float64": 5e-324, "float32": 1.4e-45, "float16": 2.0**-24, "bfloat16": 9.2e-41}
+_MIN_NORMAL = {"float64": 2.0**-1022, "float32": 2.0**-126, "float16": 2.0**-14, "bfloat16": 2.0**-126}
 
 # model name -> the precision it accumulates in, given the kernel's dtype (None: the worst-case bound)
 TOLERANCES = {
@@ -98,7 +100,8 @@ def error_scale(q, K, V, w, o, *, tau: float, dtype: str, model: str):
         growth = eps * (1.0 + a.max(axis=-1) + math.sqrt(n))  # (..., L)
         vmax = np.abs(V).max(axis=(-1, -2))[..., None]
         return (growth * vmax)[..., None], growth[..., None]
-    u, ua, t = unit_roundoff(dtype), unit_roundoff(acc(dtype)), tiny(dtype)
+    # weights below t may vanish: subnormals of the dtype, or of the accumulation when it flushes them (XLA, GPUs)
+    u, ua, t = unit_roundoff(dtype), unit_roundoff(acc(dtype)), max(tiny(dtype), _MIN_NORMAL[acc(dtype)])
     sig2 = (ua * (math.sqrt(d_k) + 1.0) * a) ** 2  # (..., L, N)
     w2 = w * w
     c = w2 * sig2

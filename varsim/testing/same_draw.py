@@ -86,9 +86,10 @@ class ReferenceReport:
         if self.tolerance == "worst_case":
             return f"tolerance {self.tol_factor:g} eps (1 + Lmax + sqrt N) max|V|"
         dtypes = sorted({r.dtype for r in self.results if not r.skipped}, key=PRECISION_ORDER.get)
-        acc = "the dtype" if self.tolerance == "low_precision" else "float32 (float64 at float64)"
-        return (f"tolerance {self.tol_factor:g} x the error of a correct {'/'.join(dtypes)} kernel accumulating "
-                f"in {acc}")
+        text = f"tolerance {self.tol_factor:g} x the rounding error of a correct {'/'.join(dtypes)} kernel"
+        if self.tolerance == "low_precision":
+            return text + " accumulating in its own precision"
+        return text + (" accumulating in float32" if {"float16", "bfloat16"} & set(dtypes) else "")
 
     def describe(self) -> str:
         ran = [r for r in self.results if not r.skipped]
