@@ -13,7 +13,9 @@ of the correct kernels; ``missed`` counts bug classes that passed at a seed wher
 a correct kernel's (the goal: none in float16 and bfloat16).
 
 Writes the Markdown table to ``docs/site/examples/testing_catalogue_power.md`` (included by the docs page "Test
-your attention") and the counts to ``build/bench_testing_catalogue.json`` (``--out`` to change the folder).
+your attention") and the counts to ``build/bench_testing_catalogue.json`` (``--out`` to change the folder); with
+torch installed, also the guide's ``power_report`` example (the PyTorch tutorial's wrapper in bfloat16) to
+``docs/site/examples/testing_power_report.txt``.
 """
 
 from __future__ import annotations
@@ -43,6 +45,31 @@ def _cell(row) -> str:
     if row.missed:
         text += " **MISSED**"
     return text
+
+
+def _torch_example(seeds: int) -> None:
+    """The guide's power_report example (the PyTorch tutorial's fixed wrapper in bfloat16), when torch is installed."""
+    try:
+        import torch
+    except ImportError:
+        print("torch is not installed: docs/site/examples/testing_power_report.txt not rewritten")
+        return
+    import math
+
+    from varsim.testing import adapt
+
+    def sdpa_fixed(q, K, V, tau=1.0, causal=False, mask=None):
+        if causal:
+            L, N = q.shape[-2], K.shape[-2]
+            mask = torch.ones(L, N, dtype=torch.bool, device=q.device).tril(diagonal=N - L)
+        return torch.nn.functional.scaled_dot_product_attention(q, K, V, attn_mask=mask,
+                                                                scale=tau / math.sqrt(q.shape[-1]))
+
+    cpu = time.process_time()
+    report = power_report(adapt(sdpa_fixed, array="torch", dtype="bfloat16", layout="bhld"), seeds=seeds)
+    text = f"{report.describe()}\n\n{report.table()}\n"
+    print(text, f"({time.process_time() - cpu:.0f} s CPU)")
+    atomic_write_text(ROOT / "docs" / "site" / "examples" / "testing_power_report.txt", text)
 
 
 def main(argv=None) -> None:
@@ -98,6 +125,8 @@ def main(argv=None) -> None:
                                             for r in reports[d, c].rows}}
                     for d, c in cols},
     }
+    if not args.no_docs:
+        _torch_example(args.seeds)
     args.out.mkdir(parents=True, exist_ok=True)
     atomic_write_json(args.out / "bench_testing_catalogue.json", record)
 

@@ -2,6 +2,8 @@
 
     nice python benchmarks/bench_testing_timings.py          # torch and JAX rows when they are installed
 
+Writes the table to ``docs/site/examples/testing_timings.md`` (included by the docs page "Test your attention").
+
 Each row runs twice in one process (imports done first): the first run pays for cold caches (Numba loading its
 cache, JAX compiling), the second does not. CPU seconds (``time.process_time``, all threads) and wall seconds; the
 machine's load average is printed with them. JAX runs the battery eagerly (every
@@ -16,7 +18,12 @@ import sys
 import time
 from pathlib import Path
 
+from varsim._common.atomic import atomic_write_text
+
 ROOT = Path(__file__).resolve().parents[1]
+
+
+ROWS = []
 
 
 def _timed(label, fn):
@@ -24,8 +31,8 @@ def _timed(label, fn):
     for run in ("first", "second"):
         wall, cpu = time.perf_counter(), time.process_time()
         fn()
-        print(f"| {label}, {run} run | {time.process_time() - cpu:.2f} | {time.perf_counter() - wall:.2f} |",
-              flush=True)
+        ROWS.append(f"| {label}, {run} run | {time.process_time() - cpu:.2f} | {time.perf_counter() - wall:.2f} |")
+        print(ROWS[-1], flush=True)
 
 
 def _example():
@@ -40,8 +47,7 @@ def main() -> None:
     from varsim.testing import adapt, assert_matches_reference
     from varsim.testing.mutants import kernel
 
-    print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs\n")
-    print("| what | CPU s | wall s |\n|---|---|---|")
+    load = os.getloadavg()[0]
     _timed("docs example file, its three tests", _example())
     ref = kernel("reference")
     numpy_fn = adapt(lambda q, K, V, tau=1.0, mask=None: ref(q, K, V, tau=tau, mask=mask), layout="bhld")
@@ -73,6 +79,11 @@ def main() -> None:
         for label, fn in (("eager", jax_attention), ("jax.jit", jax.jit(jax_attention))):
             attn = adapt(fn, array=jnp, layout="bhld", accepts=("tau", "mask"))
             _timed(f"standard battery, JAX {label}", lambda attn=attn: assert_matches_reference(attn))
+    text = ("| what | CPU s | wall s |\n|---|---|---|\n" + "\n".join(ROWS) + f"\n\nLoad average {load:.1f} at "
+            f"the start, {os.getloadavg()[0]:.1f} at the end, on {os.cpu_count()} CPUs (wall times are inflated "
+            f"by the load).\n")
+    print(text)
+    atomic_write_text(ROOT / "docs" / "site" / "examples" / "testing_timings.md", text)
 
 if __name__ == "__main__":
     main()

@@ -159,3 +159,12 @@ def test_power_report_arguments_are_validated():
         power_report(dtype="float8")
     with pytest.raises(ValueError, match="seeds"):
         power_report(dtype="float32", seeds=0)
+
+
+def test_a_reference_of_another_shape_or_type_is_refused_naming_the_reference():
+    good = lambda q, K, V, tau=1.0, mask=None: kernel("reference")(q[:, None, None], K[:, None], V[:, None],  # noqa: E731
+                                                                    tau=tau, mask=mask)[0][:, 0, 0]
+    with pytest.raises(AssertionError, match=r"^reference: attention_fn .* returned output of shape"):
+        check_against_reference(good, reference=lambda q, K, V: np.zeros((q.shape[0], 2)))
+    with pytest.raises(TypeError, match=r"^reference: attention_fn .* returned output list"):
+        check_against_reference(good, reference=lambda q, K, V: [1.0])

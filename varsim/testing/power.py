@@ -108,8 +108,8 @@ def _plant(kernel: Kernel, like: Adapted, returns_weights: bool) -> Adapted:
 @dataclasses.dataclass(frozen=True)
 class PowerRow:
     """One catalogue entry over the seeds: ``caught`` seeds failed the check (``low_precision`` of them with that
-    verdict), ``excess`` per seed (see the module), ``missed`` the seeds with ``excess >= 10`` that passed;
-    ``not_applicable`` says why the bug cannot exist in this configuration."""
+    verdict; ``caught_at`` per seed), ``excess`` per seed (see the module), ``missed`` the seeds with
+    ``excess >= 10`` that passed; ``not_applicable`` says why the bug cannot exist in this configuration."""
 
     name: str
     description: str
@@ -120,12 +120,11 @@ class PowerRow:
     excess: tuple
     not_applicable: str = ""
     error: str = ""
+    caught_at: tuple = ()
 
     @property
     def missed(self) -> int:
-        return sum(1 for e, c in zip(self.excess, self._caught_flags) if e >= MISSED_EXCESS and not c)
-
-    _caught_flags: tuple = ()
+        return sum(1 for e, c in zip(self.excess, self.caught_at) if e >= MISSED_EXCESS and not c)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -285,7 +284,7 @@ def power_report(attention_fn=None, cases=None, *, array="numpy", dtype: str | N
         rows.append(PowerRow(name, k.description, True, len(seeds), sum(o[0] for o in out),
                              sum(o[1] for o in out), tuple(1.0 for _ in seeds),
                              error="; ".join(sorted({o[3] for o in out if o[3]})),
-                             _caught_flags=tuple(o[0] for o in out)))
+                             caught_at=tuple(o[0] for o in out)))
     for name in bugs:
         k = MUTANTS[name]
         why = _not_applicable(k, like, cases)
@@ -296,7 +295,7 @@ def power_report(attention_fn=None, cases=None, *, array="numpy", dtype: str | N
         excess = tuple(o[2] / base[s] if base[s] > 0 else (np.inf if o[2] > 0 else 1.0) for s, o in zip(seeds, out))
         rows.append(PowerRow(name, k.description, False, len(seeds), sum(o[0] for o in out),
                              sum(o[1] for o in out), excess, error="; ".join(sorted({o[3] for o in out if o[3]})),
-                             _caught_flags=tuple(o[0] for o in out)))
+                             caught_at=tuple(o[0] for o in out)))
     config = (f"{fn_name(like) if attention_fn is not None else 'configuration'}: array {like.lib.name}, dtype "
               f"{like.dtype or 'of the cases'}, layout {like.layout}, keywords {sorted(like.accepts)}, "
               f"{'o and w' if returns_weights else 'o only'}, {len(cases)} cases")

@@ -190,7 +190,10 @@ def _run_case(fn: Adapted, ref: Adapted, case: AttentionCase, root, tolerance, t
     if ref is DEFAULT_REFERENCE:
         o_ref, w_ref = o_ex, w_ex
     else:
-        o_ref, w_ref = ref.call4(q, K, V, tau=tau, mask=padding, causal=causal)
+        try:
+            o_ref, w_ref = ref.call4(q, K, V, tau=tau, mask=padding, causal=causal)
+        except (AssertionError, TypeError) as exc:  # the reference returned something unusable
+            raise type(exc)(f"reference: {exc}") from None
     shape = q.shape
     for arr, what in ((o, "o"), (w, "w")):
         if arr is not None:
