@@ -17,6 +17,10 @@ strategies, adapters for other array libraries.
 * Same-draw checks (:mod:`varsim.testing.same_draw`): :func:`assert_matches_reference` runs your attention and a
   reference (:func:`softmax_attention_nd` by default) on identical draws of the cases :data:`REFERENCE_CASES` (or
   :class:`AttentionCase` s of your own, or drawn by :func:`attention_cases`) and names the worst element on failure.
+* Tolerances (:mod:`varsim.testing.precision`): per element, a multiple of the error a correct kernel of the
+  dtype makes (float32 accumulation at float16/bfloat16); ``tolerance="low_precision"`` or ``"worst_case"``.
+* Power (:mod:`varsim.testing.power`, :mod:`varsim.testing.mutants`): :func:`power_report` plants a catalogue of
+  bug classes (:data:`MUTANTS`) and correct kernels (:data:`CORRECT`) into your configuration and runs your check.
 * Adapters (:mod:`varsim.testing.arrays`): :func:`adapt` for torch, array-API namespaces, other layouts.
 * Statistical checks (:mod:`varsim.testing.checks`): :func:`assert_variance_matches`, :func:`assert_ipr_matches`,
   :func:`assert_mean_matches` run :func:`varsim.sim.measure_variance` with a budget chosen for a target relative SE
@@ -42,6 +46,9 @@ from .checks import (
     check_statistic,
 )
 from .config import AttentionConfig
+from .mutants import CORRECT, MUTANTS
+from .power import PowerReport, power_report
+from .precision import TOLERANCES
 from .reference import softmax_beta, softmax_ipr, softmax_variance
 from .same_draw import CaseResult, ReferenceReport, assert_matches_reference, check_against_reference
 
@@ -73,6 +80,11 @@ __all__ = [
     "softmax_ipr",
     "softmax_variance",
     "AttentionConfig",
+    "power_report",
+    "PowerReport",
+    "MUTANTS",
+    "CORRECT",
+    "TOLERANCES",
 ]
 
 _HYPOTHESIS_NAMES = {

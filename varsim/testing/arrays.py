@@ -8,7 +8,10 @@ kit gets NumPy back::
 * ``array``: ``"numpy"`` (default), ``"torch"``, or any array-API namespace (``array_api_strict``, ``jax.numpy``,
   ``cupy``...): inputs are made with ``xp.asarray``; outputs come back through DLPack or ``__array__``.
 * ``dtype``: the floating dtype your function receives (``"float64"``, ``"float32"``, ``"float16"``,
-  ``"bfloat16"`` for torch); None keeps the kit's (float64, or a case's own precision).
+  ``"bfloat16"`` for torch, or NumPy with ml_dtypes installed); None keeps the kit's (float64, or a case's own
+  precision), except for a namespace whose default floating dtype is lower (JAX without x64: float32), which gets
+  that dtype and a note in the report. A dtype the library cannot hold (bfloat16 in NumPy without ml_dtypes or in
+  an array-API namespace, float64 in JAX without x64) raises ``ValueError`` naming ``dtype``.
 * ``layout``: how one batch is laid out (:data:`LAYOUTS`): ``"batch"`` (varsim's ``q (S, d_k)``, ``K (S, N, d_k)``,
   ``V (S, N, d_v)``), ``"bhld"`` (``q (B, H, L, d_k)``, ``K (B, H, N, d_k)``: PyTorch's
   ``scaled_dot_product_attention``), ``"bld"`` (heads folded into the batch: ``q (B*H, L, d_k)``) or
@@ -28,6 +31,7 @@ from __future__ import annotations
 
 import inspect
 import types
+import warnings
 
 import numpy as np
 
@@ -70,8 +74,8 @@ def to_numpy(value, *, fn="attention_fn", what="output") -> tuple[np.ndarray, st
         if dtype in ("bfloat16", "float16"):
             t = t.float()
         arr = t.numpy()
-    elif isinstance(value, (float, int, np.floating, np.integer)) and not isinstance(value, bool):
-        arr, dtype = np.asarray(value), "float64"
+    elif isinstance(value, (float, np.floating)):
+        arr, dtype = np.asarray(value), np.asarray(value).dtype.name
     elif hasattr(value, "__dlpack__") or hasattr(value, "__array__"):
         dtype = _dtype_name(value)
         try:
@@ -85,8 +89,9 @@ def to_numpy(value, *, fn="attention_fn", what="output") -> tuple[np.ndarray, st
     else:
         raise TypeError(f"{_name_of(fn)} returned {what} {_describe(value)}; expected a NumPy array, a torch tensor "
                         f"or an array-API array (wrap other functions with varsim.testing.adapt)")
-    if arr.dtype.kind not in "fiub":
-        raise TypeError(f"{_name_of(fn)} returned {what} {_describe(value)} of dtype {arr.dtype}; expected floats")
+    if arr.dtype.kind != "f" and dtype != "bfloat16":
+        raise TypeError(f"{_name_of(fn)} returned {what} {_describe(value)} of dtype {arr.dtype}; expected a floating "
+                        f"dtype (an integer or boolean result cannot be an attention output)")
     return np.asarray(arr, dtype=np.float64), dtype
 
 
@@ -106,7 +111,15 @@ class _Numpy:
     name = "numpy"
 
     def __init__(self, dtype):
-        self.dtype = None if dtype is None else np.dtype(dtype)
+        if dtype == "bfloat16":
+            try:
+                import ml_dtypes
+            except ImportError:
+                raise ValueError("dtype 'bfloat16' with array='numpy' needs ml_dtypes (pip install ml-dtypes), or "
+                                 "array='torch'") from None
+            self.dtype = np.dtype(ml_dtypes.bfloat16)
+        else:
+            self.dtype = None if dtype is None else np.dtype(dtype)
 
     def asarray(self, arr, floating=True):
         if floating and self.dtype is not None:
@@ -143,6 +156,13 @@ class _Namespace:
             raise ValueError(f"dtype 'bfloat16' is not an array-API dtype (namespace {xp.__name__})")
         self.xp = xp
         self.name = xp.__name__
+        with warnings.catch_warnings():  # JAX warns when it truncates float64
+            warnings.simplefilter("ignore")
+            self.default = _dtype_name(xp.asarray(0.0))  # JAX without x64: float32
+            got = None if dtype is None else _dtype_name(xp.asarray(np.zeros(1, dtype=dtype)))
+        if got is not None and got != dtype:
+            raise ValueError(f"dtype {dtype!r}: namespace {xp.__name__} turns {dtype} arrays into {got} (JAX: enable "
+                             f"float64 with jax.config.update('jax_enable_x64', True))")
         self.np_dtype = None if dtype is None else np.dtype(dtype)
 
     def asarray(self, arr, floating=True):
@@ -178,12 +198,17 @@ class Adapted:
         if dtype is not None:
             check_choice("dtype", dtype, _FLOAT_DTYPES)
         self.dtype = dtype
+        self.dtype_note = ""
         if isinstance(array, types.ModuleType):
             self.lib = _Namespace(array, dtype)
+            if dtype is None and self.lib.default in ("float32", "float16"):
+                self.dtype = self.lib.default
+                self.lib.np_dtype = np.dtype(self.dtype)
+                self.dtype_note = (f"namespace {self.lib.name} makes {self.dtype} arrays by default (JAX unless "
+                                   f"jax_enable_x64 is set), so the inputs are rounded to {self.dtype} and compared "
+                                   f"at {self.dtype} tolerances")
         else:
             check_choice("array", array, sorted(ARRAY_LIBRARIES))
-            if array == "numpy" and dtype == "bfloat16":
-                raise ValueError("dtype 'bfloat16' needs array='torch' (NumPy has no bfloat16)")
             self.lib = ARRAY_LIBRARIES[array](dtype, device)
         if accepts is None:
             self.accepts = _accepted(fn)

@@ -5,7 +5,8 @@ standard battery that :func:`varsim.testing.assert_matches_reference` runs by de
 ``tau != 1`` split from the query norm (``beta = tau |q| / sqrt(d_k)``), ``d_k != d_v``, a non-zero value mean and
 several sequences with their own keys; between them they cover huge logits (``beta = 400``: logits beyond the
 float64 range of ``exp``), one key, long sequences, several queries and heads, padding and causal masks
-(including a single query), non-Gaussian keys (uniform, Rademacher with tied logits, Student-t) and float32 inputs.
+(including a single query), masked keys whose logits exceed every unmasked one by more than 1e4 (an additive
+``-1e4`` mask leaks there), non-Gaussian keys (uniform, Rademacher with tied logits, Student-t) and float32 inputs.
 """
 
 from __future__ import annotations
@@ -62,6 +63,10 @@ class AttentionCase:
         aligned (query ``l`` sees keys ``0 .. N - L + l``).
     dtype : ``"float64"`` or ``"float32"``
         Precision of the inputs (and of the tolerance).
+    masked_logit : float
+        0, or (with a mask) the margin by which every masked key's logit exceeds the largest unmasked logit of its
+        query: the queries of a sequence share one direction and the masked keys point along it; padded sequences
+        keep at least one masked key and the second sequence only one valid key.
     seed : int
         Stream of this case's draws (combined with the check's ``rng``).
     """
@@ -81,6 +86,7 @@ class AttentionCase:
     mask: str = "none"
     dtype: str = "float64"
     seed: int = 0
+    masked_logit: float = 0.0
 
     def __post_init__(self):
         for field in ("batch", "heads", "n_queries", "n_keys", "d_k", "d_v"):
@@ -93,6 +99,9 @@ class AttentionCase:
         check_choice("key_law", self.key_law, KEY_LAWS)
         check_choice("mask", self.mask, MASKS)
         check_choice("dtype", self.dtype, CASE_DTYPES)
+        check_real("masked_logit", self.masked_logit, minimum=0.0)
+        if self.masked_logit and (self.mask == "none" or self.n_keys < 2 or self.batch < 2):
+            raise ValueError("masked_logit needs a mask, n_keys >= 2 and batch >= 2")
         if self.mask == "causal" and self.n_queries > self.n_keys:
             raise ValueError(f"n_queries: a causal case needs n_queries <= n_keys (bottom-right alignment), got "
                              f"{self.n_queries} > {self.n_keys}")
@@ -101,7 +110,8 @@ class AttentionCase:
         """One line: the case's name and every field that shapes it."""
         return (f"case {self.name!r} (B={self.batch}, H={self.heads}, L={self.n_queries}, N={self.n_keys}, "
                 f"d_k={self.d_k}, d_v={self.d_v}, tau={self.tau:g}, beta={self.beta:g}, value_mean={self.value_mean:g}"
-                f", value_scale={self.value_scale:g}, keys {self.key_law}, mask {self.mask}, {self.dtype}, "
+                f", value_scale={self.value_scale:g}, keys {self.key_law}, mask {self.mask}"
+                f"{f', masked logits +{self.masked_logit:g}' if self.masked_logit else ''}, {self.dtype}, "
                 f"seed={self.seed})")
 
     def arrays(self, rng, tau: float | None = None):
@@ -112,6 +122,8 @@ class AttentionCase:
         g = child_generator(resolve_seed(None, rng), self.seed)
         B, H, L, N = self.batch, self.heads, self.n_queries, self.n_keys
         q = g.standard_normal((B, H, L, self.d_k))
+        if self.masked_logit:
+            q[:] = q[:, :, :1]  # one direction per sequence, so one key can be far above every query's others
         q *= (self.beta * math.sqrt(self.d_k) / tau) / np.maximum(np.linalg.norm(q, axis=-1, keepdims=True), 1e-300)
         K = _standardised(g, self.key_law, (B, H, N, self.d_k))
         V = self.value_mean + self.value_scale * g.standard_normal((B, H, N, self.d_v))
@@ -119,10 +131,31 @@ class AttentionCase:
         if self.mask == "padding":
             valid = g.integers(1, N + 1, size=B)
             valid[0] = N if B > 1 else valid[0]  # one full sequence, the others padded
+            if self.masked_logit:
+                valid[1:] = np.minimum(valid[1:], N - 1)
+                valid[1] = 1
             mask = np.broadcast_to((np.arange(N)[None, :] < valid[:, None])[:, None, None, :], (B, 1, L, N)).copy()
         elif self.mask == "causal":
             mask = np.broadcast_to(causal_mask(L, N), (B, 1, L, N)).copy()
+        if self.masked_logit:
+            K = self._plant_masked(q, K, mask, tau)
         return q, K, V, mask
+
+    def _plant_masked(self, q, K, mask, tau):
+        """Keys masked for some query of their sequence point along the sequence's query direction, with logit
+        ``masked_logit`` above the largest logit that query may see (in a causal case, key ``i`` masked for some
+        query has ``r * masked_logit`` with ``r`` its rank among those keys)."""
+        scale = tau / math.sqrt(self.d_k)
+        q0 = q[:, :, 0]  # (B, H, d_k)
+        logits = scale * np.einsum("bhd,bhnd->bhn", q0, K)
+        masked = ~mask[:, 0].all(axis=1)  # (B, N): masked for at least one query
+        top = np.where(~masked[:, None, :], logits, -np.inf).max(axis=-1, keepdims=True)  # (B, H, 1)
+        top = np.where(np.isfinite(top), top, logits.max(axis=-1, keepdims=True))
+        # causal: a key masked for query l is visible to later queries, so each later key climbs another margin
+        rank = np.cumsum(masked, axis=1) if self.mask == "causal" else np.ones_like(masked, dtype=np.int64)
+        target = top + self.masked_logit * rank[:, None, :]  # (B, H, N)
+        k_new = (target / (scale * np.sum(q0 * q0, axis=-1, keepdims=True)))[..., None] * q0[:, :, None, :]
+        return np.where(masked[:, None, :, None], k_new, K)
 
 
 # The standard battery. Each case catches its own family of bugs; all have tau != 1, d_k != d_v, value_mean != 0.
@@ -150,6 +183,10 @@ REFERENCE_CASES = (
                   key_law="rademacher", seed=12),
     AttentionCase("heavy-tailed-keys", batch=3, n_keys=48, d_k=16, d_v=5, tau=0.9, beta=1.0, value_mean=0.4,
                   key_law="student_t", seed=13),
+    AttentionCase("masked-huge-logit", batch=3, heads=2, n_queries=2, n_keys=12, d_k=4, d_v=5, tau=1.5, beta=1.5,
+                  value_mean=0.9, mask="padding", masked_logit=1.2e4, seed=15),
+    AttentionCase("causal-masked-huge-logit", batch=2, n_queries=3, n_keys=8, d_k=4, d_v=3, tau=1.5, beta=1.5,
+                  value_mean=-1.1, mask="causal", masked_logit=1.2e4, seed=16),
     AttentionCase("float32", batch=3, n_keys=64, d_k=16, d_v=8, tau=1.2, beta=3.0, value_mean=-0.6, dtype="float32",
                   seed=14),
 )

@@ -2,9 +2,9 @@
 
 Loading one (``settings.load_profile("varsim-mc")``) or decorating a test with :func:`mc_settings` gives: no
 deadline (one example runs a simulation, far beyond Hypothesis's default 200 ms), a small bounded number of
-examples, no health-check failures for slow draws, and no shrinking: a failing example fails the test at once
-(every check's message already names the configuration and the seed; shrinking a Monte Carlo property reruns
-simulations for minutes). Pass ``shrink=True`` to :func:`mc_settings` to shrink anyway.
+examples, no health-check failures for slow draws or discarded examples, and no shrinking: a failing example
+fails the test at once (every check's message already names the configuration and the seed; shrinking a Monte
+Carlo property reruns simulations for minutes). Pass ``shrink=True`` to :func:`mc_settings` to shrink anyway.
 ``varsim-mc-derandomized`` is the same with a fixed example sequence (what CI wants: a failure is reproducible
 from the test alone).
 """
@@ -18,7 +18,8 @@ __all__ = ["MC_PROFILE", "MC_PROFILE_DERANDOMIZED", "MC_MAX_EXAMPLES", "mc_setti
 MC_PROFILE = "varsim-mc"
 MC_PROFILE_DERANDOMIZED = "varsim-mc-derandomized"
 MC_MAX_EXAMPLES = 10
-_SUPPRESS = [HealthCheck.too_slow, HealthCheck.data_too_large]
+# filter_too_much: the same-draw check discards drawn masked cases for a function without mask=
+_SUPPRESS = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much]
 
 
 def mc_settings(*, max_examples: int = MC_MAX_EXAMPLES, derandomize: bool = False, shrink: bool = False,

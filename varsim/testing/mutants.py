@@ -1,0 +1,378 @@
+"""A catalogue of attention kernels at a given precision: correct ones written differently, and the bugs people
+write in real kernels, each planted into an emulation of a correct kernel.
+
+Every entry is a :class:`Kernel`: called as ``kernel(q, K, V, tau=, mask=, causal=, dtype=)`` on float64 NumPy arrays
+``q (B, H, L, d_k)``, ``K (B, H, N, d_k)``, ``V (B, H, N, d_v)`` (``mask (..., L, N)`` boolean, True = attend;
+``causal`` bottom-right aligned) holding values of ``dtype``, it emulates a kernel of that dtype -- float32
+accumulation for float16/bfloat16 (float64 at float64), probabilities rounded to the dtype before the product with
+the values, output and weights rounded to the dtype -- and returns float64 ``(o, w)``. :data:`CORRECT` are correct
+kernels (the float64 reference rounded, float32 math, rounded probabilities, a flash-style tiled online softmax, a
+log-domain softmax); :data:`MUTANTS` are the bug classes, each the default pipeline with one stage changed.
+:func:`varsim.testing.power_report` plants them into your configuration.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Callable
+
+import numpy as np
+
+from .arrays import causal_mask
+from .attention import softmax_attention_nd
+from .precision import round_to
+
+__all__ = ["Kernel", "CORRECT", "MUTANTS", "kernel"]
+
+
+def _acc(dtype: str):
+    return np.float64 if dtype == "float64" else np.float32
+
+
+def _r(x, dtype: str, acc):
+    """``x`` rounded to ``dtype``, held in the accumulation type."""
+    return round_to(x, dtype).astype(acc)
+
+
+def _scale(tau, d_k, d_v):
+    return tau / math.sqrt(d_k)
+
+
+def _mask(mask, causal, L, N):
+    return causal_mask(L, N) if causal else mask
+
+
+def _apply_mask(s, m, value=-np.inf):
+    """Masked logits ``s + value`` (``-inf``: removed; a finite value: an additive mask)."""
+    return s if m is None else np.where(m, s, s + s.dtype.type(value))
+
+
+def _softmax(s, dtype, acc):
+    mx = s.max(axis=-1, keepdims=True)
+    e = np.exp(s - mx)
+    return e / e.sum(axis=-1, keepdims=True, dtype=acc)
+
+
+def _combine(w, V, dtype, acc):
+    """Probabilities rounded to the dtype, then the product with the values accumulated in ``acc``."""
+    return np.matmul(_r(w, dtype, acc), V.astype(acc))
+
+
+@dataclasses.dataclass(frozen=True)
+class Kernel:
+    """One catalogue entry: the default pipeline (logits in the accumulation precision, mask as ``-inf``,
+    max-subtracted softmax, probabilities rounded to the dtype times ``V``, output rounded) with stages replaced.
+
+    ``needs``: the keywords the planted function must take for the bug to exist (``"mask"``: it builds on a mask
+    it receives; ``"causal"``: it builds the causal mask itself). ``inputs`` maps ``(q, K, V, mask)`` before the
+    logits; ``mask_value`` is added to the logits of masked keys; ``bias(L, N)`` is added to the logits;
+    ``after_softmax`` maps ``(w, mask)``; ``output`` maps ``(o, w)``; ``whole`` replaces the pipeline
+    (``(q, K, V, tau, m, dtype, acc) -> (o, w)``). :attr:`outside_softmax` entries change only what a library
+    attention call receives (inputs, scale, a boolean or additive mask) or returns."""
+
+    name: str
+    description: str
+    scale: Callable = _scale
+    inputs: Callable | None = None
+    logits: Callable | None = None
+    mask: Callable = _mask
+    mask_value: float = -np.inf
+    bias: Callable | None = None
+    apply_mask: Callable = _apply_mask
+    softmax: Callable = _softmax
+    after_softmax: Callable | None = None
+    combine: Callable = _combine
+    output: Callable | None = None
+    whole: Callable | None = None
+    needs: frozenset = frozenset()
+
+    def __call__(self, q, K, V, *, tau=1.0, mask=None, causal=False, dtype="float64"):
+        acc = _acc(dtype)
+        given = (mask, causal, q.shape[-2], K.shape[-2])
+        if self.inputs is not None:
+            q, K, V, mask = self.inputs(q, K, V, mask)
+        L, N = q.shape[-2], K.shape[-2]
+        m = self.mask(mask, causal, L, N)
+        if self.whole is not None:
+            o, w = self.whole(q, K, V, tau, m, dtype, acc)
+        else:
+            s = np.matmul(q.astype(acc), np.swapaxes(K, -1, -2).astype(acc)) * acc(self.scale(tau, q.shape[-1],
+                                                                                              V.shape[-1]))
+            if self.logits is not None:
+                s = self.logits(s, dtype, acc)
+            if self.bias is not None:
+                s = s + self.bias(L, N).astype(acc)
+            with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+                s = self.apply_mask(s, m, self.mask_value)
+                w = self.softmax(s, dtype, acc)
+                if self.after_softmax is not None:
+                    w = self.after_softmax(w, _mask(*given))
+                o = self.combine(w, V, dtype, acc)
+        if self.output is not None:
+            o, w = self.output(o, w)
+        with np.errstate(over="ignore", invalid="ignore"):
+            return round_to(o, dtype), round_to(w, dtype)
+
+    @property
+    def outside_softmax(self) -> bool:
+        """Whether the bug can be planted around a library attention call (inputs, scale, boolean or additive mask,
+        output)."""
+        return (self.whole is None and self.logits is None and self.apply_mask is _apply_mask and
+                self.softmax is _softmax and self.after_softmax is None and self.combine is _combine)
+
+    def library_mask(self, mask, causal, L, N):
+        """The boolean mask (None: none) or additive float bias ``(..., L, N)`` a library call gets, the bug
+        planted; for :attr:`outside_softmax` entries."""
+        m = self.mask(mask, causal, L, N)
+        if self.mask_value == -np.inf and self.bias is None:
+            return m
+        bias = np.zeros((L, N)) if self.bias is None else self.bias(L, N)
+        return bias if m is None else np.where(m, bias, self.mask_value + bias)
+
+
+# --- correct kernels -------------------------------------------------------------------------------------------------
+
+def _reference(q, K, V, tau, m, dtype, acc):
+    return softmax_attention_nd(q, K, V, tau=tau, mask=m)
+
+
+def _float32_math(q, K, V, tau, m, dtype, acc):
+    s = _apply_mask(np.matmul(q.astype(acc), np.swapaxes(K, -1, -2).astype(acc)) * acc(tau / math.sqrt(q.shape[-1])),
+                    m)
+    w = _softmax(s, dtype, acc)
+    return np.matmul(w, V.astype(acc)), w
+
+
+def _log_domain(q, K, V, tau, m, dtype, acc):
+    s = _apply_mask(np.matmul(q.astype(acc), np.swapaxes(K, -1, -2).astype(acc)) * acc(tau / math.sqrt(q.shape[-1])),
+                    m)
+    mx = s.max(axis=-1, keepdims=True)
+    lse = mx + np.log(np.exp(s - mx).sum(axis=-1, keepdims=True))
+    w = np.exp(s - lse)
+    return np.matmul(w, V.astype(acc)), w
+
+
+def _flash(block=32, rescale_acc=True, rescale_den=True, lse_dtype=None):
+    """Flash-attention style: blocks of keys, a running max, a running sum and an accumulator rescaled when the max
+    grows; probabilities rounded to the dtype before the product with the values; one division at the end."""
+
+    def run(q, K, V, tau, m, dtype, acc):
+        s = _apply_mask(np.matmul(q.astype(acc), np.swapaxes(K, -1, -2).astype(acc)) *
+                        acc(tau / math.sqrt(q.shape[-1])), m)
+        N = s.shape[-1]
+        run_max = np.full(s.shape[:-1], -np.inf, dtype=acc)
+        den = np.zeros(s.shape[:-1], dtype=acc)
+        out = np.zeros((*s.shape[:-1], V.shape[-1]), dtype=acc)
+        for start in range(0, N, block):
+            blk = s[..., start:start + block]
+            new_max = np.maximum(run_max, blk.max(axis=-1))
+            safe = np.where(np.isfinite(new_max), new_max, 0.0).astype(acc)
+            alpha = np.exp(run_max - safe)
+            p = np.exp(blk - safe[..., None])
+            den = (den * alpha if rescale_den else den) + p.sum(axis=-1)
+            pv = np.matmul(_r(p, dtype, acc), np.broadcast_to(V, (*s.shape[:-2], N, V.shape[-1]))[
+                ..., start:start + block, :].astype(acc))
+            out = (out * alpha[..., None] if rescale_acc else out) + pv
+            run_max = new_max
+        w = np.exp(s - run_max[..., None]) / den[..., None]
+        return out / den[..., None], w
+
+    return run
+
+
+CORRECT = {k.name: k for k in (
+    Kernel("reference", "the float64 reference, output rounded to the dtype", whole=_reference),
+    Kernel("float32_math", "softmax and the product with V in the accumulation precision, unrounded weights",
+           whole=_float32_math),
+    Kernel("rounded_probabilities", "normalised weights rounded to the dtype before the product with V "
+                                    "(memory-efficient style)"),
+    Kernel("flash_tiled", "flash-style online softmax over blocks of 32 keys, probabilities rounded to the dtype",
+           whole=_flash(32)),
+    Kernel("log_domain", "weights exp(s - logsumexp(s)) in the accumulation precision", whole=_log_domain),
+)}
+
+
+# --- bugs ------------------------------------------------------------------------------------------------------------
+
+def _shift_right(m):
+    out = m.copy()
+    out[..., 1:] |= m[..., :-1]
+    return out
+
+
+def _drop_last(mask, causal, L, N):
+    """The mask of a kernel that never reads the last key (kept where it is a query's only key)."""
+    m = _mask(mask, causal, L, N)
+    m = np.ones((L, N), dtype=bool) if m is None else np.array(np.broadcast_to(m, (*np.shape(m)[:-2], L, N)))
+    if N > 1:
+        keep = m[..., :-1].any(axis=-1)
+        m[..., -1] &= ~keep
+    return m
+
+
+def _repeat_first(q, K, V, mask):
+    cat = lambda a: np.concatenate([a[..., :1, :], a], axis=-2)  # noqa: E731
+    m = None if mask is None else np.concatenate([mask[..., :1], mask], axis=-1)
+    return q, cat(K), cat(V), m
+
+
+def _merge_repeated(o, w):
+    """The weights of the first key counted twice, summed back into one column."""
+    merged = w[..., 1:].copy()
+    merged[..., 0] += w[..., 0]
+    return o, merged
+
+
+def _first(axis):
+    def inputs(q, K, V, mask):
+        idx = [slice(None)] * K.ndim
+        idx[axis] = slice(0, 1)
+        return q, np.broadcast_to(K[tuple(idx)], K.shape), V, mask
+    return inputs
+
+
+def _mask_first_sequence(mask, causal, L, N):
+    m = _mask(mask, causal, L, N)
+    return m if m is None or m.ndim < 4 else np.broadcast_to(m[:1], m.shape)
+
+
+def _low_precision_lse(s, dtype, acc):
+    mx = s.max(axis=-1, keepdims=True)
+    lse = _r(mx + np.log(np.exp(s - mx).sum(axis=-1, keepdims=True)), dtype, acc)
+    return np.exp(s - lse)
+
+
+def _low_precision_sum(s, dtype, acc):
+    e = _r(np.exp(s - s.max(axis=-1, keepdims=True)), dtype, acc)
+    total = np.zeros(e.shape[:-1] + (1,), dtype=acc)
+    for i in range(e.shape[-1]):  # a running sum rounded to the dtype at every key
+        total = _r(total + e[..., i:i + 1], dtype, acc)
+    return e / total
+
+
+def _no_max(s, dtype, acc):
+    e = np.exp(s)
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def _epsilon(s, dtype, acc):
+    e = np.exp(s - s.max(axis=-1, keepdims=True))
+    return e / (e.sum(axis=-1, keepdims=True) + acc(1e-6))
+
+
+def _softmax_over_queries(s, dtype, acc):
+    w = np.exp(s - s.max(axis=-2, keepdims=True))
+    return np.nan_to_num(w / w.sum(axis=-2, keepdims=True))
+
+
+def _heads_queries_swapped(o):
+    B, H, L, d = o.shape
+    return o.transpose(0, 2, 1, 3).reshape(B, H, L, d)
+
+
+def _first_query(q, K, V, mask):
+    return np.broadcast_to(q[..., :1, :], q.shape), K, V, mask
+
+
+def _alibi(L, N):
+    return -(2.0**-8) * (N - 1 - np.arange(N)) * np.ones((L, 1))  # a leaked ALiBi bias, slope 2^-8 (8th head of 8)
+
+
+def _rope_mismatch(q, K, V, mask):
+    """Rotary embedding at one shared position, interleaved pairs for q and half-split pairs for K: a convention
+    mismatch (the same convention on both leaves every logit unchanged)."""
+    d = q.shape[-1] - q.shape[-1] % 2
+    theta = 10000.0 ** (-np.arange(d // 2) / (d // 2))
+    c, s = np.cos(theta), np.sin(theta)
+
+    def interleaved(x):
+        x = x.copy()
+        a, b = x[..., 0:d:2].copy(), x[..., 1:d:2].copy()
+        x[..., 0:d:2], x[..., 1:d:2] = a * c - b * s, a * s + b * c
+        return x
+
+    def half(x):
+        x = x.copy()
+        a, b = x[..., : d // 2].copy(), x[..., d // 2: d].copy()
+        x[..., : d // 2], x[..., d // 2: d] = a * c - b * s, a * s + b * c
+        return x
+
+    return interleaved(q), half(K), V, mask
+
+
+def _causal_top_left(mask, causal, L, N):
+    return np.tril(np.ones((L, N), dtype=bool)) if causal else mask
+
+
+def _causal_no_diagonal(mask, causal, L, N):
+    if not causal:
+        return mask
+    m = np.arange(N)[None, :] < (N - L + np.arange(L))[:, None]  # query l sees keys 0 .. N - L + l - 1
+    m[:, 0] = True  # (a first query that sees nothing would be nan; keep key 0)
+    return m
+
+
+_MUTANT_LIST = (
+    Kernel("scale_1_over_d", "logits divided by d_k instead of sqrt(d_k)", scale=lambda t, dk, dv: t / dk),
+    Kernel("scale_sqrt_d_v", "logits divided by sqrt(d_v)", scale=lambda t, dk, dv: t / math.sqrt(dv)),
+    Kernel("scale_sqrt_d_k_plus_1", "logits divided by sqrt(d_k + 1) (3% at d_k = 16)",
+           scale=lambda t, dk, dv: t / math.sqrt(dk + 1)),
+    Kernel("temperature_ignored", "temperature not applied", scale=lambda t, dk, dv: 1.0 / math.sqrt(dk)),
+    Kernel("temperature_divides", "logits divided by the temperature",
+           scale=lambda t, dk, dv: 1.0 / (t * math.sqrt(dk))),
+    Kernel("logits_doubled", "logits doubled (scale applied to q and k)",
+           scale=lambda t, dk, dv: 2.0 * t / math.sqrt(dk)),
+    Kernel("scale_applied_twice", "scale applied twice (tau^2 / d_k)", scale=lambda t, dk, dv: t * t / dk),
+    Kernel("mask_ignored", "mask not applied", mask=lambda m, c, L, N: None, needs=frozenset({"mask"})),
+    Kernel("mask_off_by_one", "every run of attended keys one key too long (valid length + 1, causal diagonal + 1)",
+           mask=lambda m, c, L, N: None if _mask(m, c, L, N) is None else _shift_right(_mask(m, c, L, N)),
+           needs=frozenset({"mask"})),
+    Kernel("mask_after_softmax", "masked weights zeroed after the softmax, not renormalised",
+           mask=lambda m, c, L, N: None, after_softmax=lambda w, m: w if m is None else w * m,
+           needs=frozenset({"mask"})),
+    Kernel("additive_mask_1e4", "mask added as -1e4 to the logits (leaks when a masked logit is large)",
+           mask_value=-1e4, needs=frozenset({"mask"})),
+    Kernel("mask_multiplies_logits", "logits multiplied by the mask (masked logits 0, not -inf)",
+           apply_mask=lambda s, m, value: s if m is None else s * m, needs=frozenset({"mask"})),
+    Kernel("mask_of_first_sequence", "mask broadcast over the wrong axis: the first sequence's mask for the batch",
+           mask=_mask_first_sequence, needs=frozenset({"mask"})),
+    Kernel("causal_top_left", "causal mask aligned top-left (is_causal with L < N)", mask=_causal_top_left,
+           needs=frozenset({"causal"})),
+    Kernel("kv_cache_offset", "decoding with a KV cache, the current token's own key not yet written (query l sees "
+                              "keys 0 .. N - L + l - 1)", mask=_causal_no_diagonal, needs=frozenset({"causal"})),
+    Kernel("heads_queries_swapped", "head and query axes swapped in a reshape",
+           output=lambda o, w: (_heads_queries_swapped(o), _heads_queries_swapped(w))),
+    Kernel("keys_of_first_head", "keys of head 0 used for every head (a grouped-query mapping bug)",
+           inputs=_first(1)),
+    Kernel("keys_of_first_sequence", "keys of the first sequence reused for the whole batch", inputs=_first(0)),
+    Kernel("first_query_only", "the first query's result broadcast to every query", inputs=_first_query),
+    Kernel("softmax_over_queries", "softmax over the query axis instead of the keys", softmax=_softmax_over_queries),
+    Kernel("alibi_leaked", "an ALiBi bias of slope 2^-8 applied where there is none", bias=_alibi),
+    Kernel("rope_convention_mismatch", "rotary embedding with interleaved pairs for q, half-split pairs for K",
+           inputs=_rope_mismatch),
+    Kernel("online_softmax_no_rescale", "flash-style kernel that never rescales its accumulator and sum when the "
+                                        "running max grows", whole=_flash(32, rescale_acc=False, rescale_den=False)),
+    Kernel("online_softmax_sum_not_rescaled", "flash-style kernel that rescales the accumulator but not the sum",
+           whole=_flash(32, rescale_den=False)),
+    Kernel("low_precision_lse", "log-sum-exp rounded to the dtype, weights exp(s - lse)", softmax=_low_precision_lse),
+    Kernel("low_precision_logits", "logits rounded to the dtype before the softmax (low-precision accumulation)",
+           logits=lambda s, dtype, acc: _r(s, dtype, acc)),
+    Kernel("low_precision_sum", "softmax denominator summed key by key in the dtype", softmax=_low_precision_sum),
+    Kernel("no_max_subtraction", "exp of the raw logits (overflows at large logits)", softmax=_no_max),
+    Kernel("epsilon_in_normaliser", "1e-6 added to the softmax denominator", softmax=_epsilon),
+    Kernel("dropped_key", "last key dropped", mask=_drop_last),
+    Kernel("repeated_key", "first key counted twice", inputs=_repeat_first, output=_merge_repeated),
+    Kernel("output_scaled_1.3", "output 1.3 times too large", output=lambda o, w: (1.3 * o, w)),
+    Kernel("output_scaled_1.03", "output 3% too large", output=lambda o, w: (1.03 * o, w)),
+)
+MUTANTS = {k.name: k for k in _MUTANT_LIST}
+
+
+def kernel(name: str) -> Kernel:
+    """The catalogue entry ``name`` (correct or mutant); unknown names raise ``ValueError`` listing them."""
+    if name in CORRECT:
+        return CORRECT[name]
+    if name in MUTANTS:
+        return MUTANTS[name]
+    raise ValueError(f"name: unknown kernel {name!r}; expected one of {sorted(CORRECT) + sorted(MUTANTS)}")

@@ -1,0 +1,302 @@
+"""Which bugs would your same-draw check catch? :func:`power_report` plants the catalogue of
+:mod:`varsim.testing.mutants` into your configuration (library, dtype, layout, keywords, whether weights are
+returned), runs the check you run on each, and reports per bug class the share of seeds that fail, next to the
+false alarms of the correct kernels::
+
+    from varsim.testing import adapt, power_report
+    print(power_report(adapt(my_attention, array="torch", dtype="bfloat16", layout="bhld")).table())
+
+Each planted kernel receives exactly what your function receives (the same library, dtype, layout and keywords),
+computes in NumPy as a kernel of that dtype would (:mod:`varsim.testing.mutants`) and returns an array of your
+library and dtype. ``excess`` is how far a bug's error is beyond a correct kernel's: the worst ``|diff| / tolerance``
+of the bug over the cases divided by the worst of the correct kernels on the same draws; a bug with ``excess >= 10``
+that passes is listed as *missed*.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+
+import numpy as np
+
+from varsim._common.validate import check_int
+
+from .arrays import KEYWORDS, Adapted, adapt, fn_name, to_numpy
+from .cases import AttentionCase, reference_cases
+from .mutants import CORRECT, MUTANTS, Kernel
+from .precision import FLOAT_DTYPES, round_to
+from .same_draw import check_against_reference
+
+__all__ = ["power_report", "PowerReport", "PowerRow", "MISSED_EXCESS"]
+
+#: a bug whose error exceeds the correct kernels' by this factor must be caught
+MISSED_EXCESS = 10.0
+
+
+class _Emulated:
+    """The array library of :func:`power_report` without a function: NumPy float64 arrays holding values of the
+    dtype (float16 and bfloat16 without torch or ml_dtypes)."""
+
+    name = "emulated"
+
+    def __init__(self, dtype):
+        self.dtype = dtype
+
+    def asarray(self, arr, floating=True):
+        return round_to(arr, self.dtype) if floating and self.dtype else np.asarray(arr)
+
+    def rounding(self, arr):
+        return round_to(arr, self.dtype)
+
+
+def _any_numpy(x) -> np.ndarray:
+    """A mask of any library as NumPy."""
+    if type(x).__module__.split(".")[0] == "torch":
+        return x.detach().cpu().numpy()
+    try:
+        return np.asarray(x)
+    except (TypeError, ValueError):
+        return np.from_dlpack(x)
+
+
+# layout -> (q, K, V, mask) to (B, H, L, d) and back
+_TO_BHLD = {
+    "bhld": (lambda a: a, lambda m: m),
+    "bld": (lambda a: a[:, None], lambda m: m[:, None]),
+    "batch": (lambda a: a[:, None, None] if a.ndim == 2 else a[:, None], lambda m: m[:, None, None]),
+    "sequence": (lambda a: a[None, None, None] if a.ndim == 1 else a[None, None], lambda m: m[None, None, None]),
+}
+_FROM_BHLD = {"bhld": lambda a: a, "bld": lambda a: a[:, 0], "batch": lambda a: a[:, 0, 0],
+              "sequence": lambda a: a[0, 0, 0]}
+
+
+class _Planted:
+    """A catalogue kernel called like the user's function."""
+
+    def __init__(self, kernel: Kernel, like: Adapted, returns_weights: bool):
+        self.kernel, self.like, self.returns_weights = kernel, like, returns_weights
+        self.__qualname__ = kernel.name
+
+    def __call__(self, q, K, V, tau=1.0, mask=None, causal=False):
+        arrays = [to_numpy(a, fn=self.__qualname__, what="input") for a in (q, K, V)]
+        dtype = arrays[0][1] if arrays[0][1] in FLOAT_DTYPES else "float64"
+        if self.like.dtype is not None:
+            dtype = self.like.dtype
+        to, to_mask = _TO_BHLD[self.like.layout]
+        q4, K4, V4 = (to(a) for a, _ in arrays)
+        m4 = None if mask is None else to_mask(_any_numpy(mask).astype(bool))
+        o, w = self.kernel(q4, K4, V4, tau=tau, mask=m4, causal=bool(causal), dtype=dtype)
+        back = _FROM_BHLD[self.like.layout]
+        out = tuple(self._convert(back(a), dtype) for a in ((o, w) if self.returns_weights else (o,)))
+        return out if self.returns_weights else out[0]
+
+    def _convert(self, arr, dtype):
+        lib = self.like.lib
+        if self.like.dtype is None and dtype in ("float32", "float16") and lib.name != "emulated":
+            arr = arr.astype(dtype)
+        return lib.asarray(np.ascontiguousarray(arr))
+
+
+def _plant(kernel: Kernel, like: Adapted, returns_weights: bool) -> Adapted:
+    planted = copy.copy(like)
+    planted.fn = _Planted(kernel, like, returns_weights)
+    planted.__qualname__ = kernel.name
+    return planted
+
+
+@dataclasses.dataclass(frozen=True)
+class PowerRow:
+    """One catalogue entry over the seeds: ``caught`` seeds failed the check (``low_precision`` of them with that
+    verdict; ``caught_at`` per seed), ``excess`` per seed (see the module), ``missed`` the seeds with
+    ``excess >= 10`` that passed; ``not_applicable`` says why the bug cannot exist in this configuration."""
+
+    name: str
+    description: str
+    correct: bool
+    runs: int
+    caught: int
+    low_precision: int
+    excess: tuple
+    not_applicable: str = ""
+    error: str = ""
+    caught_at: tuple = ()
+
+    @property
+    def missed(self) -> int:
+        return sum(1 for e, c in zip(self.excess, self.caught_at) if e >= MISSED_EXCESS and not c)
+
+
+@dataclasses.dataclass(frozen=True)
+class PowerReport:
+    """The catalogue in one configuration: ``rows`` (correct kernels first), ``config`` (a one-line description)."""
+
+    config: str
+    rows: tuple
+    seeds: tuple
+
+    @property
+    def false_alarms(self) -> tuple[int, int]:
+        """Failures of the correct kernels, and their runs."""
+        rows = [r for r in self.rows if r.correct]
+        return sum(r.caught for r in rows), sum(r.runs for r in rows)
+
+    @property
+    def caught(self) -> tuple[str, ...]:
+        """Bug classes caught at every seed."""
+        return tuple(r.name for r in self.rows if not r.correct and r.runs and r.caught == r.runs)
+
+    @property
+    def not_caught(self) -> tuple[str, ...]:
+        """Bug classes that passed at some seed (or cannot exist here)."""
+        return tuple(r.name for r in self.rows if not r.correct and (not r.runs or r.caught < r.runs))
+
+    @property
+    def missed(self) -> tuple[str, ...]:
+        """Bug classes that passed at a seed where their error was at least 10x a correct kernel's."""
+        return tuple(r.name for r in self.rows if r.missed)
+
+    def table(self) -> str:
+        """A Markdown table: one row per kernel, the share caught, the median and smallest excess."""
+        fa, runs = self.false_alarms
+        lines = [f"{self.config}; {len(self.seeds)} seeds; false alarms {fa} of {runs} correct runs", "",
+                 "| kernel | bug | caught | excess (median, min) | note |", "|---|---|---|---|---|"]
+        for r in self.rows:
+            if r.not_applicable:
+                lines.append(f"| `{r.name}` | {'no' if r.correct else 'yes'} | n/a | | {r.not_applicable} |")
+                continue
+            ex = np.asarray(r.excess, dtype=float)
+            exc = "" if r.correct else f"{np.median(ex):.3g}, {ex.min():.3g}"
+            note = []
+            if r.low_precision:
+                note.append(f"{r.low_precision} as low precision")
+            if r.missed:
+                note.append(f"MISSED at {r.missed} seed(s) with excess >= {MISSED_EXCESS:g}")
+            if r.error:
+                note.append(r.error)
+            lines.append(f"| `{r.name}` | {'no' if r.correct else 'yes'} | {r.caught}/{r.runs} | {exc} | "
+                         f"{'; '.join(note)} |")
+        return "\n".join(lines)
+
+    def describe(self) -> str:
+        fa, runs = self.false_alarms
+        lines = [f"{self.config}: {len(self.caught)} of {sum(1 for r in self.rows if not r.correct)} bug classes "
+                 f"caught at every seed; false alarms {fa} of {runs}"]
+        if self.not_caught:
+            lines.append(f"  not always caught: {', '.join(self.not_caught)}")
+        if self.missed:
+            lines.append(f"  missed although >= {MISSED_EXCESS:g}x a correct kernel's error: {', '.join(self.missed)}")
+        return "\n".join(lines)
+
+
+def _returns_weights(like: Adapted, cases) -> bool:
+    case = cases[0]
+    q, K, V, mask = case.arrays(0)
+    q, K, V = (like.rounding(a, case.dtype) for a in (q, K, V))
+    mask_kw = mask if case.mask == "padding" and "mask" in like.accepts else None
+    causal = case.mask == "causal" and bool({"mask", "causal"} & like.accepts)
+    _, w = like.call4(q, K, V, tau=case.tau, mask=mask_kw, causal=causal, case_dtype=case.dtype)
+    return w is not None
+
+
+def _not_applicable(kernel: Kernel, like: Adapted, cases) -> str:
+    if "causal" in kernel.needs and "causal" not in like.accepts:
+        return "your function takes no causal= (the kit passes the causal mask)"
+    if "mask" in kernel.needs:
+        if not {"mask", "causal"} & like.accepts:
+            return "your function takes no mask"
+        if not any(c.mask != "none" for c in cases):
+            return "no case has a mask"
+    return ""
+
+
+def power_report(attention_fn=None, cases=None, *, array="numpy", dtype: str | None = None, layout: str = "bhld",
+                 accepts=KEYWORDS, device=None, returns_weights: bool | None = None, seeds=5, kernels=None,
+                 **check_options) -> PowerReport:
+    """Plant every catalogue kernel into your configuration and run the same-draw check on each.
+
+    Parameters
+    ----------
+    attention_fn : callable, :class:`~varsim.testing.arrays.Adapted` or None
+        Your function (adapted, or adapted here with ``array``, ``dtype``, ``layout``, ``accepts``, ``device``):
+        the planted kernels take its library, dtype, layout and keywords, and return weights when it does. None
+        describes a configuration by those arguments alone, computed in NumPy (any dtype, bfloat16 included).
+    cases : as for :func:`~varsim.testing.check_against_reference` (default: the standard battery).
+    returns_weights : bool, optional
+        Default: whether ``attention_fn`` returns weights (checked on the first case); True without a function.
+    seeds : int or sequence of int
+        The check's ``rng`` values (an int ``k`` means ``range(k)``).
+    kernels : sequence of str, optional
+        Catalogue names (default: every correct kernel and every bug).
+    **check_options
+        Passed to :func:`~varsim.testing.check_against_reference` (``tolerance``, ``tol_factor``, ``atol``,
+        ``reference``): run the check you run.
+
+    Returns
+    -------
+    :class:`PowerReport` (``.table()``, ``.describe()``, ``.caught``, ``.not_caught``, ``.missed``,
+    ``.false_alarms``).
+    """
+    if attention_fn is None:
+        like = Adapted(lambda q, K, V: q, layout=layout, accepts=accepts)
+        like.lib = _Emulated(dtype)
+        like.dtype = dtype
+        if dtype is not None and dtype not in FLOAT_DTYPES:
+            raise ValueError(f"dtype: expected one of {FLOAT_DTYPES} or None, got {dtype!r}")
+        returns_weights = True if returns_weights is None else bool(returns_weights)
+    else:
+        like = adapt(attention_fn, array=array, dtype=dtype, layout=layout, device=device,
+                     accepts=None if accepts is KEYWORDS else accepts)
+    if cases is None:
+        cases = reference_cases()
+    elif isinstance(cases, AttentionCase):
+        cases = (cases,)
+    cases = tuple(cases)
+    if not cases or not all(isinstance(c, AttentionCase) for c in cases):
+        raise ValueError("cases must be an AttentionCase, a non-empty sequence of them, or None")
+    if returns_weights is None:
+        returns_weights = _returns_weights(like, cases)
+    seeds = tuple(range(check_int("seeds", seeds, minimum=1))) if isinstance(seeds, int) else tuple(seeds)
+    if not seeds:
+        raise ValueError("seeds: need at least one seed")
+    names = list(CORRECT) + list(MUTANTS) if kernels is None else list(kernels)
+    unknown = [n for n in names if n not in CORRECT and n not in MUTANTS]
+    if unknown:
+        raise ValueError(f"kernels: unknown name(s) {unknown}; expected some of {list(CORRECT) + list(MUTANTS)}")
+    correct = [n for n in names if n in CORRECT] or list(CORRECT)
+    bugs = [n for n in names if n in MUTANTS]
+
+    def run(kernel, seed):
+        try:
+            rep = check_against_reference(_plant(kernel, like, returns_weights), cases, rng=seed, **check_options)
+        except (AssertionError, TypeError, ValueError, FloatingPointError) as exc:  # the user's test would fail
+            return True, False, np.inf, f"raised {type(exc).__name__}"
+        ran = [r.ratio for r in rep.results if not r.skipped]
+        return rep.verdict != "pass", rep.verdict == "low_precision", max(ran), ""
+
+    base = {}
+    rows = []
+    for name in correct:
+        k = CORRECT[name]
+        out = [run(k, s) for s in seeds]
+        for s, o in zip(seeds, out):
+            base[s] = max(base.get(s, 0.0), o[2])
+        rows.append(PowerRow(name, k.description, True, len(seeds), sum(o[0] for o in out),
+                             sum(o[1] for o in out), tuple(1.0 for _ in seeds),
+                             error="; ".join(sorted({o[3] for o in out if o[3]})),
+                             caught_at=tuple(o[0] for o in out)))
+    for name in bugs:
+        k = MUTANTS[name]
+        why = _not_applicable(k, like, cases)
+        if why:
+            rows.append(PowerRow(name, k.description, False, 0, 0, 0, (), not_applicable=why))
+            continue
+        out = [run(k, s) for s in seeds]
+        excess = tuple(o[2] / base[s] if base[s] > 0 else (np.inf if o[2] > 0 else 1.0) for s, o in zip(seeds, out))
+        rows.append(PowerRow(name, k.description, False, len(seeds), sum(o[0] for o in out),
+                             sum(o[1] for o in out), excess, error="; ".join(sorted({o[3] for o in out if o[3]})),
+                             caught_at=tuple(o[0] for o in out)))
+    config = (f"{fn_name(like) if attention_fn is not None else 'configuration'}: array {like.lib.name}, dtype "
+              f"{like.dtype or 'of the cases'}, layout {like.layout}, keywords {sorted(like.accepts)}, "
+              f"{'o and w' if returns_weights else 'o only'}, {len(cases)} cases")
+    return PowerReport(config, tuple(rows), seeds)

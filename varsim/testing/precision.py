@@ -1,0 +1,117 @@
+"""How far a correct attention kernel of a given precision may be from the exact result: the tolerance models of the
+same-draw checks, and rounding to float16/bfloat16 without those libraries.
+
+The same-draw check compares your output with a float64 reference computed on the very inputs your function sees
+(rounded to its dtype), so the only legitimate differences are the rounding errors your kernel makes *after* the
+inputs. :data:`TOLERANCES` models them per output element. For the calibrated models, with ``w`` the exact weights
+of the row, ``o`` the exact output, ``a_i = scale sum_d |q_d k_id|`` the absolute logit, ``u`` the unit roundoff of
+the kernel's dtype (float16 ``2^-11``, bfloat16 ``2^-8``) and ``u_a`` that of its accumulation::
+
+    sigma_i^2 (logit i)   = (u_a (sqrt(d_k) + 1) a_i)^2
+    sd(o_j)^2             = sum_i w_i^2 [sigma_i^2 (v_ij - o_j)^2 + (u^2 + N u_a^2) v_ij^2]
+                            + (N u_a^2 + (u_a max_i a_i)^2) o_j^2
+    E(o_j)                = 3 sd(o_j) + u |o_j| + t sum_{i: w_i < 2t} |v_ij|
+
+(``t`` is the smallest positive number of the dtype, or the smallest normal number of the accumulation when that
+is larger, since kernels may flush subnormals to zero: weights below it may vanish) and ``E(w_i)`` likewise with
+``w_i`` in place of the values. The tolerance is ``tol_factor * E``. The terms are: logits computed in the
+accumulation precision (error of a dot product of ``d_k`` terms); probabilities rounded to the dtype before the
+product with ``V`` (what flash and memory-efficient kernels do); sums over ``N`` keys in the accumulation precision;
+a log-sum-exp in the accumulation precision; the output rounded to the dtype. Random rounding errors add up as a
+root-sum-square, which is why this is hundreds of times tighter than a worst-case bound at long lengths.
+
+* ``"calibrated"`` (default): accumulation in float32 for float16/bfloat16 (as PyTorch's SDPA backends, flash and
+  memory-efficient kernels do), in the dtype itself for float32 and float64.
+* ``"low_precision"``: accumulation in the dtype (logits, sums and log-sum-exp rounded to float16/bfloat16): the
+  error of a kernel that accumulates in low precision. Under the default model, a case that fails ``"calibrated"``
+  but passes this one gets the verdict *low precision* (neither a pass nor a plain mismatch).
+* ``"worst_case"``: the earlier bound ``eps (1 + Lmax + sqrt(N)) max_i |V_i|`` (``eps`` the machine epsilon,
+  ``Lmax = max_i a_i``), far looser at low precision.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+__all__ = ["TOLERANCES", "DEFAULT_TOL_FACTOR", "round_to", "unit_roundoff", "tiny", "more_precise", "error_scale",
+           "FLOAT_DTYPES", "PRECISION_ORDER"]
+
+FLOAT_DTYPES = ("float64", "float32", "float16", "bfloat16")
+# fewer significand bits first: the lower precision of two dtypes is the one with the larger index
+PRECISION_ORDER = {"float64": 0, "float32": 1, "float16": 2, "bfloat16": 3}
+_MANTISSA = {"float64": 52, "float32": 23, "float16": 10, "bfloat16": 7}
+_TINY = {"float64": 5e-324, "float32": 1.4e-45, "float16": 2.0**-24, "bfloat16": 9.2e-41}
+_MIN_NORMAL = {"float64": 2.0**-1022, "float32": 2.0**-126, "float16": 2.0**-14, "bfloat16": 2.0**-126}
+
+# model name -> the precision it accumulates in, given the kernel's dtype (None: the worst-case bound)
+TOLERANCES = {
+    "calibrated": lambda dtype: "float64" if dtype == "float64" else "float32",
+    "low_precision": lambda dtype: dtype,
+    "worst_case": None,
+}
+# the default multiple of E (the worst-case bound keeps its historical 16)
+DEFAULT_TOL_FACTOR = {"calibrated": 4.0, "low_precision": 4.0, "worst_case": 16.0}
+
+
+def unit_roundoff(dtype: str) -> float:
+    """``2^-(p+1)`` for a dtype with ``p`` stored significand bits (half the machine epsilon)."""
+    return 2.0 ** -(_MANTISSA[dtype] + 1)
+
+
+def tiny(dtype: str) -> float:
+    """The smallest positive (subnormal) number of the dtype."""
+    return _TINY[dtype]
+
+
+def more_precise(a: str, b: str) -> str:
+    """The more precise of two dtype names."""
+    return a if PRECISION_ORDER[a] <= PRECISION_ORDER[b] else b
+
+
+def round_to(x, dtype: str) -> np.ndarray:
+    """``x`` rounded to ``dtype`` (round to nearest even), returned as float64. bfloat16 needs no extra library."""
+    x = np.asarray(x, dtype=np.float64)
+    if dtype == "float64":
+        return x.copy()
+    if dtype in ("float32", "float16"):
+        with np.errstate(over="ignore"):
+            return x.astype(dtype).astype(np.float64)
+    if dtype != "bfloat16":
+        raise ValueError(f"dtype: expected one of {FLOAT_DTYPES}, got {dtype!r}")
+    with np.errstate(over="ignore"):
+        f = np.ascontiguousarray(x.astype(np.float32))
+    bits = f.view(np.uint32)
+    rounded = ((bits + np.uint32(0x7FFF) + ((bits >> np.uint32(16)) & np.uint32(1))) & np.uint32(0xFFFF0000))
+    out = rounded.view(np.float32).astype(np.float64)
+    return np.where(np.isnan(f), np.nan, out)
+
+
+def error_scale(q, K, V, w, o, *, tau: float, dtype: str, model: str):
+    """``E(o)`` ``(..., L, d_v)`` and ``E(w)`` ``(..., L, N)`` of the module's model ``model`` for a kernel of
+    ``dtype`` (``q``, ``K``, ``V`` already rounded to it; ``w``, ``o`` the exact float64 results)."""
+    d_k, n = q.shape[-1], K.shape[-2]
+    scale = tau / math.sqrt(d_k)
+    a = scale * np.matmul(np.abs(q), np.swapaxes(np.abs(K), -1, -2))  # (..., L, N)
+    acc = TOLERANCES[model]
+    if acc is None:
+        eps = 2.0 * unit_roundoff(dtype)
+        growth = eps * (1.0 + a.max(axis=-1) + math.sqrt(n))  # (..., L)
+        vmax = np.abs(V).max(axis=(-1, -2))[..., None]
+        return (growth * vmax)[..., None], growth[..., None]
+    # weights below t may vanish: subnormals of the dtype, or of the accumulation when it flushes them (XLA, GPUs)
+    u, ua, t = unit_roundoff(dtype), unit_roundoff(acc(dtype)), max(tiny(dtype), _MIN_NORMAL[acc(dtype)])
+    sig2 = (ua * (math.sqrt(d_k) + 1.0) * a) ** 2  # (..., L, N)
+    w2 = w * w
+    c = w2 * sig2
+    V2 = V * V
+    logit = np.matmul(c, V2) - 2.0 * o * np.matmul(c, V) + o * o * c.sum(axis=-1, keepdims=True)
+    amax = np.where(w > 0.0, a, 0.0).max(axis=-1, keepdims=True)  # masked keys take no part in the log-sum-exp
+    common = n * ua**2 + (ua * amax) ** 2  # (..., L, 1): normaliser and log-sum-exp
+    var_o = np.maximum(logit, 0.0) + (u * u + n * ua * ua) * np.matmul(w2, V2) + common * o * o
+    small = w < 2.0 * t
+    e_o = 3.0 * np.sqrt(var_o) + u * np.abs(o) + t * np.matmul(small.astype(np.float64), np.abs(V))
+    rel_w = np.sqrt(sig2 + c.sum(axis=-1, keepdims=True) + common + u * u)  # relative: w^2 may underflow
+    e_w = 3.0 * w * rel_w + u * w + t
+    return e_o, e_w
