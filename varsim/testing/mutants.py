@@ -65,11 +65,12 @@ class Kernel:
     max-subtracted softmax, probabilities rounded to the dtype times ``V``, output rounded) with stages replaced.
 
     ``needs``: the keywords the planted function must take for the bug to exist (``"mask"``: it builds on a mask
-    it receives; ``"causal"``: it builds the causal mask itself). ``inputs`` maps ``(q, K, V, mask)`` before the
-    logits; ``mask_value`` is added to the logits of masked keys; ``bias(L, N)`` is added to the logits;
-    ``after_softmax`` maps ``(w, mask)``; ``output`` maps ``(o, w)``; ``whole`` replaces the pipeline
-    (``(q, K, V, tau, m, dtype, acc) -> (o, w)``). :attr:`outside_softmax` entries change only what a library
-    attention call receives (inputs, scale, a boolean or additive mask) or returns."""
+    it receives; ``"causal"``: it builds the causal mask itself); ``axes``: the axes its arrays must have
+    (``"batch"``, ``"heads"``, ``"queries"``: a layout without a head axis cannot swap it). ``inputs`` maps
+    ``(q, K, V, mask)`` before the logits; ``mask_value`` is added to the logits of masked keys; ``bias(L, N)``
+    is added to the logits; ``after_softmax`` maps ``(w, mask)``; ``output`` maps ``(o, w)``; ``whole`` replaces
+    the pipeline (``(q, K, V, tau, m, dtype, acc) -> (o, w)``). :attr:`outside_softmax` entries change only what
+    a library attention call receives (inputs, scale, a boolean or additive mask) or returns."""
 
     name: str
     description: str
@@ -86,6 +87,7 @@ class Kernel:
     output: Callable | None = None
     whole: Callable | None = None
     needs: frozenset = frozenset()
+    axes: frozenset = frozenset()
 
     def __call__(self, q, K, V, *, tau=1.0, mask=None, causal=False, dtype="float64"):
         acc = _acc(dtype)
@@ -336,17 +338,20 @@ _MUTANT_LIST = (
     Kernel("mask_multiplies_logits", "logits multiplied by the mask (masked logits 0, not -inf)",
            apply_mask=lambda s, m, value: s if m is None else s * m, needs=frozenset({"mask"})),
     Kernel("mask_of_first_sequence", "mask broadcast over the wrong axis: the first sequence's mask for the batch",
-           mask=_mask_first_sequence, needs=frozenset({"mask"})),
+           mask=_mask_first_sequence, needs=frozenset({"mask"}), axes=frozenset({"batch"})),
     Kernel("causal_top_left", "causal mask aligned top-left (is_causal with L < N)", mask=_causal_top_left,
            needs=frozenset({"causal"})),
     Kernel("kv_cache_offset", "decoding with a KV cache, the current token's own key not yet written (query l sees "
                               "keys 0 .. N - L + l - 1)", mask=_causal_no_diagonal, needs=frozenset({"causal"})),
     Kernel("heads_queries_swapped", "head and query axes swapped in a reshape",
-           output=lambda o, w: (_heads_queries_swapped(o), _heads_queries_swapped(w))),
+           output=lambda o, w: (_heads_queries_swapped(o), _heads_queries_swapped(w)),
+           axes=frozenset({"heads", "queries"})),
     Kernel("keys_of_first_head", "keys of head 0 used for every head (a grouped-query mapping bug)",
-           inputs=_first(1)),
-    Kernel("keys_of_first_sequence", "keys of the first sequence reused for the whole batch", inputs=_first(0)),
-    Kernel("first_query_only", "the first query's result broadcast to every query", inputs=_first_query),
+           inputs=_first(1), axes=frozenset({"heads"})),
+    Kernel("keys_of_first_sequence", "keys of the first sequence reused for the whole batch", inputs=_first(0),
+           axes=frozenset({"batch"})),
+    Kernel("first_query_only", "the first query's result broadcast to every query", inputs=_first_query,
+           axes=frozenset({"queries"})),
     Kernel("softmax_over_queries", "softmax over the query axis instead of the keys", softmax=_softmax_over_queries),
     Kernel("alibi_leaked", "an ALiBi bias of slope 2^-8 applied where there is none", bias=_alibi),
     Kernel("rope_convention_mismatch", "rotary embedding with interleaved pairs for q, half-split pairs for K",

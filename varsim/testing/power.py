@@ -67,6 +67,9 @@ _TO_BHLD = {
     "batch": (lambda a: a[:, None, None] if a.ndim == 2 else a[:, None], lambda m: m[:, None, None]),
     "sequence": (lambda a: a[None, None, None] if a.ndim == 1 else a[None, None], lambda m: m[None, None, None]),
 }
+# layout -> the axes a function of that layout sees (a bug on another axis cannot exist there)
+_LAYOUT_AXES = {"bhld": {"batch", "heads", "queries"}, "bld": {"batch", "queries"}, "batch": {"batch"},
+                "sequence": set()}
 _FROM_BHLD = {"bhld": lambda a: a, "bld": lambda a: a[:, 0], "batch": lambda a: a[:, 0, 0],
               "sequence": lambda a: a[0, 0, 0]}
 
@@ -200,6 +203,9 @@ def _returns_weights(like: Adapted, cases) -> bool:
 
 
 def _not_applicable(kernel: Kernel, like: Adapted, cases) -> str:
+    missing = sorted(kernel.axes - _LAYOUT_AXES[like.layout])
+    if missing:
+        return f"layout {like.layout!r} has no {' or '.join(missing)} axis"
     if "causal" in kernel.needs and "causal" not in like.accepts:
         return "your function takes no causal= (the kit passes the causal mask)"
     if "mask" in kernel.needs:
