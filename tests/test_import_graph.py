@@ -33,10 +33,11 @@ EXPERIMENTS_FLOORS = [
     {"settings", "stats"},
     {"records", "report", "selection"},
     {"worker"},
-    {"runner", "recheck"},
+    {"runner", "recheck", "committed"},
     {"reproduction_summary", "remedies", "remedies_summary", "decoder_grid"},
     {"aggregation", "presets"},
     {"reproduce"},
+    {"kernel_check"},
     {""},
 ]
 
