@@ -27,3 +27,98 @@ def test_the_example_runs_and_prints_every_result(capsys):
     exec(compile(code, "README.md", "exec"), {})
     out = capsys.readouterr().out
     assert out.count("\n") > 10 and "1048576" in out
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# The README's numbers: every count and every result it states is computed here from the repository (the registries,
+# the committed summaries and probes), so a number that goes stale fails, and a signed result the README states
+# without a claim below fails too.
+
+
+def _signed(x: float, digits: int) -> str:
+    return f"{x:+.{digits}f}".replace("-", "\N{MINUS SIGN}")
+
+
+def _interval(row: dict) -> str:
+    return f"{_signed(row['mean_diff'], 3)} [{_signed(row['ci_low'], 3)}, {_signed(row['ci_high'], 3)}]"
+
+
+def _readme_claims() -> list[str]:
+    """The phrases the README must contain, each made from the repository."""
+    import json
+
+    from varsim.experiments.committed import committed_summary
+    from varsim.figures import FIGURES
+    from varsim.testing.cases import REFERENCE_CASES
+    from varsim.testing.mutants import CORRECT, MUTANTS
+
+    root = README.parent
+    data = root / "varsim" / "figures" / "data"
+    notebooks = sorted((root / "varsim" / "notebooks").glob("[0-9]*.py"))
+    reproduction = json.loads((data / "reproduction" / "summary.json").read_text())
+    remedies = committed_summary("remedies")
+    decoder, constant = committed_summary("decoder"), committed_summary("decoder_constant")
+    smollm2 = json.loads((data / "probe" / "smollm2.json").read_text())["layer_summary"][0]
+
+    def rows(summary, **where):
+        return [r for r in summary["primary"] if all(r.get(k) == v for k, v in where.items())]
+
+    def significant(rs):
+        return f"{sum(r['significant'] for r in rs)} of {len(rs)} significant"
+
+    cosine = rows(remedies, task="argmax", recipe="cosine_lr1e3") + rows(remedies, task="argmax", recipe="cosine_lr3e3")
+    flat = rows(remedies, task="argmax", recipe="constant_lr1e3") + rows(remedies, task="argmax",
+                                                                          recipe="constant_lr3e3")
+    (ssmax,) = rows(remedies, task="argmax", recipe="cosine_lr1e3", variant="ssmax")
+    (table,) = rows(remedies, task="dictionary", recipe="cosine_lr1e3", encoding="embedding", variant="ssmax")
+    oracle = [c["mean_diff"] for c in remedies["controls"] if c["variant"] == "oracle"]
+    nope = rows(decoder, architecture="decoder_none")
+    positional = [r for r in decoder["primary"] if r["architecture"] != "decoder_none"]
+    gains = [r["mean_diff"] for r in positional]
+    assert max(r["mean_diff"] for r in table_rows(remedies, "dictionary", "cosine_lr1e3", "embedding")) \
+        == table["mean_diff"], "SSMax is no longer the largest dictionary gain"
+    return [
+        f"draws the {len(FIGURES)} figures of the registry",
+        f"{len(notebooks)} notebooks",
+        f"over {len(REFERENCE_CASES)} cases",
+        f"{len(MUTANTS)} bug classes",
+        f"{len(CORRECT)} correct kernels",
+        f"({reproduction['runs']['expected']} runs, 6 paired seeds per cell)",
+        f"Holm over\n  {remedies['primary_endpoint']['n_comparisons']} pre-registered comparisons",
+        f"SSMax {_interval(ssmax)} at lr 1e-3; {significant(cosine)})",
+        f"add at most {_signed(max(r['mean_diff'] for r in flat), 3)} ({significant(flat)})",
+        f"to {_signed(table['mean_diff'], 3)} (SSMax, learned key table, cosine, lr 1e-3)",
+        f"gains {_signed(min(oracle), 2)} to {_signed(max(oracle), 2)}",
+        f"Holm over {decoder['primary_endpoint']['n_comparisons']} comparisons per recipe",
+        f"gain {_signed(min(r['mean_diff'] for r in nope), 3)} to {_signed(max(r['mean_diff'] for r in nope), 3)} "
+        f"at N = 1024 ({len(nope)} of {len(nope)}\n  significant)",
+        f"({len(gains)} of {len(gains)} within [{_signed(min(gains), 3)}, {_signed(max(gains), 3)}])",
+        f"({significant(constant['primary']).replace(' significant', '')} significant)",
+        f"median slope {_signed(smollm2['median_slope_y2'], 2)}",
+        f"slope of {_signed(smollm2['median_slope_std_iid'], 2)}",
+        f"measured slope is {_signed(smollm2['median_slope_std'], 2)}",
+    ]
+
+
+def table_rows(summary: dict, task: str, recipe: str, encoding: str) -> list[dict]:
+    return [r for r in summary["primary"] if (r["task"], r["recipe"], r["encoding"]) == (task, recipe, encoding)]
+
+
+def test_every_number_comes_from_the_repository():
+    """Catches a README number left behind when the code or the committed data change (a figure added, a grid
+    rerun), and a signed result stated without a claim here to compute it."""
+    text = README.read_text(encoding="utf-8")
+    claims = _readme_claims()
+    missing = [c for c in claims if c not in text]
+    assert missing == [], missing
+    stated = re.findall(r"[+\N{MINUS SIGN}]\d+\.\d+", text.split("## The answers so far", 1)[1].split("## ", 1)[0])
+    computed = " ".join(claims)
+    assert stated and [s for s in stated if s not in computed] == []
+
+
+def test_a_newcomer_reads_it_in_five_minutes():
+    """At most 1200 words, and the install commands in the first 40 lines."""
+    text = README.read_text(encoding="utf-8")
+    assert len(text.split()) <= 1200
+    head = text.splitlines()[:40]
+    assert any("pip install -e ." in line for line in head) and any("pytest" in line for line in head)
