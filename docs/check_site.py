@@ -193,8 +193,8 @@ def nav_problems(site: Path) -> list[str]:
 
 
 def api_index_problems(site: Path) -> list[str]:
-    """Objects an API page documents (its ``h2.doc-heading`` entries: functions, classes, constants) that the API
-    index ``api/index.html`` does not link to; nothing when the site has no API pages."""
+    """Objects an API page documents (its mkdocstrings headings at the shallowest level: functions, classes,
+    constants) that the API index ``api/index.html`` does not link to; nothing when the site has no API pages."""
     api_pages = [p for p in pages(site) if p.startswith("api/") and p != "api/index.html"]
     if not api_pages:
         return []
@@ -211,7 +211,9 @@ def api_index_problems(site: Path) -> list[str]:
     problems = []
     for page in api_pages:
         soup = BeautifulSoup((site / page).read_text(encoding="utf-8"), "html.parser")
-        for heading in soup.select("h2.doc-heading[id]"):
+        headings = soup.select(".doc-heading[id]")
+        top = min((int(h.name[1]) for h in headings), default=0)
+        for heading in (h for h in headings if h.name == f"h{top}"):
             if (page, heading["id"]) not in linked:
                 problems.append(f"api/index.html: no link to {heading['id']} (documented in {page})")
     return problems

@@ -21,6 +21,9 @@ The docstrings are written for Python's ``help()`` and use two conventions that 
   type taken from the signature's return annotation).
 * **RST literal blocks** (a paragraph ending in ``::`` and an indented block under it) become a fenced Python block
   after a paragraph ending in ``:``.
+* **See Also** sections (``name : what it is`` lines, or bare names) become a list of links to the named objects.
+* **Constants documented by ``#:`` comments** (Sphinx's convention: the comment lines just above the assignment)
+  take those lines as their docstring when they have none.
 * **Defaults that name a module constant** (``seed=SEED_DEFAULT``) show the constant's value (``seed=0``), in the
   signature and in the Parameters table: a constant whose value is a call of a private sentinel class with one
   argument (``SEED_DEFAULT = _DefaultSeed(0)``, which tells a default from a seed passed explicitly) shows that
@@ -138,6 +141,25 @@ def constant_value(obj: griffe.Object, default) -> str | None:
     return text if text is not None and len(text) <= MAX_DEFAULT_CHARS else None
 
 
+def see_also(text: str, obj: griffe.Object) -> str:
+    """A numpy See Also section (``name : description`` entries, continuation lines indented) as a Markdown list of
+    optional cross-references."""
+    entries: list[list[str]] = []
+    for line in text.splitlines():
+        if line.strip() and (line[:1].isspace() and entries):
+            entries[-1][1] += " " + line.strip()
+        elif line.strip():
+            names, _, description = line.partition(" : ")
+            entries.append([names.strip(), description.strip()])
+    items = []
+    for names, description in entries:
+        links = ", ".join(
+            f'<autoref identifier="{html.escape(resolve(obj, n.strip()))}" optional><code>{html.escape(n.strip())}'
+            "</code></autoref>" for n in names.split(",") if n.strip())
+        items.append(f"- {links}" + (f": {description}" if description else ""))
+    return "\n".join(items)
+
+
 def fix_defaults(obj: griffe.Object) -> None:
     """Defaults that name a module constant show its value (see the module docstring)."""
     for parameter in getattr(obj, "parameters", None) or []:
@@ -150,6 +172,8 @@ def fix_entries(obj: griffe.Object) -> None:
     """Join the rows of a Returns (Yields, Raises ...) entry broken across rows; plain types (module docstring)."""
     for section in obj.docstring.parsed:
         kind = section.kind.value
+        if kind == "admonition" and getattr(section.value, "annotation", None) == "see-also":
+            section.value.description = see_also(section.value.description, obj)
         if kind not in ENTRY_SECTIONS | PARAMETER_SECTIONS | {"attributes"}:
             continue
         if kind in ENTRY_SECTIONS:
@@ -205,6 +229,25 @@ def fix_parameters(obj: griffe.Object) -> None:
                 parameter.value = own.default
 
 
+def comment_docstring(obj: griffe.Object) -> None:
+    """Give an attribute without a docstring the ``#:`` comment lines just above its assignment, if any."""
+    if not obj.is_attribute or obj.docstring is not None or obj.parent is None or not obj.lineno:
+        return
+    try:
+        lines = obj.parent.lines if obj.parent.is_module else obj.parent.module.lines
+    except (AttributeError, OSError):
+        return
+    comment, i = [], obj.lineno - 2
+    while 0 <= i < len(lines) and lines[i].strip().startswith("#:"):
+        comment.insert(0, lines[i].strip()[2:].strip())
+        i -= 1
+    if comment:
+        owner = obj.parent.docstring
+        obj.docstring = griffe.Docstring("\n".join(comment), lineno=i + 2, endlineno=obj.lineno - 1, parent=obj,
+                                         parser=owner.parser if owner else None,
+                                         parser_options=owner.parser_options if owner else None)
+
+
 def members(obj: griffe.Object):
     """``obj`` and every object defined under it (aliases are documented where they are defined)."""
     yield obj
@@ -221,6 +264,7 @@ class VarsimDocstrings(griffe.Extension):
         for obj in members(pkg):
             if obj.is_function:
                 fix_defaults(obj)
+            comment_docstring(obj)
         for obj in members(pkg):
             if obj.docstring is None:
                 continue

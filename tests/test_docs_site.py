@@ -122,7 +122,8 @@ def _api_site(tmp_path, documented, indexed):
     site = _site(tmp_path, [".", "api/", "api/sim/"], [])
     for page, ids in (("api/sim", documented), ("api", [])):
         (site / page).mkdir(parents=True, exist_ok=True)
-        headings = "".join(f'<h2 id="{i}" class="doc doc-heading">{i}</h2>' for i in ids)
+        headings = "".join(f'<h2 id="{i}" class="doc doc-heading">{i}</h2>'
+                           f'<h3 id="{i}.method" class="doc doc-heading">method</h3>' for i in ids)
         links = "".join(f'<a href="sim/#{i}">{i}</a>' for i in indexed) if page == "api" else ""
         (site / page / "index.html").write_text(_page(headings + links))
     return site
