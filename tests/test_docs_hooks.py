@@ -322,3 +322,52 @@ def g():
     (low_high,) = [s for s in pkg["g"].docstring.parsed if s.kind.value == "returns"][0].value
     assert low_high.description == ("Floats.\n\nUnlike the Wald interval ``p +- z`` it does not collapse to a point, "
                                     "which matters near 100%.")
+
+
+def test_see_also_becomes_links_and_comment_constants_get_a_docstring(tmp_path):
+    """Catches a See Also section shown as one run-on line of names, and a constant documented by a ``#:`` comment
+    shown with an empty entry (and no line in the API index)."""
+    pkg = _griffe_package(tmp_path, '''
+#: Largest length accepted.
+N_MAX = 100
+UNDOCUMENTED = 3
+def g():
+    """G."""
+def f():
+    """F.
+
+    See Also
+    --------
+    g : the other one,
+        continued here.
+    N_MAX
+    """
+''')
+    assert pkg["N_MAX"].docstring.value == "Largest length accepted."
+    assert pkg["UNDOCUMENTED"].docstring is None
+    (see_also,) = [s for s in pkg["f"].docstring.parsed if s.kind.value == "admonition"]
+    assert see_also.value.description.splitlines() == [
+        '- <autoref identifier="pkg.g" optional><code>g</code></autoref>: the other one, continued here.',
+        '- <autoref identifier="pkg.N_MAX" optional><code>N_MAX</code></autoref>']
+
+
+def test_api_index_lists_each_entry_of_the_rendered_pages_with_its_first_sentence(monkeypatch):
+    """Catches an API index that drifts from the pages (it is built from their rendered entries), links relative
+    to the wrong directory, or summarizes with the class-bases line or a sentence cut at "i.i.d."."""
+    hooks = _hooks()
+    page = ('<h2 id="varsim.sim.simulate" class="doc doc-heading"><span class="doc doc-object-name '
+            'doc-function-name">simulate</span></h2><div class="doc doc-contents"><p>Monte Carlo statistics over '
+            "i.i.d. keys. More detail.</p></div>"
+            '<h3 id="varsim.sim.Result.var" class="doc doc-heading">var</h3>'
+            '<div class="doc doc-contents"><p>A.</p></div>'
+            '<h2 id="varsim.sim.Estimate" class="doc doc-heading"><span class="doc doc-object-name '
+            'doc-class-name">Estimate</span></h2><div class="doc doc-contents"><p class="doc doc-class-bases">'
+            "Bases: NamedTuple</p><p>A value and its SE.</p></div>")
+    monkeypatch.setitem(hooks._api_pages, "api/sim.md", ("api/sim/", page))
+    table = hooks.api_table("api/sim.md", "api/")
+    assert '<a href="sim/#varsim.sim.simulate"><code>simulate</code></a></td><td>function</td>' in table
+    assert "<td>Monte Carlo statistics over i.i.d. keys.</td>" in table
+    assert "<td>class</td><td>A value and its SE.</td>" in table and "Bases" not in table
+    assert "Result.var" not in table  # a method is listed under its class's entry, not in the index
+    nav = [{"Home": "index.md"}, {"API reference": [{"Index": "api/index.md"}, {"varsim.sim": "api/sim.md"}]}]
+    assert hooks.api_index_markdown(nav) == "## [varsim.sim](sim.md)\n\n<!-- varsim-api-table: api/sim.md -->\n"
