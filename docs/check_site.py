@@ -5,13 +5,19 @@ every page is also loaded in headless Chromium (Debian's ``chromium``) from a lo
 after the scripts have run. A page fails when
 
 * a raw Sphinx role (``:func:``, ``:class:`` ...) shows in its text;
+* docstring markup the API pages did not render shows: a cross-reference left as ``<autoref ...>`` text, an RST
+  literal in double backquotes, or an RST literal-block marker (a paragraph ending in ``::``);
+* a docstring table (Parameters, Returns ...) is broken: a row without a description, or a Type cell that reads as
+  prose (a description parsed as a type: a sentence, or a continuation line of the entry above);
+* a default shows a constant's name (``seed=SEED_DEFAULT``) instead of its value, in a signature or a table;
 * it loads a script with an empty ``src`` or anything (script, stylesheet, font) from another host: the site must
   work offline;
 * an image it shows is missing from the site, or has no description (alt text);
 * a notebook cell printed a warning (``...Warning`` in its stderr output);
 * (browser) a formula is left untypeset: a math span with no KaTeX output in it, a KaTeX error, or ``$``, ``\\(``,
   ``\\[`` math delimiters still in the visible text;
-* a page of the site is missing from the navigation, or the navigation links to a page the site does not have.
+* a page of the site is missing from the navigation, or the navigation links to a page the site does not have;
+* the API index (``api/index.html``) does not link every object an API page documents.
 
 ``--shots DIR`` also saves screenshots (1280 px wide) of the home page, a theory page, a notebook and an API page.
 Exit status 1 with one line per problem, 0 with a one-line summary.
@@ -38,6 +44,15 @@ ROLE = re.compile(r":(?:py:)?(?:func|class|meth|mod|data|attr|exc|obj|const|ref|
 # math delimiters that KaTeX leaves in the text only when it did not typeset the formula
 LEFT_MATH = re.compile(r"\$\$|\\\(|\\\[|(?<![\w$])\$(?=[^\s$])[^$\n]{1,200}?(?<=\S)\$(?![\w$])")
 NON_TEXT = ("script", "style", "pre", "code", "noscript", "textarea", "svg")
+LEAKED_AUTOREF = re.compile(r"<autoref\b[^>]{0,200}")
+RST_LITERAL = re.compile(r"``[^`\n]{0,60}``?")
+# "is::", "):" + ":" at the end of a line or before a space: the marker of an RST literal block
+RST_BLOCK_MARKER = re.compile(r"(?<=[^\s:])::(?=\s|$)")
+#: a default that names a module constant (UPPER_CASE) instead of showing its value
+CONSTANT_NAME = re.compile(r"_?[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+|_?[A-Z]{3,}[A-Z0-9]*")
+SIGNATURE_CONSTANT = re.compile(r"=\s*(" + CONSTANT_NAME.pattern + r")\b(?![.(\[])")
+#: a Type cell longer than this many words is a description parsed as a type
+TYPE_MAX_WORDS = 8
 #: screenshot name -> (page, window height in px): the API page tall enough to show simulate's Parameters table
 SHOTS = {"home": ("", 1600), "theory": ("theory/identity/", 1600),
          "notebook": ("notebooks/01_variance_vanishes/", 2400), "api": ("api/sim/", 6000)}
@@ -56,6 +71,59 @@ def visible_text(soup: BeautifulSoup, skip_math: bool = False) -> str:
     return soup.get_text(" ")
 
 
+def without_code_blocks(soup: BeautifulSoup) -> str:
+    """The page's text with inline code but without code blocks (``<pre>``), scripts and styles."""
+    soup = BeautifulSoup(str(soup), "html.parser")
+    for tag in soup.find_all(("script", "style", "pre", "noscript", "textarea", "svg")):
+        tag.decompose()
+    return soup.get_text(" ")
+
+
+def _cell(cell) -> str:
+    return " ".join(cell.get_text(" ").split())
+
+
+def table_problems(main, page: str) -> list[str]:
+    """Broken rows of the docstring tables (mkdocstrings' ``doc-section-item`` rows) and defaults shown by name."""
+    problems = []
+    for table in main.find_all("table"):
+        rows = table.select("tr.doc-section-item")
+        if not rows:
+            continue
+        header = [_cell(th) for th in table.select("thead th")]
+        title = table.find_previous(class_="doc-section-title")
+        section = _cell(title).rstrip(":") if title else "table"
+        for row in rows:
+            cells = dict(zip(header, (_cell(td) for td in row.find_all("td", recursive=False))))
+            what = cells.get("Name") or cells.get("Type") or "?"
+            where = f"{page}: {section} row {what[:50]!r}"
+            if "Description" in cells and not cells["Description"]:
+                problems.append(f"{where} has no description (a broken table row)")
+            kind = cells.get("Type", "")
+            if kind and (kind[-1] in ".,;" or len(kind.split()) > TYPE_MAX_WORDS):
+                problems.append(f"{where}: the Type column reads as prose (a description parsed as a type)")
+            if CONSTANT_NAME.fullmatch(cells.get("Default", "")):
+                problems.append(f"{where}: the default shows a constant's name, not its value")
+    for signature in main.select(".doc-signature"):
+        for match in SIGNATURE_CONSTANT.finditer(signature.get_text()):
+            problems.append(f"{page}: a signature shows a constant's name as a default: {match.group(0)!r}")
+    return problems
+
+
+def markup_problems(main, page: str, text: str) -> list[str]:
+    """Docstring markup left unrendered: autoref tags and RST literals (in any text but code blocks) and RST
+    literal-block markers (in the prose)."""
+    problems = []
+    with_code = without_code_blocks(main)
+    for match in LEAKED_AUTOREF.finditer(with_code):
+        problems.append(f"{page}: a cross-reference left as markup: {match.group(0)[:80]!r}")
+    for match in RST_LITERAL.finditer(with_code):
+        problems.append(f"{page}: an RST literal in double backquotes: {match.group(0)!r}")
+    for match in RST_BLOCK_MARKER.finditer(text):
+        problems.append(f"{page}: an RST literal-block marker '::': {text[max(0, match.start() - 40):match.end()]!r}")
+    return problems
+
+
 def page_problems(html: str, page: str, site: Path, rendered: bool) -> list[str]:
     """Problems of one page (``page``: its path in the site); ``rendered``: the DOM after the scripts ran."""
     soup = BeautifulSoup(html, "html.parser")
@@ -64,6 +132,8 @@ def page_problems(html: str, page: str, site: Path, rendered: bool) -> list[str]
     text = visible_text(main, skip_math=rendered)
     for match in ROLE.finditer(text):
         problems.append(f"{page}: raw Sphinx role {text[match.start():match.end() + 30]!r}")
+    problems += markup_problems(main, page, text)
+    problems += table_problems(main, page)
     for tag in soup.find_all(["script", "img", "link", "iframe"]):
         url = tag.get("src") if tag.name != "link" else tag.get("href")
         if tag.name == "script" and tag.has_attr("src") and not url.strip():
@@ -122,6 +192,33 @@ def nav_problems(site: Path) -> list[str]:
             + [f"navigation links to {p}, which the site does not have" for p in sorted(linked - built)])
 
 
+def api_index_problems(site: Path) -> list[str]:
+    """Objects an API page documents (its mkdocstrings headings at the shallowest level: functions, classes,
+    constants) that the API index ``api/index.html`` does not link to; nothing when the site has no API pages."""
+    api_pages = [p for p in pages(site) if p.startswith("api/") and p != "api/index.html"]
+    if not api_pages:
+        return []
+    index = site / "api" / "index.html"
+    if not index.is_file():
+        return ["api/index.html: the site has API pages but no API index"]
+    soup = BeautifulSoup(index.read_text(encoding="utf-8"), "html.parser")
+    linked = set()
+    for a in (soup.select_one("article") or soup).find_all("a", href=True):
+        parts = urlsplit(a["href"])
+        if not parts.scheme and parts.fragment:
+            target = posixpath.normpath(posixpath.join("api", parts.path or "."))
+            linked.add((target.rstrip("/") + "/index.html", unquote(parts.fragment)))
+    problems = []
+    for page in api_pages:
+        soup = BeautifulSoup((site / page).read_text(encoding="utf-8"), "html.parser")
+        headings = soup.select(".doc-heading[id]")
+        top = min((int(h.name[1]) for h in headings), default=0)
+        for heading in (h for h in headings if h.name == f"h{top}"):
+            if (page, heading["id"]) not in linked:
+                problems.append(f"api/index.html: no link to {heading['id']} (documented in {page})")
+    return problems
+
+
 def chromium() -> str | None:
     return shutil.which("chromium") or shutil.which("chromium-browser")
 
@@ -172,7 +269,7 @@ def check(site: Path, browser: bool = False, shots: Path | None = None) -> tuple
     """(problems, pages checked) for the built site ``site``."""
     if not (site / "index.html").is_file():
         return [f"{site}: no built site (index.html missing); run mkdocs build first"], 0
-    problems = nav_problems(site)
+    problems = nav_problems(site) + api_index_problems(site)
     all_pages = pages(site)
     for page in all_pages:
         problems += page_problems((site / page).read_text(encoding="utf-8"), page, site, rendered=False)

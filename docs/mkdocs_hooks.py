@@ -15,6 +15,9 @@
 * ``<!-- varsim-gallery -->`` is replaced by every figure of ``varsim.figures.FIGURES``, drawn at build time into
   ``build/gallery`` (``VARSIM_DOCS_FIGURES=reuse`` keeps the PNGs an earlier build drew there, for quick local
   rebuilds), each with its module's docstring as caption;
+* ``<!-- varsim-api-index -->`` (in ``api/index.md``) is replaced by a section per API page of the navigation, each
+  a table of every object that page documents (its top-level entries, as mkdocstrings rendered them: so the index
+  cannot list an object the pages lack, nor miss one they show) with the first sentence of its docstring;
 * the version of the package and the commit the site is built from go in the header and footer, with a link to the
   repository when one is known (``VARSIM_REPO_URL``, else ``[project.urls]`` of pyproject.toml);
 * every warning counts: those of loggers outside ``mkdocs.*`` and Python's ``warnings`` are logged again under
@@ -45,6 +48,13 @@ from mkdocs.structure.files import File
 ROOT = Path(__file__).resolve().parents[1]
 CLI_MARKER = "<!-- varsim-cli-reference -->"
 GALLERY_MARKER = "<!-- varsim-gallery -->"
+API_INDEX_MARKER = "<!-- varsim-api-index -->"
+API_TABLE = re.compile(r"<!-- varsim-api-table: (?P<page>\S+) -->")
+API_INDEX_PAGE = "api/index.md"
+#: the kind of an object's entry, from the class mkdocstrings gives its name
+API_KINDS = {"doc-class-name": "class", "doc-function-name": "function", "doc-attribute-name": "constant",
+             "doc-module-name": "module"}
+API_SUMMARY_CHARS = 160
 INCLUDE = re.compile(r"<!-- varsim-include: (?P<path>[^|>]+?)(?: \| (?P<heading>[^>]+?))? -->")
 JUPYTER_CONFIG = ROOT / "docs" / "jupyter"
 GALLERY_DIR = ROOT / "build" / "gallery"
@@ -65,6 +75,8 @@ ROLE = re.compile(r":(?:py:)?[a-z]+:`~?([^`]+)`")
 
 # filled by on_files: repository path of a wholly included file -> the page that includes it
 _included_pages: dict[str, str] = {}
+# filled by on_page_content: API page (src_uri) -> (its url, its rendered content), for the API index
+_api_pages: dict[str, tuple[str, str]] = {}
 
 
 def _git(*args: str) -> str | None:
@@ -158,6 +170,7 @@ def on_files(files, config):
             rel = path.relative_to(ROOT).as_posix()
             files.append(File.generated(config, REPO_FILES_PREFIX + rel, abs_src_path=str(path)))
     _included_pages.clear()
+    _api_pages.clear()
     _included_pages.update(REFERENCE)
     for file in files.documentation_pages():
         if file.abs_src_path and Path(file.abs_src_path).suffix == ".md":
@@ -382,6 +395,85 @@ def include(match: re.Match, page_uri: str, config, markdown: str) -> str:
     return shift_headings(text, top=min(6, (above[-1] if above else 1) + 1))
 
 
+def api_pages_in_nav(nav) -> list[tuple[str, str]]:
+    """(title, src_uri) of every API page of the navigation (``api/*.md`` but the index), in navigation order."""
+    out = []
+    for item in nav or []:
+        if isinstance(item, dict):
+            for title, value in item.items():
+                if isinstance(value, list):
+                    out += api_pages_in_nav(value)
+                elif isinstance(value, str) and value.startswith("api/") and value != API_INDEX_PAGE:
+                    out.append((title, value))
+    return out
+
+
+def api_index_markdown(nav) -> str:
+    """The API index's sections: a heading per API page and a placeholder for its table (filled in on_post_page)."""
+    pages = api_pages_in_nav(nav)
+    if not pages:
+        raise PluginError(f"{API_INDEX_PAGE}: the navigation has no API page to index")
+    rel = posixpath.dirname(API_INDEX_PAGE)
+    return "\n".join(f"## [{title}]({posixpath.relpath(uri, rel)})\n\n<!-- varsim-api-table: {uri} -->\n"
+                     for title, uri in pages)
+
+
+def first_sentence(text: str) -> str:
+    """The first sentence of a docstring's first paragraph, on one line (cut at a word past API_SUMMARY_CHARS)."""
+    text = " ".join(text.split())
+    match = re.match(r"(.+?[.!?](?<!i\.i\.d\.)(?<!e\.g\.)(?<!i\.e\.))(?=\s+[A-Z(`\"]|$)", text)
+    sentence = match.group(1) if match else text
+    if len(sentence) > API_SUMMARY_CHARS:
+        sentence = sentence[:API_SUMMARY_CHARS].rsplit(" ", 1)[0] + " ..."
+    return sentence
+
+
+def top_level_entries(soup) -> list:
+    """The entries an API page documents: its mkdocstrings headings (``.doc-heading``) at the shallowest level
+    (functions, classes and constants; their methods and attributes are one level below)."""
+    headings = soup.select(".doc-heading[id]")
+    top = min((int(h.name[1]) for h in headings), default=0)
+    return [h for h in headings if h.name == f"h{top}"]
+
+
+def api_table(page_uri: str, index_url: str) -> str:
+    """The HTML table of the objects the API page ``page_uri`` documents, linked from the page at ``index_url``."""
+    from bs4 import BeautifulSoup
+
+    if page_uri not in _api_pages:
+        raise PluginError(f"{API_INDEX_PAGE}: {page_uri} was not rendered (is it in the navigation?)")
+    url, content = _api_pages[page_uri]
+    soup = BeautifulSoup(content, "html.parser")
+    base = index_url if index_url.endswith("/") or not index_url else posixpath.dirname(index_url)
+    href = posixpath.relpath(url or ".", base or ".")
+    href = "" if href == "." else href + ("/" if url.endswith("/") else "")
+    rows = []
+    for heading in top_level_entries(soup):
+        name = heading.select_one(".doc-object-name")
+        kind = next((k for c, k in API_KINDS.items() if name is not None and c in name.get("class", [])), "")
+        contents = heading.find_next_sibling("div", class_="doc-contents")
+        paragraph = next((p for p in contents.find_all("p") if "doc-class-bases" not in p.get("class", [])),
+                         None) if contents is not None else None
+        summary = first_sentence(paragraph.get_text()) if paragraph is not None else ""
+        if not summary:
+            raise PluginError(f"{API_INDEX_PAGE}: {heading['id']} ({page_uri}) has no docstring to summarize")
+        label = html_escape(name.get_text(strip=True) if name is not None else heading["id"])
+        rows.append(f'<tr><td><a href="{html_escape(href)}#{html_escape(heading["id"])}"><code>{label}</code></a></td>'
+                    f"<td>{kind}</td><td>{html_escape(summary)}</td></tr>")
+    if not rows:
+        raise PluginError(f"{API_INDEX_PAGE}: {page_uri} documents no object")
+    return ('<table class="varsim-api-index"><thead><tr><th>Object</th><th>Kind</th><th>Summary</th></tr></thead>'
+            "<tbody>"
+            + "".join(rows) + "</tbody></table>")
+
+
+def on_page_content(html, page, config, files):
+    uri = page.file.src_uri
+    if uri.startswith("api/") and uri != API_INDEX_PAGE:
+        _api_pages[uri] = (page.url, html)
+    return html
+
+
 def on_page_markdown(markdown, page, config, files):
     if page.file.src_uri == "cli.md":
         if CLI_MARKER not in markdown:
@@ -389,6 +481,8 @@ def on_page_markdown(markdown, page, config, files):
         markdown = markdown.replace(CLI_MARKER, cli_reference())
     if GALLERY_MARKER in markdown:
         markdown = markdown.replace(GALLERY_MARKER, gallery_markdown())
+    if API_INDEX_MARKER in markdown:
+        markdown = markdown.replace(API_INDEX_MARKER, api_index_markdown(config.nav))
     return INCLUDE.sub(lambda m: include(m, page.file.src_uri, config, markdown), markdown)
 
 
@@ -408,6 +502,8 @@ def plot_alt_text(html: str, title: str) -> str:
 
 
 def on_post_page(output, page, config):
+    if page.file.src_uri == API_INDEX_PAGE:
+        output = API_TABLE.sub(lambda m: api_table(m["page"], page.url), output)
     if page.file.src_uri.startswith("notebooks/"):
         output = NOTEBOOK_WIDGET_LOADER.sub("", NOTEBOOK_MATHJAX.sub("", output))
         output = plot_alt_text(output, page.title or page.file.name)

@@ -249,3 +249,125 @@ def test_varsim_docstrings_keep_no_raw_role_after_the_extension():
     got = {p.name: p for p in section.value}
     assert got["value_scale"].value == "1.0" and got["value_mean"].value == "0.0"
     assert "keep_samples" in got and "keep_samples" not in got["progress"].description
+
+
+def test_types_returns_rows_literal_blocks_and_constant_defaults_render_as_a_reader_expects(tmp_path):
+    """Catches issue 33's api/testing defects at their source: a role or RST literal in a Type column (shown as
+    ``<autoref ...>`` markup), a Returns description written flush left (split into rows whose type is prose), an
+    RST ``::`` literal block (shown as "pass::" and an indented paragraph) and a default naming a constant
+    (``seed=SEED_DEFAULT`` where the reader needs 0), in a signature, a dataclass field and the table."""
+    griffe = pytest.importorskip("griffe")
+    ext = _load("griffe_varsim.py", "varsim_griffe_ext")
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text('''
+import dataclasses
+class _Sentinel(int):
+    pass
+SEED_DEFAULT = _Sentinel(0)
+LAWS = ("gaussian", "uniform")
+HUGE = ("a" * 1, "long", "tuple", "of", "many", "names", "that", "runs", "past", "the", "limit", "of", "a", "cell")
+class Adapted:
+    """An adapted function."""
+@dataclasses.dataclass
+class Config:
+    """A config."""
+    laws: tuple = LAWS
+def f(fn, seed=SEED_DEFAULT, laws=LAWS, names=HUGE, *, tolerance="calibrated") -> Adapted:
+    """Run it. Use it as::
+
+        f(g)  # indented code
+
+    Parameters
+    ----------
+    fn : callable or :class:`~pkg.Adapted`
+        The function.
+    seed : int
+        The seed.
+    laws, names : tuple
+        Laws.
+    tolerance : ``"calibrated"`` or ``"worst_case"``
+        The model.
+
+    Returns
+    -------
+    :class:`Adapted`. Nothing is asserted. Cases that need a keyword are
+    skipped and listed.
+    """
+def g():
+    """Returns
+    -------
+    (low, high)
+        Floats.
+
+    Unlike the Wald interval ``p +- z`` it does not collapse to a point, which
+    matters near 100%.
+    """
+''')
+    extensions = griffe.load_extensions("dataclasses", ext.VarsimDocstrings)
+    pkg = griffe.load("pkg", search_paths=[tmp_path], docstring_parser="numpy", extensions=extensions)
+    f = pkg["f"]
+    defaults = {p.name: p.default for p in f.parameters}
+    assert defaults["seed"] == "0" and defaults["laws"] == "('gaussian', 'uniform')"
+    assert str(defaults["names"]) == "HUGE"  # too long for a table cell: the name stays
+    assert {p.name: p.default for p in pkg["Config"].parameters}["laws"] == "('gaussian', 'uniform')"
+    sections = {s.kind.value: s for s in f.docstring.parsed}
+    params = {p.name: p for p in sections["parameters"].value}
+    assert str(params["fn"].annotation) == "callable or Adapted" and "<autoref" not in str(params["fn"].annotation)
+    assert params["seed"].value == "0"
+    assert "``" not in str(params["tolerance"].annotation) + params["tolerance"].description
+    (returned,) = sections["returns"].value
+    assert str(returned.annotation) == "Adapted"
+    assert returned.description.endswith("Cases that need a keyword are skipped and listed.")
+    assert "::" not in f.docstring.value and "Use it as:\n\n```python\nf(g)  # indented code\n```" in f.docstring.value
+    (low_high,) = [s for s in pkg["g"].docstring.parsed if s.kind.value == "returns"][0].value
+    assert low_high.description == ("Floats.\n\nUnlike the Wald interval ``p +- z`` it does not collapse to a point, "
+                                    "which matters near 100%.")
+
+
+def test_see_also_becomes_links_and_comment_constants_get_a_docstring(tmp_path):
+    """Catches a See Also section shown as one run-on line of names, and a constant documented by a ``#:`` comment
+    shown with an empty entry (and no line in the API index)."""
+    pkg = _griffe_package(tmp_path, '''
+#: Largest length accepted.
+N_MAX = 100
+UNDOCUMENTED = 3
+def g():
+    """G."""
+def f():
+    """F.
+
+    See Also
+    --------
+    g : the other one,
+        continued here.
+    N_MAX
+    """
+''')
+    assert pkg["N_MAX"].docstring.value == "Largest length accepted."
+    assert pkg["UNDOCUMENTED"].docstring is None
+    (see_also,) = [s for s in pkg["f"].docstring.parsed if s.kind.value == "admonition"]
+    assert see_also.value.description.splitlines() == [
+        '- <autoref identifier="pkg.g" optional><code>g</code></autoref>: the other one, continued here.',
+        '- <autoref identifier="pkg.N_MAX" optional><code>N_MAX</code></autoref>']
+
+
+def test_api_index_lists_each_entry_of_the_rendered_pages_with_its_first_sentence(monkeypatch):
+    """Catches an API index that drifts from the pages (it is built from their rendered entries), links relative
+    to the wrong directory, or summarizes with the class-bases line or a sentence cut at "i.i.d."."""
+    hooks = _hooks()
+    page = ('<h2 id="varsim.sim.simulate" class="doc doc-heading"><span class="doc doc-object-name '
+            'doc-function-name">simulate</span></h2><div class="doc doc-contents"><p>Monte Carlo statistics over '
+            "i.i.d. keys. More detail.</p></div>"
+            '<h3 id="varsim.sim.Result.var" class="doc doc-heading">var</h3>'
+            '<div class="doc doc-contents"><p>A.</p></div>'
+            '<h2 id="varsim.sim.Estimate" class="doc doc-heading"><span class="doc doc-object-name '
+            'doc-class-name">Estimate</span></h2><div class="doc doc-contents"><p class="doc doc-class-bases">'
+            "Bases: NamedTuple</p><p>A value and its SE.</p></div>")
+    monkeypatch.setitem(hooks._api_pages, "api/sim.md", ("api/sim/", page))
+    table = hooks.api_table("api/sim.md", "api/")
+    assert '<a href="sim/#varsim.sim.simulate"><code>simulate</code></a></td><td>function</td>' in table
+    assert "<td>Monte Carlo statistics over i.i.d. keys.</td>" in table
+    assert "<td>class</td><td>A value and its SE.</td>" in table and "Bases" not in table
+    assert "Result.var" not in table  # a method is listed under its class's entry, not in the index
+    nav = [{"Home": "index.md"}, {"API reference": [{"Index": "api/index.md"}, {"varsim.sim": "api/sim.md"}]}]
+    assert hooks.api_index_markdown(nav) == "## [varsim.sim](sim.md)\n\n<!-- varsim-api-table: api/sim.md -->\n"

@@ -33,9 +33,29 @@ GOOD = _page('<p>The variance <span class="arithmatex"><span class="katex">x</sp
              '<script src="../assets/katex/katex.min.js"></script>')
 
 
+def _table(section: str, header: list[str], rows: list[list[str]]) -> str:
+    """A docstring table as mkdocstrings renders it (docstring_section_style: table)."""
+    head = "".join(f"<th>{h}</th>" for h in header)
+    body = "".join('<tr class="doc-section-item">' + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
+    return (f'<p><span class="doc-section-title">{section}:</span></p>'
+            f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
+
+
+PARAMS = ["Name", "Type", "Description", "Default"]
+RETURNS = ["Type", "Description"]
+GOOD_API = _page(
+    '<div class="doc-signature highlight"><pre><code>simulate(n, seed=0, dtype=np.float64, *, rng=None)</code></pre>'
+    "</div><p>Returns the variance: call it as</p><pre><code>x = simulate(16)  # a::b, ``raw``</code></pre>"
+    + _table("Parameters", PARAMS, [["<code>seed</code>", "<code>int</code>", "<p>The seed.</p>", "<code>0</code>"],
+                                    ["<code>rng</code>", "<code>int, SeedSequence, Generator or None</code>",
+                                     "<p>The stream; <code>x::y</code>.</p>", "<code>None</code>"]])
+    + _table("Returns", RETURNS, [["<code>SimulationResult</code>", "<p>The estimates, <code>N_MAX</code>.</p>"]]))
+
+
 def test_a_clean_page_passes(tmp_path):
     check = _check_site()
     assert check.page_problems(GOOD, "a/index.html", tmp_path, rendered=True) == []
+    assert check.page_problems(GOOD_API, "api/a/index.html", tmp_path, rendered=False) == []
 
 
 @pytest.mark.parametrize("html, rendered, expected", [
@@ -54,6 +74,26 @@ def test_a_clean_page_passes(tmp_path):
     (_page("<p>so $\\beta = 1$ here</p>"), True, "math left as text"),
     (_page("<p>display \\[ x \\]</p>"), True, "math left as text"),
     (_page('<p><span class="katex-error" title="ParseError: bad">x</span></p>'), True, "KaTeX could not"),
+    # docstring markup the API pages did not render (issue 33: api/testing showed each of these)
+    (_page('<td><code>callable or &lt;autoref identifier="varsim.testing.arrays.Adapted" optional&gt;'
+           "&lt;code&gt;Adapted&lt;/code&gt;&lt;/autoref&gt;</code></td>"), False, "cross-reference left as markup"),
+    (_page("<p>compared at <code>``tau = 1``</code></p>"), False, "RST literal in double backquotes"),
+    (_page("<p>compared at ``tau = 1`` here</p>"), False, "RST literal in double backquotes"),
+    (_page("<p>Returns the report when all pass::</p><pre><code>check(f)</code></pre>"), False, "literal-block marker"),
+    (_page("<p>Example:: </p>"), False, "literal-block marker"),
+    # check_against_reference's Returns: one entry broken into rows whose "type" is the description's next line
+    (_page(_table("Returns", RETURNS, [["<code>ReferenceReport. Nothing is asserted.</code>", ""]])), False,
+     "has no description"),
+    (_page(_table("Returns", RETURNS, [["<code>skipped and listed; when every case is skipped that</code>",
+                                        "<p>x</p>"]])), False, "reads as prose"),
+    (_page(_table("Returns", RETURNS, [["<code>a type that runs on for far more than eight words here</code>",
+                                        "<p>x</p>"]])), False, "reads as prose"),
+    (_page(_table("Parameters", PARAMS, [["<code>seed</code>", "<code>int</code>", "<p>The seed.</p>",
+                                          "<code>SEED_DEFAULT</code>"]])), False, "constant's name, not its value"),
+    (_page('<div class="doc-signature"><pre><code>Transformer(config, seed=SEED_DEFAULT, *, rng=None)</code></pre>'
+           "</div>"), False, "signature shows a constant's name"),
+    (_page('<div class="doc-signature"><pre><code>simulate(n, seed=_SEED_DEFAULT)</code></pre></div>'), False,
+     "signature shows a constant's name"),
 ])
 def test_each_defect_a_reader_would_see_is_reported(tmp_path, html, rendered, expected):
     problems = _check_site().page_problems(html, "a/index.html", tmp_path, rendered=rendered)
@@ -76,6 +116,27 @@ def test_pages_missing_from_the_navigation_and_dead_nav_links_are_reported(tmp_p
     assert "orphan/index.html: not in the navigation" in problems
     assert "navigation links to api/sim/index.html, which the site does not have" in problems
     assert len(problems) == 2
+
+
+def _api_site(tmp_path, documented, indexed):
+    site = _site(tmp_path, [".", "api/", "api/sim/"], [])
+    for page, ids in (("api/sim", documented), ("api", [])):
+        (site / page).mkdir(parents=True, exist_ok=True)
+        headings = "".join(f'<h2 id="{i}" class="doc doc-heading">{i}</h2>'
+                           f'<h3 id="{i}.method" class="doc doc-heading">method</h3>' for i in ids)
+        links = "".join(f'<a href="sim/#{i}">{i}</a>' for i in indexed) if page == "api" else ""
+        (site / page / "index.html").write_text(_page(headings + links))
+    return site
+
+
+def test_an_api_index_that_misses_a_documented_object_is_reported(tmp_path):
+    check = _check_site()
+    site = _api_site(tmp_path, ["varsim.sim.simulate", "varsim.sim.measure_variance"], ["varsim.sim.simulate"])
+    problems = check.api_index_problems(site)
+    assert problems == ["api/index.html: no link to varsim.sim.measure_variance (documented in api/sim/index.html)"]
+    (tmp_path / "ok").mkdir()
+    complete = _api_site(tmp_path / "ok", ["varsim.sim.simulate"], ["varsim.sim.simulate"])
+    assert check.api_index_problems(complete) == []
 
 
 def test_an_unbuilt_site_fails_the_check(tmp_path):

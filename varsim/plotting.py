@@ -2,28 +2,51 @@
 local decay exponent, and sweep results as records or a DataFrame.
 
 Each helper draws onto the axes it is given (``ax=None``: a new figure at the size of ``style``, a name of
-:data:`varsim.figures._style.STYLES` or a dict of rcParams) and returns that axes; Matplotlib is imported only when
-a helper is called::
+:data:`STYLE_NAMES` or a dict of rcParams) and returns that axes; Matplotlib is imported only when a helper is
+called:
 
-    from varsim import plotting
-    from varsim.sim import simulate
-    res = simulate([16, 64, 256, 1024], query_norm=16.0, sampler="logits", estimator="rao_blackwell")
-    ax = plotting.plot_result(res)                 # Var(o_j) vs N, SE bars, exact line, asymptote e^{beta^2}/N
-    plotting.phase_diagram(ln_n=np.linspace(0, 12, 200), betas=np.linspace(0.2, 4, 120))
-    df = plotting.sweep_frame("sweep.json")        # one row per cell (needs pandas); sweep_records without it
+```python
+from varsim import plotting
+from varsim.sim import simulate
+res = simulate([16, 64, 256, 1024], query_norm=16.0, sampler="logits", estimator="rao_blackwell")
+ax = plotting.plot_result(res)           # Var(o_j) vs N, SE bars, exact line, asymptote
+plotting.phase_diagram(ln_n=np.linspace(0, 12, 200), betas=np.linspace(0.2, 4, 120))
+df = plotting.sweep_frame("sweep.json")  # one row per cell (needs pandas)
+```
 """
 
 from __future__ import annotations
 
 __all__ = ["plot_result", "phase_diagram", "sweep_records", "sweep_frame", "style", "STYLE_NAMES"]
 
-#: The named figure styles: ``"default"``, ``"column"`` (3.3 in), ``"two-column"`` (6.9 in), ``"slides"``.
 STYLE_NAMES = ("default", "column", "two-column", "slides")
+"""The named figure styles: ``"default"``, ``"column"`` (3.3 in), ``"two-column"`` (6.9 in), ``"slides"``."""
 
 
 def style(name=None):
-    """Context manager applying a figure style (a name of :data:`STYLE_NAMES` or a dict of rcParams, e.g. a
-    ``tueplots`` bundle) to what is drawn inside it: ``with plotting.style("column"): ...``."""
+    """A context manager that applies a figure style to what is drawn inside it.
+
+    Parameters
+    ----------
+    name : str or dict, optional
+        A name of :data:`STYLE_NAMES`, or a dict of Matplotlib rcParams (e.g. a ``tueplots`` bundle); None: the
+        default style.
+
+    Returns
+    -------
+    contextlib.AbstractContextManager
+        Sets the style's rcParams on entry and restores the previous ones on exit.
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> from varsim import plotting
+    >>> with plotting.style("column"):
+    ...     ax = plotting.phase_diagram()
+    >>> [float(x) for x in ax.get_xlim()]
+    [0.0, 14.0]
+    """
     from varsim.figures import _style
 
     return _style.style(name)
@@ -50,15 +73,66 @@ def _axes(ax, style, aspect=0.75):
 
 def plot_result(result, ax=None, *, exact: bool = True, asymptote: bool = True, label=None, color=None,
                 marker: str = "o", legend: bool = True, style=None):
-    """Draw ``Var(o_j)`` of a :class:`varsim.SimulationResult` against N (log-log, standard-error bars) with the
-    exact i.i.d. value ``value_scale^2 E[sum w^2](N, beta)`` (``exact``, a solid line over the run's N range) and
-    the annealed asymptote ``value_scale^2 e^{beta^2} / N`` (``asymptote``, dashed), both at the run's beta.
+    """Draw a simulation's ``Var(o_j)`` against N with the exact theory at its logit scale.
 
+    Log-log axes, standard-error bars; the exact i.i.d. value ``value_scale^2 E[sum w^2](N, beta)`` as a solid line
+    over the run's N range and the annealed asymptote ``value_scale^2 e^{beta^2} / N`` dashed, both at the run's
+    beta.
+
+    Parameters
+    ----------
+    result : SimulationResult
+        A result of :func:`varsim.sim.simulate`.
+    ax : matplotlib.axes.Axes, optional
+        The axes to draw on (None: a new figure at the size of ``style``).
+    exact : bool
+        Draw the exact value.
+    asymptote : bool
+        Draw the annealed asymptote.
+    label : str, optional
+        Names the points in the legend (default ``beta = ...``).
+    color : color, optional
+        The points' and lines' colour (default: the next of the axes' cycle).
+    marker : str
+        The points' marker.
+    legend : bool
+        Draw the legend (redrawn with every call, so several results share one).
+    style : str or dict, optional
+        A figure style (:func:`style`) for a new figure; None on the caller's axes keeps the caller's rcParams.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        The axes drawn on.
+
+    Raises
+    ------
+    ValueError
+        ``result`` is not a simulation result; or ``exact``/``asymptote`` for a run with a random query or a
+        weight map other than softmax.
+
+    See Also
+    --------
+    varsim.theory.expected_ipr : the exact line.
+    phase_diagram : where the run's beta and N lie.
+
+    Notes
+    -----
     The lines are the theory of softmax with a fixed query and values independent of the keys: a run with coupled
     values, non-Gaussian keys or another weight map is drawn against that i.i.d. reference (which is what such a
-    plot compares with). They need a fixed query (``result.beta``); for a random query or a variant other than
-    softmax, ``exact`` and ``asymptote`` raise ValueError. ``label`` (default ``beta = ...``) names the points in
-    the legend (``legend``: redrawn with every call). Returns the axes."""
+    plot compares with).
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> from varsim import plotting
+    >>> from varsim.sim import simulate
+    >>> res = simulate([16, 64, 256], query_norm=8.0, d_k=16, n_sequences=2000, seed=0)
+    >>> ax = plotting.plot_result(res)
+    >>> ax.get_xscale(), ax.get_yscale()
+    ('log', 'log')
+    """
     import numpy as np
 
     from varsim.theory import expected_ipr
@@ -101,10 +175,53 @@ def _rc(key):
 
 def phase_diagram(ln_n=None, betas=None, ax=None, *, boundaries: bool = True, colorbar: bool = True,
                   cmap: str = "viridis", style=None):
-    """Heat map of the exact local decay exponent ``d ln E[sum w^2] / d ln N`` (:func:`varsim.theory.decay_exponent`)
-    over ``ln N`` (x, default 0..14) and ``beta`` (y, default 0.1..4), with the REM phase boundaries
-    ``ln N = beta^2/2`` and ``3 beta^2/2`` (:func:`varsim.theory.phase_boundaries`, asymptotic) as white lines and
-    the phases named. Returns the axes."""
+    """Draw the phase diagram: a heat map of the exact local decay exponent over ``ln N`` and ``beta``.
+
+    The exponent is ``d ln E[sum w^2] / d ln N`` (:func:`varsim.theory.decay_exponent`), from 0 (no decay) to -1
+    (``1/N``); the REM phase boundaries ``ln N = beta^2/2`` and ``3 beta^2/2`` (:func:`varsim.theory.phase_boundaries`,
+    asymptotic) are drawn as white lines and the phases named.
+
+    Parameters
+    ----------
+    ln_n : array_like, optional
+        Increasing grid of ``ln N`` (x axis, >= 0; default 141 points over 0..14).
+    betas : array_like, optional
+        Increasing grid of ``beta`` (y axis; default 79 points over 0.1..4).
+    ax : matplotlib.axes.Axes, optional
+        The axes to draw on (None: a new figure at the size of ``style``).
+    boundaries : bool
+        Draw the phase boundaries and name the phases.
+    colorbar : bool
+        Add a colour bar.
+    cmap : str
+        The Matplotlib colour map.
+    style : str or dict, optional
+        A figure style (:func:`style`) for a new figure.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        The axes drawn on.
+
+    Raises
+    ------
+    ValueError
+        A grid that is not increasing, 1-D and finite with at least 2 values, or ``ln_n`` below 0.
+
+    See Also
+    --------
+    varsim.theory.phase : the phase at a given (N, beta).
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> import numpy as np
+    >>> from varsim import plotting
+    >>> ax = plotting.phase_diagram(ln_n=np.linspace(0, 10, 50), betas=np.linspace(0.2, 3, 40), colorbar=False)
+    >>> [float(x) for x in ax.get_xlim() + ax.get_ylim()]
+    [0.0, 10.0, 0.2, 3.0]
+    """
     import numpy as np
 
     from varsim.theory import decay_exponent, phase_boundaries
@@ -144,9 +261,28 @@ def phase_diagram(ln_n=None, betas=None, ax=None, *, boundaries: bool = True, co
 
 
 def sweep_records(sweep) -> list[dict]:
-    """The cells of a sweep (a ``varsim sweep`` / :func:`run_sweep` JSON path, or its returned dict) as flat records:
-    one dict per cell with ``attention``, ``beta``, ``n``, each parameter as its own key, the estimates, their SEs,
-    the theory and the z-scores (the ``key`` and nested ``params`` left out)."""
+    """The cells of a sweep as flat records, one dict per cell.
+
+    Parameters
+    ----------
+    sweep : path or dict
+        A ``varsim sweep`` / :func:`varsim.sim.sweep.run_sweep` JSON file, or the dict ``run_sweep`` returns.
+
+    Returns
+    -------
+    list of dict
+        Per cell: ``attention``, ``beta``, ``n``, each parameter as its own key, the estimates, their SEs, the
+        theory and the z-scores (the ``key`` and nested ``params`` left out).
+
+    Raises
+    ------
+    ValueError
+        ``sweep`` is neither.
+
+    See Also
+    --------
+    sweep_frame : the same as a pandas DataFrame.
+    """
     from pathlib import Path
 
     from varsim.sim.sweep import load_sweep
@@ -164,7 +300,23 @@ def sweep_records(sweep) -> list[dict]:
 
 
 def sweep_frame(sweep):
-    """:func:`sweep_records` as a pandas DataFrame (one row per cell, sorted by attention, beta, n)."""
+    """The cells of a sweep as a pandas DataFrame, one row per cell, sorted by attention, beta and n.
+
+    Parameters
+    ----------
+    sweep : path or dict
+        As for :func:`sweep_records`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The records of :func:`sweep_records`.
+
+    Raises
+    ------
+    ImportError
+        pandas is not installed (:func:`sweep_records` needs no pandas).
+    """
     try:
         import pandas as pd
     except ImportError:

@@ -1,9 +1,11 @@
 """Adapters: test an attention written for another array library, another layout, or one sequence at a time.
 
 The kit draws NumPy float64 arrays. :func:`adapt` wraps your function so that it receives what it expects and the
-kit gets NumPy back::
+kit gets NumPy back:
 
-    attn = adapt(my_torch_attention, array="torch", dtype="bfloat16", layout="bhld")
+```python
+attn = adapt(my_torch_attention, array="torch", dtype="bfloat16", layout="bhld")
+```
 
 * ``array``: ``"numpy"`` (default), ``"torch"``, or any array-API namespace (``array_api_strict``, ``jax.numpy``,
   ``cupy``...): inputs are made with ``xp.asarray``; outputs come back through DLPack or ``__array__``.
@@ -40,7 +42,10 @@ from varsim._common.validate import check_choice
 __all__ = ["adapt", "Adapted", "to_numpy", "LAYOUTS", "KEYWORDS", "fn_name"]
 
 LAYOUTS = ("batch", "bhld", "bld", "sequence")
+"""The layouts :func:`adapt` knows: ``"batch"`` (``q (S, d_k)``, ``K (S, N, d_k)``, ``V (S, N, d_v)``), ``"bhld"``
+(``q (B, H, L, d_k)``), ``"bld"`` (heads folded into the batch) and ``"sequence"`` (one sequence at a time)."""
 KEYWORDS = ("tau", "mask", "causal")
+"""The keywords the kit passes to a function whose signature names them (or that lists them in ``accepts=``)."""
 _FLOAT_DTYPES = ("float64", "float32", "float16", "bfloat16")
 
 
@@ -64,8 +69,37 @@ def _dtype_name(value) -> str:
 
 
 def to_numpy(value, *, fn="attention_fn", what="output") -> tuple[np.ndarray, str]:
-    """``value`` (a NumPy array, torch tensor, DLPack or ``__array__`` array) as a float64 NumPy array, and the name
-    of its dtype (``"bfloat16"``, ``"float32"``, ...). Anything else raises ``TypeError`` naming ``fn``."""
+    """Read an array of any supported library back as a float64 NumPy array.
+
+    Parameters
+    ----------
+    value : array
+        A NumPy array, a torch tensor, or an array with ``__dlpack__`` or ``__array__``.
+    fn : callable or str
+        The function that returned ``value``, named in errors.
+    what : str
+        What ``value`` is (``"output"``, ``"weights"``), named in errors.
+
+    Returns
+    -------
+    array : numpy.ndarray
+        ``value`` as float64.
+    dtype : str
+        The name of its dtype (``"bfloat16"``, ``"float32"``, ...).
+
+    Raises
+    ------
+    TypeError
+        ``value`` is not an array of a floating dtype; the message names ``fn`` and what it returned.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from varsim.testing import to_numpy
+    >>> arr, dtype = to_numpy(np.ones(3, dtype=np.float16))
+    >>> arr.dtype.name, dtype
+    ('float64', 'float16')
+    """
     if isinstance(value, np.ndarray):
         arr, dtype = value, value.dtype.name
     elif type(value).__module__.split(".")[0] == "torch":
@@ -182,12 +216,27 @@ ARRAY_LIBRARIES = {
 
 
 class Adapted:
-    """A user attention wrapped by :func:`adapt`.
+    """A user attention wrapped by :func:`adapt` (build it with :func:`adapt`; the parameters are its).
 
     Called as ``attn(q (S, d_k), K (S, N, d_k), V (S, N, d_v))`` it behaves like a NumPy ``attention_fn`` of the
     kit's batch layout (for :func:`varsim.sim.measure_variance` and the statistical checks). :meth:`call4` is the
     general form the same-draw checks use: ``q (B, H, L, d_k)``, ``K (B, H, N, d_k)``, ``V (B, H, N, d_v)``,
     keywords ``tau``, ``mask (B, 1, L, N)``, ``causal``, returning float64 ``o (B, H, L, d_v)`` and ``w`` or None.
+
+    Parameters
+    ----------
+    fn : callable
+        Your attention.
+    array : {"numpy", "torch"} or module
+        The library of the arrays ``fn`` receives (a module: an array-API namespace).
+    dtype : {"float64", "float32", "float16", "bfloat16"}, optional
+        The dtype ``fn`` receives.
+    layout : {"batch", "bhld", "bld", "sequence"}
+        How ``fn`` lays out one batch.
+    accepts : iterable of str, optional
+        The keywords ``fn`` takes, of ``"tau"``, ``"mask"``, ``"causal"``.
+    device : str, optional
+        torch device.
     """
 
     def __init__(self, fn, array="numpy", dtype=None, layout="batch", accepts=None, device=None):
@@ -310,21 +359,54 @@ def causal_mask(n_queries: int, n_keys: int) -> np.ndarray:
 
 
 def adapt(fn, *, array="numpy", dtype: str | None = None, layout: str = "batch", accepts=None, device=None) -> Adapted:
-    """Wrap ``fn`` so the kit can call it (see the module documentation).
+    """Wrap an attention of another library or layout so that the kit can call it.
+
+    The module documentation above says what each layout and library means for your function.
 
     Parameters
     ----------
     fn : callable
         Your attention, returning ``o`` or ``(o, w)`` in its layout and library.
-    array : ``"numpy"``, ``"torch"`` or an array-API namespace module
-        The library of the arrays ``fn`` receives.
-    dtype : ``"float64"``, ``"float32"``, ``"float16"``, ``"bfloat16"`` (torch) or None
-        The dtype ``fn`` receives (None: float64, or a same-draw case's own precision).
-    layout : one of :data:`LAYOUTS`
-    accepts : iterable of ``"tau"``, ``"mask"``, ``"causal"``, optional
-        The keywords ``fn`` takes (default: read from its signature).
+    array : {"numpy", "torch"} or module
+        The library of the arrays ``fn`` receives: ``"numpy"``, ``"torch"`` or an array-API namespace module
+        (``array_api_strict``, ``jax.numpy``, ``cupy`` ...).
+    dtype : {"float64", "float32", "float16", "bfloat16"}, optional
+        The dtype ``fn`` receives (None: float64, or a same-draw case's own precision; bfloat16 needs torch, or
+        NumPy with ml_dtypes).
+    layout : {"batch", "bhld", "bld", "sequence"}
+        How ``fn`` lays out one batch (:data:`LAYOUTS`).
+    accepts : iterable of str, optional
+        The keywords ``fn`` takes, of ``"tau"``, ``"mask"``, ``"causal"`` (default: read from its signature).
     device : str, optional
         torch device (default ``"cpu"``).
+
+    Returns
+    -------
+    Adapted
+        The wrapped function; ``fn`` itself when it is already one.
+
+    Raises
+    ------
+    ValueError
+        An unknown library, layout or keyword, or a dtype the library cannot hold, naming the parameter.
+
+    See Also
+    --------
+    check_against_reference : takes the adapted function.
+    to_numpy : how outputs come back.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from varsim.testing import adapt, check_against_reference, softmax_attention_nd
+    >>> def one_sequence(q, K, V, tau=1.0):  # q (d_k,), K (N, d_k), V (N, d_v)
+    ...     o, w = softmax_attention_nd(q[None], K, V, tau=tau)
+    ...     return o[0]
+    >>> attn = adapt(one_sequence, layout="sequence")
+    >>> attn
+    adapt(one_sequence, array='numpy', dtype=None, layout='sequence')
+    >>> check_against_reference(attn).verdict
+    'pass'
     """
     if isinstance(fn, Adapted):
         return fn

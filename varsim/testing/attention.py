@@ -35,10 +35,35 @@ def softmax_attention(q, K, V, *, tau: float = 1.0, return_weights: bool = True)
 
     Returns
     -------
-    o : array (S, d_v), and ``w`` : array (S, N) when ``return_weights``.
+    o : array (S, d_v)
+        The outputs.
+    w : array (S, N)
+        The weights; returned (as ``(o, w)``) only when ``return_weights``.
 
+    Raises
+    ------
+    ValueError
+        Arrays of other shapes, naming the argument.
+
+    See Also
+    --------
+    softmax_attention_nd : several queries, any batch axes, a mask.
+    SoftmaxAttention : this function with its temperature bound.
+
+    Notes
+    -----
     The logits are max-subtracted per sequence before ``exp``, so logits of any finite size give finite weights
-    (the largest becomes ``exp(0) = 1``). Arrays of other shapes are a ValueError naming the argument.
+    (the largest becomes ``exp(0) = 1``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from varsim.testing import softmax_attention
+    >>> rng = np.random.default_rng(0)
+    >>> q, K, V = rng.normal(size=(2, 8)), rng.normal(size=(2, 5, 8)), rng.normal(size=(2, 5, 3))
+    >>> o, w = softmax_attention(q, K, V, tau=2.0)
+    >>> o.shape, w.shape, np.allclose(w.sum(axis=1), 1.0)
+    ((2, 3), (2, 5), True)
     """
     q = np.asarray(q, dtype=np.float64)
     K = np.asarray(K, dtype=np.float64)
@@ -74,9 +99,42 @@ def _check_shapes(q: np.ndarray, K: np.ndarray, V: np.ndarray) -> None:
 def softmax_attention_nd(q, K, V, *, tau: float = 1.0, mask=None):
     """Reference softmax attention with any leading batch axes, several queries and a boolean mask (float64).
 
-    ``q (..., L, d_k)``, ``K (..., N, d_k)``, ``V (..., N, d_v)``; ``mask`` broadcastable to ``(..., L, N)``, True
-    where a query may attend a key (every query must see at least one key). Returns ``o (..., L, d_v)`` and
-    ``w (..., L, N)``: ``w = softmax(tau q.K^T / sqrt(d_k))`` over the unmasked keys, max-subtracted.
+    Parameters
+    ----------
+    q : array (..., L, d_k)
+        Queries.
+    K : array (..., N, d_k)
+        Keys.
+    V : array (..., N, d_v)
+        Values.
+    tau : float
+        Temperature multiplying the logits ``q.K^T / sqrt(d_k)``.
+    mask : array of bool, optional
+        Broadcastable to ``(..., L, N)``, True where a query may attend a key; every query must see at least one
+        key (else ValueError).
+
+    Returns
+    -------
+    o : array (..., L, d_v)
+        The outputs.
+    w : array (..., L, N)
+        ``softmax(tau q.K^T / sqrt(d_k))`` over the unmasked keys, max-subtracted.
+
+    See Also
+    --------
+    softmax_attention : one query per sequence, the batch layout.
+    varsim.testing.check_against_reference : uses this as its default reference.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from varsim.testing import softmax_attention_nd
+    >>> rng = np.random.default_rng(0)
+    >>> q, K, V = rng.normal(size=(2, 4, 3, 8)), rng.normal(size=(2, 4, 6, 8)), rng.normal(size=(2, 4, 6, 5))
+    >>> causal = np.tril(np.ones((3, 6), dtype=bool), k=3)  # bottom-right aligned
+    >>> o, w = softmax_attention_nd(q, K, V, mask=causal)
+    >>> o.shape, bool(w[..., 0, 4:].max() == 0.0)
+    ((2, 4, 3, 5), True)
     """
     q = np.asarray(q, dtype=np.float64)
     K = np.asarray(K, dtype=np.float64)
@@ -94,7 +152,21 @@ def softmax_attention_nd(q, K, V, *, tau: float = 1.0, mask=None):
 
 
 class SoftmaxAttention:
-    """:func:`softmax_attention` with its temperature bound: a picklable ``attention_fn`` with a readable name."""
+    """:func:`softmax_attention` with its temperature bound: a picklable ``attention_fn`` with a readable name.
+
+    Parameters
+    ----------
+    tau : float
+        Temperature (>= 0).
+    return_weights : bool
+        Return ``(o, w)`` rather than ``o``.
+
+    Examples
+    --------
+    >>> from varsim.testing import SoftmaxAttention
+    >>> SoftmaxAttention(tau=2.0)
+    softmax_attention(tau=2)
+    """
 
     def __init__(self, tau: float = 1.0, return_weights: bool = True):
         self.tau = check_real("tau", tau, minimum=0.0)
@@ -108,17 +180,35 @@ class SoftmaxAttention:
         return self.__qualname__
 
 
-# name -> factory(**params) -> attention_fn. Register a variant with one line, e.g.
-# ATTENTION_FNS["ssmax"] = lambda s=1.0: SSMaxAttention(s)   (or one line merging varsim.variants' registry).
 ATTENTION_FNS = {
     "softmax": SoftmaxAttention,
 }
+"""The registry of ready-made attention functions: name -> factory ``(**params) -> attention_fn``.
+
+Register a variant with one line, e.g. ``ATTENTION_FNS["ssmax"] = lambda s=1.0: SSMaxAttention(s)``.
+"""
 
 
 def attention_fn(name: str, **params):
-    """The ready-made ``attention_fn`` registered as ``name``, built with ``params`` (e.g. ``tau=2.0``).
+    """The ready-made ``attention_fn`` registered as ``name`` in :data:`ATTENTION_FNS`.
 
-    Unknown names raise ``ValueError`` listing the registered ones.
+    Parameters
+    ----------
+    name : str
+        A key of :data:`ATTENTION_FNS`; an unknown name raises ``ValueError`` listing the registered ones.
+    **params
+        Passed to the factory (e.g. ``tau=2.0``).
+
+    Returns
+    -------
+    callable
+        An ``attention_fn`` in the batch layout.
+
+    Examples
+    --------
+    >>> from varsim.testing import attention_fn
+    >>> attention_fn("softmax", tau=0.5)
+    softmax_attention(tau=0.5)
     """
     check_choice("name", name, sorted(ATTENTION_FNS))
     return ATTENTION_FNS[name](**params)

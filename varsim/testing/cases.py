@@ -24,8 +24,11 @@ from .arrays import causal_mask
 __all__ = ["AttentionCase", "REFERENCE_CASES", "reference_cases", "KEY_LAWS", "MASKS", "CASE_DTYPES"]
 
 KEY_LAWS = ("gaussian", "uniform", "rademacher", "student_t")
+"""The laws of a case's standardised key coordinates (``student_t``: 3 degrees of freedom, unit variance)."""
 MASKS = ("none", "padding", "causal")
+"""The masks of a case: none, padding (each sequence its own number of valid keys), causal (bottom-right aligned)."""
 CASE_DTYPES = ("float64", "float32")
+"""The input precisions of a case (the catalogue of :mod:`varsim.testing.mutants` emulates lower ones)."""
 
 
 def _standardised(rng: np.random.Generator, law: str, shape) -> np.ndarray:
@@ -56,12 +59,12 @@ class AttentionCase:
         Logit scale ``tau |q| / sqrt(d_k)`` (every query has this norm, in a random direction).
     value_mean, value_scale : float
         Values are ``value_mean + value_scale * N(0, 1)``.
-    key_law : one of :data:`KEY_LAWS`
+    key_law : {"gaussian", "uniform", "rademacher", "student_t"}
         Standardised key coordinates (the same-draw check needs no theory, so any law works).
-    mask : one of :data:`MASKS`
+    mask : {"none", "padding", "causal"}
         ``"padding"``: sequence ``b`` has a random number of valid keys (at least 1); ``"causal"``: bottom-right
         aligned (query ``l`` sees keys ``0 .. N - L + l``).
-    dtype : ``"float64"`` or ``"float32"``
+    dtype : {"float64", "float32"}
         Precision of the inputs (and of the tolerance).
     masked_logit : float
         0, or (with a mask) the margin by which every masked key's logit exceeds the largest unmasked logit of its
@@ -69,6 +72,22 @@ class AttentionCase:
         keep at least one masked key and the second sequence only one valid key.
     seed : int
         Stream of this case's draws (combined with the check's ``rng``).
+
+    See Also
+    --------
+    REFERENCE_CASES : the standard battery of cases.
+    varsim.testing.check_against_reference : runs cases on your function and a reference.
+    varsim.testing.attention_cases : a Hypothesis strategy drawing cases.
+
+    Examples
+    --------
+    >>> from varsim.testing import AttentionCase, check_against_reference, softmax_attention
+    >>> case = AttentionCase("long-hot", n_keys=2048, beta=3.0, tau=0.5, value_mean=1.0)
+    >>> q, K, V, mask = case.arrays(rng=0)
+    >>> q.shape, K.shape, V.shape, mask
+    ((2, 1, 1, 16), (2, 1, 2048, 16), (2, 1, 2048, 8), None)
+    >>> check_against_reference(softmax_attention, case).passed
+    True
     """
 
     name: str = "case"
@@ -115,9 +134,22 @@ class AttentionCase:
                 f"seed={self.seed})")
 
     def arrays(self, rng, tau: float | None = None):
-        """Draw ``q (B, H, L, d_k)``, ``K (B, H, N, d_k)``, ``V (B, H, N, d_v)`` and the boolean mask
-        ``(B, 1, L, N)`` (None without a mask) from the stream ``(rng, seed)``; ``|q| = beta sqrt(d_k) / tau``
-        with ``tau`` the temperature actually applied (default: the case's)."""
+        """Draw the case's arrays from the stream ``(rng, seed)``.
+
+        Parameters
+        ----------
+        rng : int, SeedSequence or Generator
+            The check's stream, combined with the case's ``seed``.
+        tau : float, optional
+            The temperature actually applied (default: the case's); the queries have ``|q| = beta sqrt(d_k) / tau``.
+
+        Returns
+        -------
+        q, K, V : numpy.ndarray
+            ``q (B, H, L, d_k)``, ``K (B, H, N, d_k)``, ``V (B, H, N, d_v)``, float64.
+        mask : numpy.ndarray or None
+            Boolean ``(B, 1, L, N)``, True where a query may attend a key; None without a mask.
+        """
         tau = self.tau if tau is None else tau
         g = child_generator(resolve_seed(None, rng), self.seed)
         B, H, L, N = self.batch, self.heads, self.n_queries, self.n_keys
@@ -158,7 +190,6 @@ class AttentionCase:
         return np.where(masked[:, None, :, None], k_new, K)
 
 
-# The standard battery. Each case catches its own family of bugs; all have tau != 1, d_k != d_v, value_mean != 0.
 REFERENCE_CASES = (
     AttentionCase("moderate", batch=3, n_keys=24, d_k=16, d_v=6, tau=0.7, beta=1.5, value_mean=1.5, value_scale=2.0,
                   seed=1),
@@ -190,8 +221,29 @@ REFERENCE_CASES = (
     AttentionCase("float32", batch=3, n_keys=64, d_k=16, d_v=8, tau=1.2, beta=3.0, value_mean=-0.6, dtype="float32",
                   seed=14),
 )
+"""The standard battery of same-draw cases (the module docstring lists what they cover). Each catches its own family
+of bugs; all have ``tau != 1``, ``d_k != d_v`` and a non-zero value mean."""
 
 
 def reference_cases(*, masks: bool = True, float32: bool = True) -> tuple[AttentionCase, ...]:
-    """:data:`REFERENCE_CASES`, optionally without the masked or the float32 cases."""
+    """The standard battery :data:`REFERENCE_CASES`, optionally without the masked or the float32 cases.
+
+    Parameters
+    ----------
+    masks : bool
+        Keep the cases with a padding or causal mask (for a function that takes no mask, leave them out).
+    float32 : bool
+        Keep the float32 case.
+
+    Returns
+    -------
+    tuple of AttentionCase
+        The cases, in the battery's order.
+
+    Examples
+    --------
+    >>> from varsim.testing import reference_cases
+    >>> len(reference_cases()) > len(reference_cases(masks=False))
+    True
+    """
     return tuple(c for c in REFERENCE_CASES if (masks or c.mask == "none") and (float32 or c.dtype == "float64"))

@@ -2,9 +2,11 @@
 
 Each check runs :func:`varsim.sim.measure_variance` at every length ``N`` with a sample budget chosen for a target
 relative standard error (a 64-sequence pilot run on its own stream estimates the spread; at least 256 sequences),
-then compares the estimate with the reference::
+then compares the estimate with the reference:
 
-    |estimate - expected| <= n_sigma * SE + rel_tol * |expected|          (default: 5 SE + 1%)
+```text
+|estimate - expected| <= n_sigma * SE + rel_tol * |expected|          (default: 5 SE + 1%)
+```
 
 where SE is the batch-means standard error that ``measure_variance`` reports. A failure message gives, per N, the
 estimate, its SE, the reference and the z-score, the configuration, and the ``rng`` value that reproduces the run.
@@ -34,12 +36,13 @@ __all__ = [
     "assert_mean_matches",
 ]
 
-# statistic -> (SimulationResult field, its SE field, label in messages)
 STATISTICS = {
     "var": ("var", "var_se", "Var(o_j)"),
     "ipr": ("ipr", "ipr_se", "E[sum w^2]"),
     "mean": ("mean", "mean_se", "E[o_j]"),
 }
+"""The statistics the checks measure: name -> (its field of the simulation result, its SE field, its label in
+messages)."""
 #: the statistics that are never negative (an expected value below 0 is a mistake in the reference)
 _NON_NEGATIVE = ("var", "ipr")
 _PILOT_SEQUENCES = 64
@@ -52,13 +55,35 @@ _ROUND = 32  # budgets are multiples of 32: whole chunks for the batch-means SEs
 
 @dataclasses.dataclass(frozen=True)
 class CheckResult:
-    """One length of one check.
+    """The outcome of one length of one Monte Carlo check (:func:`check_statistic` returns one per length).
 
-    ``estimate`` and ``se`` come from ``measure_variance`` (nan when the attention returned non-finite values, see
-    ``note``); ``z = (estimate - expected) / se``; ``tolerance = n_sigma * se + rel_tol * |expected|``;
-    ``n_sequences`` is the budget used (``capped`` when ``max_sequences``/``max_work`` limited it below the target);
-    ``rng`` recreates the run (pass it back as ``rng=``); ``seed`` is the ``measure_variance`` seed of the numbers
-    reported (the pilot's stream when the check stopped early, else ``rng``).
+    Parameters
+    ----------
+    statistic : {"var", "ipr", "mean"}
+        The statistic measured (a key of :data:`STATISTICS`).
+    n : int
+        The sequence length.
+    estimate, se : float
+        The estimate and its batch-means standard error from ``measure_variance`` (nan when the attention returned
+        non-finite values, see ``note``).
+    expected : float
+        The reference value at this length.
+    z : float
+        ``(estimate - expected) / se``.
+    tolerance : float
+        ``n_sigma * se + rel_tol * |expected|``.
+    passed : bool
+        ``|estimate - expected| <= tolerance``.
+    n_sequences : int
+        The budget used.
+    capped : bool
+        Whether ``max_sequences`` or ``max_work`` limited the budget below the target.
+    rng : str
+        Recreates the run (pass it back as ``rng=``).
+    note : str
+        Why the length failed without a full measurement ("" otherwise).
+    seed : str
+        The ``measure_variance`` seed of the numbers reported (the pilot's stream when the check stopped early).
     """
 
     statistic: str
@@ -178,13 +203,13 @@ def check_statistic(
     ----------
     attention_fn : callable
         ``attention_fn(q (S, d_k), K (S, N, d_k), V (S, N, d_v)) -> o (S, d_v)`` or ``(o, w (S, N))``.
-    statistic : ``"var"``, ``"ipr"`` or ``"mean"``
+    statistic : {"var", "ipr", "mean"}
         Pooled ``Var(o_j)``, ``E[sum w^2]`` (needs the weights) or the mean of ``o_coordinate``.
     expected : float or callable
         The reference: a number, or ``expected(N) -> number`` (e.g. ``lambda n: expected_ipr(n, 1.0)``).
     n : int or sequence of int
         Sequence lengths.
-    d_k, d_v, query, query_norm, key_dist, value_dist, value_mean, value_scale, coordinate
+    d_k, d_v, query, query_norm, key_dist, value_dist, value_mean, value_scale, coordinate : optional
         Sampling options of :func:`varsim.sim.measure_variance`.
     rel_se : float
         Target standard error relative to ``|expected|`` (for ``"mean"``: to ``max(|expected|, sd(o_j))``). This
@@ -195,7 +220,8 @@ def check_statistic(
         Tolerance ``n_sigma * SE + rel_tol * |expected|``.
     n_sequences : int, optional
         A fixed budget (>= 32) instead of the pilot-based one.
-    max_sequences, max_work : caps on the budget: sequences, and ``sequences * N * (d_k + d_v)`` numbers drawn.
+    max_sequences, max_work : int, float
+        Caps on the budget: sequences, and ``sequences * N * (d_k + d_v)`` numbers drawn.
     early_stop : float or None
         When the pilot (64 sequences, 16 batch-means chunks) is already more than ``early_stop`` of its own SEs off
         and outside the tolerance, the length fails on the pilot alone (``note`` says so) instead of spending the
@@ -205,7 +231,20 @@ def check_statistic(
 
     Returns
     -------
-    list of :class:`CheckResult`, one per length (increasing N). Nothing is asserted.
+    list of CheckResult
+        One per length (increasing N). Nothing is asserted: see :func:`assert_statistic_matches`.
+
+    See Also
+    --------
+    assert_variance_matches, assert_ipr_matches, assert_mean_matches : the checks as assertions.
+    varsim.testing.check_against_reference : the same-draw check, which catches smaller bugs at less cost.
+
+    Examples
+    --------
+    >>> from varsim.testing import attention_fn, check_statistic, softmax_ipr
+    >>> results = check_statistic(attention_fn("softmax"), "ipr", lambda n: softmax_ipr(n, d_k=16), [32, 128])
+    >>> [(r.n, r.passed) for r in results]
+    [(32, True), (128, True)]
     """
     from varsim.sim import measure_variance
 
@@ -276,9 +315,35 @@ def _need_field(res, statistic):
 
 
 def assert_statistic_matches(attention_fn, statistic: str, expected, n, **options) -> list[CheckResult]:
-    """:func:`check_statistic`, raising ``AssertionError`` with an actionable message if any length fails.
+    """Assert that ``statistic`` of ``attention_fn`` matches ``expected`` at every length in ``n``.
 
-    Returns the results when every length passes.
+    Parameters
+    ----------
+    attention_fn : callable
+        As for :func:`check_statistic`.
+    statistic : {"var", "ipr", "mean"}
+        The statistic (a key of :data:`STATISTICS`).
+    expected : float or callable
+        The reference: a number, or ``expected(N) -> number``.
+    n : int or sequence of int
+        Sequence lengths.
+    **options
+        Those of :func:`check_statistic`.
+
+    Returns
+    -------
+    list of CheckResult
+        The results, when every length passes.
+
+    Raises
+    ------
+    AssertionError
+        When any length fails: the message gives, per N, the estimate, its SE, the reference and the z-score, the
+        configuration, and the ``rng`` that reproduces the run.
+
+    See Also
+    --------
+    check_statistic : the results without the assertion.
     """
     results = check_statistic(attention_fn, statistic, expected, n, **options)
     failed = [r for r in results if not r.passed]
@@ -308,24 +373,105 @@ def _failure_message(attention_fn, statistic, results, failed, options) -> str:
 
 
 def assert_variance_matches(attention_fn, expected, n, **options) -> list[CheckResult]:
-    """Assert that the pooled output variance ``Var(o_j)`` of ``attention_fn`` matches ``expected`` at every length
-    in ``n`` (5 SE + 1% by default). ``options`` are those of :func:`check_statistic`.
+    """Assert that the pooled output variance ``Var(o_j)`` of ``attention_fn`` matches ``expected`` at every length.
 
-    Example::
+    The tolerance is 5 SE + 1% of the reference by default.
 
-        from varsim.testing import assert_variance_matches, attention_fn, softmax_variance
-        assert_variance_matches(attention_fn("softmax", tau=1.0), lambda n: softmax_variance(n, d_k=16),
-                                [64, 256], d_k=16, d_v=8, rng=0)
+    Parameters
+    ----------
+    attention_fn : callable
+        ``attention_fn(q (S, d_k), K (S, N, d_k), V (S, N, d_v)) -> o (S, d_v)`` or ``(o, w)``.
+    expected : float or callable
+        The reference: a number, or ``expected(N) -> number``.
+    n : int or sequence of int
+        Sequence lengths.
+    **options
+        Those of :func:`check_statistic` (sampling, budget, tolerance, ``rng``).
+
+    Returns
+    -------
+    list of CheckResult
+        The results, when every length passes.
+
+    Raises
+    ------
+    AssertionError
+        When any length fails, with a message that says where and how to reproduce it.
+
+    See Also
+    --------
+    softmax_variance : the exact reference for softmax.
+    check_statistic : the results without the assertion.
+
+    Examples
+    --------
+    >>> from varsim.testing import assert_variance_matches, attention_fn, softmax_variance
+    >>> results = assert_variance_matches(attention_fn("softmax", tau=1.0), lambda n: softmax_variance(n, d_k=16),
+    ...                                   [64, 256], d_k=16, d_v=8, rng=0)
+    >>> all(r.passed for r in results)
+    True
     """
     return assert_statistic_matches(attention_fn, "var", expected, n, **options)
 
 
 def assert_ipr_matches(attention_fn, expected, n, **options) -> list[CheckResult]:
-    """Assert that ``E[sum_i w_i^2]`` of ``attention_fn`` (which must return ``(o, w)``) matches ``expected``."""
+    """Assert that ``E[sum_i w_i^2]`` of ``attention_fn`` matches ``expected`` at every length.
+
+    Parameters
+    ----------
+    attention_fn : callable
+        Must return ``(o, w)`` with the weights ``w (S, N)``.
+    expected : float or callable
+        The reference: a number, or ``expected(N) -> number``.
+    n : int or sequence of int
+        Sequence lengths.
+    **options
+        Those of :func:`check_statistic`.
+
+    Returns
+    -------
+    list of CheckResult
+        The results, when every length passes (else ``AssertionError``).
+
+    See Also
+    --------
+    softmax_ipr : the exact reference for softmax.
+
+    Examples
+    --------
+    >>> from varsim.testing import assert_ipr_matches, attention_fn, softmax_ipr
+    >>> len(assert_ipr_matches(attention_fn("softmax"), lambda n: softmax_ipr(n, d_k=16), [16, 64]))
+    2
+    """
     return assert_statistic_matches(attention_fn, "ipr", expected, n, **options)
 
 
 def assert_mean_matches(attention_fn, expected, n, **options) -> list[CheckResult]:
-    """Assert that the mean of ``o_coordinate`` matches ``expected`` (``value_mean`` for weights summing to 1);
-    the budget targets an SE of ``rel_se`` times ``max(|expected|, sd(o_j))``."""
+    """Assert that the mean of the output coordinate ``o_coordinate`` matches ``expected`` at every length.
+
+    For weights that sum to 1 the reference is ``value_mean``; the budget targets an SE of ``rel_se`` times
+    ``max(|expected|, sd(o_j))``.
+
+    Parameters
+    ----------
+    attention_fn : callable
+        As for :func:`check_statistic`.
+    expected : float or callable
+        The reference: a number, or ``expected(N) -> number``.
+    n : int or sequence of int
+        Sequence lengths.
+    **options
+        Those of :func:`check_statistic` (``coordinate`` picks the coordinate).
+
+    Returns
+    -------
+    list of CheckResult
+        The results, when every length passes (else ``AssertionError``).
+
+    Examples
+    --------
+    >>> from varsim.testing import assert_mean_matches, attention_fn
+    >>> len(assert_mean_matches(attention_fn("softmax"), 0.5, [16, 64], value_mean=0.5))
+    2
+    """
     return assert_statistic_matches(attention_fn, "mean", expected, n, **options)

@@ -23,7 +23,7 @@ class AttentionConfig:
         Key/query and value dimensions.
     tau : float
         Temperature the attention under test should apply (pass it to your ``attention_fn``).
-    query : ``"fixed"`` or ``"random"``
+    query : {"fixed", "random"}
         Query law of :func:`varsim.sim.measure_variance`.
     query_norm : float or None
         Norm of the fixed query (None: ``sqrt(d_k)``).
@@ -35,6 +35,20 @@ class AttentionConfig:
         Drawn parameters of the attention variant under test (empty for plain softmax).
     seed : int
         ``rng`` of the Monte Carlo run.
+
+    See Also
+    --------
+    varsim.testing.attention_configs : the Hypothesis strategy that draws these.
+
+    Examples
+    --------
+    >>> from varsim.testing import AttentionConfig, assert_variance_matches, attention_fn
+    >>> cfg = AttentionConfig(n_grid=(16, 64), d_k=8, d_v=4, tau=0.5, seed=3)
+    >>> cfg.beta
+    0.5
+    >>> len(assert_variance_matches(attention_fn("softmax", tau=cfg.tau), cfg.expected_variance,
+    ...                             **cfg.check_kwargs()))
+    2
     """
 
     n_grid: tuple

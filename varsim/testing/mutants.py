@@ -61,16 +61,63 @@ def _combine(w, V, dtype, acc):
 
 @dataclasses.dataclass(frozen=True)
 class Kernel:
-    """One catalogue entry: the default pipeline (logits in the accumulation precision, mask as ``-inf``,
-    max-subtracted softmax, probabilities rounded to the dtype times ``V``, output rounded) with stages replaced.
+    """One catalogue entry: an attention kernel, correct or with one bug, emulated at a given precision.
 
-    ``needs``: the keywords the planted function must take for the bug to exist (``"mask"``: it builds on a mask
-    it receives; ``"causal"``: it builds the causal mask itself); ``axes``: the axes its arrays must have
-    (``"batch"``, ``"heads"``, ``"queries"``: a layout without a head axis cannot swap it). ``inputs`` maps
-    ``(q, K, V, mask)`` before the logits; ``mask_value`` is added to the logits of masked keys; ``bias(L, N)``
-    is added to the logits; ``after_softmax`` maps ``(w, mask)``; ``output`` maps ``(o, w)``; ``whole`` replaces
-    the pipeline (``(q, K, V, tau, m, dtype, acc) -> (o, w)``). :attr:`outside_softmax` entries change only what
-    a library attention call receives (inputs, scale, a boolean or additive mask) or returns."""
+    The default pipeline computes the logits in the accumulation precision, masks with ``-inf``, takes a
+    max-subtracted softmax, rounds the probabilities to the dtype before the product with ``V`` and rounds the
+    output; an entry replaces some of these stages. Call it as ``kernel(q, K, V, tau=1.0, mask=None, causal=False,
+    dtype="float64")`` on float64 arrays ``q (B, H, L, d_k)``, ``K (B, H, N, d_k)``, ``V (B, H, N, d_v)`` holding
+    values of ``dtype``; it returns float64 ``(o, w)`` rounded to ``dtype``. :attr:`outside_softmax` entries change
+    only what a library attention call receives (inputs, scale, a boolean or additive mask) or returns.
+
+    Parameters
+    ----------
+    name : str
+        The catalogue key.
+    description : str
+        What the kernel does, in one line.
+    scale : callable
+        ``(tau, d_k, d_v) -> float``: the logit scale (default ``tau / sqrt(d_k)``).
+    inputs : callable, optional
+        Maps ``(q, K, V, mask)`` before the logits.
+    logits : callable, optional
+        Maps the logits ``(s, dtype, acc)``.
+    mask : callable
+        ``(mask, causal, L, N) -> mask``: the mask applied.
+    mask_value : float
+        Added to the logits of masked keys (``-inf``: removed).
+    bias : callable, optional
+        ``(L, N) -> array`` added to the logits.
+    apply_mask, softmax, combine : callable
+        The masking, the softmax and the product with ``V``.
+    after_softmax : callable, optional
+        Maps ``(w, mask)`` after the softmax.
+    output : callable, optional
+        Maps ``(o, w)`` at the end.
+    whole : callable, optional
+        Replaces the pipeline: ``(q, K, V, tau, m, dtype, acc) -> (o, w)``.
+    needs : frozenset of str
+        The keywords the planted function must take for the bug to exist (``"mask"``: it builds on a mask it
+        receives; ``"causal"``: it builds the causal mask itself).
+    axes : frozenset of str
+        The axes its arrays must have (``"batch"``, ``"heads"``, ``"queries"``: a layout without a head axis cannot
+        swap it).
+
+    See Also
+    --------
+    kernel : an entry by name.
+    varsim.testing.power_report : plants every entry into your configuration.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from varsim.testing.mutants import kernel
+    >>> rng = np.random.default_rng(0)
+    >>> q, K, V = rng.normal(size=(1, 1, 2, 8)), rng.normal(size=(1, 1, 5, 8)), rng.normal(size=(1, 1, 5, 4))
+    >>> o, w = kernel("dropped_key")(q, K, V, dtype="float16")
+    >>> float(w[..., -1].max())
+    0.0
+    """
 
     name: str
     description: str
@@ -124,8 +171,22 @@ class Kernel:
                 self.softmax is _softmax and self.after_softmax is None and self.combine is _combine)
 
     def library_mask(self, mask, causal, L, N):
-        """The boolean mask (None: none) or additive float bias ``(..., L, N)`` a library call gets, the bug
-        planted; for :attr:`outside_softmax` entries."""
+        """The mask a library attention call gets with the bug planted (for :attr:`outside_softmax` entries).
+
+        Parameters
+        ----------
+        mask : numpy.ndarray or None
+            The boolean mask the function received.
+        causal : bool
+            Whether it was asked for the causal mask.
+        L, N : int
+            Queries and keys.
+
+        Returns
+        -------
+        numpy.ndarray or None
+            A boolean mask (None: none) or an additive float bias ``(..., L, N)``.
+        """
         m = self.mask(mask, causal, L, N)
         if self.mask_value == -np.inf and self.bias is None:
             return m
@@ -193,6 +254,9 @@ CORRECT = {k.name: k for k in (
            whole=_flash(32)),
     Kernel("log_domain", "weights exp(s - logsumexp(s)) in the accumulation precision", whole=_log_domain),
 )}
+"""The correct kernels of the catalogue: name -> :class:`Kernel` (the float64 reference rounded, float32 math,
+rounded probabilities, a flash-style tiled online softmax, a log-domain softmax): a check that fails one of them is a
+false alarm."""
 
 
 # --- bugs ------------------------------------------------------------------------------------------------------------
@@ -372,10 +436,28 @@ _MUTANT_LIST = (
     Kernel("output_scaled_1.03", "output 3% too large", output=lambda o, w: (1.03 * o, w)),
 )
 MUTANTS = {k.name: k for k in _MUTANT_LIST}
+"""The bug classes of the catalogue: name -> :class:`Kernel`, each the default pipeline with one stage changed."""
 
 
 def kernel(name: str) -> Kernel:
-    """The catalogue entry ``name`` (correct or mutant); unknown names raise ``ValueError`` listing them."""
+    """The catalogue entry ``name``, correct or mutant.
+
+    Parameters
+    ----------
+    name : str
+        A key of :data:`CORRECT` or :data:`MUTANTS`; an unknown name raises ``ValueError`` listing them.
+
+    Returns
+    -------
+    Kernel
+        The entry.
+
+    Examples
+    --------
+    >>> from varsim.testing.mutants import kernel
+    >>> kernel("output_scaled_1.03").description
+    'output 3% too large'
+    """
     if name in CORRECT:
         return CORRECT[name]
     if name in MUTANTS:

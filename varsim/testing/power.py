@@ -1,10 +1,12 @@
 """Which bugs would your same-draw check catch? :func:`power_report` plants the catalogue of
 :mod:`varsim.testing.mutants` into your configuration (library, dtype, layout, keywords, whether weights are
 returned), runs the check you run on each, and reports per bug class the share of seeds that fail, next to the
-false alarms of the correct kernels::
+false alarms of the correct kernels:
 
-    from varsim.testing import adapt, power_report
-    print(power_report(adapt(my_attention, array="torch", dtype="bfloat16", layout="bhld")).table())
+```python
+from varsim.testing import adapt, power_report
+print(power_report(adapt(my_attention, array="torch", dtype="bfloat16", layout="bhld")).table())
+```
 
 Each planted kernel receives exactly what your function receives (the same library, dtype, layout and keywords),
 computes in NumPy as a kernel of that dtype would (:mod:`varsim.testing.mutants`) and returns an array of your
@@ -30,8 +32,8 @@ from .same_draw import check_against_reference
 
 __all__ = ["power_report", "PowerReport", "PowerRow", "MISSED_EXCESS"]
 
-#: a bug whose error exceeds the correct kernels' by this factor must be caught
 MISSED_EXCESS = 10.0
+"""A bug whose error exceeds the correct kernels' by this factor must be caught: passing, it is listed as missed."""
 
 
 class _Emulated:
@@ -110,9 +112,31 @@ def _plant(kernel: Kernel, like: Adapted, returns_weights: bool) -> Adapted:
 
 @dataclasses.dataclass(frozen=True)
 class PowerRow:
-    """One catalogue entry over the seeds: ``caught`` seeds failed the check (``low_precision`` of them with that
-    verdict; ``caught_at`` per seed), ``excess`` per seed (see the module), ``missed`` the seeds with
-    ``excess >= 10`` that passed; ``not_applicable`` says why the bug cannot exist in this configuration."""
+    """One catalogue entry of a :class:`PowerReport`, over the seeds.
+
+    ``missed`` counts the seeds with ``excess >= MISSED_EXCESS`` that passed.
+
+    Parameters
+    ----------
+    name, description : str
+        The catalogue entry (:mod:`varsim.testing.mutants`).
+    correct : bool
+        A correct kernel (its failures are false alarms) or a bug.
+    runs : int
+        Seeds run.
+    caught : int
+        Seeds at which the check failed.
+    low_precision : int
+        Of those, the seeds with the verdict ``"low_precision"``.
+    excess : tuple of float
+        Per seed, the bug's worst ``|diff| / tolerance`` over the cases divided by the correct kernels' worst.
+    not_applicable : str
+        Why the bug cannot exist in this configuration ("" when it can).
+    error : str
+        The error the planted kernel raised, if any.
+    caught_at : tuple of bool
+        Per seed, whether the check failed.
+    """
 
     name: str
     description: str
@@ -127,12 +151,23 @@ class PowerRow:
 
     @property
     def missed(self) -> int:
+        """Seeds that passed although the bug's error was at least ``MISSED_EXCESS`` times a correct kernel's."""
         return sum(1 for e, c in zip(self.excess, self.caught_at) if e >= MISSED_EXCESS and not c)
 
 
 @dataclasses.dataclass(frozen=True)
 class PowerReport:
-    """The catalogue in one configuration: ``rows`` (correct kernels first), ``config`` (a one-line description)."""
+    """What :func:`power_report` found: the catalogue in one configuration.
+
+    Parameters
+    ----------
+    config : str
+        The configuration, in one line.
+    rows : tuple of PowerRow
+        One per kernel, the correct kernels first.
+    seeds : tuple of int
+        The check's ``rng`` values.
+    """
 
     config: str
     rows: tuple
@@ -182,6 +217,7 @@ class PowerReport:
         return "\n".join(lines)
 
     def describe(self) -> str:
+        """A summary: bug classes caught at every seed, false alarms, bugs not always caught or missed."""
         fa, runs = self.false_alarms
         lines = [f"{self.config}: {len(self.caught)} of {sum(1 for r in self.rows if not r.correct)} bug classes "
                  f"caught at every seed; false alarms {fa} of {runs}"]
@@ -223,11 +259,23 @@ def power_report(attention_fn=None, cases=None, *, array="numpy", dtype: str | N
 
     Parameters
     ----------
-    attention_fn : callable, :class:`~varsim.testing.arrays.Adapted` or None
+    attention_fn : callable, Adapted or None
         Your function (adapted, or adapted here with ``array``, ``dtype``, ``layout``, ``accepts``, ``device``):
         the planted kernels take its library, dtype, layout and keywords, and return weights when it does. None
         describes a configuration by those arguments alone, computed in NumPy (any dtype, bfloat16 included).
-    cases : as for :func:`~varsim.testing.check_against_reference` (default: the standard battery).
+    cases : AttentionCase, sequence of them, or None
+        As for :func:`~varsim.testing.check_against_reference` (default: the standard battery).
+    array : {"numpy", "torch"} or module
+        The library of a function adapted here (see :func:`~varsim.testing.adapt`).
+    dtype : {"float64", "float32", "float16", "bfloat16"}, optional
+        The dtype the function receives.
+    layout : {"batch", "bhld", "bld", "sequence"}
+        The function's layout.
+    accepts : iterable of str
+        The keywords the function takes (default without a function: all of ``tau``, ``mask``, ``causal``; with
+        one: read from its signature).
+    device : str, optional
+        torch device.
     returns_weights : bool, optional
         Default: whether ``attention_fn`` returns weights (checked on the first case); True without a function.
     seeds : int or sequence of int
@@ -240,8 +288,21 @@ def power_report(attention_fn=None, cases=None, *, array="numpy", dtype: str | N
 
     Returns
     -------
-    :class:`PowerReport` (``.table()``, ``.describe()``, ``.caught``, ``.not_caught``, ``.missed``,
-    ``.false_alarms``).
+    PowerReport
+        Per kernel, the share of seeds caught; ``.table()`` and ``.describe()`` say it in words, ``.caught``,
+        ``.not_caught``, ``.missed`` and ``.false_alarms`` list it.
+
+    See Also
+    --------
+    varsim.testing.mutants : the catalogue of kernels.
+    check_against_reference : the check run on each planted kernel.
+
+    Examples
+    --------
+    >>> from varsim.testing import power_report
+    >>> report = power_report(dtype="float16", seeds=2, kernels=["reference", "dropped_key", "output_scaled_1.03"])
+    >>> report.caught, report.false_alarms
+    (('dropped_key', 'output_scaled_1.03'), (0, 2))
     """
     if attention_fn is None:
         like = Adapted(lambda q, K, V: q, layout=layout, accepts=accepts)

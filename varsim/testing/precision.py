@@ -45,18 +45,40 @@ _MANTISSA = {"float64": 52, "float32": 23, "float16": 10, "bfloat16": 7}
 _TINY = {"float64": 5e-324, "float32": 1.4e-45, "float16": 2.0**-24, "bfloat16": 9.2e-41}
 _MIN_NORMAL = {"float64": 2.0**-1022, "float32": 2.0**-126, "float16": 2.0**-14, "bfloat16": 2.0**-126}
 
-# model name -> the precision it accumulates in, given the kernel's dtype (None: the worst-case bound)
 TOLERANCES = {
     "calibrated": lambda dtype: "float64" if dtype == "float64" else "float32",
     "low_precision": lambda dtype: dtype,
     "worst_case": None,
 }
-# the default multiple of E (the worst-case bound keeps its historical 16)
+"""The tolerance models of the same-draw checks: model name -> the precision a kernel of a given dtype accumulates
+in (``dtype -> dtype name``), or None for the worst-case bound. See the module docstring for each model."""
 DEFAULT_TOL_FACTOR = {"calibrated": 4.0, "low_precision": 4.0, "worst_case": 16.0}
+"""The default multiple of the error model allowed, per model (the worst-case bound keeps its historical 16)."""
 
 
 def unit_roundoff(dtype: str) -> float:
-    """``2^-(p+1)`` for a dtype with ``p`` stored significand bits (half the machine epsilon)."""
+    """The unit roundoff of a floating-point dtype: half its machine epsilon.
+
+    Parameters
+    ----------
+    dtype : {"float64", "float32", "float16", "bfloat16"}
+        The dtype's name.
+
+    Returns
+    -------
+    float
+        ``2^-(p+1)`` for a dtype with ``p`` stored significand bits.
+
+    See Also
+    --------
+    round_to : rounds to these dtypes.
+
+    Examples
+    --------
+    >>> from varsim.testing.precision import unit_roundoff
+    >>> unit_roundoff("float16"), unit_roundoff("bfloat16")
+    (0.00048828125, 0.00390625)
+    """
     return 2.0 ** -(_MANTISSA[dtype] + 1)
 
 
@@ -71,7 +93,33 @@ def more_precise(a: str, b: str) -> str:
 
 
 def round_to(x, dtype: str) -> np.ndarray:
-    """``x`` rounded to ``dtype`` (round to nearest even), returned as float64. bfloat16 needs no extra library."""
+    """Round to a floating-point dtype (to nearest, ties to even) and return float64.
+
+    bfloat16 needs no extra library: it is rounded from float32 by its bit pattern.
+
+    Parameters
+    ----------
+    x : array_like
+        The values.
+    dtype : {"float64", "float32", "float16", "bfloat16"}
+        The dtype to round to; another name is a ValueError.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``x`` rounded to ``dtype``, as float64 (a copy, also at float64). Values beyond the dtype's range become
+        ``inf``, NaN stays NaN.
+
+    See Also
+    --------
+    unit_roundoff : the relative error of this rounding.
+
+    Examples
+    --------
+    >>> from varsim.testing.precision import round_to
+    >>> round_to([1.0 + 2**-9, 3.14159], "bfloat16").tolist()
+    [1.0, 3.140625]
+    """
     x = np.asarray(x, dtype=np.float64)
     if dtype == "float64":
         return x.copy()
@@ -89,8 +137,35 @@ def round_to(x, dtype: str) -> np.ndarray:
 
 
 def error_scale(q, K, V, w, o, *, tau: float, dtype: str, model: str):
-    """``E(o)`` ``(..., L, d_v)`` and ``E(w)`` ``(..., L, N)`` of the module's model ``model`` for a kernel of
-    ``dtype`` (``q``, ``K``, ``V`` already rounded to it; ``w``, ``o`` the exact float64 results)."""
+    """The error scale ``E`` of a correct kernel of ``dtype``, per output element and per weight.
+
+    The same-draw checks allow ``tol_factor * E`` (plus ``atol``); the model is described in the module docstring.
+
+    Parameters
+    ----------
+    q, K, V : numpy.ndarray
+        ``q (..., L, d_k)``, ``K (..., N, d_k)``, ``V (..., N, d_v)``, float64 holding values already rounded to
+        ``dtype``.
+    w, o : numpy.ndarray
+        The exact float64 weights ``(..., L, N)`` and output ``(..., L, d_v)`` on these inputs.
+    tau : float
+        The temperature: the logits are ``tau q.k / sqrt(d_k)``.
+    dtype : {"float64", "float32", "float16", "bfloat16"}
+        The kernel's dtype.
+    model : {"calibrated", "low_precision", "worst_case"}
+        A key of :data:`TOLERANCES`.
+
+    Returns
+    -------
+    e_o : numpy.ndarray
+        ``E(o)``, broadcastable to ``(..., L, d_v)``.
+    e_w : numpy.ndarray
+        ``E(w)``, broadcastable to ``(..., L, N)``.
+
+    See Also
+    --------
+    varsim.testing.check_against_reference : the check that uses these tolerances.
+    """
     d_k, n = q.shape[-1], K.shape[-2]
     scale = tau / math.sqrt(d_k)
     a = scale * np.matmul(np.abs(q), np.swapaxes(np.abs(K), -1, -2))  # (..., L, N)

@@ -16,8 +16,11 @@ from hypothesis import HealthCheck, Phase, settings
 __all__ = ["MC_PROFILE", "MC_PROFILE_DERANDOMIZED", "MC_MAX_EXAMPLES", "mc_settings", "register_profiles"]
 
 MC_PROFILE = "varsim-mc"
+"""The name of the Hypothesis profile for Monte Carlo tests (``settings.load_profile(MC_PROFILE)``)."""
 MC_PROFILE_DERANDOMIZED = "varsim-mc-derandomized"
+"""The same profile with a fixed example sequence (for CI: a failure is reproducible from the test alone)."""
 MC_MAX_EXAMPLES = 10
+"""The default number of examples per Monte Carlo test (each example runs simulations)."""
 # filter_too_much: the same-draw check discards drawn masked cases for a function without mask=
 _SUPPRESS = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much]
 
@@ -28,10 +31,30 @@ def mc_settings(*, max_examples: int = MC_MAX_EXAMPLES, derandomize: bool = Fals
 
     Parameters
     ----------
-    max_examples : examples per test (each runs simulations: keep it small).
-    derandomize : draw the same examples on every run.
-    shrink : let Hypothesis shrink a failing example (off: fail at the first failing example).
-    overrides : any other ``hypothesis.settings`` field.
+    max_examples : int
+        Examples per test (each runs simulations: keep it small).
+    derandomize : bool
+        Draw the same examples on every run.
+    shrink : bool
+        Let Hypothesis shrink a failing example (off: fail at the first failing example).
+    **overrides
+        Any other ``hypothesis.settings`` field.
+
+    Returns
+    -------
+    hypothesis.settings
+        No deadline, ``max_examples`` examples, slow-draw health checks suppressed, no shrinking unless asked.
+
+    See Also
+    --------
+    register_profiles : the same settings as named profiles.
+
+    Examples
+    --------
+    >>> from varsim.testing import mc_settings
+    >>> s = mc_settings(max_examples=3, derandomize=True)
+    >>> s.max_examples, s.deadline, s.derandomize
+    (3, None, True)
     """
     phases = tuple(Phase) if shrink else (Phase.explicit, Phase.reuse, Phase.generate)
     options = dict(deadline=None, max_examples=max_examples, derandomize=derandomize, print_blob=True,
@@ -41,7 +64,18 @@ def mc_settings(*, max_examples: int = MC_MAX_EXAMPLES, derandomize: bool = Fals
 
 
 def register_profiles() -> None:
-    """Register ``varsim-mc`` and ``varsim-mc-derandomized`` (done on ``import varsim.testing``)."""
+    """Register the Hypothesis profiles ``varsim-mc`` and ``varsim-mc-derandomized`` (:func:`mc_settings`).
+
+    Done on ``import varsim.testing``; call it again after something reset Hypothesis's profiles.
+
+    Examples
+    --------
+    >>> from hypothesis import settings
+    >>> from varsim.testing import MC_PROFILE, register_profiles
+    >>> register_profiles()
+    >>> settings.get_profile(MC_PROFILE).deadline is None
+    True
+    """
     settings.register_profile(MC_PROFILE, mc_settings())
     settings.register_profile(MC_PROFILE_DERANDOMIZED, mc_settings(derandomize=True))
 

@@ -35,11 +35,30 @@ DEFAULT_REFERENCE = adapt(softmax_attention_nd, layout="bhld")
 
 @dataclasses.dataclass(frozen=True)
 class CaseResult:
-    """One case: ``ratio`` is the worst ``|diff| / tolerance`` (inf for non-finite output), ``detail`` describes
-    that element; ``skipped`` gives the reason when the case did not run; ``tau`` is the temperature applied (1
-    when a function takes no ``tau``); ``verdict`` is ``"pass"``, ``"fail"``, ``"low_precision"`` (beyond the
-    float32-accumulation tolerance, within that of a kernel accumulating in its own dtype) or ``"skipped"``;
-    ``dtype`` the precision compared at and ``note`` why it differs from the inputs'."""
+    """The outcome of one case of a same-draw check (an entry of :attr:`ReferenceReport.results`).
+
+    Parameters
+    ----------
+    case : AttentionCase
+        The case run.
+    passed : bool
+        Whether every element is within its tolerance.
+    ratio : float
+        The worst ``|diff| / tolerance`` over the output (and weights); inf for a non-finite output.
+    detail : str
+        That element: where it is, both values, the tolerance.
+    skipped : str
+        Why the case did not run ("" when it ran).
+    tau : float
+        The temperature applied (1 when a function takes no ``tau``).
+    verdict : {"pass", "fail", "low_precision", "skipped"}
+        ``"low_precision"``: beyond the float32-accumulation tolerance, within that of a kernel accumulating in
+        its own dtype.
+    dtype : str
+        The precision compared at.
+    note : str
+        Why ``dtype`` differs from the inputs' ("" when it does not).
+    """
 
     case: AttentionCase
     passed: bool
@@ -58,8 +77,25 @@ class CaseResult:
 
 @dataclasses.dataclass(frozen=True)
 class ReferenceReport:
-    """All cases of one same-draw check. ``verdict``: ``"pass"``, ``"fail"`` (some case beyond every tolerance
-    model) or ``"low_precision"`` (no case fails, some pass only the low-precision model)."""
+    """All cases of one same-draw check, as :func:`check_against_reference` returns them.
+
+    ``verdict`` is ``"pass"``, ``"fail"`` (some case beyond every tolerance model) or ``"low_precision"`` (no case
+    fails, some pass only the low-precision model); ``passed`` is ``verdict == "pass"``; ``worst`` the case with
+    the largest ratio; ``describe()`` the message :func:`assert_matches_reference` raises.
+
+    Parameters
+    ----------
+    fn, reference : str
+        The names of the function checked and of the reference.
+    results : tuple of CaseResult
+        One per case, in the order run.
+    rng : str
+        The seed that reproduces the draws.
+    tol_factor : float
+        The multiple of the error model allowed.
+    tolerance : {"calibrated", "low_precision", "worst_case"}
+        The error model (:data:`~varsim.testing.precision.TOLERANCES`).
+    """
 
     fn: str
     reference: str
@@ -92,6 +128,7 @@ class ReferenceReport:
         return text + (" accumulating in float32" if {"float16", "bfloat16"} & set(dtypes) else "")
 
     def describe(self) -> str:
+        """The verdict in words: the worst element of the failing cases, skipped cases, how to reproduce."""
         ran = [r for r in self.results if not r.skipped]
         failed = [r for r in ran if r.verdict == "fail"]
         low = [r for r in ran if r.verdict == "low_precision"]
@@ -234,7 +271,7 @@ def check_against_reference(attention_fn, cases=None, *, reference=None, toleran
 
     Parameters
     ----------
-    attention_fn : callable or :class:`~varsim.testing.arrays.Adapted`
+    attention_fn : callable or Adapted
         Your attention. A plain function is taken to be NumPy with the batch layout (``q (S, d_k)``,
         ``K (S, N, d_k)``, ``V (S, N, d_v)`` -> ``o (S, d_v)`` or ``(o, w)``); wrap others with
         :func:`~varsim.testing.adapt`. It gets ``tau=``, ``mask=``, ``causal=`` if its signature names them.
@@ -243,7 +280,7 @@ def check_against_reference(attention_fn, cases=None, *, reference=None, toleran
     reference : callable, optional
         Default: :func:`~varsim.testing.softmax_attention_nd` (float64). Any function, adapted like
         ``attention_fn`` (e.g. your previous implementation).
-    tolerance : ``"calibrated"``, ``"low_precision"`` or ``"worst_case"``
+    tolerance : {"calibrated", "low_precision", "worst_case"}
         The error model (:data:`~varsim.testing.precision.TOLERANCES`).
     tol_factor : float, optional
         The multiple of the model's error allowed (default 4; 16 for ``"worst_case"``).
@@ -254,10 +291,38 @@ def check_against_reference(attention_fn, cases=None, *, reference=None, toleran
 
     Returns
     -------
-    :class:`ReferenceReport`. Nothing is asserted. Cases that need a keyword your function lacks (a mask) are
-    skipped and listed; when every case is skipped that is an error, except inside a Hypothesis test, where the
-    drawn example is discarded (so ``@given(attention_cases())`` works for a function without ``mask=``). A
-    function that takes no ``tau`` is compared at ``tau = 1`` (the query norm carries ``beta``).
+    ReferenceReport
+        Every case's verdict. Nothing is asserted: see :func:`assert_matches_reference`.
+
+    Raises
+    ------
+    ValueError
+        A bad argument (named), or every case skipped.
+
+    See Also
+    --------
+    assert_matches_reference : the same check as an assertion.
+    varsim.testing.power_report : how small a bug this check catches in your configuration.
+    adapt : for functions in other libraries and layouts.
+
+    Notes
+    -----
+    Cases that need a keyword your function lacks (a mask) are skipped and listed; when every case is skipped that
+    is an error, except inside a Hypothesis test, where the drawn example is discarded (so
+    ``@given(attention_cases())`` works for a function without ``mask=``). A function that takes no ``tau`` is
+    compared at ``tau = 1`` (the query norm carries ``beta``).
+
+    Examples
+    --------
+    >>> from varsim.testing import check_against_reference, softmax_attention
+    >>> check_against_reference(softmax_attention).verdict
+    'pass'
+    >>> def off_by_3_percent(q, K, V):
+    ...     o, w = softmax_attention(q, K, V)
+    ...     return 1.03 * o
+    >>> report = check_against_reference(off_by_3_percent)
+    >>> report.verdict, report.worst.ratio > 1
+    ('fail', True)
     """
     fn = adapt(attention_fn)
     ref = DEFAULT_REFERENCE if reference is None else adapt(reference)
@@ -284,11 +349,39 @@ def check_against_reference(attention_fn, cases=None, *, reference=None, toleran
 
 
 def assert_matches_reference(attention_fn, cases=None, **options) -> ReferenceReport:
-    """:func:`check_against_reference`, raising ``AssertionError`` that names the worst case, element and values
-    when any case fails. Returns the report when all pass::
+    """Assert that ``attention_fn`` matches the reference on the same draws of every case.
 
-        from varsim.testing import assert_matches_reference
-        assert_matches_reference(my_attention)  # the standard battery, identical draws, float64 reference
+    Runs :func:`check_against_reference` (the standard battery, identical draws, float64 reference by default).
+
+    Parameters
+    ----------
+    attention_fn : callable or Adapted
+        Your attention, as for :func:`check_against_reference`.
+    cases : AttentionCase, sequence of them, or None
+        None runs the standard battery.
+    **options
+        ``reference``, ``tolerance``, ``tol_factor``, ``atol``, ``rng``: as for :func:`check_against_reference`.
+
+    Returns
+    -------
+    ReferenceReport
+        The report, when every case passes.
+
+    Raises
+    ------
+    AssertionError
+        When any case fails (or passes only as a low-precision kernel): the message names the worst case, element
+        and values, and how to reproduce the draw.
+
+    See Also
+    --------
+    check_against_reference : the report without the assertion.
+
+    Examples
+    --------
+    >>> from varsim.testing import assert_matches_reference, softmax_attention
+    >>> assert_matches_reference(softmax_attention).passed
+    True
     """
     report = check_against_reference(attention_fn, cases, **options)
     if not report.passed:

@@ -27,6 +27,7 @@ __all__ = [
 ]
 
 DISTRIBUTIONS = ("gaussian", "uniform", "rademacher")
+"""The key and value laws the Monte Carlo strategies draw from (those of :func:`varsim.sim.measure_variance`)."""
 _REGIMES = ("annealed", "any")
 
 
@@ -41,8 +42,20 @@ def _check_range(name, value, lo_min, integer=False):
 
 
 def n_grids(min_n: int = 16, max_n: int = 512, max_points: int = 2) -> st.SearchStrategy:
-    """Increasing tuples of 1..``max_points`` distinct lengths in ``[min_n, max_n]``, log-uniform (so short and
-    long lengths are equally likely)."""
+    """A strategy of sequence-length grids: increasing tuples of distinct lengths, log-uniform.
+
+    Parameters
+    ----------
+    min_n, max_n : int
+        The range of the lengths (``1 <= min_n <= max_n``).
+    max_points : int
+        At most this many lengths per grid (at least 1).
+
+    Returns
+    -------
+    hypothesis.strategies.SearchStrategy
+        Tuples of 1 to ``max_points`` lengths in ``[min_n, max_n]``; short and long lengths are equally likely.
+    """
     lo, hi = _check_range("(min_n, max_n)", (min_n, max_n), 1, integer=True)
     if not (isinstance(max_points, int) and max_points >= 1):
         raise ValueError(f"max_points must be an integer >= 1, got {max_points!r}")
@@ -51,8 +64,23 @@ def n_grids(min_n: int = 16, max_n: int = 512, max_points: int = 2) -> st.Search
 
 
 def value_laws(dists=DISTRIBUTIONS, mean=(-3.0, 3.0), scale=(0.25, 4.0)) -> st.SearchStrategy:
-    """Dicts ``{"value_dist", "value_mean", "value_scale"}`` (a constant mean and any law leave
-    ``Var(o_j) = value_scale^2 E[sum w^2]`` unchanged)."""
+    """A strategy of value laws: dicts with ``value_dist``, ``value_mean`` and ``value_scale``.
+
+    A constant mean and any law leave ``Var(o_j) = value_scale^2 E[sum w^2]`` unchanged, so every draw has an exact
+    reference.
+
+    Parameters
+    ----------
+    dists : sequence of str
+        Laws to draw from, some of :data:`DISTRIBUTIONS`.
+    mean, scale : (float, float)
+        ``(min, max)`` of the mean and of the scale (``> 0``).
+
+    Returns
+    -------
+    hypothesis.strategies.SearchStrategy
+        Dicts to pass as keyword arguments of :func:`varsim.sim.measure_variance`.
+    """
     bad = [d for d in dists if d not in DISTRIBUTIONS]
     if bad or not dists:
         raise ValueError(f"unknown value distribution(s) {bad}; expected some of {DISTRIBUTIONS}")
@@ -66,13 +94,38 @@ def value_laws(dists=DISTRIBUTIONS, mean=(-3.0, 3.0), scale=(0.25, 4.0)) -> st.S
 
 
 def seeds() -> st.SearchStrategy:
-    """Seeds for the Monte Carlo runs (32-bit, shrinking towards 0)."""
+    """A strategy of seeds for the Monte Carlo runs: 32-bit integers, shrinking towards 0.
+
+    Returns
+    -------
+    hypothesis.strategies.SearchStrategy
+        Integers in ``[0, 2^32)``.
+    """
     return st.integers(0, 2**32 - 1)
 
 
 def annealed_beta_max(n: int) -> float:
-    """Largest ``beta`` with ``ln n >= 3 beta^2/2 + 2 beta``: the annealed side of the phase diagram with a margin
-    (THEORY.md 3), where ``E[sum w^2] ~ e^{beta^2}/N`` and short runs estimate it reliably."""
+    """The largest logit scale ``beta`` with ``ln n >= 3 beta^2/2 + 2 beta`` at length ``n``.
+
+    That is the annealed side of the phase diagram with a margin (THEORY.md 3), where ``E[sum w^2] ~ e^{beta^2}/N``
+    and short runs estimate it reliably.
+
+    Parameters
+    ----------
+    n : int
+        The shortest sequence length of a run.
+
+    Returns
+    -------
+    float
+        The largest ``beta`` in the annealed regime with its margin.
+
+    Examples
+    --------
+    >>> from varsim.testing import annealed_beta_max
+    >>> round(annealed_beta_max(16), 2), round(annealed_beta_max(512), 2)
+    (0.85, 1.48)
+    """
     ln_n = math.log(n)
     return (-2.0 + math.sqrt(4.0 + 6.0 * ln_n)) / 3.0
 
@@ -122,24 +175,66 @@ def attention_configs(
     max_work: int = 20_000,
     seed=None,
 ) -> st.SearchStrategy:
-    """Valid attention test configurations (:class:`~varsim.testing.AttentionConfig`).
+    """A strategy of valid Monte Carlo test configurations (:class:`~varsim.testing.AttentionConfig`).
 
     Parameters
     ----------
-    n : (min, max) lengths; ``grid_points`` lengths at most per configuration.
-    d_k, d_v : (min, max) dimensions (``d_k >= 8`` keeps a 1/d scale distinguishable from 1/sqrt(d)).
-    beta : (min, max) logit scale ``tau |q| / sqrt(d_k)`` of a fixed query (capped by the regime: at the default
+    n : (int, int)
+        ``(min, max)`` sequence lengths.
+    grid_points : int
+        At most this many lengths per configuration.
+    d_k, d_v : (int, int)
+        ``(min, max)`` dimensions (``d_k >= 8`` keeps a 1/d scale distinguishable from 1/sqrt(d)).
+    beta : (float, float)
+        ``(min, max)`` logit scale ``tau |q| / sqrt(d_k)`` of a fixed query, capped by the regime (at the default
         lengths the annealed cap is 0.85 at N = 16 and 1.48 at N = 512). Near 0 every attention is mean pooling
         and a temperature or scale bug is invisible, hence the default minimum 0.5.
-    tau : (min, max) temperature, kept 0.1 away from 1 when the range allows; the query norm is set so that
+    tau : (float, float)
+        ``(min, max)`` temperature, kept 0.1 away from 1 when the range allows; the query norm is set so that
         ``tau |q| / sqrt(d_k) = beta``.
-    queries : query laws to draw from (``"random"``: the exact reference costs ~1 s per length).
-    key_dists : key laws (the exact references need ``"gaussian"``).
-    value_dists, value_mean, value_scale : value law, constant mean and scale.
-    regime : ``"annealed"`` (default: ``ln N_min >= 3 beta^2/2 + 2 beta``) or ``"any"``.
-    params : dict name -> strategy (or a strategy of dicts) for your variant's parameters.
-    max_work : bound on ``N (d_k + d_v)``, the numbers drawn per sequence at the longest length.
-    seed : strategy for the run's seed (default :func:`seeds`).
+    queries : sequence of {"fixed", "random"}
+        Query laws to draw from (``"random"``: the exact reference costs about 1 s per length).
+    key_dists : sequence of str
+        Key laws, some of :data:`DISTRIBUTIONS` (the exact references need ``"gaussian"``).
+    value_dists : sequence of str
+        Value laws, some of :data:`DISTRIBUTIONS`.
+    value_mean, value_scale : (float, float)
+        ``(min, max)`` of the values' constant mean and scale.
+    regime : {"annealed", "any"}
+        ``"annealed"``: ``ln N_min >= 3 beta^2/2 + 2 beta`` (:func:`annealed_beta_max`), where short runs are
+        reliable.
+    params : dict or hypothesis.strategies.SearchStrategy, optional
+        Name -> strategy (or a strategy of dicts) for your variant's parameters (``AttentionConfig.params``).
+    max_work : int
+        Bound on ``N (d_k + d_v)``, the numbers drawn per sequence at the longest length.
+    seed : hypothesis.strategies.SearchStrategy, optional
+        Strategy for the run's seed (default :func:`seeds`).
+
+    Returns
+    -------
+    hypothesis.strategies.SearchStrategy
+        Draws :class:`~varsim.testing.AttentionConfig`.
+
+    Raises
+    ------
+    ValueError
+        A bad range or choice, naming the parameter.
+
+    See Also
+    --------
+    attention_cases : same-draw cases, which catch smaller bugs.
+    varsim.testing.mc_settings : Hypothesis settings for these slow examples.
+
+    Examples
+    --------
+    >>> from hypothesis import given
+    >>> from varsim.testing import (assert_variance_matches, attention_configs, attention_fn, mc_settings)
+    >>> @mc_settings(max_examples=2, derandomize=True)
+    ... @given(attention_configs(n=(16, 64), d_k=(8, 16), d_v=(1, 4)))
+    ... def test_softmax_variance(cfg):
+    ...     assert_variance_matches(attention_fn("softmax", tau=cfg.tau), cfg.expected_variance,
+    ...                             **cfg.check_kwargs())
+    >>> test_softmax_variance()
     """
     n = _check_range("n", n, 1, integer=True)
     d_k = _check_range("d_k", d_k, 1, integer=True)
@@ -211,13 +306,44 @@ def attention_cases(
     masks=MASKS,
     dtypes=CASE_DTYPES,
 ) -> st.SearchStrategy:
-    """Same-draw cases (:class:`~varsim.testing.AttentionCase`) for
+    """A strategy of same-draw cases (:class:`~varsim.testing.AttentionCase`) for
     :func:`~varsim.testing.assert_matches_reference`.
 
     Every draw has ``d_k != d_v``, ``tau`` at least 0.1 away from 1 (the query norm carries the rest of ``beta``)
-    and a value mean of magnitude in ``value_mean``; one draw in five has a huge logit scale from ``huge_beta``
-    (None: never), the others ``beta`` in ``beta``. ``n_keys`` is log-uniform; ``masks``, ``key_laws`` and
-    ``dtypes`` are drawn from the given choices (pass ``masks=("none",)`` for a function without a mask).
+    and a value mean of magnitude in ``value_mean``; one draw in five has a huge logit scale.
+
+    Parameters
+    ----------
+    batch, heads, n_queries, n_keys, d_k, d_v : (int, int)
+        ``(min, max)`` of the case's shape; ``n_keys`` is drawn log-uniform.
+    tau, beta : (float, float)
+        ``(min, max)`` temperature and logit scale.
+    huge_beta : (float, float) or None
+        ``(min, max)`` of the huge logit scale of one draw in five (None: never).
+    value_mean : (float, float)
+        ``(min, max)`` magnitude of the values' mean (its sign is drawn).
+    key_laws, masks, dtypes : sequence of str
+        Choices drawn from: some of :data:`~varsim.testing.KEY_LAWS`, :data:`~varsim.testing.MASKS` (pass
+        ``masks=("none",)`` for a function without a mask) and :data:`~varsim.testing.CASE_DTYPES`.
+
+    Returns
+    -------
+    hypothesis.strategies.SearchStrategy
+        Draws :class:`~varsim.testing.AttentionCase`.
+
+    See Also
+    --------
+    varsim.testing.REFERENCE_CASES : the fixed battery.
+
+    Examples
+    --------
+    >>> from hypothesis import given
+    >>> from varsim.testing import assert_matches_reference, attention_cases, mc_settings, softmax_attention
+    >>> @mc_settings(max_examples=5, derandomize=True)
+    ... @given(attention_cases(masks=("none",)))
+    ... def test_same_draw(case):
+    ...     assert_matches_reference(softmax_attention, case)
+    >>> test_same_draw()
     """
     ranges = {}
     for name, value, lo_min, integer in (("batch", batch, 1, True), ("heads", heads, 1, True),

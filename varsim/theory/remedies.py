@@ -103,10 +103,42 @@ def variant_ipr(name: str, n, beta, **params):
 class VariantTheory:
     """What exact theory says about a weight map over ``N`` i.i.d. logits ``beta g``, ``g ~ N(0, 1)``, per N.
 
-    ``kind``: the registry entry's theory kind (:data:`varsim.variants.THEORY_KINDS`). Per-N tuples (None where the
-    quantity is not defined there): ``ipr`` the exact ``E[sum w^2]``; ``beta_n`` the effective scale ``f(N) beta``
-    (``exact_ipr``); ``ipr_lower``/``ipr_upper`` the bound (``bound``); ``wsum``/``wsum_var`` ``E[sum w]`` and
-    ``Var(sum w)`` (``sigmoid_moments``; None for maps whose weights sum to 1). A field the kind does not give is None.
+    :func:`variant_theory` builds it. The per-N fields are tuples, None where the quantity is not defined there; a
+    field the kind does not give is None.
+
+    Parameters
+    ----------
+    attention : str
+        The weight map's name in :data:`varsim.variants.VARIANTS`.
+    kind : str
+        The registry entry's theory kind (:data:`varsim.variants.THEORY_KINDS`): ``"exact_ipr"``, ``"bound"``,
+        ``"sigmoid_moments"`` ...
+    params : dict
+        The map's parameters, defaults filled in.
+    beta : float
+        The logit scale.
+    n : tuple of int
+        The sequence lengths.
+    ipr : tuple of float
+        The exact ``E[sum w^2]`` per N.
+    beta_n : tuple of float, optional
+        The effective scale ``f(N) beta`` (kind ``"exact_ipr"``).
+    ipr_lower, ipr_upper : tuple of float, optional
+        The bound on ``sum w^2`` (kind ``"bound"``).
+    wsum, wsum_var : tuple of float, optional
+        ``E[sum w]`` and ``Var(sum w)`` (kind ``"sigmoid_moments"``; None for maps whose weights sum to 1).
+
+    See Also
+    --------
+    variant_theory : computes it.
+    variant_ipr : the exact ``E[sum w^2]`` alone.
+
+    Examples
+    --------
+    >>> from varsim.theory import variant_theory
+    >>> th = variant_theory("ssmax", [16, 256], beta=1.0)
+    >>> th.kind, len(th.ipr), th.exact_var(sigma_v2=2.0) == [2.0 * y for y in th.ipr]
+    ('exact_ipr', 2, True)
     """
 
     attention: str
@@ -122,8 +154,22 @@ class VariantTheory:
     wsum_var: tuple | None = None
 
     def exact_var(self, sigma_v2: float = 1.0, mu_v2: float = 0.0) -> list:
-        """``Var(o_j) = sigma_v^2 E[sum w^2] + mu_v^2 Var(sum w)`` per N (REMEDIES 1; values independent of the keys;
-        the second term only for maps whose weights do not sum to 1), None where ``E[sum w^2]`` is not exact."""
+        """The exact output variance ``Var(o_j) = sigma_v^2 E[sum w^2] + mu_v^2 Var(sum w)`` per N (REMEDIES 1).
+
+        Values are independent of the keys; the second term counts only for maps whose weights do not sum to 1.
+
+        Parameters
+        ----------
+        sigma_v2 : float
+            The values' variance ``sigma_v^2``.
+        mu_v2 : float
+            The square of the values' mean ``mu_v^2``.
+
+        Returns
+        -------
+        list of float or None
+            Per N; None where ``E[sum w^2]`` is not exact.
+        """
         if self.wsum_var is None:
             return [None if y is None else sigma_v2 * y for y in self.ipr]
         return [None if y is None or v is None else sigma_v2 * y + mu_v2 * v for y, v in zip(self.ipr, self.wsum_var)]

@@ -146,12 +146,38 @@ def resolve_checkpoint(path) -> Path:
 
 
 def load_checkpoint(path):
-    """``(model, config, state)`` from a checkpoint file or a run directory (its latest checkpoint).
+    """Load a trained model, its run's config and the training state from a checkpoint.
 
-    ``model`` is the model of the config's architecture (:func:`varsim.nn.architectures.build_model`, a
-    :class:`varsim.nn.model.Transformer` for the set transformer) with the saved parameters, ``config`` the
-    :class:`TrainConfig` of the run, and ``state`` a dict with ``step``, ``optimizer`` (a state dict for
-    :meth:`varsim.nn.optim.Adam.load_state_dict`), ``header`` and ``path``.
+    Parameters
+    ----------
+    path : path
+        A checkpoint file, or a run directory (its latest checkpoint).
+
+    Returns
+    -------
+    model : Transformer or Decoder
+        The model of the config's architecture (:func:`varsim.nn.architectures.build_model`, a
+        :class:`varsim.nn.model.Transformer` for the set transformer) with the saved parameters.
+    config : TrainConfig
+        The run's configuration.
+    state : dict
+        ``step``, ``optimizer`` (a state dict for :meth:`varsim.nn.optim.Adam.load_state_dict`), ``header`` and
+        ``path``.
+
+    See Also
+    --------
+    varsim.train.train : writes the checkpoints.
+    varsim.train.evaluate : takes the checkpoint or the model.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from varsim.train import TrainConfig, load_checkpoint, train
+    >>> run = tempfile.mkdtemp() + "/argmax"
+    >>> _ = train(TrainConfig(task="argmax", steps=10, checkpoint_every=10, log_every=5), run, progress=False)
+    >>> model, config, state = load_checkpoint(run)
+    >>> type(model).__name__, config.steps, state["step"]
+    ('Transformer', 10, 10)
     """
     from varsim.nn.architectures import build_model
 

@@ -27,14 +27,56 @@ RESUME_FREE_FIELDS = ("checkpoint_every", "keep_checkpoints")
 
 @dataclasses.dataclass(frozen=True)
 class TrainConfig:
-    """Everything that determines a training run.
+    """Everything that determines a training run (validated on construction: ValueError names the field).
 
-    ``model`` takes a :class:`~varsim.nn.model.ModelConfig` or a dict of its fields (its ``task`` defaults to this
-    config's ``task`` and must agree with it). ``lr`` is the peak learning rate: ``warmup`` updates of linear
-    warmup (``None``: 5% of ``steps``), then cosine decay to ``min_lr_ratio * lr`` at ``steps`` (or constant with
-    ``schedule="constant"``). ``clip_norm=None`` disables gradient clipping. Training set sizes are uniform on
-    ``train_min..train_max`` (``train_min=None``: the task's ``default_train_range``, :mod:`varsim.tasks`).
-    ``data_seed=None`` uses ``seed``.
+    Parameters
+    ----------
+    task : str
+        A registered task (:mod:`varsim.tasks`: ``"argmax"``, ``"dictionary"``).
+    model : ModelConfig or dict, optional
+        The model, or a dict of the fields of :class:`~varsim.nn.model.ModelConfig` (its ``task`` defaults to this
+        config's ``task`` and must agree with it).
+    optimizer : {"adamw", "adam"}
+        The optimizer.
+    lr : float
+        The peak learning rate.
+    weight_decay : float
+        Decoupled weight decay (AdamW).
+    clip_norm : float or None
+        Gradient clipping by global norm; None disables it.
+    warmup : int or None
+        Updates of linear warmup (None: 5% of ``steps``).
+    schedule : {"cosine", "constant"}
+        After the warmup: cosine decay to ``min_lr_ratio * lr`` at ``steps``, or constant.
+    min_lr_ratio : float
+        The final learning rate of the cosine schedule, relative to ``lr`` (in [0, 1]).
+    steps : int
+        Updates.
+    batch_size : int
+        Examples per update.
+    train_min, train_max : int
+        Training set sizes are uniform on ``train_min..train_max`` (``train_min=None``: the task's
+        ``default_train_range``).
+    seed : int
+        Seed of the model's initialization.
+    data_seed : int or None
+        Seed of the training batches (None: ``seed``).
+    checkpoint_every, log_every : int
+        Updates between checkpoints and between lines of ``metrics.jsonl``.
+    keep_checkpoints : int
+        How many of the latest checkpoints to keep.
+
+    See Also
+    --------
+    train : runs it.
+    training_batch : the batch of any update, recomputed.
+
+    Examples
+    --------
+    >>> from varsim.train import TrainConfig
+    >>> cfg = TrainConfig(task="argmax", model={"norm": "layernorm"}, steps=1000, lr=5e-3)
+    >>> cfg.model.norm, cfg.train_range
+    ('layernorm', (1, 16))
     """
 
     task: str

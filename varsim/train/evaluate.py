@@ -20,7 +20,8 @@ from varsim.train.ranking import RankingTally
 
 __all__ = ["evaluate", "DEFAULT_LENGTHS", "evaluation_batch"]
 
-DEFAULT_LENGTHS = tuple(2**k for k in range(4, 15))  # 16, 32, ..., 16384
+DEFAULT_LENGTHS = tuple(2**k for k in range(4, 15))
+"""The set sizes :func:`evaluate` measures by default: 16, 32, ..., 16384 (powers of 2)."""
 
 
 def evaluation_batch(model_config, length: int, chunk: int, size: int, seed) -> dict:
@@ -50,40 +51,77 @@ def evaluate(
     attention: str | None = None,
     attention_params: dict | None = None,
 ) -> dict:
-    """Accuracy at each set size in ``lengths`` on ``n_examples`` fresh examples each.
+    """Accuracy of a trained model at each set size in ``lengths``, on ``n_examples`` fresh examples each.
 
-    ``checkpoint_or_model`` is a checkpoint file, a run directory (its latest checkpoint) or a
-    :class:`varsim.nn.model.Transformer`. Examples at length L come in chunks of ``batch_size``; chunk j is drawn
-    from ``child_generator(root, L, j)`` under the root of ``seed`` (or ``rng``, SPEC 7), so the test set depends
-    only on (task settings, seed, L, n_examples, batch_size) and two models evaluated with the same arguments are
-    compared on identical examples.
+    Parameters
+    ----------
+    checkpoint_or_model : path or Transformer
+        A checkpoint file, a run directory (its latest checkpoint) or a model (:class:`varsim.nn.model.Transformer`
+        or the causal decoder).
+    lengths : sequence of int
+        Set sizes (default ``DEFAULT_LENGTHS``).
+    n_examples : int
+        Examples per length.
+    batch_size : int
+        Examples per forward pass. Chunk ``j`` at length ``L`` is drawn from ``child_generator(root, L, j)``, so
+        the test set depends only on (task settings, seed, L, n_examples, batch_size): two models evaluated with
+        the same arguments are compared on identical examples.
+    seed : int
+        Seed of the test sets (default 0).
+    rng : int, SeedSequence or Generator, optional
+        SPEC 7 alternative to ``seed`` (not both).
+    progress : bool, optional
+        Show progress on stderr (default: when it is a terminal).
+    blas_threads : int or None
+        NumPy's BLAS threads while evaluating (None: leave them as they are). The default, 1, is the fast one: the
+        model's matrix products are small (D = 64), so extra BLAS threads mostly synchronize and spin
+        (``benchmarks/bench_evaluate.py`` measures it).
+    max_hours : float, optional
+        Refuse an evaluation estimated to take longer (default ``varsim.train.budget.EVALUATE_MAX_HOURS``).
+    attention : str, optional
+        Evaluate with another weight map of :data:`varsim.variants.WEIGHT_MAPS`, applied to the loaded weights by
+        :meth:`~varsim.nn.model.Transformer.with_attention`: an inference-only map
+        (:data:`varsim.variants.INFERENCE_ONLY_MAPS`) on any model, or any map on a softmax-trained model; the
+        model's own map is allowed too. It may also name a control of :data:`varsim.variants.CONTROLS`:
+        ``"oracle"`` (the query token attends only to each example's correct item, supplied from the task) or
+        ``"permuted_softmax"``. None (default): the map the model was trained with.
+    attention_params : dict, optional
+        The parameters of ``attention``, validated by the registry.
 
-    Returns ``{"task", "lengths", "accuracy", "correct", "ci_low", "ci_high" (Wilson 95%), "n_examples",
-    "batch_size", "seed", "time_s" (per length), "config", "checkpoint", "step", "provenance"}``.
-    ``blas_threads``: NumPy's BLAS threads while evaluating (``None``: leave them as they are). The default, 1, is
-    the fast one: the model's matrix products are small (D = 64), so extra BLAS threads mostly synchronize and
-    spin (``benchmarks/bench_evaluate.py`` measures it).
+    Returns
+    -------
+    dict
+        ``task``, ``lengths``, ``accuracy``, ``correct``, ``ci_low`` and ``ci_high`` (Wilson 95%), ``n_examples``,
+        ``batch_size``, ``seed``, ``time_s`` (per length), ``config``, ``checkpoint``, ``step``, ``provenance``;
+        ``attention`` (the map used and its parameters; with a control, also ``control``: ``"positive"`` or
+        ``"negative"``) and ``trained_attention`` (the one in the model's configuration); and ``ranking``: for a
+        model with ``logits_and_weights`` (the set transformer; the causal decoder, over the last position's
+        weights), per length, the decomposition of :mod:`varsim.train.ranking` for the last block's best head:
+        ``best_head``, ``weight_correct`` (mean weight on the correct item), ``ranking_correct`` (fraction of
+        examples whose largest weight is on the correct item), ``accuracy_given_ranking_correct`` and
+        ``accuracy_given_ranking_wrong`` (None when the condition never occurs), with their counts, from the same
+        forward passes as the accuracy; None for other models.
 
-    ``"ranking"`` (a model with ``logits_and_weights``: the set transformer, the causal decoder (the last position's
-    weights over the items); None for others): per length, the decomposition of :mod:`varsim.train.ranking` for the
-    last block's best head: ``best_head``, ``weight_correct`` (mean weight on the
-    correct item), ``ranking_correct`` (fraction of examples whose largest weight is on the correct item),
-    ``accuracy_given_ranking_correct`` and ``accuracy_given_ranking_wrong`` (None when the condition never occurs),
-    with their counts; computed from the same forward passes as the accuracy.
+    Raises
+    ------
+    ValueError
+        Refused before any work, naming the parameter: sizes whose memory exceeds the machine's or whose estimated
+        time exceeds ``max_hours``; a map the model cannot take.
 
-    ``attention`` may also name a control of :data:`varsim.variants.CONTROLS`: ``"oracle"`` (the query token attends
-    only to each example's correct item, supplied from the task) or ``"permuted_softmax"``; the result's
-    ``"attention"`` then carries ``"control"``: ``"positive"`` or ``"negative"``.
+    See Also
+    --------
+    varsim.train.train : trains the model.
+    varsim.train.wilson_interval : the accuracy intervals.
 
-    ``attention``: evaluate with another weight map of :data:`varsim.variants.WEIGHT_MAPS` (``attention_params``
-    its parameters, validated by the registry), applied to the loaded weights by
-    :meth:`~varsim.nn.model.Transformer.with_attention`: an inference-only map
-    (:data:`varsim.variants.INFERENCE_ONLY_MAPS`) on any model, or any map on a softmax-trained model; the model's
-    own map is allowed too. ``None`` (default): the map the model was trained with. The result's ``"attention"``
-    entry names the map used and its parameters, and ``"trained_attention"`` the one in the model's configuration.
-
-    Sizes whose memory exceeds the machine's, or whose estimated time exceeds ``max_hours`` (default
-    ``varsim.train.budget.EVALUATE_MAX_HOURS``), are refused before any work (ValueError naming the parameter).
+    Examples
+    --------
+    >>> import tempfile
+    >>> from varsim.train import TrainConfig, evaluate, train
+    >>> run = tempfile.mkdtemp() + "/argmax"
+    >>> _ = train(TrainConfig(task="argmax", steps=10, checkpoint_every=10, log_every=5), run, progress=False)
+    >>> ev = evaluate(run, lengths=(16, 256), n_examples=64, progress=False)
+    >>> ev["lengths"], len(ev["accuracy"]), ev["attention"]["name"]
+    ([16, 256], 2, 'softmax')
     """
     model, config_dict, ckpt, step = _resolve_model(checkpoint_or_model)
     trained = {"name": model.config.attention, "params": dict(model.config.attention_params)}

@@ -52,7 +52,30 @@ __all__ = ["train", "training_batch"]
 
 
 def training_batch(config: TrainConfig, step: int) -> dict:
-    """The batch of update ``step`` (0-based) of a run: a pure function of ``(config, step)``."""
+    """The batch of update ``step`` (0-based) of a run: a pure function of ``(config, step)``.
+
+    Parameters
+    ----------
+    config : TrainConfig
+        The run.
+    step : int
+        The update, from 0.
+
+    Returns
+    -------
+    dict
+        The task's batch arrays (for ``argmax``: ``priority``, ``label``, ``mask`` of shape ``(batch_size, set
+        size)`` and ``target``), the same at every call.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from varsim.train import TrainConfig, training_batch
+    >>> cfg = TrainConfig(task="argmax", batch_size=16)
+    >>> a, b = training_batch(cfg, 3), training_batch(cfg, 3)
+    >>> a["target"].shape, all(np.array_equal(a[k], b[k]) for k in a)
+    ((16,), True)
+    """
     return make_batch(
         config.task,
         config.batch_size,
@@ -122,23 +145,58 @@ def train(config, outdir, *, resume: bool = False, progress: bool | None = None,
           max_hours: float | None = None) -> dict:
     """Train a model as ``config`` says, writing checkpoints and metrics into ``outdir``; return a summary.
 
-    ``config`` is a :class:`TrainConfig`, a dict of its fields, or a JSON file path. With ``resume=False`` the
-    directory must not already hold a run; with ``resume=True`` the run continues from its latest checkpoint
-    (or starts, if there is none yet) after checking that the config is the same, and a finished run returns its
-    summary at once. ``progress``: show loss, accuracy and steps/s on stderr (default: when it is a terminal).
+    Parameters
+    ----------
+    config : TrainConfig, dict or path
+        The run: a :class:`TrainConfig`, a dict of its fields, or a JSON file path.
+    outdir : path
+        The run directory: ``config.json``, checkpoints ``ckpt-XXXXXXXX.npz``, ``metrics.jsonl``,
+        ``summary.json``.
+    resume : bool
+        False: the directory must not already hold a run. True: continue from its latest checkpoint (or start, if
+        there is none yet) after checking that the config is the same; a finished run returns its summary at once.
+    progress : bool, optional
+        Show loss, accuracy and steps/s on stderr (default: when it is a terminal).
+    max_hours : float, optional
+        Refuse a run estimated to take longer (default ``varsim.train.budget.TRAIN_MAX_HOURS``).
 
-    Refused up front (``ValueError`` naming the parameter): sizes whose memory exceeds the machine's or whose
-    estimated time exceeds ``max_hours`` (default ``varsim.train.budget.TRAIN_MAX_HOURS``), an empty or unwritable
-    ``outdir``, and a run directory another process is using (``varsim._common.runlock``). On resumption a torn
-    last line of ``metrics.jsonl`` is dropped with a notice on stderr; a damaged line before it is refused.
+    Returns
+    -------
+    dict
+        ``status`` (``"completed"`` or ``"non_finite"``), ``message``, ``steps_done``, ``steps``, ``final_loss``
+        and ``train_accuracy`` (means over the last logging window), ``wall_time_s`` (summed over resumptions),
+        ``checkpoint`` (the latest good checkpoint) and ``outdir``.
 
-    The summary has ``status`` (``"completed"`` or ``"non_finite"``), ``message``, ``steps_done``, ``steps``,
-    ``final_loss`` and ``train_accuracy`` (means over the last logging window), ``wall_time_s`` (summed over
-    resumptions), ``checkpoint`` (the latest good checkpoint) and ``outdir``. A non-finite loss or gradient stops
-    the run before the bad update is applied; no checkpoint is written after it, so the last good one remains.
-    A run that started in an empty directory and stops (non-finite values, an error, an interrupt) before its
-    first checkpoint leaves nothing behind: its files, and the directory if this call created it, are removed, so
-    the same command can simply be run again.
+    Raises
+    ------
+    ValueError
+        Refused up front, naming the parameter: sizes whose memory exceeds the machine's or whose estimated time
+        exceeds ``max_hours``, an empty or unwritable ``outdir``, a run directory another process is using.
+
+    See Also
+    --------
+    evaluate : accuracy of the trained model at other set sizes.
+    load_checkpoint : the model, its config and the optimizer state.
+
+    Notes
+    -----
+    A non-finite loss or gradient stops the run before the bad update is applied; no checkpoint is written after
+    it, so the last good one remains. A run that started in an empty directory and stops (non-finite values, an
+    error, an interrupt) before its first checkpoint leaves nothing behind: its files, and the directory if this
+    call created it, are removed, so the same command can simply be run again. On resumption a torn last line of
+    ``metrics.jsonl`` is dropped with a notice on stderr; a damaged line before it is refused.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from varsim.train import TrainConfig, evaluate, train
+    >>> run = tempfile.mkdtemp() + "/argmax"
+    >>> cfg = TrainConfig(task="argmax", steps=20, batch_size=16, checkpoint_every=20, log_every=10)
+    >>> summary = train(cfg, run, progress=False)
+    >>> summary["status"], summary["steps_done"]
+    ('completed', 20)
+    >>> evaluate(run, lengths=(8, 32), n_examples=64, progress=False)["lengths"]
+    [8, 32]
     """
     config = TrainConfig.coerce(config)
     check_training_cost(config, max_hours=max_hours)

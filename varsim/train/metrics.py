@@ -60,8 +60,33 @@ def scan_metrics(path) -> tuple[list[dict], int | None]:
 
 
 def read_metrics(path) -> list[dict]:
-    """The records of a metrics log (``[]`` when it does not exist); a torn last line from a killed run is skipped,
-    any other bad line raises ``ValueError`` naming the file and line (:func:`scan_metrics`)."""
+    """The records of a metrics log (``metrics.jsonl`` of a run directory).
+
+    Parameters
+    ----------
+    path : path
+        The log file.
+
+    Returns
+    -------
+    list of dict
+        One per logged step (``step``, ``loss``, ``accuracy``, ``lr``, ``grad_norm``, ``steps_per_s``,
+        ``elapsed_s``); ``[]`` when the file does not exist. A torn last line from a killed run is skipped.
+
+    Raises
+    ------
+    ValueError
+        Any other bad line, naming the file and line.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from varsim.train import TrainConfig, read_metrics, train
+    >>> run = tempfile.mkdtemp() + "/argmax"
+    >>> _ = train(TrainConfig(task="argmax", steps=10, checkpoint_every=10, log_every=5), run, progress=False)
+    >>> [r["step"] for r in read_metrics(run + "/metrics.jsonl")]
+    [5, 10]
+    """
     return scan_metrics(path)[0]
 
 
