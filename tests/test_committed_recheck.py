@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -248,3 +249,30 @@ def test_arm_settings_are_fixed(tmp_path):
     (tmp_path / "settings.json").write_text(json.dumps(stored))
     with pytest.raises(ValueError, match="other settings"):
         write_arm_settings(tmp_path)
+
+
+def test_committed_arm_is_complete_and_current():
+    """The committed second-kernel arm is what the current code makes from its slices' results: its settings are the
+    pre-registered ones, every slice ran, its table is its summary's (a forgotten regeneration fails here), and the
+    docs page quotes its single-run distribution."""
+    from varsim.experiments.kernel_check import COMMITTED_DIR, _arm_settings, render_table
+
+    settings = json.loads((COMMITTED_DIR / "settings.json").read_text())
+    summary = json.loads((COMMITTED_DIR / "summary.json").read_text())
+    assert settings["settings"] == json.loads(json.dumps(_arm_settings()))
+    assert summary["settings"] == settings["settings"] and summary["slices_missing"] == []
+    assert (COMMITTED_DIR / "table.md").read_text() == render_table(summary)
+    from varsim.experiments.kernel_check import SLICES, slice_settings
+
+    assert summary["per_run"]["n"] == sum(len(job_specs(slice_settings(name))) for name in SLICES)
+    assert all(c["complete"] for c in summary["conclusions"])
+    page = " ".join((Path(__file__).resolve().parents[1] / "docs" / "experiments" / "reproducibility.md").read_text()
+                    .split())
+    q, runs, comparisons = summary["per_run"]["quantiles"], summary["per_run"], summary["comparisons"]
+    quoted = (f"{runs['n']} runs", f"median is {q['0.5']:g} examples", f"90% quantile {q['0.9']:g}",
+              f"largest {runs['max']}", f"{len(comparisons)} comparisons, {sum(c['holds'] for c in comparisons)} of "
+              f"which hold and {sum(c['agrees'] for c in comparisons)} of which agree")
+    assert [number for number in quoted if number not in page] == []
+    for conclusion in summary["conclusions"]:
+        verdict = "**holds**" if conclusion["holds"] else "**fails the criterion as written**"
+        assert f"*{conclusion['conclusion']}*: {verdict}" in page, conclusion["conclusion"]

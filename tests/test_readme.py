@@ -59,6 +59,8 @@ def _readme_claims() -> list[str]:
     remedies = committed_summary("remedies")
     decoder, constant = committed_summary("decoder"), committed_summary("decoder_constant")
     smollm2 = json.loads((data / "probe" / "smollm2.json").read_text())["layer_summary"][0]
+    arm = json.loads((data / "kernel_check" / "summary.json").read_text())["conclusions"]
+    words = ("none", "one", "two", "three", "four", "five", "six")
 
     def rows(summary, **where):
         return [r for r in summary["primary"] if all(r.get(k) == v for k, v in where.items())]
@@ -97,6 +99,7 @@ def _readme_claims() -> list[str]:
         f"median slope {_signed(smollm2['median_slope_y2'], 2)}",
         f"slope of {_signed(smollm2['median_slope_std_iid'], 2)}",
         f"measured slope is {_signed(smollm2['median_slope_std'], 2)}",
+        f"{words[sum(c['holds'] for c in arm)]} of {words[len(arm)]} held as pre-registered",
     ]
 
 
