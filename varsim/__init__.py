@@ -6,8 +6,7 @@ from the floors below it; ``tests/test_import_graph.py`` checks this):
 - ``varsim._common``     one home per shared concept: validation, seeding, atomic writes, JSON files, fits,
   intervals, run locks, BLAS threads, provenance, progress.
 - ``varsim.variants``    the registries of attention weight maps and output normalizations.
-- ``varsim.tasks``       the synthetic tasks, one module each (argmax retrieval, dictionary lookup, associative
-  recall).
+- ``varsim.tasks``       the synthetic tasks (argmax retrieval, dictionary lookup, associative recall).
 - ``varsim.jobs``        independent jobs on local processes or a Dask cluster, results directories resumed.
 - ``varsim.pretrained``  real pretrained models in NumPy and the ``varsim probe-model`` probe.
 - ``varsim.theory``      exact and asymptotic theory (NumPy/SciPy only).

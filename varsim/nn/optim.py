@@ -73,9 +73,8 @@ class Adam:
         m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g^2
         p -= lr_t / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)
 
-    and returns ``{"lr", "grad_norm" (before clipping), "clipped"}``. Gradients with other names or shapes raise
-    ``ValueError``, and a non-finite gradient norm ``FloatingPointError``, before any state changes (the update
-    count included), so the caller can stop with the last good parameters.
+    and returns ``{"lr", "grad_norm" (before clipping), "clipped"}``. Wrong gradient names or shapes (ValueError) and
+    a non-finite norm (FloatingPointError) raise before any state, the update count too, changes.
     """
 
     decoupled = False
