@@ -1,5 +1,5 @@
-"""Evaluation time per example against the chunk size of ``Transformer.predict`` (``EVAL_CHUNK_TOKENS``) and, for
-2-block models, the row blocks of the first block's self-attention (``ROW_BLOCK_ELEMENTS``).
+"""Evaluation time per example against the chunk size of ``Transformer.predict`` (``set_cost.EVAL_CHUNK_TOKENS``) and,
+for 2-block models, the row blocks of the first block's self-attention (``ROW_BLOCK_ELEMENTS``).
 
     .venv/bin/python benchmarks/bench_eval_chunks.py [--tokens 16 14 13 12] [--row-blocks 30 19 17 15]
 
@@ -21,6 +21,7 @@ import numpy as np
 
 import varsim.nn.attention as A
 import varsim.nn.model as M
+import varsim.nn.set_cost as S
 from varsim._common.blas import limit_blas_threads
 from varsim._common.seeding import root_sequence
 from varsim.experiments.remedies import remedies_settings
@@ -42,7 +43,7 @@ def main():
 
 
 def chunk_table(st, tokens):
-    default = M.EVAL_CHUNK_TOKENS
+    default = S.EVAL_CHUNK_TOKENS
     print("ms/example (CPU) at chunks of " + ", ".join(f"2^{k}" for k in tokens) + " tokens")
     for task in ("argmax", "dictionary"):
         for depth in (1, 2):
@@ -51,7 +52,7 @@ def chunk_table(st, tokens):
                 batch = evaluation_batch(cfg.model, n, 0, examples, root_sequence(0))
                 row, first = [], None
                 for k in tokens:
-                    M.EVAL_CHUNK_TOKENS = 1 << k
+                    S.EVAL_CHUNK_TOKENS = 1 << k
                     model = M.Transformer(cfg.model, seed=0)
                     t0 = time.process_time()
                     pred = model.predict(batch)
@@ -59,11 +60,11 @@ def chunk_table(st, tokens):
                     first = pred if first is None else first
                     assert np.array_equal(pred, first), "chunking changed a prediction"
                 print(f"{task:10s} depth {depth} N = {n:5d}: " + "  ".join(f"{x:8.2f}" for x in row))
-    M.EVAL_CHUNK_TOKENS = default
+    S.EVAL_CHUNK_TOKENS = default
 
 
 def row_block_table(st, blocks):
-    default, chunk = A.ROW_BLOCK_ELEMENTS, M.EVAL_CHUNK_TOKENS
+    default, chunk = A.ROW_BLOCK_ELEMENTS, S.EVAL_CHUNK_TOKENS
     print(f"\n2-block models, N = 1024, chunks of {chunk} tokens: ms/example (CPU) with row blocks of "
           + ", ".join(f"2^{k}" for k in blocks) + " logits")
     maps = [(a, None) for a in ("softmax", "ssmax", "sigmoid", "entmax15")]

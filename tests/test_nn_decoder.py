@@ -224,6 +224,8 @@ def test_config_refusals():
     with pytest.raises(ValueError, match="N=40"):
         small.forward(batch_for(small.config, 4, 40))
     small.predict(batch_for(small.config, 4, 40))  # evaluation never forms T x T matrices
+    with pytest.raises(ValueError, match="focus"):  # the set transformer's oracle control only
+        small.predict(batch_for(small.config, 4, 8), focus=np.zeros(4, dtype=np.int64))
 
 
 def test_config_round_trip_and_set_model_dicts_unchanged():

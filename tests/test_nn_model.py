@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from nn_checks import batch_for, check_model_grads
 
-from varsim.nn import model as model_module
+from varsim.nn import set_cost
 from varsim.nn.layers import softmax_cross_entropy_backward, softmax_cross_entropy_forward
 from varsim.nn.model import ModelConfig, Transformer
 from varsim.nn.norms import NORMS
@@ -140,7 +140,8 @@ def test_huge_priorities_stay_finite():
 
 def _full_last_block_logits(m, batch):
     """Logits recomputed with the last block done by full self-attention over all tokens, reading row 0 after it."""
-    from varsim.nn.model import layernorm_forward, mlp_forward
+    from varsim.nn.layers import mlp_forward
+    from varsim.nn.norms import layernorm_forward
 
     cfg, p = m.config, m.params
     feats, keys_all, mask = m._inputs(batch)
@@ -170,7 +171,7 @@ def test_model_query_row_path_equals_full_attention(kw):
 def test_analysis_outputs(norm, monkeypatch):
     """Shapes; weights are a distribution over the real items; post == normalized pre; chunking changes nothing;
     the last block's next_input feeds the predictor (catches recording another token's row)."""
-    monkeypatch.setattr(model_module, "EVAL_CHUNK_TOKENS", 20)  # several chunks
+    monkeypatch.setattr(set_cost, "EVAL_CHUNK_TOKENS", 20)  # several chunks
     cfg = tiny("argmax", norm=norm, n_blocks=2)
     m = Transformer(cfg, seed=0)
     batch = batch_for(cfg, 5, (1, 6), seed=1)
@@ -202,7 +203,7 @@ def test_logits_and_weights_are_analysis_without_the_records(n_blocks, monkeypat
     """The light path the evaluation's ranking decomposition reads gives analysis()'s logits and the LAST block's
     query-row weights, bit for bit, over several chunks and with padding. Catches the first block's weights (a
     2-block model) or another row being returned."""
-    monkeypatch.setattr(model_module, "EVAL_CHUNK_TOKENS", 20)  # several chunks
+    monkeypatch.setattr(set_cost, "EVAL_CHUNK_TOKENS", 20)  # several chunks
     cfg = tiny("argmax", n_blocks=n_blocks)
     m = Transformer(cfg, seed=3)
     batch = batch_for(cfg, 5, (1, 6), seed=4)
@@ -216,7 +217,7 @@ def test_logits_and_weights_are_analysis_without_the_records(n_blocks, monkeypat
 
 
 def test_predict_chunks_equal_forward(monkeypatch):
-    monkeypatch.setattr(model_module, "EVAL_CHUNK_TOKENS", 16)
+    monkeypatch.setattr(set_cost, "EVAL_CHUNK_TOKENS", 16)
     cfg = tiny("dictionary", n_blocks=2)
     m = Transformer(cfg, seed=0)
     batch = batch_for(cfg, 7, (2, 9), seed=3)

@@ -167,6 +167,21 @@ def test_non_finite_gradient_raises_before_touching_state():
     assert opt.t == 0 and all(np.array_equal(params[k], p0[k]) for k in params)
 
 
+def test_a_gradient_of_the_wrong_shape_is_refused_before_touching_state():
+    """A refused step changes nothing: an optimizer that counted the refused call would use the second update's
+    learning rate and bias correction next, and its first good step would differ from a fresh optimizer's."""
+    params, fresh = _params(), _params()
+    p0 = {k: v.copy() for k, v in params.items()}
+    opt = Adam(params, lr=0.01, warmup=3)
+    with pytest.raises(ValueError, match=r"grads\['b'\] has shape"):
+        opt.step({"w": G1["w"], "b": np.zeros(3)})
+    assert opt.t == 0 and opt.lr == opt.schedule(0)
+    assert all(np.array_equal(params[k], p0[k]) for k in params)
+    assert all(not opt.m[k].any() and not opt.v[k].any() for k in params)
+    assert opt.step(G1) == Adam(fresh, lr=0.01, warmup=3).step(G1)
+    assert all(np.array_equal(params[k], fresh[k]) for k in params)
+
+
 @pytest.mark.parametrize("lr", [float("nan"), float("inf"), 0.0, -1e-3, "0.1", None])
 def test_bad_learning_rate_names_lr(lr):
     with pytest.raises(ValueError, match="lr"):

@@ -11,7 +11,7 @@ from varsim.experiments.settings import GRID_ARCHITECTURES, ReproductionSettings
 
 __all__ = ["PRESETS", "preset_settings", "grid_model"]
 
-#: ``varsim reproduce --preset NAME``: name -> factory(quick, seeds, root_seed, **changes) -> ReproductionSettings
+#: ``varsim reproduce --preset NAME``: name -> factory(*, quick, seeds, root_seed, **changes) -> ReproductionSettings
 PRESETS = {"remedies": remedies_settings, "decoder": decoder_settings, "decoder_constant": decoder_constant_settings}
 
 #: the options of :func:`preset_settings` that change the preset's grid (and so can contradict it)

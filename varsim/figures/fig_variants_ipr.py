@@ -103,8 +103,8 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, sourc
             "panels": panels, "footer": computed_footer(seed, quick), "smoke_reason": "few sequences, N <= 1024"}
 
 
-#: the rows of panels: softmax at an N-dependent scale, and the other weight maps (softmax, the baseline, in both), so
-#: no panel draws more than five variants; a variant in neither goes with the other maps
+#: the rows of panels: softmax at an N-dependent scale, and the other weight maps (softmax, the baseline, in both);
+#: a variant in neither goes with the other maps, so a row's count is not capped (five each for VARIANT_SPECS today)
 _FAMILIES = (("rescaled softmax", {"softmax", "ssmax", "logn", "critical", "adaptive_temperature"}),
              ("other weight maps", None))
 

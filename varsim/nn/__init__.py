@@ -1,15 +1,15 @@
-"""A small transformer with hand-written backprop (NumPy; no autograd), for the synthetic set tasks.
+"""Two small models with hand-written backprop (NumPy; no autograd), for the synthetic tasks.
 
 Every layer is a ``xxx_forward(...) -> (out, cache)`` / ``xxx_backward(dout, cache) -> grads`` pair (``layers``,
-``norms``, ``attention``); ``model`` assembles them into :class:`Transformer` (the set transformer), configured by
-:class:`ModelConfig` (``config``), its parameters listed by ``set_params`` and its cost by ``set_cost``; ``decoder``
-into :class:`Decoder` (a causal decoder; ``decoder_params``, ``decoder_cost``, its encodings in ``positions``);
-``architectures`` says which model a config builds (:func:`build_model`) and what it costs, for the training budget;
-the task (``varsim.tasks``) supplies the input features and output classes; ``optim`` holds Adam and AdamW;
-``weightmaps`` the attention weight maps of ``varsim.variants`` (softmax, ssmax, logn, sigmoid, entmax15, sparsemax
-with backward passes; critical, adaptive_temperature, topk for inference) and ipr_norm, chosen with
-``ModelConfig(attention=..., attention_params=..., attention_output=...)``. This package never imports
-``varsim.sim``.
+``norms``, ``attention``); ``base`` holds what every model shares (:class:`~varsim.nn.base.Model`: parameters, state
+dict, memory check, chunked evaluation); ``model`` assembles the layers into :class:`Transformer` (the set
+transformer), configured by :class:`ModelConfig` (``config``), its parameters listed by ``set_params`` and its cost by
+``set_cost``; ``decoder`` into :class:`Decoder` (a causal decoder; ``decoder_params``, ``decoder_cost``, its encodings
+in ``positions``); ``architectures`` says which model a config builds (:func:`build_model`) and what it costs, for the
+training budget; the task (``varsim.tasks``) supplies the input features and output classes; ``optim`` holds Adam and
+AdamW; ``weightmaps`` the attention weight maps of ``varsim.variants`` (softmax, ssmax, logn, sigmoid, entmax15,
+sparsemax with backward passes; critical, adaptive_temperature, topk for inference) and ipr_norm, chosen with
+``ModelConfig(attention=..., attention_params=..., attention_output=...)``. This package never imports ``varsim.sim``.
 """
 
 from .architectures import ARCHITECTURES, build_model, get_architecture

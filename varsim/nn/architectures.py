@@ -6,11 +6,11 @@ parameter shapes, multiply-adds, elementwise work and activation memory (the fun
 :mod:`varsim.nn.set_cost` for the set transformer), and ``sizes(config)`` lists the config's size fields with their
 defaults (the budget names the one furthest above its default when a cost is too high).
 
-Each model's module registers its entry (``"set_transformer"``: :mod:`varsim.nn.model`), and :mod:`varsim.nn`
-imports it. Adding a model (e.g. a causal decoder): its module (the model, with ``forward``/``backward``/
-``predict``/``analysis`` and ``params`` as :class:`varsim.nn.model.Transformer` has them, and one
-:func:`register_architecture` call), its cost module, its import in ``varsim/nn/__init__.py``, and any fields it
-needs in :class:`~varsim.nn.config.ModelConfig`.
+Each model's module registers its entry (``"set_transformer"``: :mod:`varsim.nn.model`; ``"decoder"``:
+:mod:`varsim.nn.decoder`), and :mod:`varsim.nn` imports it. Adding a model: its module (a subclass of
+:class:`varsim.nn.base.Model` defining what its docstring lists, and one :func:`register_architecture` call), its
+parameter table and cost modules, its import in ``varsim/nn/__init__.py``, and any fields it needs in
+:class:`~varsim.nn.config.ModelConfig`.
 """
 
 from __future__ import annotations

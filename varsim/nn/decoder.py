@@ -6,7 +6,7 @@ input features per token, L = n_blocks, P = max_positions.
 
 Layer by layer (shapes of the training pass; ``ModelConfig`` chooses the variants; the ``"decoder"`` entry of
 :mod:`varsim.nn.architectures`, its parameters in :mod:`varsim.nn.decoder_params`, its cost in
-:mod:`varsim.nn.decoder_cost`)::
+:mod:`varsim.nn.decoder_cost`; what both models share in :mod:`varsim.nn.base`)::
 
     feats (B, T, n_in)              the task's features (write_features): items' tokens, then the query row
     x = feats We + be               (B, T, D)    embed.w (n_in, D), embed.b (D,)
@@ -44,39 +44,26 @@ a batch whose attention would exceed ``memory_budget`` bytes is refused (ValueEr
 
 from __future__ import annotations
 
-import dataclasses
 import math
 
 import numpy as np
 
-from varsim._common.seeding import child_generator, root_sequence
-from varsim._common.validate import check_positive_int
 from varsim.tasks import get_key_encoding
 
 from . import decoder_cost
 from .architectures import Architecture, register_architecture
+from .base import Model, value_moments
 from .config import ModelConfig
 from .decoder_params import parameter_table
-from .layers import (
-    linear_backward,
-    linear_forward,
-    mlp_backward,
-    mlp_forward,
-    softmax_cross_entropy_backward,
-    softmax_cross_entropy_forward,
-)
-from .model import Transformer, _name_key, value_moments
-from .norms import get_norm, layernorm_backward, layernorm_forward
+from .layers import linear_backward, linear_forward, mlp_forward
 from .positions import alibi_bias, get_positions, position_ids, rope_backward, rope_forward, rope_tables
-from .set_params import theta_name
-from .weightmaps import TRAINABLE_MAPS, AttentionSpec, make_attention
+from .weightmaps import AttentionSpec, make_attention
 
 __all__ = [
     "Decoder", "causal_mask", "causal_attention_forward", "causal_attention_backward", "causal_attention_rows",
-    "DEFAULT_MEMORY_BUDGET", "ROW_BLOCK_ELEMENTS",
+    "ROW_BLOCK_ELEMENTS",
 ]
 
-DEFAULT_MEMORY_BUDGET = 2 * 1024**3  # bytes of attention weights a training forward/backward pass may hold
 #: logits per block of query rows in evaluation (4 MiB in float32)
 ROW_BLOCK_ELEMENTS = 1 << 20
 
@@ -204,68 +191,42 @@ def causal_attention_rows(h, w_qkv, b_qkv, n_heads, start=None, attention=None, 
 # The model
 
 
-class Decoder:
-    """The model of the module docstring, with parameters in ``params`` (an ordered ``{name: array}`` dict).
+class Decoder(Model):
+    """The model of the module docstring on :class:`varsim.nn.base.Model` (``seed``/``rng``, ``memory_budget``, the
+    evaluation paths); the learned query starts N(0, 1), the position table N(0, 1/D)."""
 
-    ``seed`` draws the initial parameters, each from a child stream keyed by its name (as the set transformer:
-    weights N(0, 1/fan_in), biases 0, LayerNorm gains 1, the learned query N(0, 1), the position table
-    N(0, 1/D)). ``forward``/``backward``/``loss_and_grads`` are the training path; ``predict`` and ``analysis`` the
-    chunked evaluation paths.
-    """
+    cost = decoder_cost
+    eval_holds_attention = False
+    memory_note = ("training holds the T x T weights of the blocks before the last; evaluation runs in blocks of "
+                   "query rows and has no such limit")
 
-    def __init__(self, config: ModelConfig, seed=0, *, memory_budget: int = DEFAULT_MEMORY_BUDGET):
-        if not isinstance(config, ModelConfig):
-            raise ValueError(f"config must be a ModelConfig, got {type(config).__name__}")
+    def _check_config(self, config: ModelConfig) -> None:
         if not config.residual:
             raise ValueError("residual: the decoder always has residual connections (residual=False is the set "
                              "model's option)")
-        self.config = config
-        self.positions = get_positions(config.positions)
-        if self.positions.rotary and (config.d_model // config.n_heads) % 2:
+        if get_positions(config.positions).rotary and (config.d_model // config.n_heads) % 2:
             raise ValueError(f"n_heads: positions 'rope' needs an even head width, got d_model / n_heads = "
                              f"{config.d_model // config.n_heads}")
-        self.memory_budget = check_positive_int("memory_budget", memory_budget)
-        self.dtype = np.dtype(config.dtype)
-        self.params: dict[str, np.ndarray] = {}
-        seq = root_sequence(seed)
-        for name, shape, init in parameter_table(config):
-            if isinstance(init, tuple):
-                value = np.full(shape, init[1], dtype=self.dtype)
-            elif init in ("zeros", "ones"):
-                value = (np.zeros if init == "zeros" else np.ones)(shape, dtype=self.dtype)
-            else:
-                value = (child_generator(seq, _name_key(name)).standard_normal(shape) * init).astype(self.dtype)
-            self.params[name] = value
 
-    n_params = Transformer.n_params
-    state_dict = Transformer.state_dict
-    load_state_dict = Transformer.load_state_dict
+    def _parameter_table(self):
+        """(name, shape, init) of every parameter in the stable order (:mod:`varsim.nn.decoder_params`)."""
+        return parameter_table(self.config)
 
-    def with_attention(self, attention: str, params: dict | None = None, **kwargs) -> "Decoder":
-        """A copy that evaluates with another weight map (as :meth:`varsim.nn.model.Transformer.with_attention`)."""
-        config = dataclasses.replace(self.config, attention=attention, attention_params={**(params or {}), **kwargs})
-        other = Decoder(config, seed=0, memory_budget=self.memory_budget)
-        for k, v in other.params.items():
-            if k in self.params:
-                np.copyto(v, self.params[k])
-        return other
+    @property
+    def positions(self):
+        """The config's positional encoding (:data:`varsim.nn.positions.POSITIONS`)."""
+        return get_positions(self.config.positions)
 
-    # ------------------------------------------------------------------------------------------------------------
-    # Inputs
-
-    def _check_size(self, b: int, n: int, training: bool) -> None:
+    def _check_size(self, b: int, n: int, training: bool = True) -> None:
+        """As :meth:`varsim.nn.base.Model._check_size`, and no more tokens than a learned position table holds."""
         c = self.config
         t = n * c.task_spec.item_tokens + 1
         if self.positions.table and t > c.max_positions:
             raise ValueError(f"set size N={n} makes {t} tokens, more than max_positions={c.max_positions} of the "
                              "learned position table")
-        need = decoder_cost.attention_bytes(c, b, n) if training else 0
-        if need > self.memory_budget:
-            raise ValueError(f"set size N={n} is too long to train a {c.n_blocks}-block decoder with batch {b}: its "
-                             f"attention weights need {need / 2**30:.2f} GiB, more than memory_budget="
-                             f"{self.memory_budget / 2**30:.2f} GiB")
+        super()._check_size(b, n, training)
 
-    def _inputs(self, batch, training: bool):
+    def _inputs(self, batch, training: bool = True):
         """-> (features (B, T, n_in) in sequence order, key ids (B, T) (-1: no key) or None, start (B,) or None)."""
         c = self.config
         task = c.task_spec
@@ -304,7 +265,7 @@ class Decoder:
         return feats, key_tok, start
 
     # ------------------------------------------------------------------------------------------------------------
-    # Forward / backward
+    # Embedding: features, key table, learned query, position table
 
     def _embed_forward(self, feats, key_tok, start):
         c, p = self.config, self.params
@@ -324,7 +285,8 @@ class Decoder:
             x += p["pos.table"][pos]
         return x, (lin_cache, key_cache, pos)
 
-    def _embed_backward(self, dx, cache, grads):
+    def _embed_backward(self, dx, cache, grads, dw_tied=None):
+        """``dw_tied`` (D, C): the tied head's weight gradient, added to the embedding rows it reads."""
         c = self.config
         lin_cache, key_cache, pos = cache
         d = dx.shape[-1]
@@ -345,14 +307,12 @@ class Decoder:
             np.add.at(g, ids, dx[sel])
             grads["embed.key_table"] = g
         _, grads["embed.w"], grads["embed.b"] = linear_backward(dx, lin_cache)
+        if dw_tied is not None:
+            o = c.task_spec.output_feature_offset(c.vocab, c.key_encoding)
+            grads["embed.w"][o:o + c.n_outputs] += dw_tied.T
 
-    def _head_weight(self):
-        """(D, C): ``head.w``, or the transposed embedding rows of the output one-hot (tied)."""
-        c = self.config
-        if not c.tie_head:
-            return self.params["head.w"]
-        o = c.task_spec.output_feature_offset(c.vocab, c.key_encoding)
-        return self.params["embed.w"][o:o + c.n_outputs].T
+    # ------------------------------------------------------------------------------------------------------------
+    # Block: causal attention, its output normalization and projection, residual, MLP; pre- or post-norm
 
     def _block_forward(self, i, x, start, rope, last, inference=False, record=None):
         """``x`` (B, T, D) -> (B, T, D), or (B, 1, D) (the query row) in the last block."""
@@ -360,36 +320,25 @@ class Decoder:
         pre = f"block{i}"
         h, ln1 = x, None
         if c.pre_ln:
-            h, ln1 = layernorm_forward(x, p[f"{pre}.ln1.gamma"], p[f"{pre}.ln1.beta"])
-        tname = theta_name(c, i)
+            h, ln1 = self._layernorm_forward(f"{pre}.ln1", x)
+        tname = self._theta_name(i)
         args = (h, p[f"{pre}.attn.w_qkv"], p[f"{pre}.attn.b_qkv"], c.n_heads, start, c.attention_spec,
                 None if tname is None else p[tname], rope, self.positions.bias, last)
         if inference:
             heads, att = causal_attention_rows(*args)
         else:
             heads, att = causal_attention_forward(*args)
-        norm = get_norm(c.norm)
-        norm_params = {name: p[f"{pre}.attn_norm.{name}"] for name, _ in norm.params}
-        w_o, b_o = p[f"{pre}.attn.w_o"], p[f"{pre}.attn.b_o"]
-        if norm.per_head:
-            a_pre = heads
-            a_post, norm_cache = norm.forward(heads, norm_params, c.n_heads)
-            a, o_cache = linear_forward(a_post, w_o, b_o)
-        else:
-            a_pre, o_cache = linear_forward(heads, w_o, b_o)
-            a_post, norm_cache = norm.forward(a_pre, norm_params, c.n_heads)
-            a = a_post
+        a_pre, a_post, a, out_cache = self._attn_out_forward(pre, heads)
         r = (x[:, -1:] if last else x) + a
-        if not c.pre_ln:
-            r, ln1 = layernorm_forward(r, p[f"{pre}.ln1.gamma"], p[f"{pre}.ln1.beta"])
+        if not c.pre_ln:  # post-norm: r = LN1(x + a)
+            r, ln1 = self._layernorm_forward(f"{pre}.ln1", r)
         h2, ln2 = r, None
         if c.pre_ln:
-            h2, ln2 = layernorm_forward(r, p[f"{pre}.ln2.gamma"], p[f"{pre}.ln2.beta"])
-        layers = [(p[f"{pre}.mlp.{j}.w"], p[f"{pre}.mlp.{j}.b"]) for j in range(2)]
-        m, mlp_cache = mlp_forward(h2, layers, c.activation)
+            h2, ln2 = self._layernorm_forward(f"{pre}.ln2", r)
+        m, mlp_cache = mlp_forward(h2, self._layers(f"{pre}.mlp", 2), c.activation)
         out = r + m
-        if not c.pre_ln:
-            out, ln2 = layernorm_forward(out, p[f"{pre}.ln2.gamma"], p[f"{pre}.ln2.beta"])
+        if not c.pre_ln:  # post-norm: y = LN2(r + MLP(r))
+            out, ln2 = self._layernorm_forward(f"{pre}.ln2", out)
         if record is not None:
             record[f"{pre}.attn_pre_norm"] = a_pre[:, -1].copy()
             record[f"{pre}.attn_post_norm"] = a_post[:, -1].copy()
@@ -404,156 +353,99 @@ class Decoder:
                 h, p[f"{pre}.attn.w_qkv"], p[f"{pre}.attn.b_qkv"], keys)
         if inference:
             return out, att  # the last row's weights over every token (B, H, T): what logits_and_weights reads
-        return out, (ln1, att, norm_cache, o_cache, ln2, mlp_cache, last)
+        return out, (ln1, att, out_cache, ln2, mlp_cache, last)
 
     def _block_backward(self, i, dout, cache, grads):
         c = self.config
         pre = f"block{i}"
-        ln1, att, norm_cache, o_cache, ln2, mlp_cache, last = cache
+        ln1, att, out_cache, ln2, mlp_cache, last = cache
         if not c.pre_ln:
-            dout, grads[f"{pre}.ln2.gamma"], grads[f"{pre}.ln2.beta"] = layernorm_backward(dout, ln2)
-        dh2, mlp_grads = mlp_backward(dout, mlp_cache)
-        for j, (dw, db) in enumerate(mlp_grads):
-            grads[f"{pre}.mlp.{j}.w"], grads[f"{pre}.mlp.{j}.b"] = dw, db
+            dout = self._layernorm_backward(f"{pre}.ln2", dout, ln2, grads)
+        dh2 = self._mlp_backward(f"{pre}.mlp", dout, mlp_cache, grads)
         if c.pre_ln:
-            dh2, grads[f"{pre}.ln2.gamma"], grads[f"{pre}.ln2.beta"] = layernorm_backward(dh2, ln2)
+            dh2 = self._layernorm_backward(f"{pre}.ln2", dh2, ln2, grads)
         dr = dout + dh2
         if not c.pre_ln:
-            dr, grads[f"{pre}.ln1.gamma"], grads[f"{pre}.ln1.beta"] = layernorm_backward(dr, ln1)
-        norm = get_norm(c.norm)
-        if norm.per_head:
-            dnormed, grads[f"{pre}.attn.w_o"], grads[f"{pre}.attn.b_o"] = linear_backward(dr, o_cache)
-            dheads, norm_grads = norm.backward(dnormed, norm_cache)
-        else:
-            da_pre, norm_grads = norm.backward(dr, norm_cache)
-            dheads, grads[f"{pre}.attn.w_o"], grads[f"{pre}.attn.b_o"] = linear_backward(da_pre, o_cache)
-        for name, g in norm_grads.items():
-            grads[f"{pre}.attn_norm.{name}"] = g
+            dr = self._layernorm_backward(f"{pre}.ln1", dr, ln1, grads)
+        dheads = self._attn_out_backward(pre, dr, out_cache, grads)
         dh, grads[f"{pre}.attn.w_qkv"], grads[f"{pre}.attn.b_qkv"], *dtheta = causal_attention_backward(dheads, att)
         if dtheta:
-            grads[theta_name(c, i)] = dtheta[0]
+            grads[self._theta_name(i)] = dtheta[0]
         if c.pre_ln:
-            dh, grads[f"{pre}.ln1.gamma"], grads[f"{pre}.ln1.beta"] = layernorm_backward(dh, ln1)
-        if last:
-            dh[:, -1:] += dr
-        else:
-            dh += dr
+            dh = self._layernorm_backward(f"{pre}.ln1", dh, ln1, grads)
+        rows = dh[:, -1:] if last else dh  # a view: the rows the residual branch reached
+        rows += dr
         return dh
 
-    def _rope(self, start, t):
-        if not self.positions.rotary:
-            return None
-        return rope_tables(position_ids(start, t), self.config.d_model // self.config.n_heads, self.dtype)
+    # ------------------------------------------------------------------------------------------------------------
+    # Head: final LayerNorm of the query row, the (tied) output map
 
-    def _forward(self, batch, inference=False, record=None):
-        c, p = self.config, self.params
+    def _head_weight(self):
+        """(D, C): ``head.w``, or the transposed embedding rows of the output one-hot (tied)."""
+        c = self.config
+        if not c.tie_head:
+            return self.params["head.w"]
+        o = c.task_spec.output_feature_offset(c.vocab, c.key_encoding)
+        return self.params["embed.w"][o:o + c.n_outputs].T
+
+    def _head_forward(self, y):
+        """The last block's query row (B, 1, D) -> logits (B, C)."""
+        z, fln = y[:, 0], None  # (B, D)
+        if self.config.pre_ln:
+            z, fln = self._layernorm_forward("final_ln", z)
+        return z @ self._head_weight(), (fln, z)  # (B, C)
+
+    def _head_backward(self, dlogits, cache, grads):
+        """-> (d(query row) (B, 1, D), the tied head's weight gradient (D, C) or None)."""
+        c = self.config
+        fln, z = cache
+        dw_head = z.T @ dlogits  # (D, C)
+        dz = dlogits @ self._head_weight().T  # (B, D)
+        if c.pre_ln:
+            dz = self._layernorm_backward("final_ln", dz, fln, grads)
+        if not c.tie_head:
+            grads["head.w"] = dw_head
+        return dz[:, None, :], (dw_head if c.tie_head else None)
+
+    # ------------------------------------------------------------------------------------------------------------
+    # The model: inputs, embedding, blocks, head; and back
+
+    def _forward(self, batch, record=None, inference=False, focus=None):
+        """``focus`` is always None here (:meth:`varsim.nn.base.Model._focus` refuses one)."""
+        c = self.config
         feats, key_tok, start = self._inputs(batch, training=not inference)
-        x, embed_cache = self._embed_forward(feats, key_tok, start)
-        rope = self._rope(start, x.shape[1])
+        x, embed_cache = self._embed_forward(feats, key_tok, start)  # (B, T, D)
+        rope = None if not self.positions.rotary else rope_tables(position_ids(start, x.shape[1]),
+                                                                  c.d_model // c.n_heads, self.dtype)
         caches = []
         for i in range(c.n_blocks):
             x, cache = self._block_forward(i, x, start, rope, i == c.n_blocks - 1, inference, record)
             caches.append(cache)
-        z, fln = x[:, 0], None  # (B, D): the query row
-        if c.pre_ln:
-            z, fln = layernorm_forward(z, p["final_ln.gamma"], p["final_ln.beta"])
-        logits = z @ self._head_weight()  # (B, C)
-        return logits, (embed_cache, caches, fln, z)
+        logits, head_cache = self._head_forward(x)  # (B, C)
+        return logits, (embed_cache, caches, head_cache)
 
-    def forward(self, batch):
-        """-> ``(logits (B, n_outputs), cache)``."""
-        return self._forward(batch)
-
-    def backward(self, dlogits, cache) -> dict[str, np.ndarray]:
-        """Gradients of sum(logits * dlogits) with respect to every parameter: same names, order, shapes, dtype."""
-        c = self.config
-        if not c.attention_spec.trainable:
-            raise ValueError(f"attention {c.attention!r} is inference-only and cannot be trained (no backward pass); "
-                             f"train with one of {', '.join(TRAINABLE_MAPS)} and apply it with "
-                             "Decoder.with_attention")
-        embed_cache, caches, fln, z = cache
-        dlogits = np.asarray(dlogits)
-        if dlogits.shape != (z.shape[0], c.n_outputs):
-            raise ValueError(f"dlogits must have shape {(z.shape[0], c.n_outputs)}, got {dlogits.shape}")
-        dlogits = dlogits.astype(self.dtype, copy=False)
+    def _backward(self, dlogits, cache):
+        embed_cache, caches, head_cache = cache
         grads: dict[str, np.ndarray] = {}
-        w_head = self._head_weight()
-        dw_head = z.T @ dlogits  # (D, C)
-        dz = dlogits @ w_head.T  # (B, D)
-        if c.pre_ln:
-            dz, grads["final_ln.gamma"], grads["final_ln.beta"] = layernorm_backward(dz, fln)
-        dx = dz[:, None, :]  # (B, 1, D): the last block's query row
-        for i in range(c.n_blocks - 1, -1, -1):
-            dx = self._block_backward(i, dx, caches[i], grads)
-        self._embed_backward(dx, embed_cache, grads)
-        if c.tie_head:
-            o = c.task_spec.output_feature_offset(c.vocab, c.key_encoding)
-            grads["embed.w"][o:o + c.n_outputs] += dw_head.T
-        else:
-            grads["head.w"] = dw_head
-        return {k: grads[k] for k in self.params}
+        dx, dw_tied = self._head_backward(dlogits, head_cache, grads)  # (B, 1, D): the last block's query row
+        for i in range(self.config.n_blocks - 1, -1, -1):
+            dx = self._block_backward(i, dx, caches[i], grads)  # (B, T, D)
+        self._embed_backward(dx, embed_cache, grads, dw_tied)
+        return grads
 
-    def loss_and_grads(self, batch) -> tuple[float, float, dict[str, np.ndarray]]:
-        """-> (mean cross-entropy, accuracy, gradients of the mean cross-entropy)."""
-        target = Transformer._target(self, batch)
-        logits, cache = self._forward(batch)
-        loss, ce_cache = softmax_cross_entropy_forward(logits, target)
-        accuracy = float(np.mean(np.argmax(logits, axis=1) == target))
-        grads = self.backward(softmax_cross_entropy_backward(1.0, ce_cache), cache)
-        return loss, accuracy, grads
-
-    # ------------------------------------------------------------------------------------------------------------
-    # Evaluation paths (chunked, no cache kept)
-
-    def _chunks(self, batch):
-        mask = np.asarray(batch.get("mask")) if isinstance(batch, dict) else None
-        if mask is None or mask.ndim != 2:
-            self._inputs(batch, training=False)  # raises the precise error
-        b, n = mask.shape
-        self._check_size(1, n, training=False)
-        per = decoder_cost.eval_chunk(self.config, n)
-        for start in range(0, b, per):
-            stop = min(b, start + per)
-            yield {k: (np.asarray(v)[start:stop] if np.ndim(v) >= 1 else v) for k, v in batch.items()}
-
-    def predict(self, batch) -> np.ndarray:
-        """Predicted class (B,) int64; memory bounded by the chunk size and the row blocks, not by B or T^2."""
-        out = [np.argmax(self._forward(chunk, inference=True)[0], axis=1) for chunk in self._chunks(batch)]
-        return np.concatenate(out).astype(np.int64, copy=False)
-
-    def logits_and_weights(self, batch) -> tuple[np.ndarray, np.ndarray]:
-        """``(logits (B, n_outputs), weights (B, H, N))``: the class scores and the last block's query-row (last
-        position's) attention weights over the items in item order (an item of several tokens gets the sum of its
-        tokens' weights; 0 at padding), from the forward pass :meth:`predict` runs. What the ranking decomposition
-        (:mod:`varsim.train.ranking`) reads, as :meth:`varsim.nn.model.Transformer.logits_and_weights`."""
+    def _query_weights(self, chunk, cache):
+        """The last block's query-row (last position's) weights over the items in item order (B, H, N): an item of
+        several tokens gets the sum of its tokens' weights; 0 at padding."""
+        _, atts, _ = cache
         k = self.config.task_spec.item_tokens
-        logits, weights = [], []
-        for chunk in self._chunks(batch):
-            z, (_, atts, *_) = self._forward(chunk, inference=True)
-            mask = np.asarray(chunk["mask"], dtype=bool)
-            b, n = mask.shape
-            w = atts[-1][:, :, :-1].reshape(b, -1, n, k).sum(axis=-1)  # (B, H, N) in sequence order
-            pad = n - mask.sum(axis=1)  # left padding: item i sits at sequence slot pad_b + i
-            if pad.any():
-                src = np.minimum(np.arange(n)[None, :] + pad[:, None], n - 1)  # (B, N)
-                w = np.take_along_axis(w, src[:, None, :], axis=2) * mask[:, None, :]
-            logits.append(z)
-            weights.append(w)
-        return np.concatenate(logits, axis=0), np.concatenate(weights, axis=0)
-
-    def analysis(self, batch) -> dict[str, np.ndarray]:
-        """What the query token (the last row) sees, per block b, as :meth:`varsim.nn.model.Transformer.analysis`:
-        ``block{b}.attn_pre_norm``/``attn_post_norm``/``next_input`` (B, D), ``block{b}.attn_weights`` (B, H, N k)
-        the query row's weights over the item tokens in sequence order (0 at padding, which comes first), the probe's
-        ``key_weights`` (B, H, T) (over every token, the query itself included), ``query_heads``, ``attn_out``,
-        ``value_mean`` and ``value_var`` (B, D), and ``logits``."""
-        parts: dict[str, list] = {}
-        for chunk in self._chunks(batch):
-            record: dict[str, np.ndarray] = {}
-            record["logits"] = self._forward(chunk, inference=True, record=record)[0]
-            for k, v in record.items():
-                parts.setdefault(k, []).append(v)
-        return {k: np.concatenate(v, axis=0) for k, v in parts.items()}
+        mask = np.asarray(chunk["mask"], dtype=bool)
+        b, n = mask.shape
+        w = atts[-1][:, :, :-1].reshape(b, -1, n, k).sum(axis=-1)  # (B, H, N) in sequence order
+        pad = n - mask.sum(axis=1)  # left padding: item i sits at sequence slot pad_b + i
+        if pad.any():
+            src = np.minimum(np.arange(n)[None, :] + pad[:, None], n - 1)  # (B, N)
+            w = np.take_along_axis(w, src[:, None, :], axis=2) * mask[:, None, :]
+        return w
 
 
 register_architecture(Architecture(

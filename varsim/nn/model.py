@@ -1,49 +1,45 @@
 """The set transformer: a query token over a set of items, hand-written backprop, for any task of varsim.tasks.
 
 Notation: B batch, N set size, T = N + 1 tokens (token 0 is the query token, tokens 1..N the items), D = d_model,
-H heads, Dh = D / H, F = d_hidden, C = n_outputs (the task's output classes).
+H heads, F = d_hidden, C = n_outputs (the task's output classes), n_in the task's input features, L = n_blocks; a
+block computes R = T rows, the last block the query row only (its arrays (B, D)).
 
-Architecture (``ModelConfig`` chooses the variants; PAPER.md, "The tasks as varsim defines them"; the
-``"set_transformer"`` entry of :mod:`varsim.nn.architectures`, its cost in :mod:`varsim.nn.set_cost`):
+Layer by layer (shapes of the training pass; ``ModelConfig`` chooses the variants; PAPER.md, "The tasks as varsim
+defines them"; the ``"set_transformer"`` entry of :mod:`varsim.nn.architectures`, its parameters in
+:mod:`varsim.nn.set_params`, its cost in :mod:`varsim.nn.set_cost`; what both models share in
+:mod:`varsim.nn.base`)::
 
-1. Token embedding. Every item is embedded by a per-item MLP (depth ``item_mlp_depth``, ReLU or GELU between its
-   Linear layers) from its input features, which the task writes (:meth:`varsim.tasks.Task.write_features`; e.g.
-   argmax ``[priority, onehot(class)]``, dictionary ``[key code, onehot(value), 0]``). The query token is a learned
-   vector when the task says its query carries nothing (``learned_query``, argmax), else the *same* MLP applied to
-   the task's query features (dictionary: ``[key code of the query, 0, 1]``). Keys are encoded by the config's key
-   encoding (:mod:`varsim.tasks.keys`): features (``"binary"``: the bits of the key id as +-1), and/or a learned
-   table (``"embedding"``: a trained row per key id added to the first layer's pre-activation, the same as a one-hot
-   block of input features).
-2. ``n_blocks`` blocks, each:
-     h = LN1(x) if pre_ln else x
-     a = attention(h)                       multi-head attention, no positional encoding; the weight map is
-                                            ``attention`` (softmax by default; varsim.nn.weightmaps), optionally
-                                            with ipr_norm on each head's output (``attention_output``)
-     a = W_o norm_ph(heads) | norm(W_o heads)   per-head norms act on each head's output before W_o,
-                                                global ones on the attention output after W_o
-     r = x + a if residual else a           residual=False: the (normalized) attention output feeds the MLP directly
-     x = r + MLP(LN2(r) if pre_ln else r)   MLP D -> F -> D
-   Who attends to whom: the query token attends over the real items only (never itself); in the blocks before the
-   last, every item attends over the real items and the query token. Padded items are never attended to.
-3. The class is read from the query token: final LayerNorm (pre_ln only), then the predictor MLP (depth
-   ``predictor_depth``; its last Linear layer is the classifier).
+    feats (B, T, n_in)              the task's features (write_features): row 0 the query, rows 1..N the items
+    x = itemMLP(feats)              (B, T, D)    embed.i, depth item_mlp_depth (n_in -> F -> ... -> D)
+      + key_table[key ids]                       a learned key table (key encoding "embedding"): added to the first
+                                                 layer's pre-activation (B, T, F), as a one-hot block of features
+      x[:, 0] = query                            a task whose query carries nothing: a learned query vector (D,)
+    for l < L:                                   block l
+      h = LN1(x)             pre_ln only         (B, T, D)
+      heads = attention(h)                       (B, R, D) multi-head, no positions; the weight map of the registry
+                                                 (varsim.nn.weightmaps; ipr_norm on top with attention_output)
+      a = heads Wo + bo  [attention-output norm of varsim.nn.norms, per head before Wo or global after]
+      r = x + a              residual=True       (B, R, D); residual=False: r = a
+      y = r + MLP(LN2(r) if pre_ln else r)       MLP: D -> F (activation) -> D
+    zq = LNf(y[:, 0])          pre_ln only       (B, D)
+    logits = predictorMLP(zq)                    (B, C)  head.i, depth predictor_depth (D -> F -> ... -> C)
 
-The last block computes only the query token's row (the items' final states are never read), so a one-block model
-costs O(N) per example. Blocks before the last are full self-attention, O(N^2) memory per example; set sizes whose
-attention matrices would exceed ``memory_budget`` bytes are refused with a ValueError naming the set size.
-``predict`` and ``analysis`` run the batch in chunks of examples, so evaluating a one-block model at N = 16384 needs
-a few hundred MB whatever the batch size.
+The query token attends over the real items only (never itself); in the blocks before the last, every item attends
+over the real items and the query token; padded items are never attended to and the MLPs skip their rows. The
+features (e.g. argmax ``[priority, onehot(class)]``, dictionary ``[key code, onehot(value), 0]``) encode keys by the
+config's key encoding (:mod:`varsim.tasks.keys`: ``"binary"``, the bits as +-1, and/or the learned table); a query
+that carries something (dictionary: ``[key code of the query, 0, 1]``) goes through the *same* item MLP.
+
+The last block computes only the query row (the items' final states are never read): a one-block model costs O(N)
+per example. Blocks before the last are full self-attention, O(N^2) memory per example; set sizes whose attention
+matrices would exceed ``memory_budget`` bytes are refused (ValueError naming the set size). ``predict`` and
+``analysis`` run in chunks of examples: a one-block model at N = 16384 needs a few hundred MB whatever the batch.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import hashlib
-
 import numpy as np
 
-from varsim._common.seeding import SEED_DEFAULT, child_generator, resolve_seed
-from varsim._common.validate import check_positive_int
 from varsim.tasks import KEY_ENCODINGS, TASKS, get_key_encoding
 
 from . import set_cost
@@ -56,30 +52,19 @@ from .attention import (
     self_attention_forward,
     self_attention_rows,
 )
+from .base import Model, value_moments
 from .config import DTYPES, ModelConfig
 from .layers import (
     activation_backward,
     activation_forward,
     embedding_backward,
     embedding_forward,
-    linear_backward,
     linear_forward,
-    mlp_backward,
     mlp_forward,
-    softmax_cross_entropy_backward,
-    softmax_cross_entropy_forward,
 )
-from .norms import get_norm, layernorm_backward, layernorm_forward
-from .set_params import parameter_shapes, parameter_table, theta_name
-from .weightmaps import TRAINABLE_MAPS
+from .set_params import parameter_shapes, parameter_table
 
-__all__ = [
-    "ModelConfig", "Transformer", "parameter_shapes", "TASKS", "KEY_ENCODINGS", "DTYPES", "DEFAULT_MEMORY_BUDGET",
-]
-
-DEFAULT_MEMORY_BUDGET = 2 * 1024**3  # bytes of attention matrices a forward/backward pass may hold
-#: tokens per chunk in predict/analysis (:data:`varsim.nn.set_cost.EVAL_CHUNK_TOKENS`)
-EVAL_CHUNK_TOKENS = set_cost.EVAL_CHUNK_TOKENS
+__all__ = ["ModelConfig", "Transformer", "parameter_shapes", "TASKS", "KEY_ENCODINGS", "DTYPES"]
 
 
 def _gather_rows(a: np.ndarray, sel: np.ndarray) -> np.ndarray:
@@ -117,100 +102,40 @@ def _focus_mask(focus: np.ndarray, mask: np.ndarray) -> np.ndarray:
     return out
 
 
-def _name_key(name: str) -> int:
-    """A stable 63-bit integer key for a parameter name (SeedSequence spawn keys must be non-negative ints)."""
-    return int.from_bytes(hashlib.sha256(name.encode("utf-8")).digest()[:8], "little") >> 1
+class Transformer(Model):
+    """The model of the module docstring on :class:`varsim.nn.base.Model` (``seed``/``rng``, ``memory_budget``, the
+    evaluation paths); the learned query vector starts N(0, 1). ``control``: the control of
+    :data:`varsim.variants.CONTROLS` this model applies at inference (:meth:`with_attention`), or None."""
 
+    cost = set_cost
+    memory_note = ("its blocks before the last hold T x T attention matrices; a one-block model is O(N) and has no "
+                   "such limit")
+    control: str | None = None
 
-def value_moments(h: np.ndarray, w_qkv: np.ndarray, b_qkv: np.ndarray, keys: np.ndarray):
-    """Mean and variance (B, D) over the keys ``keys`` (B, T) bool of the value vectors ``h Wv + bv`` of ``h``
-    (B, T, D): the per-window ``vbar`` and ``s2`` of the attention probe (:mod:`varsim.train.attention_probe`)."""
-    d = h.shape[-1]
-    v = (h @ w_qkv[:, 2 * d:] + b_qkv[2 * d:]).astype(np.float64)  # (B, T, D)
-    m = keys[..., None].astype(np.float64)
-    count = m.sum(axis=1)  # (B, 1)
-    mean = (v * m).sum(axis=1) / count
-    var = (((v - mean[:, None]) ** 2) * m).sum(axis=1) / count
-    return mean, var
-
-
-class Transformer:
-    """The model of the module docstring, with parameters in ``params`` (an ordered ``{name: array}`` dict).
-
-    ``seed`` or ``rng`` (SPEC 7) draws the initial parameters, each from a child stream keyed by its name: weights
-    N(0, 1/fan_in), biases 0, LayerNorm gains 1, the learned query vector (a task with ``learned_query``) N(0, 1).
-    ``memory_budget`` (bytes) bounds the T x T attention matrices of the blocks before the last.
-
-    ``forward``/``backward`` are the training path (the cache holds the activations); ``predict`` and ``analysis``
-    are memory-lean evaluation paths that run the batch in chunks.
-    """
-
-    def __init__(self, config: ModelConfig, seed=SEED_DEFAULT, *, rng=None,
-                 memory_budget: int = DEFAULT_MEMORY_BUDGET):
-        if not isinstance(config, ModelConfig):
-            raise ValueError(f"config must be a ModelConfig, got {type(config).__name__}")
-        self.config = config
-        self.memory_budget = check_positive_int("memory_budget", memory_budget)
-        self.dtype = np.dtype(config.dtype)
-        self.params: dict[str, np.ndarray] = {}
-        self.control: str | None = None  # a control of varsim.variants.CONTROLS applied at inference (with_attention)
-        self._init_params(resolve_seed(seed, rng))
-
-    # ------------------------------------------------------------------------------------------------------------
-    # Parameters
-
-    def _shapes(self):
-        """(name, shape, init) of every parameter in the stable order (:func:`varsim.nn.set_params.parameter_table`)."""
+    def _parameter_table(self):
+        """(name, shape, init) of every parameter in the stable order (:mod:`varsim.nn.set_params`)."""
         return parameter_table(self.config)
 
-    def _init_params(self, seq: np.random.SeedSequence) -> None:
-        for name, shape, init in self._shapes():
-            if isinstance(init, tuple):  # ("fill", value)
-                value = np.full(shape, init[1], dtype=self.dtype)
-            elif init == "zeros":
-                value = np.zeros(shape, dtype=self.dtype)
-            elif init == "ones":
-                value = np.ones(shape, dtype=self.dtype)
-            else:
-                # keyed by the parameter's name, not its position: models that differ only in their normalization
-                # (which adds LayerNorm gains) start from identical shared weights, so comparisons are paired
-                value = (child_generator(seq, _name_key(name)).standard_normal(shape) * init).astype(self.dtype)
-            self.params[name] = value
-
-    def _theta_name(self, block: int) -> str | None:
-        """Name of block ``block``'s learned weight-map parameter (e.g. ``block0.attn.ssmax_s``), or None."""
-        return theta_name(self.config, block)
-
     def with_attention(self, attention: str, params: dict | None = None, **kwargs) -> "Transformer":
-        """A copy of this model that evaluates with another weight map, e.g. ``model.with_attention("topk", k=8)``.
-
-        ``attention`` is a name of :data:`varsim.variants.WEIGHT_MAPS`, ``params``/``kwargs`` its parameters
-        (validated by the registry; defaults filled in). Every block uses the new map; the output normalization
-        (``attention_output``) is kept. The copy holds copies of this model's parameters; a learned parameter the new
-        map does not use (ssmax's ``s``) is dropped, one it needs and this model lacks starts at its initial value
-        (``params``). Meant for evaluation: inference-only maps (topk, critical, adaptive_temperature) have no
-        backward pass and refuse to train.
+        """A copy of this model that evaluates with another weight map (:meth:`varsim.nn.base.Model.with_attention`).
 
         ``attention`` may also name a control of :data:`varsim.variants.CONTROLS`: one with a weight map is that map;
         ``"oracle"`` (no weight map, no parameters) keeps this model's map and makes :meth:`predict` and
         :meth:`analysis` point the query token at each example's correct item (the task's
-        :meth:`~varsim.tasks.Task.correct_item`; ``focus`` below). The copy's ``control`` names the control.
+        :meth:`~varsim.tasks.Task.correct_item`; ``focus``). The copy's ``control`` names the control.
         """
         from varsim.variants import CONTROLS
 
         control = CONTROLS.get(attention) if isinstance(attention, str) else None
-        if control is not None and control.weight_map is None:
+        if control is None:
+            return super().with_attention(attention, params, **kwargs)
+        if control.weight_map is None:
             if params or kwargs:
                 raise ValueError(f"attention_params: the control {attention!r} takes no parameters")
-            config = self.config
+            other = self._copy(self.config)
         else:
-            name = attention if control is None else control.weight_map
-            config = dataclasses.replace(self.config, attention=name, attention_params={**(params or {}), **kwargs})
-        other = Transformer(config, seed=0, memory_budget=self.memory_budget)
-        for k, v in other.params.items():
-            if k in self.params:
-                np.copyto(v, self.params[k])
-        other.control = None if control is None else control.name
+            other = super().with_attention(control.weight_map, params, **kwargs)
+        other.control = control.name
         return other
 
     def _focus(self, batch, focus):
@@ -223,34 +148,7 @@ class Transformer:
                 focus = self.config.task_spec.correct_item(batch)
         return _check_focus(focus, batch)
 
-    @property
-    def n_params(self) -> int:
-        return int(sum(p.size for p in self.params.values()))
-
-    def state_dict(self) -> dict[str, np.ndarray]:
-        """Copies of the parameters, in the stable order."""
-        return {k: v.copy() for k, v in self.params.items()}
-
-    def load_state_dict(self, d) -> None:
-        """Copy ``d`` into the parameters (in place); names, shapes and dtypes must match exactly."""
-        if not isinstance(d, dict):
-            raise ValueError(f"state dict must be a dict, got {type(d).__name__}")
-        missing = [k for k in self.params if k not in d]
-        unexpected = [k for k in d if k not in self.params]
-        if missing or unexpected:
-            raise ValueError(f"state dict does not match the model: missing {missing}, unexpected {unexpected}")
-        for k, p in self.params.items():
-            v = d[k]
-            if not isinstance(v, np.ndarray) or v.shape != p.shape or v.dtype != p.dtype:
-                got = f"{v.dtype}{v.shape}" if isinstance(v, np.ndarray) else type(v).__name__
-                raise ValueError(f"state dict entry {k!r} is {got}, the model expects {p.dtype}{p.shape}")
-        for k, p in self.params.items():
-            np.copyto(p, d[k])
-
-    # ------------------------------------------------------------------------------------------------------------
-    # Inputs
-
-    def _inputs(self, batch):
+    def _inputs(self, batch, training: bool = True):
         """Validate a batch against the task's schema and build (features (B, T, n_in): row 0 the query token, rows
         1..N the items; key ids (B, T) for a learned key table, else None; item mask (B, N))."""
         c = self.config
@@ -258,7 +156,7 @@ class Transformer:
         arrays = task.check_batch(batch, c.vocab)
         mask = arrays["mask"]
         b, n = mask.shape
-        self._check_memory(b, n)  # before allocating anything of size N
+        self._check_size(b, n, training)  # before allocating anything of size N
         feats = np.zeros((b, n + 1, c.n_features), dtype=self.dtype)
         task.write_features(arrays, c.vocab, c.key_encoding, feats[:, 1:], feats[:, 0])
         keys = task.key_ids(arrays)
@@ -269,27 +167,8 @@ class Transformer:
         keys_all[:, 1:] = keys[0]
         return feats, keys_all, mask
 
-    def _attention_bytes(self, b: int, n: int) -> int:
-        """Bytes of the T x T attention matrices a forward + backward pass holds (0 for a one-block model)."""
-        return set_cost.attention_bytes(self.config, b, n)
-
-    def _check_memory(self, b: int, n: int) -> None:
-        need = self._attention_bytes(b, n)
-        if need > self.memory_budget:
-            c = self.config
-            raise ValueError(
-                f"set size N={n} is too long for a {c.n_blocks}-block model with batch {b}: its "
-                f"{c.n_blocks - 1} full attention block(s) need {need / 2**30:.2f} GiB of attention matrices, "
-                f"more than memory_budget={self.memory_budget / 2**30:.2f} GiB "
-                "(a one-block model is O(N) and has no such limit)"
-            )
-
     # ------------------------------------------------------------------------------------------------------------
-    # Forward / backward
-
-    def _layers(self, prefix: str, depth: int):
-        p = self.params
-        return [(p[f"{prefix}.{i}.w"], p[f"{prefix}.{i}.b"]) for i in range(depth)]
+    # Embedding: the item MLP (and key table), the learned query
 
     def _embed_forward(self, feats, keys_all, sel=None):
         """-> (B, T, D); ``sel``: flat indices of the real tokens (None: all), the only rows the MLP computes."""
@@ -306,8 +185,7 @@ class Transformer:
         act_cache = rest_cache = None
         if c.item_mlp_depth > 1:
             h, act_cache = activation_forward(h, c.activation)
-            layers = [(p[f"embed.{i}.w"], p[f"embed.{i}.b"]) for i in range(1, c.item_mlp_depth)]
-            h, rest_cache = mlp_forward(h, layers, c.activation)  # (B, T, D)
+            h, rest_cache = mlp_forward(h, self._layers("embed", c.item_mlp_depth)[1:], c.activation)  # (B, T, D)
         if sel is not None:
             h = _scatter_rows(h, sel, b, t)
         if c.task_spec.learned_query:
@@ -325,9 +203,7 @@ class Transformer:
             dx = _gather_rows(dx, sel)  # (M, D)
         dh = dx
         if c.item_mlp_depth > 1:
-            dh, rest_grads = mlp_backward(dx, rest_cache)
-            for i, (dw, db) in enumerate(rest_grads, start=1):
-                grads[f"embed.{i}.w"], grads[f"embed.{i}.b"] = dw, db
+            dh = self._mlp_backward("embed", dx, rest_cache, grads, first=1)
             dh = activation_backward(dh, act_cache, c.activation)
         if emb_cache is not None:
             grads["embed.key_table"] = embedding_backward(dh, emb_cache)
@@ -336,8 +212,8 @@ class Transformer:
         grads["embed.0.w"] = feats.reshape(-1, w.shape[0]).T @ d2
         grads["embed.0.b"] = d2.sum(axis=0)
 
-    def _norm_params(self, prefix: str) -> dict:
-        return {name: self.params[f"{prefix}.{name}"] for name, _ in get_norm(self.config.norm).params}
+    # ------------------------------------------------------------------------------------------------------------
+    # Block: attention, its output normalization and projection, residual, MLP
 
     def _block_forward(self, i, x, key_mask, last, record=None, inference=False, sel=None):
         """``x`` (B, T, D) -> (B, T, D); the last block returns only the query token's row, (B, D).
@@ -348,7 +224,7 @@ class Transformer:
         ln1 = None
         h = x
         if c.pre_ln:
-            h, ln1 = layernorm_forward(x, p[f"{pre}.ln1.gamma"], p[f"{pre}.ln1.beta"])  # (B, T, D)
+            h, ln1 = self._layernorm_forward(f"{pre}.ln1", x)  # (B, T, D)
         w_qkv, b_qkv = p[f"{pre}.attn.w_qkv"], p[f"{pre}.attn.b_qkv"]
         spec, theta_name = c.attention_spec, self._theta_name(i)
         theta = None if theta_name is None else p[theta_name]
@@ -361,21 +237,11 @@ class Transformer:
         else:  # (B, T, D)
             heads, att = self_attention_forward(h, w_qkv, b_qkv, c.n_heads, key_mask, spec, theta)
             x_res = x
-        w_o, b_o = p[f"{pre}.attn.w_o"], p[f"{pre}.attn.b_o"]
-        norm = get_norm(c.norm)
-        norm_params = self._norm_params(f"{pre}.attn_norm")
-        if norm.per_head:  # normalize each head's output, then project
-            a_pre = heads
-            a_post, norm_cache = norm.forward(heads, norm_params, c.n_heads)
-            a, o_cache = linear_forward(a_post, w_o, b_o)
-        else:  # project, then normalize the attention output
-            a_pre, o_cache = linear_forward(heads, w_o, b_o)
-            a_post, norm_cache = norm.forward(a_pre, norm_params, c.n_heads)
-            a = a_post
+        a_pre, a_post, a, out_cache = self._attn_out_forward(pre, heads)
         r = x_res + a if c.residual else a
         h2, ln2 = r, None
         if c.pre_ln:
-            h2, ln2 = layernorm_forward(r, p[f"{pre}.ln2.gamma"], p[f"{pre}.ln2.beta"])
+            h2, ln2 = self._layernorm_forward(f"{pre}.ln2", r)
         if sel is None:
             m, mlp_cache = mlp_forward(h2, self._layers(f"{pre}.mlp", 2), c.activation)
         else:  # padded items' rows stay 0: nothing reads them (masked as keys; the last block reads row 0 only)
@@ -394,32 +260,22 @@ class Transformer:
             record[f"{pre}.query_heads"] = q(heads).copy()
             record[f"{pre}.attn_out"] = q(a).copy()
             record[f"{pre}.value_mean"], record[f"{pre}.value_var"] = value_moments(h, w_qkv, b_qkv, keys)
-        return out, (ln1, att, norm_cache, o_cache, ln2, mlp_cache, last, sel)
+        return out, (ln1, att, out_cache, ln2, mlp_cache, last, sel)
 
     def _block_backward(self, i, dout, cache, grads):
         """-> dx (B, T, D), filling the block's parameter gradients into ``grads``."""
         c = self.config
         pre = f"block{i}"
-        ln1, att, norm_cache, o_cache, ln2, mlp_cache, last, sel = cache
+        ln1, att, out_cache, ln2, mlp_cache, last, sel = cache
         if sel is None:
-            dh2, mlp_grads = mlp_backward(dout, mlp_cache)
+            dh2 = self._mlp_backward(f"{pre}.mlp", dout, mlp_cache, grads)
         else:
-            dh2, mlp_grads = mlp_backward(_gather_rows(dout, sel), mlp_cache)
+            dh2 = self._mlp_backward(f"{pre}.mlp", _gather_rows(dout, sel), mlp_cache, grads)
             dh2 = _scatter_rows(dh2, sel, *dout.shape[:2])
-        for j, (dw, db) in enumerate(mlp_grads):
-            grads[f"{pre}.mlp.{j}.w"], grads[f"{pre}.mlp.{j}.b"] = dw, db
         if c.pre_ln:
-            dh2, grads[f"{pre}.ln2.gamma"], grads[f"{pre}.ln2.beta"] = layernorm_backward(dh2, ln2)
+            dh2 = self._layernorm_backward(f"{pre}.ln2", dh2, ln2, grads)
         dr = dout + dh2  # (B, T, D) or (B, D)
-        norm = get_norm(c.norm)
-        if norm.per_head:
-            dnormed, grads[f"{pre}.attn.w_o"], grads[f"{pre}.attn.b_o"] = linear_backward(dr, o_cache)
-            dheads, norm_grads = norm.backward(dnormed, norm_cache)
-        else:
-            da_pre, norm_grads = norm.backward(dr, norm_cache)
-            dheads, grads[f"{pre}.attn.w_o"], grads[f"{pre}.attn.b_o"] = linear_backward(da_pre, o_cache)
-        for name, g in norm_grads.items():
-            grads[f"{pre}.attn_norm.{name}"] = g
+        dheads = self._attn_out_backward(pre, dr, out_cache, grads)
         if last:
             dhq, dh, dw_qkv, db_qkv, *dtheta = query_attention_backward(dheads, att)  # dh (B, T, D)
             dh[:, 0] += dhq
@@ -429,17 +285,38 @@ class Transformer:
         if dtheta:  # the weight map's learned per-head parameter
             grads[self._theta_name(i)] = dtheta[0]
         if c.pre_ln:
-            dh, grads[f"{pre}.ln1.gamma"], grads[f"{pre}.ln1.beta"] = layernorm_backward(dh, ln1)
+            dh = self._layernorm_backward(f"{pre}.ln1", dh, ln1, grads)
         if c.residual:
-            if last:
-                dh[:, 0] += dr
-            else:
-                dh += dr
+            rows = dh[:, 0] if last else dh  # a view: the rows the residual branch reached
+            rows += dr
         return dh
 
+    # ------------------------------------------------------------------------------------------------------------
+    # Head: final LayerNorm, the predictor MLP
+
+    def _head_forward(self, q):
+        """The query token's state (B, D) -> logits (B, C)."""
+        c = self.config
+        z, fln = q, None
+        if c.pre_ln:
+            z, fln = self._layernorm_forward("final_ln", q)
+        logits, mlp_cache = mlp_forward(z, self._layers("head", c.predictor_depth), c.activation)  # (B, C)
+        return logits, (fln, mlp_cache)
+
+    def _head_backward(self, dlogits, cache, grads):
+        """-> d(query token's state) (B, D)."""
+        fln, mlp_cache = cache
+        dz = self._mlp_backward("head", dlogits, mlp_cache, grads)
+        if self.config.pre_ln:
+            dz = self._layernorm_backward("final_ln", dz, fln, grads)
+        return dz
+
+    # ------------------------------------------------------------------------------------------------------------
+    # The model: inputs, embedding, blocks, head; and back
+
     def _forward(self, batch, record=None, inference=False, focus=None):
-        c, p = self.config, self.params
-        feats, keys_all, mask = self._inputs(batch)  # refuses set sizes beyond the memory budget
+        c = self.config
+        feats, keys_all, mask = self._inputs(batch, training=not inference)  # refuses sets beyond the memory budget
         b, n = mask.shape
         t = n + 1
         # the query token (row 0) sees the real items only
@@ -465,128 +342,22 @@ class Transformer:
                 block_caches.append(cache)
         q, cache = self._block_forward(c.n_blocks - 1, x, query_mask, last=True, record=record)  # (B, D)
         block_caches.append(cache)
-        z, fln = q, None
-        if c.pre_ln:
-            z, fln = layernorm_forward(q, p["final_ln.gamma"], p["final_ln.beta"])
-        logits, head_cache = mlp_forward(z, self._layers("head", c.predictor_depth), c.activation)  # (B, C)
-        return logits, (embed_cache, block_caches, fln, head_cache, x.shape)
+        logits, head_cache = self._head_forward(q)  # (B, C)
+        return logits, (embed_cache, block_caches, head_cache)
 
-    def forward(self, batch):
-        """-> ``(logits (B, n_outputs), cache)``; refuses set sizes whose attention would exceed the memory budget."""
-        return self._forward(batch)
-
-    def backward(self, dlogits, cache) -> dict[str, np.ndarray]:
-        """Gradients of sum(logits * dlogits) with respect to every parameter: same names, order, shapes, dtype."""
-        c = self.config
-        embed_cache, block_caches, fln, head_cache, x_shape = cache
-        if not c.attention_spec.trainable:
-            raise ValueError(f"attention {c.attention!r} is inference-only and cannot be trained (no backward pass); "
-                             f"train with one of {', '.join(TRAINABLE_MAPS)} and apply it with "
-                             "Transformer.with_attention")
-        dlogits = np.asarray(dlogits)
-        if dlogits.shape != (x_shape[0], c.n_outputs):
-            raise ValueError(f"dlogits must have shape {(x_shape[0], c.n_outputs)}, got {dlogits.shape}")
-        dlogits = dlogits.astype(self.dtype, copy=False)
+    def _backward(self, dlogits, cache):
+        embed_cache, block_caches, head_cache = cache
         grads: dict[str, np.ndarray] = {}
-        dz, head_grads = mlp_backward(dlogits, head_cache)
-        for j, (dw, db) in enumerate(head_grads):
-            grads[f"head.{j}.w"], grads[f"head.{j}.b"] = dw, db
-        if c.pre_ln:
-            dz, grads["final_ln.gamma"], grads["final_ln.beta"] = layernorm_backward(dz, fln)
-        dx = self._block_backward(c.n_blocks - 1, dz, block_caches[-1], grads)  # (B, T, D)
-        for i in range(c.n_blocks - 2, -1, -1):
-            dx = self._block_backward(i, dx, block_caches[i], grads)
+        dx = self._head_backward(dlogits, head_cache, grads)  # (B, D): the last block's query row
+        for i in range(self.config.n_blocks - 1, -1, -1):
+            dx = self._block_backward(i, dx, block_caches[i], grads)  # (B, T, D)
         self._embed_backward(dx, embed_cache, grads)
-        return {k: grads[k] for k in self.params}
+        return grads
 
-    def loss_and_grads(self, batch) -> tuple[float, float, dict[str, np.ndarray]]:
-        """-> (mean cross-entropy, accuracy, gradients of the mean cross-entropy)."""
-        target = self._target(batch)
-        logits, cache = self._forward(batch)
-        loss, ce_cache = softmax_cross_entropy_forward(logits, target)
-        accuracy = float(np.mean(np.argmax(logits, axis=1) == target))
-        grads = self.backward(softmax_cross_entropy_backward(1.0, ce_cache), cache)
-        return loss, accuracy, grads
-
-    def _target(self, batch) -> np.ndarray:
-        if not isinstance(batch, dict) or "target" not in batch:
-            raise ValueError("batch must be a dict with a 'target' entry")
-        target = np.asarray(batch["target"])
-        c = self.config
-        if target.ndim != 1 or not np.issubdtype(target.dtype, np.integer):
-            raise ValueError(f"batch['target'] must be an integer (B,) array, got {target.dtype}{target.shape}")
-        if target.size and (target.min() < 0 or target.max() >= c.n_outputs):
-            raise ValueError(f"batch['target'] has classes outside [0, {c.n_outputs})")
-        return target
-
-    # ------------------------------------------------------------------------------------------------------------
-    # Evaluation paths (chunked, no cache kept)
-
-    def _chunks(self, batch, focus=None):
-        """Split a batch into consecutive example ranges of at most EVAL_CHUNK_TOKENS tokens (and within budget):
-        ``(chunk, focus of its examples or None)``."""
-        mask = np.asarray(batch.get("mask")) if isinstance(batch, dict) else None
-        if mask is None or mask.ndim != 2:
-            self._inputs(batch)  # raises the precise error
-        b, n = mask.shape
-        per = set_cost.eval_chunk(self.config, n, EVAL_CHUNK_TOKENS)
-        if self.config.n_blocks > 1:
-            self._check_memory(1, n)
-            per = max(1, min(per, self.memory_budget // max(self._attention_bytes(1, n), 1)))
-        for start in range(0, b, per):
-            stop = min(b, start + per)
-            yield ({k: (np.asarray(v)[start:stop] if np.ndim(v) >= 1 else v) for k, v in batch.items()},
-                   None if focus is None else focus[start:stop])
-
-    def predict(self, batch, focus=None) -> np.ndarray:
-        """Predicted class (B,) int64; memory bounded by the chunk size, not by the batch size.
-
-        ``focus``: None, or (B,) item indices: the query token then attends only to that item of each example, in
-        every block (weight exactly 1 whatever the weight map; the items' own rows are unchanged). With the task's
-        correct item (:meth:`varsim.tasks.Task.correct_item`) this is the ``oracle`` control of
-        :data:`varsim.variants.CONTROLS` (``with_attention("oracle")`` gives a copy that does it by itself)."""
-        focus = self._focus(batch, focus)
-        out = [np.argmax(self._forward(chunk, inference=True, focus=f)[0], axis=1)
-               for chunk, f in self._chunks(batch, focus)]
-        return np.concatenate(out).astype(np.int64, copy=False)
-
-    def logits_and_weights(self, batch, focus=None) -> tuple[np.ndarray, np.ndarray]:
-        """``(logits (B, n_outputs), weights (B, H, N))``: the class scores and the last block's query-row attention
-        weights over the items (0 at padding), from the forward pass :meth:`predict` runs (``focus`` as there).
-        What the ranking decomposition (:mod:`varsim.train.ranking`) reads, without :meth:`analysis`'s records."""
-        focus = self._focus(batch, focus)
-        logits, weights = [], []
-        for chunk, f in self._chunks(batch, focus):
-            z, (_, block_caches, *_) = self._forward(chunk, inference=True, focus=f)
-            logits.append(z)
-            weights.append(attention_weights(block_caches[-1][1])[:, :, 0, 1:])
-        return np.concatenate(logits, axis=0), np.concatenate(weights, axis=0)
-
-    def analysis(self, batch, focus=None) -> dict[str, np.ndarray]:
-        """What the query token sees, per block b (arrays over the whole batch; ``focus`` as in :meth:`predict`):
-
-        - ``block{b}.attn_pre_norm`` (B, D): the vector the attention-output normalization acts on (the attention output
-          after W_o for norm none/layernorm/standardize; the concatenated head outputs, before W_o, for the per-head
-          norms);
-        - ``block{b}.attn_post_norm`` (B, D): the same after the normalization (equal to pre_norm for norm="none");
-        - ``block{b}.attn_weights`` (B, H, N): the query row's attention weights over the items (0 at padding);
-        - ``block{b}.next_input`` (B, D): the query token's state after the block;
-        - for the attention probe (:mod:`varsim.train.attention_probe`): ``block{b}.key_weights`` (B, H, N) (as
-          ``attn_weights``: the keys the query sees), ``block{b}.query_heads`` (B, D) the head outputs before W_o
-          and any norm, ``block{b}.attn_out`` (B, D) the attention output added to the residual stream,
-          ``block{b}.value_mean`` and ``block{b}.value_var`` (B, D) the mean and variance of the value vectors over
-          the keys the query sees;
-        plus ``logits`` (B, n_outputs).
-        """
-        parts: dict[str, list] = {}
-        focus = self._focus(batch, focus)
-        for chunk, f in self._chunks(batch, focus):
-            record: dict[str, np.ndarray] = {}
-            logits, _ = self._forward(chunk, record=record, inference=True, focus=f)
-            record["logits"] = logits
-            for k, v in record.items():
-                parts.setdefault(k, []).append(v)
-        return {k: np.concatenate(v, axis=0) for k, v in parts.items()}
+    def _query_weights(self, chunk, cache):
+        """The last block's query-row weights over the items (B, H, N), 0 at padding."""
+        _, block_caches, _ = cache
+        return attention_weights(block_caches[-1][1])[:, :, 0, 1:]
 
 
 register_architecture(Architecture(

@@ -73,8 +73,8 @@ class Adam:
         m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g^2
         p -= lr_t / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)
 
-    and returns ``{"lr", "grad_norm" (before clipping), "clipped"}``. A non-finite gradient norm raises
-    ``FloatingPointError`` before any state changes, so the caller can stop with the last good parameters.
+    and returns ``{"lr", "grad_norm" (before clipping), "clipped"}``. Wrong gradient names or shapes (ValueError) and
+    a non-finite norm (FloatingPointError) raise before any state, the update count too, changes.
     """
 
     decoupled = False
@@ -126,6 +126,9 @@ class Adam:
         if set(grads) != set(self.params):
             missing, extra = set(self.params) - set(grads), set(grads) - set(self.params)
             raise ValueError(f"grads must have the parameter names; missing {sorted(missing)}, extra {sorted(extra)}")
+        for k, p in self.params.items():
+            if np.shape(grads[k]) != p.shape:
+                raise ValueError(f"grads[{k!r}] has shape {np.shape(grads[k])}, parameter has {p.shape}")
         norm = global_norm(grads)
         if not math.isfinite(norm):
             raise FloatingPointError(f"non-finite gradient norm at update {self.t + 1}")
@@ -137,9 +140,6 @@ class Adam:
         b1, b2 = self.beta1, self.beta2
         step_size = lr / (1.0 - b1**self.t)
         sqrt_bc2 = math.sqrt(1.0 - b2**self.t)
-        for k, p in self.params.items():
-            if np.shape(grads[k]) != p.shape:
-                raise ValueError(f"grads[{k!r}] has shape {np.shape(grads[k])}, parameter has {p.shape}")
         from varsim.nn._optim_kernels import adam_update
 
         for k, p in self.params.items():

@@ -1,4 +1,4 @@
-"""Synthetic set tasks for the length-generalization experiments (see ../shared/spec/PAPER.md).
+"""Synthetic tasks for the length-generalization experiments (see docs/PAPER.md).
 
 Notation: B batch, N set size (the largest in the batch when sizes vary).
 
