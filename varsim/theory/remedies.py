@@ -142,8 +142,8 @@ def _theory_exact_ipr(spec, n_arr, beta, params) -> dict:
 
 def _theory_sigmoid_moments(spec, n_arr, beta, params) -> dict:
     y2, var_s1, s1 = (np.atleast_1d(np.asarray(a, dtype=np.float64)) for a in sigmoid_moments(n_arr, beta))
-    # sigmoid > 0, so E[sum w^2] > 0 (and Var(sum w) > 0 for beta != 0): an exact 0 is a value below the smallest
-    # float (Var(sum w) ~ beta^2 / N at tiny beta), not a value
+    # sigmoid > 0, so E[sum w^2] > 0 (and Var(sum w) > 0 for beta != 0): an exact 0 is a true value below the smallest
+    # float (Var(sum w) ~ beta^2 / N at tiny beta), marked None rather than printed as 0
     return {"ipr": tuple(None if a == 0.0 else float(a) for a in y2),
             "wsum_var": tuple(None if v == 0.0 and beta != 0.0 else float(v) for v in var_s1),
             "wsum": tuple(float(m) for m in s1)}
@@ -219,7 +219,9 @@ def _sigmoid_moments_at(ln_n: float, beta: float) -> tuple[float, float, float]:
     sigmoid(L - beta g) (1 - e^{beta g})`` for ``g < 0`` (no cancellation; at large N ``E[d]^2`` is at most 0.09 of
     ``Var(s)``, where ``E[s^2] - E[s]^2`` would cancel all but ~beta^2 of ``E[s^2]``); ``E[s^2] = Var(s) + E[s]^2``,
     two positive terms. Each scaled integral keeps its relative accuracy when the value is ``1e-600``."""
-    span = beta + math.sqrt(beta * beta + 2.0)  # the |d|^2 peaks lie within, the s peak within [0, beta]
+    # peaks: of s phi within [0, beta] (the peak condition); of |d|^k phi within |g| <= span, where the derivative of
+    # its log, at most k (beta + 1/g) - g, turns negative
+    span = beta + math.sqrt(beta * beta + 2.0)
     marks = (ln_n / beta,)
     log_s0, log_s0_neg = _log_sigmoid(ln_n), _log_sigmoid(-ln_n)
 
