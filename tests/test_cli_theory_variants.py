@@ -2,6 +2,7 @@
 Monte-Carlo-only maps print a note, and bad names or parameters give one line and exit status 2."""
 
 import json
+import math
 
 import pytest
 
@@ -110,8 +111,14 @@ def test_random_query_with_a_variant_is_refused(capsys):
     assert "query" in line and "ssmax" in line
 
 
-def test_sigmoid_underflow_is_marked_not_zero(capsys):
-    """At N = 1e300 the quadrature's E[s^2] underflows to 0 (true N E[s^2] ~ e^2/1e300 > 0): the cell is null, not a
-    printed 0 that a reader would take for the value."""
+def test_sigmoid_at_huge_n_and_underflow_marked_not_zero(capsys):
+    """At N = 1e300 E[sum w^2] ~ e^2/1e300 is printed (the scaled quadrature keeps it: E[s^2] ~ 1e-600 is never
+    formed); a value below the smallest float (Var(sum w) ~ beta^2/N at beta = 1e-170) is null, not a printed 0 that
+    a reader would take for the value."""
     row = _json(capsys, ["--n", "1e300", "--beta", "1", "--attention", "sigmoid"])["rows"][0]
-    assert row["ipr"] is None and row["var"] is None and row["wsum"] == pytest.approx(T.sigmoid_moments(1e300, 1.0)[2])
+    y2, var_s1, s1 = T.sigmoid_moments(1e300, 1.0)
+    # the large-N series e^{2 beta^2}/N - 2 e^{9 beta^2/2}/N^2 (derivations/remedies_theory.py); 2nd term: 1e-300
+    assert row["ipr"] == pytest.approx(y2, rel=1e-12) and row["ipr"] == pytest.approx(math.exp(2.0) / 1e300, rel=1e-10)
+    assert row["wsum_var"] == pytest.approx(var_s1, rel=1e-12) and row["wsum"] == pytest.approx(s1)
+    row = _json(capsys, ["--n", "16", "--beta", "1e-170", "--attention", "sigmoid", "--value-mean", "1"])["rows"][0]
+    assert row["wsum_var"] is None and row["var"] is None and row["ipr"] == pytest.approx(16 / 17**2, rel=1e-12)

@@ -20,7 +20,7 @@ from derivations import chi_square_mgf, layernorm_moments, rem_exponent, series_
 from varsim import theory as T
 from varsim.theory.series import _LOGNORMAL, _LOGNORMAL_Y
 
-SCRIPTS = ("series_coefficients", "chi_square_mgf", "rem_exponent", "layernorm_moments")
+SCRIPTS = ("series_coefficients", "chi_square_mgf", "rem_exponent", "layernorm_moments", "remedies_theory")
 
 
 def _rel_close(value, exact, rel=1e-12, abs_=1e-300):

@@ -188,8 +188,8 @@ def _theory_exact_ipr(spec, n_arr, beta, params) -> dict:
 
 def _theory_sigmoid_moments(spec, n_arr, beta, params) -> dict:
     y2, var_s1, s1 = (np.atleast_1d(np.asarray(a, dtype=np.float64)) for a in sigmoid_moments(n_arr, beta))
-    # sigmoid > 0, so E[sum w^2] > 0 (and Var(sum w) > 0 for beta != 0): an exact 0 is the quadrature's underflow at
-    # huge N (N E[s^2] ~ e^{2 beta^2}/N needs E[s^2] below 1e-308), not a value
+    # sigmoid > 0, so E[sum w^2] > 0 (and Var(sum w) > 0 for beta != 0): an exact 0 is a true value below the smallest
+    # float (Var(sum w) ~ beta^2 / N at tiny beta), marked None rather than printed as 0
     return {"ipr": tuple(None if a == 0.0 else float(a) for a in y2),
             "wsum_var": tuple(None if v == 0.0 and beta != 0.0 else float(v) for v in var_s1),
             "wsum": tuple(float(m) for m in s1)}
@@ -227,30 +227,81 @@ def variant_theory(name: str, n, beta, **params) -> VariantTheory:
     return VariantTheory(spec.name, spec.theory, p, beta, tuple(float(v) for v in n_arr), **fields)
 
 
-def _gauss_expect(fn, center: float, beta: float) -> float:
-    """``E[fn(beta g)]`` for ``g ~ N(0,1)``, ``0 <= fn <= 1``, by adaptive quadrature on ``|g| <= 40`` (beyond, the
-    density is below 1e-300) split where the integrand's mass can sit: at 0, at the tilted peaks ``beta`` and
-    ``2 beta`` of ``e^{k beta g} phi(g)`` and at the sigmoid's transition ``g = center / beta``."""
-    from scipy import integrate
+_LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
+#: half-width of the quadrature window around a log-integrand's peak: its second derivative is <= -1, so beyond the
+#: window it is below e^{-14^2/2} = e^-98 of the peak value (derivations/remedies_theory.py)
+_WINDOW = 14.0
 
-    if beta == 0.0:
-        return fn(0.0)
 
-    def integrand(g):
-        return fn(beta * g) * math.exp(-0.5 * g * g) / math.sqrt(2.0 * math.pi)
+def _log_sigmoid(x: float) -> float:
+    return -math.log1p(math.exp(-x)) if x >= 0 else x - math.log1p(math.exp(x))
 
-    cuts = sorted({-40.0, 40.0, *(min(max(p, -40.0), 40.0) for p in (0.0, beta, 2.0 * beta, center / beta))})
+
+def _scaled_integral(log_f, peak_lo: float, peak_hi: float, domain: tuple, marks: tuple) -> tuple[float, float]:
+    """``(top, I)`` with ``int_domain exp(log_f(g)) dg = e^top I``, for a log-integrand whose second derivative is
+    ``<= -1`` and whose peak lies in ``[peak_lo, peak_hi]``: ``top`` is its value at the peak (bounded Brent), ``I``
+    the adaptive quadrature of ``exp(log_f - top)`` over the window around the peak, split there and at ``marks``.
+    ``I`` is of order one, so neither factor under- nor overflows whatever the scale of the integral."""
+    from scipy import integrate, optimize
+
+    peak = optimize.minimize_scalar(lambda v: -log_f(v), bounds=(peak_lo, peak_hi), method="bounded",
+                                    options={"xatol": 1e-6}).x
+    top = log_f(peak)
+    if not math.isfinite(top):
+        return -math.inf, 0.0
+    lo, hi = max(domain[0], peak - _WINDOW), min(domain[1], peak + _WINDOW)
+    cuts = sorted({lo, hi, peak, *(m for m in marks if lo < m < hi)})
     total = 0.0
     for a, b in zip(cuts[:-1], cuts[1:]):
-        val, _err = integrate.quad(integrand, a, b, epsabs=0.0, epsrel=1e-12, limit=200)
+        val, _err = integrate.quad(lambda v: math.exp(log_f(v) - top), a, b, epsabs=0.0, epsrel=1e-12, limit=200)
         total += val
-    return total
+    return top, total
+
+
+def _sigmoid_moments_at(ln_n: float, beta: float) -> tuple[float, float, float]:
+    """``(N E[s^2], N Var(s), N E[s])`` for ``s = sigmoid(beta g - ln N)``, ``beta > 0``, from scaled integrals
+    (derivations/remedies_theory.py): ``E[s]`` directly; ``Var(s) = E[d^2] - E[d]^2`` with ``d = s(g) - s(0)``, the
+    product ``sigmoid(beta g - L) sigmoid(L) (1 - e^{-beta g})`` for ``g > 0`` and ``-sigmoid(-L)
+    sigmoid(L - beta g) (1 - e^{beta g})`` for ``g < 0`` (no cancellation; at large N ``E[d]^2`` is at most 0.09 of
+    ``Var(s)``, where ``E[s^2] - E[s]^2`` would cancel all but ~beta^2 of ``E[s^2]``); ``E[s^2] = Var(s) + E[s]^2``,
+    two positive terms. Each scaled integral keeps its relative accuracy when the value is ``1e-600``."""
+    # peaks: of s phi within [0, beta] (the peak condition); of |d|^k phi within |g| <= span, where the derivative of
+    # its log, at most k (beta + 1/g) - g, turns negative
+    span = beta + math.sqrt(beta * beta + 2.0)
+    marks = (ln_n / beta,)
+    log_s0, log_s0_neg = _log_sigmoid(ln_n), _log_sigmoid(-ln_n)
+
+    def log_s(v):
+        return _log_sigmoid(beta * v - ln_n) - 0.5 * v * v
+
+    def log_d_pos(v):
+        y = beta * v
+        return _log_sigmoid(y - ln_n) + log_s0 + math.log(-math.expm1(-y)) if y > 0 else -math.inf
+
+    def log_d_neg(v):
+        y = beta * v
+        return log_s0_neg + _log_sigmoid(ln_n - y) + math.log(-math.expm1(y)) if y < 0 else -math.inf
+
+    pos, neg = (0.0, math.inf), (-math.inf, 0.0)
+    t1, i1 = _scaled_integral(log_s, 0.0, beta, (-math.inf, math.inf), marks)
+    tp2, ip2 = _scaled_integral(lambda v: 2.0 * log_d_pos(v) - 0.5 * v * v, 0.0, span, pos, marks)
+    tn2, in2 = _scaled_integral(lambda v: 2.0 * log_d_neg(v) - 0.5 * v * v, -span, 0.0, neg, marks)
+    tp1, ip1 = _scaled_integral(lambda v: log_d_pos(v) - 0.5 * v * v, 0.0, span, pos, marks)
+    tn1, in1 = _scaled_integral(lambda v: log_d_neg(v) - 0.5 * v * v, -span, 0.0, neg, marks)
+    shift = ln_n - _LOG_SQRT_2PI
+    n_d2 = math.exp(shift + tp2) * ip2 + math.exp(shift + tn2) * in2
+    top = max(tp1, tn1)
+    d_mean = math.exp(tp1 - top) * ip1 - math.exp(tn1 - top) * in1  # E[d] sqrt(2 pi) e^-top
+    n_var = max(n_d2 - math.exp(ln_n + 2.0 * (top - _LOG_SQRT_2PI)) * d_mean * d_mean, 0.0)
+    log_n_mean = shift + t1 + math.log(i1)
+    return n_var + math.exp(2.0 * log_n_mean - ln_n), n_var, math.exp(log_n_mean)
 
 
 def sigmoid_moments(n, beta):
     """Sigmoid attention ``w_i = sigmoid(beta g_i - ln N)``, ``g_i`` i.i.d. ``N(0, 1)`` (REMEDIES 3), exact:
     ``(E[sum w^2], Var(sum w), E[sum w])`` ``= (N E[s^2], N Var(s), N E[s])`` with ``s = sigmoid(beta g - ln N)``,
-    each a one-dimensional Gaussian integral (adaptive quadrature, relative accuracy ~1e-10).
+    by one-dimensional Gaussian integrals scaled at their peaks (adaptive quadrature, relative accuracy ~1e-10 for
+    every ``N`` and ``beta``, down to values of 1e-300; derived in ``derivations/remedies_theory.py``).
 
     By REMEDIES 1, ``Var(o_j) = sigma_v^2 E[sum w^2] + mu_v^2 Var(sum w)`` for values independent of the keys.
     Scalars or arrays of ``n`` (``1 <= n <= 1e300``); ``|beta| <= 50``.
@@ -259,17 +310,11 @@ def sigmoid_moments(n, beta):
     beta = abs(check_real("beta", beta, minimum=-50.0, maximum=50.0))
     out = np.empty((3,) + n_arr.shape)
     for idx, v in np.ndenumerate(n_arr):
-        ln_n = math.log(v)
-
-        def sig(x, ln_n=ln_n):
-            y = x - ln_n
-            return 1.0 / (1.0 + math.exp(-y)) if y >= 0 else math.exp(y) / (1.0 + math.exp(y))
-
-        m1 = _gauss_expect(sig, ln_n, beta)
-        m2 = _gauss_expect(lambda x: sig(x) ** 2, ln_n, beta)
-        out[(0,) + idx] = v * m2
-        out[(1,) + idx] = v * max(m2 - m1 * m1, 0.0)
-        out[(2,) + idx] = v * m1
+        if beta == 0.0:  # every weight is 1/(N+1)
+            mean = v / (v + 1.0)
+            out[(slice(None),) + idx] = (mean / (v + 1.0), 0.0, mean)
+        else:
+            out[(slice(None),) + idx] = _sigmoid_moments_at(math.log(v), beta)
     return tuple(scalar_or_array(n, out[i]) for i in range(3))
 
 
