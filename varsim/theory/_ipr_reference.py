@@ -148,8 +148,9 @@ def _bracketed(grid: _Grid, n: float, terms):
     raise RuntimeError(f"quadrature did not bracket its integrand (N={n}, beta={beta})")  # pragma: no cover
 
 
-def reference_ipr_and_exponent(n, beta: float) -> tuple[np.ndarray, np.ndarray]:
-    """``(E[Y2], d ln E[Y2] / d ln N)`` for each ``N >= 1`` of the 1-D ``n`` at one ``beta > 0``, point by point."""
+def reference_ipr_and_exponent(n, beta: float, want_exponent: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """``(E[Y2], d ln E[Y2] / d ln N)`` for each ``N >= 1`` of the 1-D ``n`` at one ``beta > 0``, point by point
+    (the exponent NaN unless wanted, as the old ``expected_ipr`` skipped it)."""
     grid = _Grid(float(beta), False)
     e, g = [], []
     for v in np.asarray(n, dtype=np.float64).ravel():
@@ -157,13 +158,14 @@ def reference_ipr_and_exponent(n, beta: float) -> tuple[np.ndarray, np.ndarray]:
 
         def terms(parts, v=v):
             log_p, ln_l, log_m = parts
-            return [math.log(v) + log_m + _times_ln_l(v - 1.0, log_p, ln_l)], _times_ln_l(v, log_p, ln_l)
+            n_ln_l = _times_ln_l(v, log_p, ln_l) if want_exponent else None
+            return [math.log(v) + log_m + _times_ln_l(v - 1.0, log_p, ln_l)], n_ln_l
 
         (log_f,), n_ln_l, top = _bracketed(grid, v, terms)
         weights = np.exp(log_f - top)
         total = weights.sum()
         e.append(math.exp(top + math.log(total * _H_U)))
-        g.append(1.0 + float(weights @ n_ln_l) / total)
+        g.append(1.0 + float(weights @ n_ln_l) / total if want_exponent else math.nan)
     return np.array(e), np.array(g)
 
 

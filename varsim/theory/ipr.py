@@ -68,9 +68,16 @@ _SQRT_2PI = math.sqrt(2.0 * math.pi)
 
 
 def _alternating(shift: int) -> np.ndarray:
-    """``(-1)^j / (j + shift)!`` for ``j < _SERIES_TERMS``: the series of ``exp(-x)`` (0) and ``-expm1(-x)/x`` (1)."""
+    """``(-1)^j / (j + shift)!`` for ``1 <= j < _SERIES_TERMS``: the series of ``exp(-x)`` (0) and ``-expm1(-x)/x``
+    (1) after their leading 1."""
     j = np.arange(_SERIES_TERMS, dtype=np.float64)
-    return (-1.0) ** j / np.exp(np.cumsum(np.log(np.maximum(j + shift, 1.0))))
+    return ((-1.0) ** j / np.exp(np.cumsum(np.log(np.maximum(j + shift, 1.0)))))[1:]
+
+
+# Region A's series: for P, L, M, M4 the first moment index (T_1 for P = E[1 - e^{-e^Y}], T_0 for L, T_2 for M and
+# T_4 for M4) and the coefficients of the terms after the first.
+_SERIES_FIRST = np.array([1, 0, 2, 4])
+_SERIES_COEF = np.stack([_alternating(1), _alternating(0), _alternating(0), _alternating(0)])
 
 
 class _Panels:
@@ -155,29 +162,25 @@ def _inner_logs(u: np.ndarray, beta: float, panels: _Panels) -> tuple[np.ndarray
     k = np.arange(_SERIES_TERMS + (4 if panels.fourth else 2), dtype=np.float64)
     log_t = (k * u[:, None] + 0.5 * k * k * b2 + log_ndtr((_Y_LO - u[:, None] - k * b2) / beta)).T
 
-    # exp(-e^y) = sum_j (-e^y)^j / j!; successive terms shrink by at least e^{Y_LO}/j, so the sums below are
-    # (leading term) * (1 + small) and carry no cancellation. Summed term by term (no BLAS), as above.
-    def series(first: int, coef: np.ndarray) -> np.ndarray:  # coef[0] == 1
-        lead = log_t[first]
-        rest = np.zeros_like(lead)
-        for j in range(1, _SERIES_TERMS):
-            rest += np.exp(log_t[first + j] - lead) * coef[j]
-        return lead + np.log1p(rest)
-
-    fact, fact_p = _alternating(0), _alternating(1)
+    # exp(-e^y) = sum_j (-e^y)^j / j!; successive terms shrink by at least e^{Y_LO}/j, so the sums are
+    # (leading term) * (1 + small) and carry no cancellation. Rows: P (from T_1), L (T_0), M (T_2)[, M4 (T_4)].
+    firsts = _SERIES_FIRST[: 4 if panels.fourth else 3]
+    lead = log_t[firsts]
+    terms = np.exp(log_t[firsts[:, None] + np.arange(1, _SERIES_TERMS)] - lead[:, None])
+    series = lead + np.log1p(np.einsum("fju,fj->fu", terms, _SERIES_COEF[: firsts.size]))
     b_p, b_l, b_m, *b_m4 = _region_b(u, panels)
     # Region C (y > Y_HI): only P gets a term, since 1 - exp(-e^y) == 1 there and exp(-e^y) == 0.
-    log_p = np.logaddexp(np.logaddexp(series(1, fact_p), b_p), log_ndtr((u - _Y_HI) / beta))
+    log_p = np.logaddexp(np.logaddexp(series[0], b_p), log_ndtr((u - _Y_HI) / beta))
     p = np.exp(log_p)
     small = p < 0.5
     p_small = np.where(small & (p > 0.0), p, 0.5)
     ratio = np.where(p > 0.0, -np.log1p(-p_small) / p_small, 1.0)  # -ln L / P, 1 where P underflows
     with np.errstate(divide="ignore"):
         log_minus_ln_l = np.where(small, log_p + np.log(ratio),
-                                  np.log(-np.minimum(np.logaddexp(series(0, fact), b_l), math.log(0.5))))
-    out = [log_minus_ln_l, np.logaddexp(series(2, fact), b_m)]
+                                  np.log(-np.minimum(np.logaddexp(series[1], b_l), math.log(0.5))))
+    out = [log_minus_ln_l, np.logaddexp(series[2], b_m)]
     if b_m4:
-        out.append(np.logaddexp(series(4, fact), b_m4[0]))
+        out.append(np.logaddexp(series[3], b_m4[0]))
     return tuple(out)
 
 
@@ -335,16 +338,14 @@ def _sums(beta: float, n: np.ndarray, fourth: bool, terms) -> tuple[np.ndarray, 
             # _locate's slice holds the window of a unimodal integrand; widen it if rounding says otherwise
             lo[cols[~ok_lo]] -= _STRIDE  # pragma: no cover
             hi[cols[~ok_hi]] += _STRIDE  # pragma: no cover
-        w = np.zeros(logs[0].shape)
-        part = w if len(logs) == 1 else np.empty_like(w)
+        w = None
         for t in logs:
             t -= peak
-            if part is not w:
-                part.fill(0.0)
-            with np.errstate(under="ignore"):
-                np.exp(t, out=part, where=t >= -_DROP)
-            if part is not w:
-                w += part
+            inside = t >= -_DROP
+            np.maximum(t, -2.0 * _DROP, out=t)  # exp is slow where it underflows; these points are masked out
+            part = np.exp(t, out=t)
+            part *= inside
+            w = part if w is None else np.add(w, part, out=w)
         top[cols] = peak + shift
         total[cols] = w.sum(axis=0)
         if extra is not None:
