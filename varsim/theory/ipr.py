@@ -17,18 +17,22 @@ Each inner expectation is split at two fixed points of ``y``:
 * ``y < Y_LO``: ``exp(-e^y)`` is a rapidly converging alternating power series in ``e^y``, and every
   term ``E[e^{kY}; Y < Y_LO]`` is a closed-form Gaussian integral (``scipy.special.log_ndtr``).
   This is what keeps ``1 - L`` accurate to full relative precision when it is ``1e-300``.
-* ``Y_LO <= y <= Y_HI``: composite Gauss-Legendre panels, restricted to where the (tilted)
-  Gaussian has mass; panels are no wider than ``beta`` or 0.5 (the width of the cut-off).
+* ``Y_LO <= y <= Y_HI``: composite Gauss-Legendre panels no wider than ``beta`` or 0.5 (the width of the
+  cut-off), fixed per ``beta`` and shared by every u: a u takes the panels that cover its Gaussian window, so the
+  integrands are evaluated once per node and each u costs one exponential per node.
 * ``y > Y_HI``: ``exp(-e^y)`` underflows to zero, so only ``P`` gets a (closed-form) term.
 
 All three are carried in log space. ``ln M`` and ``ln L`` are concave in ``u`` (Gaussian convolutions
 of log-concave functions), so the outer integrand is log-concave: the trapezoid rule on a uniform
-``u`` grid that reaches ``e^-40`` of the peak on both sides converges geometrically and the tails
-beyond are negligible. The grid for one ``beta`` is shared by every ``N`` and kept in a small cache,
-so sweeping ``N`` costs one set of inner integrals.
+``u`` grid converges geometrically, and the sum takes the grid points within ``e^-45`` of the peak.
 
-Accuracy: about 1e-13 relative (checked against the N = 2 closed form and against mpmath in the
-tests). Cost: a few milliseconds to ~0.1 s per ``beta``.
+Vectorised over N: per ``beta``, the inner integrals on one u grid (kept in a small cache), each N's window located
+on every 8th grid point, then the log-integrand of all N on their windows as one array. A grid entry is the same
+number, bit for bit, as the scalar call: the sums run in grid order over exactly the points of the window.
+
+Accuracy: about 1e-13 relative (checked against the N = 2 closed form and mpmath, and point by point against the
+per-point quadrature :mod:`varsim.theory._ipr_reference`, in the tests). Cost: ~1 ms per ``beta`` and ~10 us per
+point (``benchmarks/bench_theory_grid.py``: 10^5 points in under a CPU second).
 """
 
 from __future__ import annotations
@@ -63,7 +67,8 @@ _H_U = 0.1875
 _DROP = 45.0  # the outer sum takes the grid points where ln f is within this of its peak (the rest < e^-45 of it)
 _BLOCK = 16  # grid points are computed and cached in blocks of this many u values
 _STRIDE = 8  # the coarse grid that locates each N's window takes every _STRIDE-th point
-_CHUNK = 1 << 16  # elements of one (points x nodes) or (points x N) temporary: a few of them stay in cache
+_CHUNK = 1 << 16  # elements of one (points x N) temporary: a few of them stay in cache
+_INNER_CHUNK = 1 << 18  # elements of one (points x nodes) temporary: most grids in one call
 _SQRT_2PI = math.sqrt(2.0 * math.pi)
 
 
@@ -93,6 +98,7 @@ class _Panels:
         window = 2.0 * _WINDOW_SD * beta + (4.0 if fourth else 2.0) * beta * beta
         self.n_win = min(self.n_panels, math.ceil(window / self.width) + 1)
         self.tau = self.width * (np.arange(self.n_win)[:, None] + 0.5 * (_GL_X + 1.0)).ravel()
+        self._all = self._weighted(0, self.n_panels) if self.n_panels * _GL_X.size <= _INNER_CHUNK // 16 else None
 
     def first_panel(self, u: np.ndarray) -> np.ndarray:
         """Index of the first panel each u uses (its window starts ``_WINDOW_SD`` standard deviations below u)."""
@@ -104,7 +110,12 @@ class _Panels:
     def weighted(self, p_lo: int, p_hi: int) -> np.ndarray:
         """Rows: node weight times integrand (``1 - e^{-e^y}``, ``e^{-e^y}``, ``e^{2y - e^y}``[, ``e^{4y - e^y}``])
         over ``beta sqrt(2 pi)`` at the nodes of panels ``[p_lo, p_hi)``, in linear space (a term that underflows is
-        ``e^-700`` below the term at the Gaussian's peak)."""
+        ``e^-700`` below the term at the Gaussian's peak). Kept for all panels when they are few."""
+        if self._all is not None:
+            return self._all[:, p_lo * _GL_X.size : p_hi * _GL_X.size]
+        return self._weighted(p_lo, p_hi)
+
+    def _weighted(self, p_lo: int, p_hi: int) -> np.ndarray:
         y = _Y_LO + self.width * (np.arange(p_lo, p_hi)[:, None] + 0.5 * (_GL_X + 1.0)).ravel()
         weight = np.tile(0.5 * self.width * _GL_W, p_hi - p_lo) / (self.beta * _SQRT_2PI)
         ey = np.exp(y)
@@ -213,7 +224,7 @@ class _Grid:
     def _compute(self, k_lo: int, k_hi: int) -> np.ndarray:
         """Inner integrals at grid indices ``[k_lo, k_hi)``, a block at a time: the u range grows like ``beta``, and
         evaluating it at once would hold ``(range) x (nodes)`` temporaries (gigabytes at beta ~ 1e3)."""
-        step = max(_BLOCK, (_CHUNK // self.panels.tau.size) // _BLOCK * _BLOCK)
+        step = max(_BLOCK, (_INNER_CHUNK // self.panels.tau.size) // _BLOCK * _BLOCK)
         pieces = [_inner_logs(np.arange(a, min(a + step, k_hi)) * self.stride * _H_U, self.beta, self.panels)
                   for a in range(k_lo, k_hi, step)]
         return np.concatenate([np.array(p) for p in pieces], axis=1)
