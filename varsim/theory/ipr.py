@@ -261,7 +261,7 @@ def _first_band(beta: float, ln_n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     annealed = ln_n >= 0.5 * beta * beta
     u_c = np.where(annealed, -ln_n - 0.5 * beta * beta, -beta * np.sqrt(2.0 * ln_n))
     span = np.where(annealed, 14.0 + beta, 6.0 + 2.5 * beta)
-    return np.floor((u_c - 2.0 * span) / _H_U).astype(np.int64), np.ceil((u_c + span) / _H_U).astype(np.int64)
+    return np.floor((u_c - 3.0 * span) / _H_U).astype(np.int64), np.ceil((u_c + 3.0 * span) / _H_U).astype(np.int64)
 
 
 def _bracketed(logs: list[np.ndarray], peak: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
