@@ -294,23 +294,29 @@ def _locate(beta: float, n: np.ndarray, fourth: bool, terms) -> tuple[np.ndarray
         if todo.size == 0:
             return lo, hi
         count = int(np.max(k_hi[todo] - k_lo[todo])) + 1
-        k = k_lo[todo] + np.arange(count)[:, None]
-        grid.ensure(int(k.min()), int(k.max()) + 1)
-        logs, _, _ = terms(grid.rows(k), n[todo])
-        peak = _peak(logs)
-        ok_lo, ok_hi = _bracketed(logs, peak)
-        good = ok_lo & ok_hi
-        inside = np.logical_or.reduce([t >= peak - _DROP for t in logs])
-        first = np.argmax(inside, axis=0)
-        last = count - 1 - np.argmax(inside[::-1], axis=0)
-        cols = np.arange(todo.size)[good]
-        lo[todo[good]] = (k[first[good], cols] - 1) * _STRIDE
-        hi[todo[good]] = (k[last[good], cols] + 1) * _STRIDE + 1
-        bad = todo[~good]
-        span = k_hi[bad] - k_lo[bad]
-        k_lo[bad] -= np.where(ok_lo[~good], 0, span)
-        k_hi[bad] += np.where(ok_hi[~good], 0, span)  # geometric growth: a poor guess costs a few extra blocks
-        todo = bad
+        grid.ensure(int(k_lo[todo].min()), int(k_lo[todo].max()) + count)  # one call for the common case
+        failed = []
+        pieces = min(todo.size, -(-(count * todo.size) // _CHUNK))  # bounded temporaries at large beta
+        for chunk in np.array_split(todo, pieces):
+            count = int(np.max(k_hi[chunk] - k_lo[chunk])) + 1
+            k = k_lo[chunk] + np.arange(count)[:, None]
+            grid.ensure(int(k[0].min()), int(k[-1].max()) + 1)
+            logs, _, _ = terms(grid.rows(k), n[chunk])
+            peak = _peak(logs)
+            ok_lo, ok_hi = _bracketed(logs, peak)
+            good = ok_lo & ok_hi
+            inside = np.logical_or.reduce([t >= peak - _DROP for t in logs])
+            first = np.argmax(inside, axis=0)
+            last = count - 1 - np.argmax(inside[::-1], axis=0)
+            cols = np.arange(chunk.size)[good]
+            lo[chunk[good]] = (k[first[good], cols] - 1) * _STRIDE
+            hi[chunk[good]] = (k[last[good], cols] + 1) * _STRIDE + 1
+            bad = chunk[~good]
+            span = k_hi[bad] - k_lo[bad]
+            k_lo[bad] -= np.where(ok_lo[~good], 0, span)
+            k_hi[bad] += np.where(ok_hi[~good], 0, span)  # geometric growth: a poor guess costs a few extra blocks
+            failed.append(bad)
+        todo = np.concatenate(failed)
     raise RuntimeError(f"quadrature did not bracket its integrand (beta={beta})")  # pragma: no cover
 
 
