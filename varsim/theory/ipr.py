@@ -68,6 +68,7 @@ _DROP = 45.0  # the outer sum takes the grid points where ln f is within this of
 _BLOCK = 16  # grid points are computed and cached in blocks of this many u values
 _STRIDE = 8  # the coarse grid that locates each N's window takes every _STRIDE-th point
 _CHUNK = 1 << 16  # elements of one (points x N) temporary: a few of them stay in cache
+_COLUMNS = 128  # N per chunk at most: N of similar window widths share a chunk, whose width is their largest
 _INNER_CHUNK = 1 << 18  # elements of one (points x nodes) temporary: most grids in one call
 _SQRT_2PI = math.sqrt(2.0 * math.pi)
 
@@ -338,7 +339,7 @@ def _sums(beta: float, n: np.ndarray, fourth: bool, terms) -> tuple[np.ndarray, 
     weighted = None
     start = 0
     while start < n.size:
-        size = max(2, _CHUNK // int(hi[order[start]] - lo[order[start]]))
+        size = max(2, min(_COLUMNS, _CHUNK // int(hi[order[start]] - lo[order[start]])))
         cols = order[start : start + size]
         start += size
         if cols.size == 1:  # a reduction over the leading axis of one column would be pairwise, not in order
