@@ -17,18 +17,22 @@ Each inner expectation is split at two fixed points of ``y``:
 * ``y < Y_LO``: ``exp(-e^y)`` is a rapidly converging alternating power series in ``e^y``, and every
   term ``E[e^{kY}; Y < Y_LO]`` is a closed-form Gaussian integral (``scipy.special.log_ndtr``).
   This is what keeps ``1 - L`` accurate to full relative precision when it is ``1e-300``.
-* ``Y_LO <= y <= Y_HI``: composite Gauss-Legendre panels, restricted to where the (tilted)
-  Gaussian has mass; panels are no wider than ``beta`` or 0.5 (the width of the cut-off).
+* ``Y_LO <= y <= Y_HI``: composite Gauss-Legendre panels no wider than ``beta`` or 0.5 (the width of the
+  cut-off), fixed per ``beta`` and shared by every u: a u takes the panels that cover its Gaussian window, so the
+  integrands are evaluated once per node and each u costs one exponential per node.
 * ``y > Y_HI``: ``exp(-e^y)`` underflows to zero, so only ``P`` gets a (closed-form) term.
 
 All three are carried in log space. ``ln M`` and ``ln L`` are concave in ``u`` (Gaussian convolutions
 of log-concave functions), so the outer integrand is log-concave: the trapezoid rule on a uniform
-``u`` grid that reaches ``e^-40`` of the peak on both sides converges geometrically and the tails
-beyond are negligible. The grid for one ``beta`` is shared by every ``N`` and kept in a small cache,
-so sweeping ``N`` costs one set of inner integrals.
+``u`` grid converges geometrically, and the sum takes the grid points within ``e^-45`` of the peak.
 
-Accuracy: about 1e-13 relative (checked against the N = 2 closed form and against mpmath in the
-tests). Cost: a few milliseconds to ~0.1 s per ``beta``.
+Vectorised over N: per ``beta``, the inner integrals on one u grid (kept in a small cache), each N's window located
+on every 8th grid point, then the log-integrand of all N on their windows as one array. A grid entry is the same
+number, bit for bit, as the scalar call: the sums run in grid order over exactly the points of the window.
+
+Accuracy: about 1e-13 relative (checked against the N = 2 closed form and mpmath, and point by point against the
+per-point quadrature :mod:`varsim.theory._ipr_reference`, in the tests). Cost: ~1 ms per ``beta`` and ~10 us per
+point (``benchmarks/bench_theory_grid.py``: 10^5 points in under a CPU second).
 """
 
 from __future__ import annotations
@@ -56,80 +60,152 @@ _Y_HI = 6.7  # above: exp(-e^y) < 1e-350, exactly zero in double precision
 _SERIES_TERMS = 10
 _GL_X, _GL_W = np.polynomial.legendre.leggauss(10)
 _WINDOW_SD = 13.0  # Gaussian window half-width in standard deviations (mass outside < e^-84)
-_H_U = 0.125  # trapezoid step in u = ln t; the integrand is analytic in a strip of half-width ~pi/2
-_TAIL_DROP = 40.0  # integrate until ln f is this far below its peak on both sides
-_LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
-_BLOCK = 64  # grid points are computed and cached in blocks of this many u values
+# Trapezoid step in u = ln t, a dyadic fraction so that the grid points k * _H_U are exact. The integrand is analytic
+# in the strip |Im u| < pi/2 and bounded there by the integral over cos(Im u)^-2 (|L(t)| <= L(Re t)), so the error
+# is below ~1/cos^2(d) e^{-2 pi d / h}, e^-45 at d = 1.5.
+_H_U = 0.1875
+_DROP = 45.0  # the outer sum takes the grid points where ln f is within this of its peak (the rest < e^-45 of it)
+_BLOCK = 16  # grid points are computed and cached in blocks of this many u values
+_STRIDE = 8  # the coarse grid that locates each N's window takes every _STRIDE-th point
+_CHUNK = 1 << 16  # elements of one (points x N) temporary: a few of them stay in cache
+_COLUMNS = 128  # N per chunk at most: N of similar window widths share a chunk, whose width is their largest
+_INNER_CHUNK = 1 << 18  # elements of one (points x nodes) temporary: most grids in one call
+_SQRT_2PI = math.sqrt(2.0 * math.pi)
 
 
-def _logsumexp_rows(a: np.ndarray) -> np.ndarray:
-    """``log(sum(exp(a), axis=1))``; rows that are all ``-inf`` give ``-inf`` (empty panels)."""
-    top = np.max(a, axis=1)
-    safe = np.where(np.isfinite(top), top, 0.0)
-    with np.errstate(divide="ignore"):
-        return safe + np.log(np.sum(np.exp(a - safe[:, None]), axis=1))
-
-
-def _inner_logs(u: np.ndarray, beta: float, fourth: bool = False) -> tuple[np.ndarray, ...]:
-    """``(ln P, ln L, ln M[, ln M4])`` at log-times ``u`` (1-D), for logit scale ``beta > 0``.
-
-    ``M4 = t^4 E[X^4 e^{-tX}] = E[e^{4Y - e^Y}]`` (only with ``fourth``; it needs a wider window).
-    ``ln L`` is computed as ``log1p(-P)`` where ``P < 1/2`` (accurate when ``L`` is near 1) and
-    directly otherwise.
-    """
-    u = np.asarray(u, dtype=np.float64)
-    b2 = beta * beta
-    top_tilt = 4.0 if fourth else 2.0
-    # Region A: T_k = E[e^{kY}; Y < Y_LO] = exp(k u + k^2 b^2 / 2) Phi((Y_LO - u - k b^2) / beta).
-    k = np.arange(_SERIES_TERMS + int(top_tilt), dtype=np.float64)
-    log_t = k * u[:, None] + 0.5 * k * k * b2 + log_ndtr((_Y_LO - u[:, None] - k * b2) / beta)
-    # exp(-e^y) = sum_j (-e^y)^j / j!; successive terms shrink by at least e^{Y_LO}/j, so the sums
-    # below are (leading term) * (1 + small) and carry no cancellation.
+def _alternating(shift: int) -> np.ndarray:
+    """``(-1)^j / (j + shift)!`` for ``1 <= j < _SERIES_TERMS``: the series of ``exp(-x)`` (0) and ``-expm1(-x)/x``
+    (1) after their leading 1."""
     j = np.arange(_SERIES_TERMS, dtype=np.float64)
-    sign_fact = (-1.0) ** j / np.exp(np.cumsum(np.log(np.maximum(j, 1.0))))  # (-1)^j / j!
-    sign_fact_p = (-1.0) ** j / np.exp(np.cumsum(np.log(j + 1.0)))  # (-1)^j / (j+1)!
-
-    def series(first: int, coef: np.ndarray) -> np.ndarray:  # coef[0] == 1
-        lead = log_t[:, first]
-        rest = np.exp(log_t[:, first + 1 : first + _SERIES_TERMS] - lead[:, None]) @ coef[1:]
-        return lead + np.log1p(rest)
-
-    # Region B: Gauss-Legendre panels on [Y_LO, Y_HI] intersected with the Gaussian window, which
-    # must hold the mass of the most tilted integrand (mean u + top_tilt beta^2).
-    lo = np.maximum(_Y_LO, u - _WINDOW_SD * beta)
-    hi = np.minimum(_Y_HI, u + top_tilt * b2 + _WINDOW_SD * beta)
-    width = np.maximum(hi - lo, 0.0)
-    max_width = min(_Y_HI - _Y_LO, 2.0 * _WINDOW_SD * beta + top_tilt * b2)
-    n_panels = max(1, math.ceil(max_width / min(0.5, beta)))
-    frac = ((np.arange(n_panels)[:, None] + 0.5 * (_GL_X[None, :] + 1.0)) / n_panels).ravel()
-    y = lo[:, None] + width[:, None] * frac[None, :]
-    with np.errstate(divide="ignore"):
-        log_w = np.log(width[:, None] / n_panels) + np.log(0.5 * np.tile(_GL_W, n_panels))[None, :]
-    z = (y - u[:, None]) / beta
-    base = log_w - 0.5 * z * z - _LOG_SQRT_2PI - math.log(beta)
-    ey = np.exp(y)
-    cut = base - ey
-
-    # Region C (y > Y_HI): only P gets a term, since 1 - exp(-e^y) == 1 there and exp(-e^y) == 0.
-    log_p = np.logaddexp(np.logaddexp(series(1, sign_fact_p), _logsumexp_rows(base + np.log(-np.expm1(-ey)))),
-                         log_ndtr((u - _Y_HI) / beta))
-    log_l_direct = np.logaddexp(series(0, sign_fact), _logsumexp_rows(cut))
-    p = np.exp(log_p)
-    ln_l = np.where(p < 0.5, np.log1p(-np.minimum(p, 0.5)), log_l_direct)
-    out = [log_p, ln_l, np.logaddexp(series(2, sign_fact), _logsumexp_rows(cut + 2.0 * y))]
-    if fourth:
-        out.append(np.logaddexp(series(4, sign_fact), _logsumexp_rows(cut + 4.0 * y)))
-    return tuple(out)
+    return ((-1.0) ** j / np.exp(np.cumsum(np.log(np.maximum(j + shift, 1.0)))))[1:]
 
 
-class _Grid:
-    """Inner integrals of one ``beta`` on the u grid ``k * _H_U``, grown block by block on demand."""
+# Region A's series: for P, L, M, M4 the first moment index (T_1 for P = E[1 - e^{-e^Y}], T_0 for L, T_2 for M and
+# T_4 for M4) and the coefficients of the terms after the first.
+_SERIES_FIRST = np.array([1, 0, 2, 4])
+_SERIES_COEF = np.stack([_alternating(1), _alternating(0), _alternating(0), _alternating(0)])
+
+
+class _Panels:
+    """Region B's Gauss-Legendre panels for one ``beta``: ``n_panels`` of equal width ``<= min(0.5, beta)`` tiling
+    ``[Y_LO, Y_HI]``, of which a u uses the ``n_win`` consecutive ones that cover its Gaussian window (all of them once
+    ``beta`` is above ~0.4). ``tau`` is the node offsets from the left end of the first panel used."""
 
     def __init__(self, beta: float, fourth: bool):
         self.beta = beta
         self.fourth = fourth
+        self.n_panels = math.ceil((_Y_HI - _Y_LO) / min(0.5, beta))
+        self.width = (_Y_HI - _Y_LO) / self.n_panels
+        window = 2.0 * _WINDOW_SD * beta + (4.0 if fourth else 2.0) * beta * beta
+        self.n_win = min(self.n_panels, math.ceil(window / self.width) + 1)
+        self.tau = self.width * (np.arange(self.n_win)[:, None] + 0.5 * (_GL_X + 1.0)).ravel()
+        self._all = self._weighted(0, self.n_panels) if self.n_panels * _GL_X.size <= _INNER_CHUNK // 16 else None
+
+    def first_panel(self, u: np.ndarray) -> np.ndarray:
+        """Index of the first panel each u uses (its window starts ``_WINDOW_SD`` standard deviations below u)."""
+        if self.n_win == self.n_panels:
+            return np.zeros(u.shape, dtype=np.int64)
+        start = np.floor((u - _WINDOW_SD * self.beta - _Y_LO) / self.width)
+        return np.clip(start, 0, self.n_panels - self.n_win).astype(np.int64)
+
+    def weighted(self, p_lo: int, p_hi: int) -> np.ndarray:
+        """Rows: node weight times integrand (``1 - e^{-e^y}``, ``e^{-e^y}``, ``e^{2y - e^y}``[, ``e^{4y - e^y}``])
+        over ``beta sqrt(2 pi)`` at the nodes of panels ``[p_lo, p_hi)``, in linear space (a term that underflows is
+        ``e^-700`` below the term at the Gaussian's peak). Kept for all panels when they are few."""
+        if self._all is not None:
+            return self._all[:, p_lo * _GL_X.size : p_hi * _GL_X.size]
+        return self._weighted(p_lo, p_hi)
+
+    def _weighted(self, p_lo: int, p_hi: int) -> np.ndarray:
+        y = _Y_LO + self.width * (np.arange(p_lo, p_hi)[:, None] + 0.5 * (_GL_X + 1.0)).ravel()
+        weight = np.tile(0.5 * self.width * _GL_W, p_hi - p_lo) / (self.beta * _SQRT_2PI)
+        ey = np.exp(y)
+        out = np.empty((4 if self.fourth else 3, y.size))
+        with np.errstate(under="ignore"):
+            out[0] = weight * -np.expm1(-ey)
+            out[1] = weight * np.exp(-ey)
+            out[2] = out[1] * ey * ey
+            if self.fourth:
+                out[3] = out[2] * ey * ey
+        return out
+
+
+def _region_b(u: np.ndarray, panels: _Panels) -> np.ndarray:
+    """``ln`` of region B's part of each inner integral (rows) at log-times ``u`` (1-D, columns).
+
+    Per u, the ``n_win`` panels from :meth:`_Panels.first_panel`; the Gaussian's argument ``z = (y - u) / beta`` is
+    formed from the offsets ``o + tau`` (``o`` = first panel's left end minus u), never from the rounded nodes ``y``,
+    so that a narrow Gaussian (``beta = 1e-4``) keeps full precision; it is taken relative to its value at the nearest
+    node (``z^2 - z_a^2`` as a product of differences), which keeps far windows from underflowing. Sums are
+    ``einsum`` loops (no BLAS): a u's value does not depend on how many share the call.
+    """
+    beta = panels.beta
+    start = panels.first_panel(u)
+    p_lo, p_hi = int(start.min()), int(start.max()) + panels.n_win
+    gw = panels.weighted(p_lo, p_hi)
+    tau = panels.tau
+    offset = (_Y_LO + start * panels.width) - u
+    tau_a = np.clip(-offset, tau[0], tau[-1])  # the node range's point nearest to u
+    c = -0.5 / (beta * beta)
+    e = np.subtract.outer(-c * tau_a, -c * tau)  # c (tau - tau_a)
+    e *= np.add.outer(2.0 * offset + tau_a, tau)
+    with np.errstate(under="ignore"):
+        np.exp(e, out=e)
+    if panels.n_win == panels.n_panels:
+        sums = np.einsum("ij,kj->ki", e, gw)
+    else:
+        idx = ((start - p_lo) * _GL_X.size)[:, None] + np.arange(tau.size)
+        sums = np.stack([np.einsum("ij,ij->i", e, g[idx]) for g in gw])
+    shift = 0.5 * ((offset + tau_a) / beta) ** 2
+    with np.errstate(divide="ignore"):
+        return np.log(sums) - shift
+
+
+def _inner_logs(u: np.ndarray, beta: float, panels: _Panels) -> tuple[np.ndarray, ...]:
+    """``(ln(-ln L), ln M[, ln M4])`` at log-times ``u`` (1-D), for logit scale ``beta > 0``.
+
+    ``M4 = t^4 E[X^4 e^{-tX}] = E[e^{4Y - e^Y}]`` (when ``panels.fourth``). ``-ln L`` is ``-log1p(-P)`` where
+    ``P < 1/2`` (accurate when ``L`` is near 1: ``ln P + ln(-log1p(-P)/P)``) and ``-ln L`` directly otherwise; the
+    outer integrand needs it as ``m ln L = -exp(ln m + ln(-ln L))``, which never meets an underflowed ``P``.
+    """
+    u = np.asarray(u, dtype=np.float64)
+    b2 = beta * beta
+    # Region A: T_k = E[e^{kY}; Y < Y_LO] = exp(k u + k^2 b^2 / 2) Phi((Y_LO - u - k b^2) / beta).
+    k = np.arange(_SERIES_TERMS + (4 if panels.fourth else 2), dtype=np.float64)
+    log_t = (k * u[:, None] + 0.5 * k * k * b2 + log_ndtr((_Y_LO - u[:, None] - k * b2) / beta)).T
+
+    # exp(-e^y) = sum_j (-e^y)^j / j!; successive terms shrink by at least e^{Y_LO}/j, so the sums are
+    # (leading term) * (1 + small) and carry no cancellation. Rows: P (from T_1), L (T_0), M (T_2)[, M4 (T_4)].
+    firsts = _SERIES_FIRST[: 4 if panels.fourth else 3]
+    lead = log_t[firsts]
+    terms = np.exp(log_t[firsts[:, None] + np.arange(1, _SERIES_TERMS)] - lead[:, None])
+    series = lead + np.log1p(np.einsum("fju,fj->fu", terms, _SERIES_COEF[: firsts.size]))
+    b_p, b_l, b_m, *b_m4 = _region_b(u, panels)
+    # Region C (y > Y_HI): only P gets a term, since 1 - exp(-e^y) == 1 there and exp(-e^y) == 0.
+    log_p = np.logaddexp(np.logaddexp(series[0], b_p), log_ndtr((u - _Y_HI) / beta))
+    p = np.exp(log_p)
+    small = p < 0.5
+    p_small = np.where(small & (p > 0.0), p, 0.5)
+    ratio = np.where(p > 0.0, -np.log1p(-p_small) / p_small, 1.0)  # -ln L / P, 1 where P underflows
+    with np.errstate(divide="ignore"):
+        log_minus_ln_l = np.where(small, log_p + np.log(ratio),
+                                  np.log(-np.minimum(np.logaddexp(series[1], b_l), math.log(0.5))))
+    out = [log_minus_ln_l, np.logaddexp(series[2], b_m)]
+    if b_m4:
+        out.append(np.logaddexp(series[3], b_m4[0]))
+    return tuple(out)
+
+
+class _Grid:
+    """Inner integrals of one ``beta`` on the u grid ``k * stride * _H_U``, grown block by block on demand. A point's
+    values depend on its u alone, so the coarse grid (``stride = _STRIDE``) and the fine one agree where they meet."""
+
+    def __init__(self, beta: float, fourth: bool, stride: int):
+        self.beta = beta
+        self.stride = stride
+        self.panels = _Panels(beta, fourth)
         self.k0 = 0  # grid index of the first stored point
-        self.parts: list[np.ndarray] | None = None
+        self.parts: np.ndarray | None = None  # (terms, points)
 
     def ensure(self, k_lo: int, k_hi: int) -> None:
         """Make indices ``[k_lo, k_hi)`` available (rounded out to whole blocks)."""
@@ -139,37 +215,36 @@ class _Grid:
             self.k0 = k_lo
             self.parts = self._compute(k_lo, k_hi)
             return
-        k1 = self.k0 + self.parts[0].size
+        k1 = self.k0 + self.parts.shape[1]
         if k_lo < self.k0:
-            new = self._compute(k_lo, self.k0)
-            self.parts = [np.concatenate([a, b]) for a, b in zip(new, self.parts)]
+            self.parts = np.concatenate([self._compute(k_lo, self.k0), self.parts], axis=1)
             self.k0 = k_lo
         if k_hi > k1:
-            new = self._compute(k1, k_hi)
-            self.parts = [np.concatenate([b, a]) for a, b in zip(new, self.parts)]
+            self.parts = np.concatenate([self.parts, self._compute(k1, k_hi)], axis=1)
 
-    def _compute(self, k_lo: int, k_hi: int) -> list[np.ndarray]:
-        """Inner integrals at grid indices ``[k_lo, k_hi)``, a few blocks at a time: the u range grows like
-        ``beta``, and evaluating it at once would hold ``(range) x (nodes)`` temporaries (gigabytes at beta ~ 1e3)."""
-        step = 16 * _BLOCK
-        pieces = [_inner_logs(np.arange(a, min(a + step, k_hi)) * _H_U, self.beta, self.fourth)
+    def _compute(self, k_lo: int, k_hi: int) -> np.ndarray:
+        """Inner integrals at grid indices ``[k_lo, k_hi)``, a block at a time: the u range grows like ``beta``, and
+        evaluating it at once would hold ``(range) x (nodes)`` temporaries (gigabytes at beta ~ 1e3)."""
+        step = max(_BLOCK, (_INNER_CHUNK // self.panels.tau.size) // _BLOCK * _BLOCK)
+        pieces = [_inner_logs(np.arange(a, min(a + step, k_hi)) * self.stride * _H_U, self.beta, self.panels)
                   for a in range(k_lo, k_hi, step)]
-        return [np.concatenate(arrays) for arrays in zip(*pieces)]
+        return np.concatenate([np.array(p) for p in pieces], axis=1)
 
-    def slice(self, k_lo: int, k_hi: int) -> list[np.ndarray]:
-        return [a[k_lo - self.k0 : k_hi - self.k0] for a in self.parts]
+    def rows(self, k: np.ndarray) -> np.ndarray:
+        """The inner integrals at grid indices ``k`` (any shape): shape ``(terms,) + k.shape``."""
+        return self.parts.take(k - self.k0, axis=1)
 
 
-_CACHE: OrderedDict[tuple[float, bool], _Grid] = OrderedDict()
+_CACHE: OrderedDict[tuple[float, bool, int], _Grid] = OrderedDict()
 _CACHE_SIZE = 512  # a random-query mixture uses ~60-300 betas (one per Gauss-Kronrod node); keep one or two
 _LOCK = threading.Lock()  # the cached grids are mutated in place
 
 
-def _grid(beta: float, fourth: bool = False) -> _Grid:
-    key = (beta, fourth)
+def _grid(beta: float, fourth: bool, stride: int = 1) -> _Grid:
+    key = (beta, fourth, stride)
     grid = _CACHE.get(key)
     if grid is None:
-        grid = _CACHE[key] = _Grid(beta, fourth)
+        grid = _CACHE[key] = _Grid(beta, fourth, stride)
         while len(_CACHE) > _CACHE_SIZE:
             _CACHE.popitem(last=False)
     else:
@@ -177,79 +252,169 @@ def _grid(beta: float, fourth: bool = False) -> _Grid:
     return grid
 
 
-def _times_ln_l(m: float, log_p: np.ndarray, ln_l: np.ndarray) -> np.ndarray:
-    """``m ln L`` for ``m >= 0``; for small ``P`` as ``-exp(ln m + ln P) * (-log1p(-P)/P)`` so that an
-    underflowed ``P`` never meets a huge ``m``."""
-    if m == 0.0:
-        return np.zeros_like(ln_l)
-    p = np.exp(log_p)
-    small = p < 0.5
-    p_safe = np.where(small & (p > 0.0), p, 1.0)
-    ratio = np.where(small & (p > 0.0), -np.log1p(-np.where(small, p, 0.0)) / p_safe, 1.0)
-    with np.errstate(over="ignore"):
-        return np.where(small, -np.exp(math.log(m) + log_p) * ratio, m * ln_l)
+def _first_band(beta: float, ln_n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A first guess of each N's grid slice ``[k_lo, k_hi)``.
+
+    Peak near N (1 - L) = 1. 1 - L ~ E[min(e^Y, 1)]: ~ e^{u + beta^2/2} while the tilted mean u + beta^2 < 0, which
+    at the peak means ln N > beta^2/2; otherwise ~ P(Y > 0), giving u ~ -beta sqrt(2 ln N). Annealed side: the left
+    flank falls like e^{2u} (M ~ e^{2u}), the right one doubly exponentially. Frozen side: the flanks are Gaussian in
+    u with width ~beta. A poor guess only costs the geometric growth in :func:`_locate`."""
+    annealed = ln_n >= 0.5 * beta * beta
+    u_c = np.where(annealed, -ln_n - 0.5 * beta * beta, -beta * np.sqrt(2.0 * ln_n))
+    span = np.where(annealed, 14.0 + beta, 6.0 + 2.5 * beta)
+    return np.floor((u_c - 3.0 * span) / _H_U).astype(np.int64), np.ceil((u_c + 3.0 * span) / _H_U).astype(np.int64)
 
 
-def _bracketed(beta: float, n: float, fourth: bool, terms):
-    """Find a grid slice on which every log-integrand term returned by ``terms(slice)`` has dropped
-    ``_TAIL_DROP`` below the overall peak at both ends, with each term's own peak inside."""
-    ln_n = math.log(n)
-    # Peak near N (1 - L) = 1. 1 - L ~ E[min(e^Y, 1)]: ~ e^{u + beta^2/2} while the tilted mean u + beta^2 < 0,
-    # which at the peak means ln N > beta^2/2; otherwise ~ P(Y > 0), giving u ~ -beta sqrt(2 ln N).
-    # Annealed side: the left flank falls like e^{2u} (M ~ e^{2u}), the right one doubly exponentially, so ~30 units
-    # hold e^-40 of the peak. Frozen side: the flanks are Gaussian in u with width ~beta. A poor guess only costs
-    # the geometric growth below.
-    if ln_n >= 0.5 * beta * beta:
-        u_c = -ln_n - 0.5 * beta * beta
-        span = 14.0 + beta
-    else:
-        u_c = -beta * math.sqrt(2.0 * ln_n)
-        span = 6.0 + 2.5 * beta
-    k_lo = math.floor((u_c - 2.0 * span) / _H_U)
-    k_hi = math.ceil((u_c + span) / _H_U)
-    grow = math.ceil(span / _H_U)
-    grid = _grid(beta, fourth)
+def _bracketed(logs: list[np.ndarray], peak: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per column of the ``(points, N)`` log terms: is every term ``_DROP`` below ``peak`` at the first (last) point
+    with its own maximum inside?"""
+    floor = peak - _DROP
+    ok_lo = np.logical_and.reduce([t[0] < floor for t in logs])
+    ok_hi = np.logical_and.reduce([t[-1] < floor for t in logs])
+    if len(logs) > 1:  # with one term, ends below its peak imply the peak inside
+        arg = [np.argmax(t, axis=0) for t in logs]
+        ok_lo &= np.logical_and.reduce([a > 0 for a in arg])
+        ok_hi &= np.logical_and.reduce([a < logs[0].shape[0] - 1 for a in arg])
+    return ok_lo, ok_hi
+
+
+def _peak(logs: list[np.ndarray]) -> np.ndarray:
+    return np.max([t.max(axis=0) for t in logs], axis=0)
+
+
+def _locate(beta: float, n: np.ndarray, fourth: bool, terms) -> tuple[np.ndarray, np.ndarray]:
+    """Each N's slice ``[lo, hi)`` of the fine grid that holds every point within ``_DROP`` of the peak, from the log
+    terms on the coarse grid: the slice reaches one coarse step past the last coarse point inside on each side, so by
+    unimodality it holds the whole window. The coarse slices start at a guess and grow until bracketed."""
+    grid = _grid(beta, fourth, _STRIDE)
+    k_lo, k_hi = _first_band(beta, np.log(n))
+    k_lo, k_hi = k_lo // _STRIDE, -(-k_hi // _STRIDE)
+    lo, hi = np.empty_like(k_lo), np.empty_like(k_hi)
+    todo = np.arange(n.size)
     for _ in range(64):
-        grid.ensure(k_lo, k_hi)
-        logs, extra = terms(grid.slice(k_lo, k_hi))
-        top = max(float(np.max(t)) for t in logs)
-        left_ok = all(t[0] < top - _TAIL_DROP and np.argmax(t) > 0 for t in logs)
-        right_ok = all(t[-1] < top - _TAIL_DROP and np.argmax(t) < t.size - 1 for t in logs)
-        if left_ok and right_ok:
-            return logs, extra, top
-        k_lo -= 0 if left_ok else grow
-        k_hi += 0 if right_ok else grow
-        grow *= 2  # geometric growth: a poor initial guess costs a few extra blocks, not hundreds
-    raise RuntimeError(f"quadrature did not bracket its integrand (N={n}, beta={beta})")  # pragma: no cover
+        if todo.size == 0:
+            return lo, hi
+        count = int(np.max(k_hi[todo] - k_lo[todo])) + 1
+        grid.ensure(int(k_lo[todo].min()), int(k_lo[todo].max()) + count)  # one call for the common case
+        failed = []
+        pieces = min(todo.size, -(-(count * todo.size) // _CHUNK))  # bounded temporaries at large beta
+        for chunk in np.array_split(todo, pieces):
+            count = int(np.max(k_hi[chunk] - k_lo[chunk])) + 1
+            k = k_lo[chunk] + np.arange(count)[:, None]
+            grid.ensure(int(k[0].min()), int(k[-1].max()) + 1)
+            logs, _, _ = terms(grid.rows(k), n[chunk])
+            peak = _peak(logs)
+            ok_lo, ok_hi = _bracketed(logs, peak)
+            good = ok_lo & ok_hi
+            inside = np.logical_or.reduce([t >= peak - _DROP for t in logs])
+            first = np.argmax(inside, axis=0)
+            last = count - 1 - np.argmax(inside[::-1], axis=0)
+            cols = np.arange(chunk.size)[good]
+            lo[chunk[good]] = (k[first[good], cols] - 1) * _STRIDE
+            hi[chunk[good]] = (k[last[good], cols] + 1) * _STRIDE + 1
+            bad = chunk[~good]
+            span = k_hi[bad] - k_lo[bad]
+            k_lo[bad] -= np.where(ok_lo[~good], 0, span)
+            k_hi[bad] += np.where(ok_hi[~good], 0, span)  # geometric growth: a poor guess costs a few extra blocks
+            failed.append(bad)
+        todo = np.concatenate(failed)
+    raise RuntimeError(f"quadrature did not bracket its integrand (beta={beta})")  # pragma: no cover
 
 
-def _integrate(n: float, beta: float, want_exponent: bool) -> tuple[float, float]:
-    """``(ln E[Y2], d ln E / d ln N)`` for one ``N >= 1``, ``beta > 0``."""
+def _sums(beta: float, n: np.ndarray, fourth: bool, terms) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """``(top, sum_k exp(f_k - top), sum_k exp(f_k - top) x_k)`` per N of the 1-D ``n``, where
+    ``terms(parts, n) -> (logs, shift, x)`` gives the log-integrand ``f`` as terms (a list of ``(points, len(n))``
+    arrays, ``parts`` the inner integrals on each N's slice) plus a per-N ``shift``, and ``x`` (or None) a quantity
+    to sum with the weights of the first term.
 
-    def terms(parts):
-        log_p, ln_l, log_m = parts
-        return [math.log(n) + log_m + _times_ln_l(n - 1.0, log_p, ln_l)], _times_ln_l(n, log_p, ln_l)
+    The sums take exactly the grid points within ``_DROP`` of the peak ``top`` (zero elsewhere), added in grid order
+    (``sum`` over the leading axis of a C-ordered array with two or more columns adds row after row): an N's result
+    does not depend on its slice or on the other values of ``n``.
+    """
+    lo, hi = _locate(beta, n, fourth, terms)
+    grid = _grid(beta, fourth)
+    grid.ensure(int(lo.min()), int(hi.max()))
+    order = np.argsort(hi - lo, kind="stable")  # similar widths share a chunk
+    top, total = np.empty(n.size), np.empty(n.size)
+    weighted = None
+    start = 0
+    while start < n.size:
+        size = max(2, min(_COLUMNS, _CHUNK // int(hi[order[start]] - lo[order[start]])))
+        cols = order[start : start + size]
+        start += size
+        if cols.size == 1:  # a reduction over the leading axis of one column would be pairwise, not in order
+            cols = np.repeat(cols, 2)
+        for _ in range(64):
+            width = int(np.max(hi[cols] - lo[cols]))
+            k = lo[cols] + np.arange(width)[:, None]
+            grid.ensure(int(k[0].min()), int(k[-1].max()) + 1)
+            logs, shift, extra = terms(grid.rows(k), n[cols])
+            peak = _peak(logs)
+            ok_lo, ok_hi = _bracketed(logs, peak)
+            if np.all(ok_lo & ok_hi):
+                break
+            # _locate's slice holds the window of a unimodal integrand; widen it if rounding says otherwise
+            lo[cols[~ok_lo]] -= _STRIDE  # pragma: no cover
+            hi[cols[~ok_hi]] += _STRIDE  # pragma: no cover
+        w = None
+        for t in logs:
+            t -= peak
+            inside = t >= -_DROP
+            np.maximum(t, -2.0 * _DROP, out=t)  # exp is slow where it underflows; these points are masked out
+            part = np.exp(t, out=t)
+            part *= inside
+            w = part if w is None else np.add(w, part, out=w)
+        top[cols] = peak + shift
+        total[cols] = w.sum(axis=0)
+        if extra is not None:
+            if weighted is None:
+                weighted = np.empty(n.size)
+            w *= extra
+            weighted[cols] = w.sum(axis=0)
+    return top, total, weighted
 
-    (log_f,), n_ln_l, top = _bracketed(beta, n, False, terms)
-    weights = np.exp(log_f - top)
-    total = weights.sum()
-    log_e = top + math.log(total * _H_U)
-    exponent = 1.0 + float(weights @ n_ln_l) / total if want_exponent else math.nan
-    return log_e, exponent
+
+def _times_ln_l(m: np.ndarray, log_minus_ln_l: np.ndarray) -> np.ndarray:
+    """``-m ln L`` for ``m >= 0`` as ``exp(ln m + ln(-ln L))`` (0 at ``m = 0``, ``inf`` past overflow)."""
+    with np.errstate(divide="ignore", over="ignore"):
+        out = np.log(m) + log_minus_ln_l
+        return np.exp(out, out=out)
 
 
-def _second_moment(n: float, beta: float) -> float:
-    """``E[Y2^2] = (1/6) int [N M4 L^{N-1} + N(N-1) M^2 L^{N-2}] du`` for ``N >= 2``, ``beta > 0``."""
+def _ipr_grid(n: np.ndarray, beta: float, want_exponent: bool) -> tuple[np.ndarray, np.ndarray]:
+    """``(E[Y2], d ln E / d ln N)`` for each ``N >= 1`` of the 1-D ``n``, ``beta > 0`` (exponent NaN unless wanted).
 
-    def terms(parts):
-        log_p, ln_l, log_m, log_m4 = parts
-        one = math.log(n) + log_m4 + _times_ln_l(n - 1.0, log_p, ln_l)
-        two = math.log(n) + math.log(n - 1.0) + 2.0 * log_m + _times_ln_l(n - 2.0, log_p, ln_l)
-        return [one, two], None
+    The log-integrand is ``ln N + ln M + (N - 1) ln L``; the exponent's ``N <ln L>`` is the average of
+    ``(N - 1) ln L`` times ``N / (N - 1)`` (of ``ln L`` itself at ``N = 1``)."""
+    one = n == 1.0
 
-    logs, _, top = _bracketed(beta, n, True, terms)
-    total = sum(float(np.exp(t - top).sum()) for t in logs)
-    return math.exp(top + math.log(total * _H_U / 6.0))
+    def terms(parts, v):
+        a, log_m = parts
+        minus = _times_ln_l(v - 1.0, a)  # -(N - 1) ln L
+        log_f = np.subtract(log_m, minus, out=log_m)
+        if want_exponent and np.any(v == 1.0):
+            minus[:, v == 1.0] = np.exp(a[:, v == 1.0])
+        return [log_f], np.log(v), minus if want_exponent else None
+
+    top, total, weighted = _sums(beta, n, False, terms)
+    e = np.exp(top + np.log(total * _H_U))
+    if not want_exponent:
+        return e, np.full(n.size, np.nan)
+    factor = np.where(one, -1.0, -n / np.where(one, 1.0, n - 1.0))
+    return e, 1.0 + factor * weighted / total
+
+
+def _second_moment_grid(n: np.ndarray, beta: float) -> np.ndarray:
+    """``E[Y2^2] = (1/6) int [N M4 L^{N-1} + N(N-1) M^2 L^{N-2}] du`` for each ``N >= 2`` of ``n``, ``beta > 0``."""
+
+    def terms(parts, v):
+        a, log_m, log_m4 = parts
+        one = log_m4 - _times_ln_l(v - 1.0, a)
+        two = np.log(v - 1.0) + 2.0 * log_m - _times_ln_l(v - 2.0, a)
+        return [one, two], np.log(v), None
+
+    top, total, _ = _sums(beta, n, True, terms)
+    return np.exp(top + np.log(total * _H_U / 6.0))
 
 
 def _check_beta(beta) -> float:
@@ -279,8 +444,8 @@ def broadcast_n_beta(n, beta, *, n_min: float = 1.0) -> tuple[np.ndarray, np.nda
 
 
 def _per_beta(n, beta, small, exact):
-    """Apply ``small(n_values, beta)`` (``beta < _BETA_TINY``) or ``exact(n_value, beta)`` (one quadrature grid per
-    distinct beta) over broadcast ``n``/``beta`` arrays; ``small`` and ``exact`` return tuples of outputs."""
+    """Apply ``small(n_values, beta)`` (``beta < _BETA_TINY``) or ``exact(distinct_n_values, beta)`` (one quadrature
+    grid per distinct beta, vectorised over N) over broadcast ``n``/``beta`` arrays; both return tuples of arrays."""
     outs = None
     for b in np.unique(beta):
         mask = beta == b
@@ -288,9 +453,9 @@ def _per_beta(n, beta, small, exact):
         if b < _BETA_TINY:
             vals = small(n[mask], b)
         else:
+            distinct, where = np.unique(n[mask], return_inverse=True)
             with _LOCK:
-                rows = [exact(float(v), b) for v in n[mask]]
-            vals = tuple(np.array(col) for col in zip(*rows))
+                vals = tuple(col[where] for col in exact(distinct, b))
         if outs is None:
             outs = tuple(np.empty(n.shape) for _ in vals)
         for out, v in zip(outs, vals):
@@ -310,16 +475,11 @@ def _small_beta(n_arr: np.ndarray, beta: float):
 _BETA_TINY = 1e-4
 
 
-def _exact_pair(n: float, beta: float) -> tuple[float, float]:
-    log_e, g = _integrate(n, beta, True)
-    return math.exp(log_e), g
-
-
 def ipr_and_exponent(n, beta) -> tuple[np.ndarray, np.ndarray]:
     """``(expected_ipr(n, beta), decay_exponent(n, beta))`` as arrays of the broadcast shape of ``n`` and
     ``beta``, from one quadrature per distinct beta."""
     n_b, b_b = broadcast_n_beta(n, beta)
-    return _per_beta(n_b, b_b, _small_beta, _exact_pair)
+    return _per_beta(n_b, b_b, _small_beta, lambda v, b: _ipr_grid(v, b, True))
 
 
 def expected_ipr(n, beta):
@@ -341,8 +501,7 @@ def expected_ipr(n, beta):
         By THEORY.md 1.1 this is ``Var(o_c) / sigma_v^2`` for values independent of the keys.
     """
     n_b, b_b = broadcast_n_beta(n, beta)
-    out, = _per_beta(n_b, b_b, lambda v, b: (_small_beta(v, b)[0],),
-                     lambda v, b: (math.exp(_integrate(v, b, False)[0]),))
+    out, = _per_beta(n_b, b_b, lambda v, b: (_small_beta(v, b)[0],), lambda v, b: _ipr_grid(v, b, False)[:1])
     return scalar_or_grid(n, beta, out)
 
 
@@ -369,5 +528,5 @@ def ipr_second_moment(n, beta):
         # Y2 = 1/N + O(beta^2) almost surely, so E[Y2^2] = 1/N^2 + 2 beta^2 (N-1)/N^3 + O(beta^4).
         return ((1.0 + 2.0 * b * b * (v - 1.0) / v) / v / v,)  # n**2 would overflow at 1e300
 
-    out, = _per_beta(n_b, b_b, small, lambda v, b: (_second_moment(v, b),))
+    out, = _per_beta(n_b, b_b, small, lambda v, b: (_second_moment_grid(v, b),))
     return scalar_or_grid(n, beta, out)
