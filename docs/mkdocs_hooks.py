@@ -14,7 +14,8 @@
   directories' own text, never a copy of it;
 * ``<!-- varsim-gallery -->`` is replaced by every figure of ``varsim.figures.FIGURES``, drawn at build time into
   ``build/gallery`` (``VARSIM_DOCS_FIGURES=reuse`` keeps the PNGs an earlier build drew there, for quick local
-  rebuilds), each with its module's docstring as caption;
+  rebuilds), each with its module's docstring as caption; the build log gets one line per figure with its seconds as
+  it is drawn;
 * the version of the package and the commit the site is built from go in the header and footer, with a link to the
   repository when one is known (``VARSIM_REPO_URL``, else ``[project.urls]`` of pyproject.toml);
 * every warning counts: those of loggers outside ``mkdocs.*`` and Python's ``warnings`` are logged again under
@@ -202,6 +203,13 @@ def without_data() -> list[str]:
     return out
 
 
+def _log_figure(name: str, data_from: str, seconds: float, paths) -> None:
+    """One line in the build log per gallery figure as it is drawn (:func:`varsim.figures.figure_line`)."""
+    from varsim.figures import figure_line
+
+    print(f"INFO    -  varsim gallery: {figure_line(name, data_from, seconds)}", file=sys.stderr, flush=True)
+
+
 def draw_gallery() -> list[str]:
     """Draw every figure with data into build/gallery (or keep an earlier build's with VARSIM_DOCS_FIGURES=reuse);
     their names."""
@@ -216,8 +224,9 @@ def draw_gallery() -> list[str]:
     todo = names if mode == "draw" else missing
     if todo:
         start = time.perf_counter()
+        print(f"INFO    -  varsim gallery: drawing {len(todo)} figures", file=sys.stderr, flush=True)
         try:
-            make(todo, outdir=GALLERY_DIR, progress=False)
+            make(todo, outdir=GALLERY_DIR, progress=False, on_figure=_log_figure)
         except ValueError as exc:
             raise PluginError(f"the gallery's figures could not be drawn: {exc}") from exc
         print(f"INFO    -  varsim gallery: drew {len(todo)} figures in {time.perf_counter() - start:.0f} s",

@@ -249,3 +249,25 @@ def test_varsim_docstrings_keep_no_raw_role_after_the_extension():
     got = {p.name: p for p in section.value}
     assert got["value_scale"].value == "1.0" and got["value_mean"].value == "0.0"
     assert "keep_samples" in got and "keep_samples" not in got["progress"].description
+
+
+def test_gallery_logs_one_line_per_figure_as_it_is_drawn(monkeypatch, tmp_path, capsys):
+    """The build log gets a line per gallery figure with its seconds, each printed when that figure is done (not one
+    line at the end): catches a gallery that is silent for the minutes it draws."""
+    import varsim.figures as figures
+
+    hooks = _hooks()
+    monkeypatch.setattr(hooks, "GALLERY_DIR", tmp_path)
+    monkeypatch.setenv("VARSIM_DOCS_FIGURES", "draw")
+    seen = []
+
+    def fake_make(names, *, outdir, progress, on_figure):
+        for i, name in enumerate(names):
+            on_figure(name, "simulated", 1.5 + i, [])
+            seen.append(capsys.readouterr().err)  # what the log holds once this figure is done
+
+    monkeypatch.setattr(figures, "make", fake_make)
+    names = hooks.draw_gallery()
+    assert len(seen) == len(names) > 1
+    for i, (name, err) in enumerate(zip(names, seen)):
+        assert f"INFO    -  varsim gallery: {name}: {1.5 + i:.1f} s (simulated)" in err.splitlines(), err
