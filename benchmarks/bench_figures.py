@@ -3,7 +3,7 @@
     python benchmarks/bench_figures.py [--cold] [--only NAME ...] [--quick]
 
 Draws the figures with :func:`varsim.figures.make` in this process (the default set of ``varsim figures``) into a
-new temporary directory and prints, per figure, the CPU seconds it took (this process's and its finished child
+new temporary directory and prints, per figure (a line on stderr as each ends, then a table), the CPU seconds it took (this process's and its finished child
 processes', e.g. the sweep's workers) next to the wall seconds, then the totals. CPU seconds survive other load on
 the machine; wall seconds do not. ``--cold`` points Numba's cache at an empty temporary directory first, so every
 kernel compiles as on a clean clone (the first run after installing); without it the kernels load from the cache.
@@ -47,6 +47,7 @@ def main(argv=None) -> int:
         cpu, wall = cpu_seconds(), time.perf_counter()
         rows.append((name, data_from, cpu - last["cpu"], wall - last["wall"]))
         last.update(cpu=cpu, wall=wall)
+        print(f"{name}: {rows[-1][2]:.1f} CPU s, {rows[-1][3]:.1f} wall s", file=sys.stderr, flush=True)
 
     cpu0, wall0 = cpu_seconds(), time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="bench_figures_") as outdir:

@@ -451,3 +451,15 @@ def test_simulated_figures_state_their_precision_target_and_meet_it(quick_run):
         assert np.all(rse[used < cap] <= target), (used, rse, target)
         early += int(np.sum(used < cap))
     assert early > len(series)  # the target, not the cap, ends most points
+
+
+@pytest.mark.slow
+def test_full_mode_simulated_figures_agree_with_theory_at_their_budgets():
+    """The full-mode figures, at their precision targets, pass the same checks as quick mode: every MC point within
+    5 SE (+ 1%) of exact theory, local slopes within 5 SE + 0.02, the target met by each point that stopped early."""
+    data = {name: _style.jsonable(figures.load(name).compute(False, 0)) for name in CORE}
+    run = (None, None, data)
+    test_variance_figure_data_agree_with_theory(run)
+    test_decay_exponent_figure_slopes_agree_with_exact_exponent(run)
+    test_random_query_figure_data_agree_with_exact_mixture(run)
+    test_simulated_figures_state_their_precision_target_and_meet_it(run)
