@@ -3,10 +3,11 @@
     python benchmarks/bench_figures.py [--cold] [--only NAME ...] [--quick]
 
 Draws the figures with :func:`varsim.figures.make` in this process (the default set of ``varsim figures``) into a
-new temporary directory and prints, per figure (a line on stderr as each ends, then a table), the CPU seconds it took (this process's and its finished child
-processes', e.g. the sweep's workers) next to the wall seconds, then the totals. CPU seconds survive other load on
-the machine; wall seconds do not. ``--cold`` points Numba's cache at an empty temporary directory first, so every
-kernel compiles as on a clean clone (the first run after installing); without it the kernels load from the cache.
+new temporary directory and prints, per figure (a line on stderr as each ends, then a table), the CPU seconds it
+took (this process's and its finished child processes', e.g. the sweep's workers) next to the wall seconds, then
+the totals. CPU seconds survive other load on the machine; wall seconds do not. ``--cold`` points Numba's cache at
+an empty temporary directory first, so every kernel compiles as on a clean clone (the first run after installing);
+without it the kernels load from the cache.
 To compare two versions, run the script against each checkout (``PYTHONPATH=/path/to/checkout``).
 """
 
