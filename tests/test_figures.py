@@ -409,7 +409,8 @@ def test_cli_figures_prints_a_line_per_figure_as_it_ends_when_stdout_is_a_pipe(t
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[1]
-    env = {**os.environ, "PYTHONPATH": str(root)}
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}  # a log's stdout is block-buffered
+    env["PYTHONPATH"] = str(root)
     cmd = [sys.executable, "-m", "varsim", "figures", "--quick", "--outdir", str(tmp_path), "--only", "fig_repro_std",
            "fig_decay_exponent"]
     with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env) as proc:
