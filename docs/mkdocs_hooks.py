@@ -14,7 +14,8 @@
   directories' own text, never a copy of it;
 * ``<!-- varsim-gallery -->`` is replaced by every figure of ``varsim.figures.FIGURES``, drawn at build time into
   ``build/gallery`` (``VARSIM_DOCS_FIGURES=reuse`` keeps the PNGs an earlier build drew there, for quick local
-  rebuilds), each with its module's docstring as caption;
+  rebuilds), each with its module's docstring as caption; the build log gets one line per figure with its seconds as
+  it is drawn;
 * ``<!-- varsim-api-index -->`` (in ``api/index.md``) is replaced by a section per API page of the navigation, each
   a table of every object that page documents (its top-level entries, as mkdocstrings rendered them: so the index
   cannot list an object the pages lack, nor miss one they show) with the first sentence of its docstring;
@@ -215,6 +216,13 @@ def without_data() -> list[str]:
     return out
 
 
+def _log_figure(name: str, data_from: str, seconds: float, paths) -> None:
+    """One line in the build log per gallery figure as it is drawn (:func:`varsim.figures.figure_line`)."""
+    from varsim.figures import figure_line
+
+    print(f"INFO    -  varsim gallery: {figure_line(name, data_from, seconds)}", file=sys.stderr, flush=True)
+
+
 def draw_gallery() -> list[str]:
     """Draw every figure with data into build/gallery (or keep an earlier build's with VARSIM_DOCS_FIGURES=reuse);
     their names."""
@@ -229,8 +237,9 @@ def draw_gallery() -> list[str]:
     todo = names if mode == "draw" else missing
     if todo:
         start = time.perf_counter()
+        print(f"INFO    -  varsim gallery: drawing {len(todo)} figures", file=sys.stderr, flush=True)
         try:
-            make(todo, outdir=GALLERY_DIR, progress=False)
+            make(todo, outdir=GALLERY_DIR, progress=False, on_figure=_log_figure)
         except ValueError as exc:
             raise PluginError(f"the gallery's figures could not be drawn: {exc}") from exc
         print(f"INFO    -  varsim gallery: drew {len(todo)} figures in {time.perf_counter() - start:.0f} s",

@@ -371,3 +371,25 @@ def test_api_index_lists_each_entry_of_the_rendered_pages_with_its_first_sentenc
     assert "Result.var" not in table  # a method is listed under its class's entry, not in the index
     nav = [{"Home": "index.md"}, {"API reference": [{"Index": "api/index.md"}, {"varsim.sim": "api/sim.md"}]}]
     assert hooks.api_index_markdown(nav) == "## [varsim.sim](sim.md)\n\n<!-- varsim-api-table: api/sim.md -->\n"
+
+
+def test_gallery_logs_one_line_per_figure_as_it_is_drawn(monkeypatch, tmp_path, capsys):
+    """The build log gets a line per gallery figure with its seconds, each printed when that figure is done (not one
+    line at the end): catches a gallery that is silent for the minutes it draws."""
+    import varsim.figures as figures
+
+    hooks = _hooks()
+    monkeypatch.setattr(hooks, "GALLERY_DIR", tmp_path)
+    monkeypatch.setenv("VARSIM_DOCS_FIGURES", "draw")
+    seen = []
+
+    def fake_make(names, *, outdir, progress, on_figure):
+        for i, name in enumerate(names):
+            on_figure(name, "simulated", 1.5 + i, [])
+            seen.append(capsys.readouterr().err)  # what the log holds once this figure is done
+
+    monkeypatch.setattr(figures, "make", fake_make)
+    names = hooks.draw_gallery()
+    assert len(seen) == len(names) > 1
+    for i, (name, err) in enumerate(zip(names, seen)):
+        assert f"INFO    -  varsim gallery: {name}: {1.5 + i:.1f} s (simulated)" in err.splitlines(), err

@@ -397,3 +397,70 @@ def test_replot_of_a_name_only_file_is_refused_for_every_figure(tmp_path, capsys
         rc = main(["figures", "--replot", "--outdir", str(tmp_path), "--only", name, "--no-progress", *extra])
         err = capsys.readouterr().err
         assert rc == 2 and err.count("\n") == 1 and str(path) in err, (extra, err)
+
+
+def test_cli_figures_prints_a_line_per_figure_as_it_ends_when_stdout_is_a_pipe(tmp_path):
+    """With stdout to a pipe (CI, a log, ``| tee``) each figure's line with its seconds arrives as the figure ends,
+    before the next one is drawn, then the summary table. Catches a run silent until the end (lines not flushed,
+    or printed only on a terminal)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}  # a log's stdout is block-buffered
+    env["PYTHONPATH"] = str(root)
+    cmd = [sys.executable, "-m", "varsim", "figures", "--quick", "--outdir", str(tmp_path), "--only", "fig_repro_std",
+           "fig_decay_exponent"]
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env) as proc:
+        first = proc.stdout.readline()
+        second_drawn = (tmp_path / "fig_decay_exponent.png").exists()
+        rest = proc.stdout.read().splitlines()
+    assert proc.returncode == 0
+    assert first.startswith("fig_repro_std: ") and " s (reproduction: quick" in first, first
+    assert not second_drawn  # the line came while the next figure was still being computed
+    assert rest[0].startswith("fig_decay_exponent: ") and " s (simulated, quick)" in rest[0]
+    assert rest[1].split() == ["figure", "data", "seconds"]
+
+
+def test_simulated_figures_state_their_precision_target_and_meet_it(quick_run):
+    """Each Monte Carlo point of the simulated figures stops at the relative SE the data state (``target_rse``),
+    within the stated cap on sequences, and the data give the sequences each point used. Catches a figure that
+    drops the target (every point at the cap, as before) or states a precision its points do not have."""
+    data = quick_run[2]
+    series = []  # (points, rse per point, cap, target)
+    vn = data["fig_variance_vs_n"]
+    for c in vn["curves"]:
+        for key in ("logits_rb", "full"):
+            s = c[key]
+            series.append((s["sequences"], _arr(s["var_se"]) / _arr(s["var"]), vn["sequences"][key], vn["target_rse"]))
+    rq = data["fig_random_query"]
+    for fam in [rq["fixed"], *rq["random"]]:
+        for key in ("logits_rb", "full"):
+            s = fam[key]
+            series.append((s["sequences"], _arr(s["nvar_se"]) / _arr(s["nvar"]), rq["sequences"][key],
+                           rq["target_rse"]))
+    de = data["fig_decay_exponent"]
+    for c in de["curves"]:
+        series.append((c["mc"]["sequences"], _arr(c["mc"]["var_se"]) / _arr(c["mc"]["var"]), de["sequences"],
+                       de["target_rse"]))
+    early = 0
+    for used, rse, cap, target in series:
+        used = np.array(used)
+        assert 0 < target <= 0.05 and np.all((used > 0) & (used <= cap))
+        assert np.all(rse[used < cap] <= target), (used, rse, target)
+        early += int(np.sum(used < cap))
+    assert early > len(series)  # the target, not the cap, ends most points
+
+
+@pytest.mark.slow
+def test_full_mode_simulated_figures_agree_with_theory_at_their_budgets():
+    """The full-mode figures, at their precision targets, pass the same checks as quick mode: every MC point within
+    5 SE (+ 1%) of exact theory, local slopes within 5 SE + 0.02, the target met by each point that stopped early."""
+    data = {name: _style.jsonable(figures.load(name).compute(False, 0)) for name in CORE}
+    run = (None, None, data)
+    test_variance_figure_data_agree_with_theory(run)
+    test_decay_exponent_figure_slopes_agree_with_exact_exponent(run)
+    test_random_query_figure_data_agree_with_exact_mixture(run)
+    test_simulated_figures_state_their_precision_target_and_meet_it(run)

@@ -126,6 +126,9 @@ def test_resume_refuses_other_settings_seed_or_a_foreign_file(tmp_path):
     (dict(n_grid=[0]), "n"),
     (dict(sampler="fast"), "sampler"),
     (dict(estimator="mean"), "estimator"),
+    (dict(target_rse=0.0), "target_rse"),
+    (dict(target_rse=float("nan")), "target_rse"),
+    (dict(target_rse=float("inf")), "target_rse"),
 ])
 def test_bad_grid_raises_one_line(kwargs, match):
     args = dict(variants={"softmax": {}}, betas=[1.0], n_grid=[16], n_sequences=64)
@@ -356,3 +359,26 @@ def test_cli_sweep_prints_the_variance_group_only_where_it_differs(capsys):
     assert main([*base, "--attention", "softmax", "sigmoid", "--value-mean", "1"]) == 0
     text = capsys.readouterr().out
     assert "Var(o_j) ± SE" in text and "equals E[sum w^2]" not in text
+
+
+def test_target_rse_stops_cells_and_is_recorded(tmp_path):
+    """With ``target_rse`` each cell stops at that relative SE (its record gives the sequences used), equal to
+    ``simulate(target_rse=...)`` of the cell; the settings record the target, so a resume with another target is
+    refused, while a fixed-count sweep's settings stay as before (old files resume)."""
+    from varsim.sim import simulate
+
+    grid = SweepGrid(variants={"softmax": {}}, betas=[1.0], n_grid=[16, 1024], n_sequences=4000, target_rse=0.02)
+    out = tmp_path / "sweep.json"
+    res = run_sweep(grid, output=out, seed=2, workers=1)
+    assert res["settings"]["target_rse"] == 0.02
+    for cell in res["cells"]:
+        assert cell["sequences"] < 4000 and cell["var_se"] / cell["var"] <= 0.02
+        assert abs(cell["z_ipr"]) <= 5
+        one = simulate([cell["n"]], tau=1.0, sampler="logits", estimator="rao_blackwell", n_sequences=4000,
+                       target_rse=0.02, threads=1, seed=np.random.SeedSequence(res["seed"],
+                                                                               spawn_key=tuple(cell["spawn_key"])))
+        assert one.var[0] == cell["var"] and one.sequences[0] == cell["sequences"]
+    with pytest.raises(ValueError, match="other settings"):
+        run_sweep(SweepGrid(variants={"softmax": {}}, betas=[1.0], n_grid=[16, 1024], n_sequences=4000,
+                            target_rse=0.01), output=out, seed=2, workers=1)
+    assert "target_rse" not in SweepGrid(variants={"softmax": {}}, **TINY).settings()

@@ -13,7 +13,7 @@ __all__ = ["register", "run"]
 
 
 #: the figure parameters these options set (``--beta`` -> ``betas``): passed to each named figure's ``compute``
-_PARAMS = {"beta": "betas", "d_k": "d_k", "n_max": "n_max", "sequences": "sequences"}
+_PARAMS = {"beta": "betas", "d_k": "d_k", "n_max": "n_max", "sequences": "sequences", "target_rse": "target_rse"}
 
 
 def register(parser: argparse.ArgumentParser) -> None:
@@ -29,7 +29,10 @@ def register(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--n-max", type=count_option(), default=None,
                        help="largest sequence length N (fig_variance_vs_n)")
     group.add_argument("--sequences", type=count_option(), default=None,
-                       help="Monte Carlo sequences per N (fig_variance_vs_n)")
+                       help="most Monte Carlo sequences per N (fig_variance_vs_n)")
+    group.add_argument("--target-rse", type=real_option(0.0, 1.0, strict_min=True), default=None, metavar="R",
+                       help="stop each Monte Carlo point at this relative standard error (fig_variance_vs_n; default "
+                            "0.01)")
     group.add_argument("--style", default=None, choices=("default", "column", "two-column", "slides"),
                        help="figure size and text: column = 3.3 in, two-column = 6.9 in, slides")
     group.add_argument("--footer", action="store_true", help="add a one-line provenance footer")

@@ -84,7 +84,10 @@ def register(parser: argparse.ArgumentParser) -> None:
 
     add = parser.add_argument_group("Monte Carlo").add_argument
     add("--sequences", type=count_option(), default=10_000, metavar="M",
-        help="independent sequences per N (default 10000)")
+        help="independent sequences per N (default 10000); with --target-rse, the most per N")
+    add("--target-rse", type=real_option(0.0, 1.0, strict_min=True), default=None, metavar="R",
+        help="stop each N once the relative standard error of Var is at most R (e.g. 0.01), at most --sequences "
+             "sequences; the table gives the sequences each N used (default: always --sequences)")
     add("--sampler", default="full", metavar="NAME", help="full | logits (exact shortcut for Gaussian keys)")
     add("--estimator", default="sample", metavar="NAME",
         help="sample | rao_blackwell (sigma_v^2 E[sum w^2]; exact when values are independent of keys)")
@@ -109,7 +112,8 @@ def build_kwargs(args: argparse.Namespace) -> dict:
     query_vector = None if args.query_vector is None else parse_numbers(args.query_vector, "query_vector")
     # the flags named like the simulator's keywords, then the ones parsed or renamed here
     same = ("d_k", "d_v", "tau", "query", "query_norm", "beta", "key_dist", "value_dist", "value_scale",
-            "coupling_noise", "sampler", "estimator", "coordinate", "chunk_size", "seed", "threads", "max_work")
+            "coupling_noise", "sampler", "estimator", "coordinate", "chunk_size", "seed", "threads", "max_work",
+            "target_rse")
     return dict(
         {name: getattr(args, name) for name in same},
         n_grid=parse_grid(args.n, "n"),
@@ -171,6 +175,8 @@ def format_table(record: dict) -> str:
 
     columns = [  # (header, cell per row)
         ("N", lambda r: str(r["n"])),
+        ("sequences", lambda r: None if cfg.get("target_rse") is None or r.get("sequences") is None
+         else str(r["sequences"])),
         ("Var pooled ± SE", lambda r: fmt_estimate(r["var"], r["var_se"])),
         ("exact", lambda r: None if r["exact_var"] is None else fmt_estimate(r["exact_var"])),
         ("z", z_score),
@@ -194,7 +200,9 @@ def format_table(record: dict) -> str:
         f"{attn} d_k={cfg.get('d_k')} d_v={cfg.get('d_v')} tau={cfg.get('tau')} query={cfg.get('query')}"
         + (f" beta={beta:.4g}" if beta is not None else "")
         + f" keys={cfg.get('key_dist')} values={cfg.get('value_dist')} sampler={cfg.get('sampler')}"
-        + f" estimator={cfg.get('estimator')} sequences={cfg.get('n_sequences')} seed={record['seed']}",
+        + f" estimator={cfg.get('estimator')} sequences={cfg.get('n_sequences')}"
+        + (f" target_rse={cfg['target_rse']:g}" if cfg.get("target_rse") is not None else "")
+        + f" seed={record['seed']}",
         *format_columns(columns, rows, drop_empty=True),
     ]
     if record["slope"] is not None:

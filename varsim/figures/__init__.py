@@ -46,7 +46,7 @@ import time
 from pathlib import Path
 
 __all__ = ["FIGURES", "SOURCES", "DEFAULT_OUTDIR", "load", "data_source", "plot", "make", "register", "run_args",
-           "main", "figure_main"]
+           "main", "figure_main", "figure_line"]
 
 #: The registry: figure name -> module (inside this package), in the order they are made. Add new figures here.
 FIGURES: dict[str, str] = {
@@ -261,7 +261,8 @@ def register(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
                              "decoder` (or decoder_constant) directories, one per training recipe, instead of the "
                              "committed summaries of the last full decoder runs; the accuracy figure draws the first")
     parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
-                        help="status on stderr (default: when stderr is a terminal)")
+                        help="live status on stderr (default: when stderr is a terminal; when stdout is not a "
+                             "terminal, one line per finished figure with its seconds goes there instead)")
     return parser
 
 
@@ -278,6 +279,12 @@ def _data_from(data: dict, kind: str | None, quick: bool, replot: bool) -> str:
     return f"{kind}: {origin}" if origin else kind
 
 
+def figure_line(name: str, data_from: str, seconds: float) -> str:
+    """The log line of one finished figure: ``NAME: SECONDS s (where its numbers came from)``; what ``varsim
+    figures`` prints as each figure ends when its output is not a terminal, and the docs gallery hook likewise."""
+    return f"{name}: {seconds:.1f} s ({data_from})"
+
+
 def summary_table(rows) -> str:
     """``figure  data  seconds`` lines for ``(name, data_from, seconds)`` rows, and a total."""
     rows = list(rows)
@@ -290,7 +297,18 @@ def summary_table(rows) -> str:
 
 
 def run_args(args: argparse.Namespace) -> int:
+    """Run ``varsim figures`` from parsed options: the figures, then the summary table on stdout. When stdout is not
+    a terminal (a log, CI, ``| tee``) and ``--progress``/``--no-progress`` was not given, each figure also prints its
+    :func:`figure_line` there as it ends (flushed), so the log shows progress throughout; a terminal keeps the live
+    status on stderr."""
     rows = []
+    log = args.progress is None and not sys.stdout.isatty()
+
+    def on_figure(name, data_from, seconds, paths):
+        rows.append((name, data_from, seconds))
+        if log:
+            print(figure_line(name, data_from, seconds), flush=True)
+
     written = make(
         args.only,
         outdir=DEFAULT_OUTDIR if args.outdir is None else args.outdir,
@@ -303,7 +321,7 @@ def run_args(args: argparse.Namespace) -> int:
         probe_results=getattr(args, "probe_results", None),
         remedies_results=args.remedies_results,
         decoder_results=getattr(args, "decoder_results", None),
-        on_figure=lambda name, data_from, seconds, paths: rows.append((name, data_from, seconds)),
+        on_figure=on_figure,
     )
     outdir = Path(DEFAULT_OUTDIR if args.outdir is None else args.outdir)
     print(summary_table(rows))

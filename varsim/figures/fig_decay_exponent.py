@@ -22,6 +22,9 @@ D_K = 64
 TAU = 1.0
 X_MAX = 2.5  # right end of the ln N / beta^2 axis
 
+#: each Monte Carlo point stops at this relative standard error of Var (``simulate(target_rse=...)``), so a local
+#: slope between neighbours N and 4N has an SE of about 0.01, a hundredth of the exponent axis; ``sequences`` caps it
+TARGET_RSE = 0.01
 # MC grid: N = 2^k, k = K_MIN, K_MIN + K_STEP, ... <= k_max(beta); sequences per N
 _MC = {False: dict(k_min=2, k_step=2, k_max=20, sequences=6_000),
        True: dict(k_min=2, k_step=2, k_max=12, sequences=1_000)}
@@ -54,13 +57,13 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, sourc
         n_grid = 2 ** np.arange(cfg["k_min"], k_top + 1, cfg["k_step"])
         res = simulate(n_grid, d_k=D_K, tau=TAU, query_norm=beta * math.sqrt(D_K) / TAU, sampler="logits",
                        estimator="rao_blackwell", n_sequences=cfg["sequences"], seed=child_sequence(seed, k),
-                       progress=progress)
+                       progress=progress, target_rse=TARGET_RSE)
         ln_mid, slope, slope_se = local_slopes(res.n, res.var, res.var_se)
         n_dense = np.exp(x_dense * beta**2)
         curves.append({
             "beta": beta,
-            "mc": {"n": res.n, "var": res.var, "var_se": res.var_se, "x_mid": ln_mid / beta**2,
-                   "slope": slope, "slope_se": slope_se,
+            "mc": {"n": res.n, "var": res.var, "var_se": res.var_se, "sequences": res.sequences,
+                   "x_mid": ln_mid / beta**2, "slope": slope, "slope_se": slope_se,
                    "exact_at_mid": decay_exponent(np.exp(ln_mid), beta)},
             "exact": {"x": x_dense, "exponent": decay_exponent(n_dense, beta),
                       "clamp": effective_exponent(n_dense, beta)},
@@ -68,7 +71,7 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, sourc
     # phase boundaries: b = beta / sqrt(ln N) = sqrt(2) (frozen) and sqrt(2/3) (annealed), i.e. x = 1/b^2
     boundaries = sorted(1.0 / b**2 for b in rem_thresholds())
     return {"name": NAME, "quick": bool(quick), "seed": int(seed), "d_k": D_K, "tau": TAU,
-            "sequences": cfg["sequences"], "boundaries": boundaries, "curves": curves,
+            "sequences": cfg["sequences"], "target_rse": TARGET_RSE, "boundaries": boundaries, "curves": curves,
             "footer": _style.computed_footer(seed, quick), "smoke_reason": "few sequences, short N range"}
 
 

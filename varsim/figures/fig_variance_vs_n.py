@@ -24,7 +24,10 @@ BETAS = (0.5, 1.0, 1.5, 2.0)
 D_K = D_V = 64
 TAU = 1.0
 
-# (grid of N, sequences per N) for each sampler; quick mode is for the tests (seconds)
+#: each Monte Carlo point stops at this relative standard error of Var (``simulate(target_rse=...)``): the ratio
+#: panel's narrowest range is +-2%, so 1% error bars are what it resolves; the counts below are the caps
+TARGET_RSE = 0.01
+# (grid of N, cap on sequences per N) for each sampler; quick mode is for the tests (seconds)
 _LOGITS = {False: (2 ** np.arange(4, 15), 40_000), True: (2 ** np.arange(4, 13, 2), 2_000)}
 _FULL = {False: (2 ** np.arange(4, 9), 10_000), True: (np.array([16, 64]), 500)}
 
@@ -34,19 +37,22 @@ def _series(result) -> dict:
         "n": result.n,
         "var": result.var,
         "var_se": result.var_se,
+        "sequences": result.sequences,
     }
 
 
 def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, source=None, betas=BETAS, d_k: int = D_K,
-            n_max=None, sequences=None, full_sampler: bool = True, out=None) -> dict:
+            n_max=None, sequences=None, full_sampler: bool = True, target_rse=TARGET_RSE, out=None) -> dict:
     """Simulate and evaluate the theory for every beta in ``betas``; returns plain data for :func:`draw`.
 
     ``d_k`` sets the query norm ``beta sqrt(d_k) / tau`` and the full sampler's key dimension (the logits sampler
     draws ``beta g_i`` directly, so its numbers do not depend on ``d_k``). ``n_max``: the largest N (a power of two;
-    default 2^14, quick 2^12); ``sequences``: per N for the logits sampler (default 40000, quick 2000); the full
-    sampler (``full_sampler``) runs N <= 256 with a quarter as many. ``out``: also write the data as JSON there."""
+    default 2^14, quick 2^12); ``sequences``: the cap per N for the logits sampler (default 40000, quick 2000); the
+    full sampler (``full_sampler``) runs N <= 256 with a quarter as many. Each point stops once its relative standard
+    error is at most ``target_rse`` (default :data:`TARGET_RSE`; None: always the cap); the data give the target and
+    the sequences each point used. ``out``: also write the data as JSON there."""
     from varsim._common.seeding import child_sequence
-    from varsim._common.validate import check_int
+    from varsim._common.validate import check_int, check_real
     from varsim.sim import simulate
     from varsim.theory import decay_exponent, expected_ipr
 
@@ -61,9 +67,11 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, sourc
         m_logits = check_int("sequences", sequences, minimum=32)
         m_full = max(32, m_logits // 4)
     d_k = check_int("d_k", d_k, minimum=1)
+    if target_rse is not None:
+        target_rse = check_real("target_rse", target_rse, minimum=0.0, strict_min=True, maximum=1.0)
     betas = tuple(float(b) for b in np.atleast_1d(betas))
     n_dense = np.geomspace(n_logits[0], n_logits[-1], 25 if quick else 60)
-    common = dict(d_k=d_k, d_v=D_V, tau=TAU, progress=progress)
+    common = dict(d_k=d_k, d_v=D_V, tau=TAU, progress=progress, target_rse=target_rse)
     curves = []
     for k, beta in enumerate(betas):
         query_norm = beta * math.sqrt(d_k) / TAU  # beta = tau |q| / sqrt(d_k)
@@ -82,8 +90,9 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, sourc
         })
     data = {"name": NAME, "quick": bool(quick), "seed": int(seed), "d_k": d_k, "d_v": D_V, "tau": TAU,
             "value_scale": 1.0, "sequences": {"logits_rb": m_logits, "full": m_full if full_sampler else None},
+            "target_rse": target_rse,
             "params": {"betas": list(betas), "d_k": d_k, "n_max": int(n_logits[-1]), "sequences": m_logits,
-                       "full_sampler": bool(full_sampler)},
+                       "full_sampler": bool(full_sampler), "target_rse": target_rse},
             "curves": curves, "footer": computed_footer(seed, quick), "smoke_reason": "few sequences, short N range"}
     if out is not None:
         _style.write_data(out, data)

@@ -9,8 +9,8 @@ temperature, entmax-1.5 and sparsemax are Monte Carlo only. The legend names eac
 ``critical`` uses ``beta0 = beta`` in each panel (the REM scaling ``c sqrt(2 ln N)`` of the logits' own spread).
 
 Softmax's weights flatten (E[sum w^2] -> e^{beta^2}/N); a variant whose curve stays level keeps the output variance
-``sigma_v^2 E[sum w^2]`` from vanishing. Full mode: 16 <= N <= 65536, 1000 sequences per cell (about a minute on
-2 cores); quick mode (tests): N <= 1024, 128 sequences, stamped as a smoke test.
+``sigma_v^2 E[sum w^2]`` from vanishing. Full mode: 16 <= N <= 65536, each cell to a 2% relative standard error or 1000
+sequences, whichever comes first; quick mode (tests): N <= 1024, at most 128 sequences, stamped as a smoke test.
 """
 
 from __future__ import annotations
@@ -39,7 +39,10 @@ VARIANT_SPECS = (
     ("sparsemax", "sparsemax", {}),
     ("sigmoid", r"sigmoid ($z - \ln N$)", {}),
 )
-# (N grid, sequences per cell, points of each exact line); quick mode is for the tests (seconds)
+#: each cell stops at this relative standard error of E[sum w^2] (``SweepGrid(target_rse=...)``): 2% is under a
+#: hundredth of a decade, less than a marker on these log-log panels; the sequences below are the caps
+TARGET_RSE = 0.02
+# (N grid, cap on sequences per cell, points of each exact line); quick mode is for the tests (seconds)
 _SIZES = {False: (4 ** np.arange(2, 9), 1000, 20), True: (4 ** np.arange(2, 6), 128, 10)}
 _COLORS = _style.COLORS + ("#000000", "#7F7F7F", "#8C564B")
 _MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "h")
@@ -73,7 +76,7 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, sourc
 
     n_grid, sequences, dense_points = _SIZES[bool(quick)]
     grid = SweepGrid(variants=_grid_variants(), betas=list(BETAS), n_grid=[int(v) for v in n_grid],
-                     n_sequences=sequences)
+                     n_sequences=sequences, target_rse=TARGET_RSE)
     # quick mode runs in this process (no worker start-up); full mode on one worker process per core
     sweep = run_sweep(grid, seed=seed, workers=1 if quick else None, progress=bool(progress))
     n_dense = np.geomspace(n_grid[0], n_grid[-1], dense_points)
@@ -92,15 +95,25 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, sourc
             series.append({
                 "attention": name, "label": label, "params": full,
                 "n": [c["n"] for c in cells], "ipr": [c["ipr"] for c in cells],
-                "ipr_se": [c["ipr_se"] for c in cells], "theory": spec.theory,
+                "ipr_se": [c["ipr_se"] for c in cells], "sequences_used": [c["sequences"] for c in cells],
+                "theory": spec.theory,
                 "exact_at_mc": [c["exact_ipr"] for c in cells], "z": [c["z_ipr"] for c in cells],
                 "exact": None if exact is None else {"n": n_dense, "ipr": exact},
                 "bound": None if th.ipr_lower is None else {"lower": th.ipr_lower[0], "upper": th.ipr_upper[0]},
             })
         panels.append({"beta": beta, "series": series})
     return {"name": NAME, "quick": bool(quick), "seed": int(seed), "betas": list(BETAS), "sequences": sequences,
+            "target_rse": TARGET_RSE,
             "sampler": "logits", "estimator": "rao_blackwell", "sweep_elapsed_s": sweep["elapsed_s"],
             "panels": panels, "footer": computed_footer(seed, quick), "smoke_reason": "few sequences, N <= 1024"}
+
+
+def _mc_label(data: dict) -> str:
+    """The legend's words for the Monte Carlo points: their precision target and cap, or the fixed count."""
+    if data.get("target_rse") is None:
+        return f"MC ± SE, {data['sequences']} sequences per point (logits sampler + RB)"
+    return (f"MC ± SE to {100 * data['target_rse']:g}% relative SE, at most {data['sequences']} sequences "
+            f"(logits sampler + RB)")
 
 
 #: the rows of panels: softmax at an N-dependent scale, and the other weight maps (softmax, the baseline, in both);
@@ -160,7 +173,7 @@ def draw(data: dict, ax=None, *, style=None, footer: bool = False):
         if band_color is not None:
             extra.append(Patch(color=band_color, alpha=0.25, label=r"top-$k$ bound $1/k \leq \sum w^2 \leq 1$"))
         extra.append(Line2D([], [], color="k", marker="o", ls="none",
-                            label=f"MC ± SE, {data['sequences']} sequences per point (logits sampler + RB)"))
+                            label=_mc_label(data)))
         extra.append(Line2D([], [], color="k", label="exact (varsim.theory)"))
         _style.suptitle(fig, "Weight concentration of the attention variants (Gaussian logits of scale $\\beta$)")
         order = [s["attention"] for s in panels[0]["series"]]

@@ -14,8 +14,8 @@ from varsim._common.validate import check_choice, check_finite_array, check_int,
 from ._kernel_args import KEY_BLOCK, LOGIT_BLOCK
 
 __all__ = [
-    "DISTRIBUTIONS", "SAMPLERS", "ESTIMATORS", "QUERIES", "MIN_CHUNKS", "DEFAULT_MAX_WORK", "SimConfig", "make_config",
-    "chunk_sizes", "estimate_cost",
+    "DISTRIBUTIONS", "SAMPLERS", "ESTIMATORS", "QUERIES", "MIN_CHUNKS", "DEFAULT_MAX_WORK", "TARGET_CHUNKS",
+    "MIN_TARGET_CHUNKS", "SimConfig", "make_config", "chunk_sizes", "estimate_cost",
 ]
 
 DISTRIBUTIONS = ("gaussian", "uniform", "rademacher")  # kernel codes 0, 1, 2 (``_kernels_rng``)
@@ -24,6 +24,11 @@ ESTIMATORS = ("sample", "rao_blackwell")
 QUERIES = ("fixed", "random")
 MIN_CHUNKS = 16  # batch-means standard errors need enough batches to estimate their own spread
 _DEFAULT_CHUNKS = 32
+#: With ``target_rse``, the cap ``n_sequences`` is cut into about this many chunks by default, so that a point can
+#: stop at a small fraction of the cap; the stopping rule looks first after :data:`MIN_TARGET_CHUNKS` chunks (more
+#: than :data:`MIN_CHUNKS`, because the rule trusts the batch-means SE it reads).
+TARGET_CHUNKS = 256
+MIN_TARGET_CHUNKS = 32
 # Bound on |tau|, |q|, the value scale/mean and the coupling: logits are products of up to three such factors and
 # the variance squares products of up to three, so 1e30 keeps every intermediate far inside float64.
 _MAX_ABS = 1e30
@@ -115,6 +120,7 @@ class SimConfig:
     n_chunks: int
     attention: str = "softmax"
     attention_params: dict = field(default_factory=dict)
+    target_rse: float | None = None  # stop each N at this relative SE of var (n_sequences is then the cap)
 
     @property
     def variant(self):
@@ -176,6 +182,7 @@ class SimConfig:
             "estimator": self.estimator,
             "coordinate": self.coordinate,
             "chunk_size": self.chunk_size,
+            "target_rse": self.target_rse,
             "attention": self.attention,
             **self.attention_params,
         }
@@ -191,6 +198,13 @@ def _valid_chunking(n_sequences: int, chunk_size: int) -> bool:
     """``ceil(n_sequences / chunk_size)`` chunks (sizes as in :func:`chunk_sizes`): >= MIN_CHUNKS, each >= 2."""
     n_chunks = -(-n_sequences // chunk_size)
     return n_chunks >= MIN_CHUNKS and n_sequences // n_chunks >= 2
+
+
+def _target_chunk_size(n_sequences: int) -> int | None:
+    """Default chunk size under ``target_rse``: ``ceil(n_sequences / TARGET_CHUNKS)``, at least 2; None when even
+    chunks of 2 leave fewer than ``MIN_CHUNKS`` chunks."""
+    size = max(2, -(-n_sequences // TARGET_CHUNKS))
+    return size if _valid_chunking(n_sequences, size) else _auto_chunk_size(n_sequences)
 
 
 def _auto_chunk_size(n_sequences: int) -> int | None:
@@ -235,7 +249,7 @@ def _check_grid(n_grid) -> list[int]:
 def make_config(
     n_grid, *, d_k, d_v, tau, query, query_norm, query_vector, key_dist, value_dist, value_mean, value_scale,
     coupling, coupling_noise, n_sequences, sampler, estimator, coordinate, chunk_size, attention="softmax",
-    attention_params=None, max_work=None, workers=1, keep_samples=False, materialises=False,
+    attention_params=None, max_work=None, workers=1, keep_samples=False, materialises=False, target_rse=None,
 ) -> SimConfig:
     """Validate the arguments of ``simulate`` (each error names its parameter) and refuse, before allocating
     anything, a run whose estimated work exceeds ``max_work`` (default :data:`DEFAULT_MAX_WORK`) or whose memory
@@ -246,6 +260,8 @@ def make_config(
     d_k = check_int("d_k", d_k, minimum=1)
     d_v = check_int("d_v", d_v, minimum=1)
     n_sequences = check_int("n_sequences", n_sequences, minimum=1)
+    if target_rse is not None:
+        target_rse = check_real("target_rse", target_rse, minimum=0.0, strict_min=True, maximum=1.0)
     max_work = DEFAULT_MAX_WORK if max_work is None else check_real("max_work", max_work, minimum=0.0,
                                                                      strict_min=True)
     variant = get_variant(attention)
@@ -272,14 +288,14 @@ def make_config(
     _check_magnitudes({"tau": tau, "value_scale": value_scale, "value_mean": mu, "coupling_noise": coupling_noise,
                        "coupling": a_mat, "query_norm": query_norm, "query_vector": q if q_arg is not None else None})
     _check_sampler_fits(sampler, estimator, key_dist, coupled=a_mat is not None)
-    chunk_size, n_chunks = _check_chunking(n_sequences, chunk_size)
+    chunk_size, n_chunks = _check_chunking(n_sequences, chunk_size, targeted=target_rse is not None)
     return SimConfig(
         n_grid=np.array(grid_ints, dtype=np.int64), d_k=d_k, d_v=d_v, tau=tau, query=query, q_fixed=q,
         query_norm=query_norm, query_vector_arg=q_arg, key_dist=key_dist, value_dist=value_dist, value_mean=mu,
         value_mean_arg=mu_arg, value_scale=value_scale, coupling=a_mat, coupling_arg=a_arg,
         coupling_noise=coupling_noise, n_sequences=n_sequences, sampler=sampler, estimator=estimator,
         coordinate=coordinate, chunk_size=chunk_size, n_chunks=n_chunks, attention=variant.name,
-        attention_params=attention_params,
+        attention_params=attention_params, target_rse=target_rse,
     )
 
 
@@ -365,11 +381,11 @@ def _check_sampler_fits(sampler, estimator, key_dist, *, coupled: bool) -> None:
         )
 
 
-def _check_chunking(n_sequences: int, chunk_size) -> tuple[int, int]:
-    """``(chunk_size, n_chunks)``: the default (:func:`_auto_chunk_size`) or the given size, refused when it leaves
-    fewer than ``MIN_CHUNKS`` chunks of >= 2 sequences."""
+def _check_chunking(n_sequences: int, chunk_size, targeted: bool = False) -> tuple[int, int]:
+    """``(chunk_size, n_chunks)``: the default (:func:`_auto_chunk_size`, or :func:`_target_chunk_size` for a
+    ``targeted`` run) or the given size, refused when it leaves fewer than ``MIN_CHUNKS`` chunks of >= 2 sequences."""
     if chunk_size is None:
-        chunk_size = _auto_chunk_size(n_sequences)
+        chunk_size = (_target_chunk_size if targeted else _auto_chunk_size)(n_sequences)
         if chunk_size is None:
             raise ValueError(
                 f"n_sequences={n_sequences} cannot be split into >= {MIN_CHUNKS} chunks of >= 2 sequences, which the "

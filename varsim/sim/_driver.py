@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import time
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, as_completed, wait
 
 import numpy as np
 
@@ -14,7 +14,7 @@ from varsim._common.seeding import SEED_DEFAULT as _SEED_DEFAULT
 from varsim._common.seeding import child_generator, resolve_seed
 from varsim._common.validate import check_positive_int
 
-from ._config import SimConfig, chunk_sizes, make_config, query_norm_for_beta
+from ._config import MIN_TARGET_CHUNKS, SimConfig, chunk_sizes, make_config, query_norm_for_beta
 from ._kernel_args import sampler_args
 from ._result import SimulationResult
 from ._rngstate import new_state
@@ -56,9 +56,11 @@ def simulate(
     keep_samples: bool = False,
     attention: str = "softmax",
     max_work: float | None = None,
+    target_rse: float | None = None,
     **attention_params,
 ) -> SimulationResult:
-    """Monte Carlo statistics of ``o = attention(tau q.K^T / sqrt(d_k)) V`` over ``n_sequences`` sequences per N.
+    """Monte Carlo statistics of ``o = attention(tau q.K^T / sqrt(d_k)) V`` over ``n_sequences`` sequences per N
+    (or, with ``target_rse``, as many as each N needs for that precision, at most ``n_sequences``).
 
     Parameters
     ----------
@@ -81,7 +83,14 @@ def simulate(
         ``value_mean + value_scale * eps``.
     n_sequences : sequences per N, split into ceil(n_sequences / chunk_size) chunks (default: about 32 chunks, 16 below
         64 sequences); at least 16 chunks of at least 2 sequences are required for the batch-means SEs, so
-        ``n_sequences >= 32`` (an odd count needs >= 46).
+        ``n_sequences >= 32`` (an odd count needs >= 46). With ``target_rse`` it is the cap on sequences per N.
+    target_rse : stop each N once the relative standard error ``var_se / var`` is at most this (0 < target_rse <= 1;
+        default None: always ``n_sequences``). The cap ``n_sequences`` is cut into chunks as for a fixed run
+        (default about 256 chunks, :data:`~varsim.sim._config.TARGET_CHUNKS`) and chunks are added in chunk order: the
+        rule reads the first 32 chunks, then, while the target is missed, the larger of 1.25x as many and the count
+        the current RSE predicts, up to the cap. The decision at a point depends only on its own chunks in chunk
+        order, so results do not depend on ``threads``; a point that reaches the cap equals the fixed run with
+        ``n_sequences`` (and the same ``chunk_size``). ``result.sequences`` gives the sequences each N used.
     sampler : ``"full"`` draws q, K and V for every sequence and supports every option; ``"logits"`` draws the
         logits ``beta g_i`` directly (exact for i.i.d. Gaussian keys only; random query: ``|q|^2 ~ chi^2_{d_k}``):
         it refuses ``key_dist`` other than Gaussian and ``coupling``, and the direction of ``query_vector`` does not
@@ -119,14 +128,21 @@ def simulate(
         key_dist=key_dist, value_dist=value_dist, value_mean=value_mean, value_scale=value_scale, coupling=coupling,
         coupling_noise=coupling_noise, n_sequences=n_sequences, sampler=sampler, estimator=estimator,
         coordinate=coordinate, chunk_size=chunk_size, attention=attention, attention_params=attention_params,
-        max_work=max_work, workers=threads, keep_samples=keep_samples,
+        max_work=max_work, workers=threads, keep_samples=keep_samples, target_rse=target_rse,
     )
     root = resolve_seed(seed, rng)
     progress = _check_flag("progress", progress)
     runner = _ChunkRunner(cfg, keep_samples)
     start = time.perf_counter()
-    per_point = _run_items(cfg, lambda g, c, size: runner(new_state(root, int(cfg.n_grid[g]), c), g, size),
-                           threads, progress, "simulate")
+
+    def run_chunk(g, c, size):
+        return runner(new_state(root, int(cfg.n_grid[g]), c), g, size)
+
+    if cfg.target_rse is None:
+        per_point = _run_items(cfg, run_chunk, threads, progress, "simulate")
+    else:
+        rb = cfg.value_scale**2 if cfg.estimator == "rao_blackwell" else None
+        per_point = _run_targeted(cfg, run_chunk, threads, progress, "simulate", rb)
     rb = cfg.value_scale**2 if cfg.estimator == "rao_blackwell" else None
     return _assemble(cfg, per_point, rb, root, time.perf_counter() - start, keep_samples,
                      cfg.as_kwargs(), has_ipr=True)
@@ -215,6 +231,81 @@ def _run_items(cfg: SimConfig, run_chunk, threads: int, progress, label: str):
     return out
 
 
+def next_checkpoint(done: int, n_chunks: int, var: float, var_se: float, target: float) -> int | None:
+    """The stopping rule of ``simulate(target_rse=...)``: after the first ``done`` chunks of a point, whose pooled
+    ``var`` has standard error ``var_se``, None to stop (the target met, or all ``n_chunks`` run), else the chunk
+    count to run to before looking again: the larger of ``1.25 * done`` and the count that scaling
+    ``SE ~ 1/sqrt(chunks)`` predicts for the target, at most ``n_chunks``. A variance of 0 with an SE of 0 has met any
+    target; a non-finite RSE runs on to the cap."""
+    if done >= n_chunks:
+        return None
+    rse = 0.0 if var_se == 0 else (var_se / abs(var) if var != 0 and math.isfinite(var_se / var) else math.inf)
+    if rse <= target:
+        return None
+    predicted = done * (rse / target) ** 2 if math.isfinite(rse) else n_chunks
+    return int(min(n_chunks, max(math.ceil(1.25 * done), math.ceil(predicted))))
+
+
+def _run_targeted(cfg: SimConfig, run_chunk, threads: int, progress, label: str, rb):
+    """Run each grid point's chunks in chunk order until :func:`next_checkpoint` stops it; returns, per grid point,
+    the chunk records used (a prefix of its chunks). Chunks may be computed ahead on other threads, but a point's
+    decisions read only its own first chunks, so what is returned does not depend on ``threads``."""
+    sizes = chunk_sizes(cfg.n_sequences, cfg.n_chunks)
+    n_points = len(cfg.n_grid)
+    out = [[None] * cfg.n_chunks for _ in cfg.n_grid]
+    used = [0] * n_points
+
+    def decide(g: int, upto: int) -> int | None:
+        row = combine_chunks([c["summary"] for c in out[g][:upto]], cfg.value_mean, cfg.coordinate, rb)
+        nxt = next_checkpoint(upto, cfg.n_chunks, row["var"], row["var_se"], cfg.target_rse)
+        if nxt is None:
+            used[g] = upto
+        return nxt
+
+    first = min(cfg.n_chunks, MIN_TARGET_CHUNKS)
+    order = list(reversed(range(n_points)))  # largest N first, as in _run_items
+    with Progress(n_points * cfg.n_chunks, label, enabled=bool(progress)) as bar:
+        def finish(g: int, upto: int) -> None:
+            bar.total -= cfg.n_chunks - upto
+            bar.update(0)
+
+        if threads == 1:
+            for g in order:
+                done, upto = 0, first
+                while upto is not None:
+                    for c in range(done, upto):
+                        out[g][c] = run_chunk(g, c, int(sizes[c]))
+                        bar.update()
+                    done, upto = upto, decide(g, upto)
+                finish(g, done)
+        else:
+            with ThreadPoolExecutor(max_workers=threads) as pool:
+                pending, waiting = {}, {}
+
+                def submit(g: int, lo: int, hi: int) -> None:
+                    waiting[g] = (hi, hi - lo)
+                    for c in range(lo, hi):
+                        pending[pool.submit(run_chunk, g, c, int(sizes[c]))] = (g, c)
+
+                for g in order:
+                    submit(g, 0, first)
+                while pending:
+                    finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+                    for fut in finished:
+                        g, c = pending.pop(fut)
+                        out[g][c] = fut.result()
+                        bar.update()
+                        upto, left = waiting[g]
+                        waiting[g] = (upto, left - 1)
+                        if left == 1:
+                            nxt = decide(g, upto)
+                            if nxt is None:
+                                finish(g, upto)
+                            else:
+                                submit(g, upto, nxt)
+    return [chunks[:n] for chunks, n in zip(out, used)]
+
+
 def _assemble(cfg, per_point, rb, root, elapsed, keep_samples, config_record, has_ipr) -> SimulationResult:
     rows = [combine_chunks([c["summary"] for c in chunks], cfg.value_mean, cfg.coordinate, rb) for chunks in per_point]
     fields = {}
@@ -232,6 +323,7 @@ def _assemble(cfg, per_point, rb, root, elapsed, keep_samples, config_record, ha
             for key in ("ipr", "o")
         }
     beta = cfg.beta
+    fields["sequences"] = np.array([sum(c["summary"]["n"] for c in chunks) for chunks in per_point], dtype=np.int64)
     return SimulationResult(
         n=cfg.n_grid.copy(),
         beta=None if beta is None else np.full(len(cfg.n_grid), beta),
@@ -293,7 +385,7 @@ def measure_variance(
     root = resolve_seed(seed, rng)
     progress = _check_flag("progress", progress)
     record = cfg.as_kwargs()
-    for key in ("tau", "coupling", "coupling_noise", "sampler", "estimator", "attention"):
+    for key in ("tau", "coupling", "coupling_noise", "sampler", "estimator", "attention", "target_rse"):
         record.pop(key)
     record["attention_fn"] = getattr(attention_fn, "__qualname__", repr(attention_fn))
     seen_w = []

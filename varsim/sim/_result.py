@@ -19,8 +19,9 @@ ARRAY_FIELDS = ("n", "var", "var_se", "var_coord", "var_coord_se")
 # the mean/global fields, no weights (measure_variance) for ipr, a random query for beta.
 OPTIONAL_ARRAY_FIELDS = (
     "ipr", "ipr_se", "mean", "mean_se", "global_mean", "global_mean_se", "global_var", "global_var_se", "beta",
-    "wsum", "wsum_se", "wsum_var", "wsum_var_se",
+    "wsum", "wsum_se", "wsum_var", "wsum_var_se", "sequences",
 )
+_INT_FIELDS = ("n", "sequences")
 _SCALAR_FIELDS = ("slope", "slope_se")
 
 
@@ -42,6 +43,8 @@ class SimulationResult:
       N-dependent factor of the attention variant.
     - ``wsum``, ``wsum_var`` (+ ``_se``): mean and variance of ``sum_i w_i`` for weight maps that do not sum to 1
       (``attention='sigmoid'``), whose variance has the extra term ``mu_v^2 Var(sum w)``; None otherwise.
+    - ``sequences``: the sequences simulated at each N (``n_sequences``, or fewer where ``target_rse`` stopped the
+      point earlier); None in files written before it was recorded.
 
     Across the grid: ``slope``, ``slope_se`` of ``log var`` against ``log N`` (weighted least squares, delta-method
     SEs; None for a single grid point). ``config`` holds the ``simulate`` keyword arguments that reproduce the run
@@ -76,6 +79,7 @@ class SimulationResult:
     wsum_se: np.ndarray | None = None
     wsum_var: np.ndarray | None = None
     wsum_var_se: np.ndarray | None = None
+    sequences: np.ndarray | None = None
 
     def to_dict(self, extra_columns: dict | None = None) -> dict:
         """The JSON layout shared by :meth:`to_json` and ``varsim simulate --json`` / ``-o``: one record per N.
@@ -91,7 +95,7 @@ class SimulationResult:
             arr = getattr(self, name)
             if arr is None:
                 columns[name] = [None] * len(self.n)
-            elif name == "n":
+            elif name in _INT_FIELDS:
                 columns[name] = [int(v) for v in arr]
             else:
                 columns[name] = [_finite_or_none(v) for v in arr]
@@ -148,7 +152,10 @@ class SimulationResult:
                 v is None or (isinstance(v, (int, float)) and not isinstance(v, bool)) for v in value
             ):
                 raise ValueError(f"{source}: field {name!r} must be a list of numbers")
-            arr = np.array([np.nan if v is None else v for v in value], dtype=np.int64 if name == "n" else np.float64)
+            if name in _INT_FIELDS and any(v is None or v != int(v) for v in value):
+                raise ValueError(f"{source}: field {name!r} must be a list of integers")
+            arr = np.array([np.nan if v is None else v for v in value],
+                           dtype=np.int64 if name in _INT_FIELDS else np.float64)
             n_len = arr.size if n_len is None else n_len
             if arr.size != n_len:
                 raise ValueError(f"{source}: field {name!r} has length {arr.size}, expected {n_len}")
@@ -198,8 +205,8 @@ class SimulationResult:
         if self.slope is not None:
             lines.append(f"slope d log Var / d log N = {self.slope:.4f} +- {self.slope_se:.4f}")
         cfg = self.config
-        keys = ("d_k", "d_v", "tau", "query", "sampler", "estimator", "n_sequences")
-        desc = ", ".join(f"{k}={cfg[k]}" for k in keys if k in cfg)
+        keys = ("d_k", "d_v", "tau", "query", "sampler", "estimator", "n_sequences", "target_rse")
+        desc = ", ".join(f"{k}={cfg[k]}" for k in keys if cfg.get(k) is not None)
         if self.beta is not None:
             desc += f", beta={self.beta[0]:.4g}"
         lines.append(f"({desc}, seed={self.seed})")

@@ -87,6 +87,9 @@ class SweepGrid:
     the Gaussian keys used here) or ``"full"`` (draws q, K, V with ``d_k``, ``d_v``); ``estimator``:
     ``"rao_blackwell"`` (default; ``Var(o_j) = sigma_v^2 E[sum w^2] (+ mu_v^2 Var(sum w))``) or ``"sample"``.
     ``max_work``: bound on the whole sweep's estimated work (default :data:`varsim.sim.DEFAULT_MAX_WORK`).
+    ``target_rse``: stop each cell once ``var_se / var`` is at most this (``simulate(target_rse=...)``; then
+    ``n_sequences`` is the cap per cell and each cell record gives the ``sequences`` it used); None: always
+    ``n_sequences``.
     """
 
     variants: dict
@@ -100,6 +103,7 @@ class SweepGrid:
     value_mean: float = 0.0
     value_scale: float = 1.0
     max_work: float | None = field(default=None, compare=False)
+    target_rse: float | None = None
 
     def __post_init__(self):
         from varsim.variants import get_variant
@@ -134,11 +138,18 @@ class SweepGrid:
                                                            strict_min=True))
         if self.max_work is not None:
             object.__setattr__(self, "max_work", check_real("max_work", self.max_work, minimum=0.0, strict_min=True))
+        if self.target_rse is not None:
+            object.__setattr__(self, "target_rse", check_real("target_rse", self.target_rse, minimum=0.0,
+                                                              strict_min=True, maximum=1.0))
 
     def settings(self) -> dict:
-        """The simulation settings shared by every cell (a resumed file must have the same)."""
-        return {"n_sequences": self.n_sequences, "sampler": self.sampler, "estimator": self.estimator,
-                "d_k": self.d_k, "d_v": self.d_v, "value_mean": self.value_mean, "value_scale": self.value_scale}
+        """The simulation settings shared by every cell (a resumed file must have the same); ``target_rse`` only
+        when set, so files of fixed-count sweeps keep their settings."""
+        out = {"n_sequences": self.n_sequences, "sampler": self.sampler, "estimator": self.estimator,
+               "d_k": self.d_k, "d_v": self.d_v, "value_mean": self.value_mean, "value_scale": self.value_scale}
+        if self.target_rse is not None:
+            out["target_rse"] = self.target_rse
+        return out
 
     def to_dict(self) -> dict:
         return {"variants": self.variants, "betas": list(self.betas), "n_grid": list(self.n_grid),
@@ -189,7 +200,8 @@ def _simulate_kwargs(cell: dict, settings: dict) -> dict:
     return dict(
         d_k=settings["d_k"], d_v=settings["d_v"], tau=cell["beta"], query="fixed",  # |q| = sqrt(d_k): beta = tau
         value_mean=settings["value_mean"], value_scale=settings["value_scale"], n_sequences=settings["n_sequences"],
-        sampler=settings["sampler"], estimator=settings["estimator"], attention=cell["attention"], **cell["params"],
+        sampler=settings["sampler"], estimator=settings["estimator"], attention=cell["attention"],
+        target_rse=settings.get("target_rse"), **cell["params"],
     )
 
 
@@ -240,6 +252,7 @@ def run_cell(job: dict) -> dict:
     rec = {"key": cell_key(cell), **cell, "spawn_key": list(job["spawn_key"])}
     for name in ("ipr", "ipr_se", "var", "var_se", "wsum", "wsum_se", "wsum_var", "wsum_var_se"):
         rec[name] = first(getattr(res, name))
+    rec["sequences"] = int(res.sequences[0])
     rec.update(cell_theory(cell, settings))
     rec["z_ipr"] = _finite(_z(rec["ipr"], rec["ipr_se"], rec["exact_ipr"]))
     rec["z_var"] = _finite(_z(rec["var"], rec["var_se"], rec["exact_var"]))
