@@ -77,9 +77,13 @@ def _long_grid(out):
     quick = ReproductionSettings.quick()
     long_train = {**quick.train, "steps": 10**6, "checkpoint_every": 10**5}
     parent = _python(f"""
+        import signal
         import sys
         from varsim.experiments import ReproductionSettings, run_reproduction
         if __name__ == "__main__":
+            # Ctrl-C as at a terminal: a test run started in the background by a non-interactive shell (``cmd &``)
+            # inherits SIGINT ignored, and Python then leaves it ignored in every process it starts.
+            signal.signal(signal.SIGINT, signal.default_int_handler)
             settings = ReproductionSettings.quick(seeds=2, tasks=("argmax",), norms=("none",), train={long_train!r})
             try:
                 run_reproduction({str(out)!r}, settings=settings, workers=2, progress=False)
