@@ -20,18 +20,11 @@ import json
 from typing import NamedTuple
 
 from varsim._common.validate import check_choice, check_fields, check_int, check_int_grid, check_real
-from varsim.experiments.variant_axis import (
-    BASELINE_ATTENTION,
-    PRIMARY_KEYS,
-    RECIPE_KEYS,
-    REMEDY_FIELDS,
-    REPLICATE_KEY,
-    check_variant_axis,
-)
+from varsim.experiments.variant_axis import BASELINE_ATTENTION, REMEDY_FIELDS, REPLICATE_KEY, check_variant_axis
 from varsim.tasks import TASK_REGISTRY
 
 __all__ = ["ReproductionSettings", "GRID_ARCHITECTURES", "DEFAULT_NORMS", "BASELINE_NORM", "BASELINE_ATTENTION",
-           "REMEDY_FIELDS", "GROUP_KEYS", "PRIMARY_KEYS", "RECIPE_KEYS", "REPLICATE_KEY", "Cell", "run_id",
+           "REMEDY_FIELDS", "GROUP_KEYS", "REPLICATE_KEY", "Cell", "run_id",
            "job_specs", "selection_specs", "cells"]
 
 #: the grid's architecture labels (not the model registry ``varsim.nn.architectures.ARCHITECTURES``) -> the
