@@ -20,14 +20,14 @@ def quick_summary() -> dict:
 
 def quick_remedies_dir(path) -> Path:
     """A remedies results directory at ``path`` holding the quick summary, its table and its settings."""
-    from varsim.experiments.report import render_remedies_table
+    from varsim.experiments.aggregation import kind_of
 
     path = Path(path)
     path.mkdir(parents=True, exist_ok=True)
     summary = quick_summary()
     (path / "summary.json").write_text(json.dumps(summary))
     (path / "settings.json").write_text(json.dumps(summary["settings"], indent=2))
-    (path / "table.md").write_text(render_remedies_table(summary))
+    (path / "table.md").write_text(kind_of(summary["settings"]).render(summary))
     return path
 
 

@@ -200,7 +200,7 @@ def test_committed_reproduction_summary_is_what_the_code_makes_of_the_runs():
     paired differences and both p-values, probe slopes, learned counts), apart from the run's provenance; and
     table.md is that summary's table. Catches a summary left stale after the aggregation or the records changed, and
     an edited number in either file."""
-    from varsim.experiments.report import render_table
+    from varsim.experiments.aggregation import kind_of
     from varsim.experiments.reproduction_summary import summarize_reproduction
     from varsim.experiments.settings import ReproductionSettings
 
@@ -212,4 +212,4 @@ def test_committed_reproduction_summary_is_what_the_code_makes_of_the_runs():
     del committed["provenance"], fresh["provenance"]
     differences = _differences(committed, fresh)
     assert not differences, f"{len(differences)} differences, e.g. " + "; ".join(differences[:5])
-    assert (REPRODUCTION_DATA / "table.md").read_text() == render_table(data["summary"])
+    assert (REPRODUCTION_DATA / "table.md").read_text() == kind_of(data["settings"]).render(data["summary"])

@@ -215,9 +215,9 @@ def test_committed_arm_is_the_full_presets_and_its_table(arm):
     not the other arm's), with its settings file and the rendering of the summary as its table. Catches committing
     a quick, incomplete or hand-edited summary, an arm in the other arm's directory, or a stale table."""
     import varsim.figures.decoder as fd
+    from varsim.experiments.aggregation import kind_of
     from varsim.experiments.presets import PRESETS
     from varsim.experiments.remedies_summary import REMEDIES_SUMMARY_FORMAT
-    from varsim.experiments.report import render_remedies_table
 
     where = fd.COMMITTED_DIRS[arm]
     summary = json.loads((where / "summary.json").read_text())
@@ -226,7 +226,8 @@ def test_committed_arm_is_the_full_presets_and_its_table(arm):
     assert json.loads((where / "settings.json").read_text())["settings"] == summary["settings"]
     assert summary["runs"]["found"] == summary["runs"]["expected"] == 144
     assert not summary["runs"]["missing"] and not summary["runs"]["corrupt"]
-    assert (where / "table.md").read_text() == render_remedies_table(summary)
+    assert kind_of(summary["settings"]).name == "decoder"
+    assert (where / "table.md").read_text() == kind_of(summary["settings"]).render(summary)
 
 
 def test_docs_primary_table_is_the_committed_numbers():

@@ -342,8 +342,8 @@ def test_committed_remedies_summary_is_the_full_presets_and_its_table():
     """The remedies summary shipped with the package is a summary of the full remedies preset in the current format
     (not a quick run's), complete, loads as the default source unstamped, and its table.md is the rendering of that
     summary. Catches committing a quick, incomplete or hand-edited summary, or a table out of step with it."""
+    from varsim.experiments.aggregation import kind_of
     from varsim.experiments.remedies_summary import REMEDIES_SUMMARY_FORMAT
-    from varsim.experiments.report import render_remedies_table
 
     summary = json.loads((fr.COMMITTED_DIR / "summary.json").read_text())
     assert summary["format"] == REMEDIES_SUMMARY_FORMAT
@@ -351,5 +351,6 @@ def test_committed_remedies_summary_is_the_full_presets_and_its_table():
     assert not summary["runs"]["missing"] and not summary["runs"]["corrupt"]
     d = fr.RemediesSource(None).load()
     assert d["origin"] == "committed remedies results" and d["smoke_test"] is False
-    assert (fr.COMMITTED_DIR / "table.md").read_text() == render_remedies_table(summary)
+    assert kind_of(summary["settings"]).name == "remedies"
+    assert (fr.COMMITTED_DIR / "table.md").read_text() == kind_of(summary["settings"]).render(summary)
     assert not (fr.COMMITTED_DIR / "selection.json").exists()

@@ -28,13 +28,16 @@ FLOORS = [
 ]
 #: pairs of parts that must not depend on each other even where the floors would allow it
 NEVER = {("varsim.sim", "varsim.nn"), ("varsim.train", "varsim.sim")}
-#: inside varsim.experiments: the grid, running it, the two jobs, the entry points, the facade
+#: inside varsim.experiments: the grid, running it, the kinds (their summaries and tables, then the kinds), the entry
+#: points, the facade
 EXPERIMENTS_FLOORS = [
-    {"settings", "stats"},
+    {"variant_axis", "grid_kind", "stats"},
+    {"settings"},
     {"records", "report", "selection"},
     {"worker"},
     {"runner", "recheck", "committed"},
-    {"reproduction_summary", "remedies", "remedies_summary", "decoder_grid"},
+    {"reproduction_summary", "remedies_summary", "remedies_table"},
+    {"remedies", "decoder_grid"},
     {"aggregation", "presets"},
     {"reproduce"},
     {"kernel_check"},

@@ -1,17 +1,22 @@
-"""Grids of training runs: the paper's length-generalization reproduction and the remedies grid, with paired
-statistics.
+"""Grids of training runs, with paired statistics, in three kinds (:data:`GRID_KINDS`): the paper's
+length-generalization reproduction, the remedies grid and the decoder grid. Each kind owns its summary, its format and
+its table; its figure source is registered under the same name in :data:`varsim.figures.SOURCES`.
 
-Both jobs share one floor, each module one job (a module imports only from the groups above it in this list):
+The kinds share one floor (a module imports only from the groups above it in this list):
 
-- the grid:      ``settings`` (the grid and the spec of every run), ``stats`` (intervals and paired tests),
-                 ``records`` (the results directory: run records, settings, loading and checking them),
-                 ``report`` (the Markdown tables), ``selection`` (the lr axis: choice on validation runs)
+- the grid:      ``settings`` (the grid and the spec of every run), ``variant_axis`` (the remedies and decoder
+                 grids' fields and their validation), ``grid_kind`` (:class:`GridKind`: what a kind of grid owns),
+                 ``stats`` (intervals and paired tests), ``records`` (the results directory: run records, settings,
+                 loading and checking them), ``report`` (the pieces of the Markdown tables), ``selection`` (the lr
+                 axis: choice on validation runs)
 - running it:    ``worker`` (one run: train, evaluate, probe), ``runner`` (run or resume a grid on
                  :mod:`varsim.jobs`), ``recheck`` (recompute finished runs and compare them with their records)
-- the jobs:      ``reproduction_summary`` (the paper grid's statistics), ``remedies`` (the attention-variant grid,
-                 ``--preset remedies``), ``decoder_grid`` (the causal decoder with positions, ``--preset decoder``)
-                 and ``remedies_summary`` (the variant grids' paired differences against softmax, Holm)
-- entry points:  ``aggregation`` (:func:`aggregate`: the summary a directory's settings call for), ``presets``
+- the kinds:     ``reproduction_summary`` (the paper grid's kind: statistics and table), ``remedies_summary`` and
+                 ``remedies_table`` (the variant grids' paired differences against softmax, Holm, and their table),
+                 ``remedies`` (the attention-variant grid and its kind, ``--preset remedies``), ``decoder_grid`` (the
+                 causal decoder with positions and its kind, ``--preset decoder``)
+- entry points:  ``aggregation`` (:data:`GRID_KINDS`, :func:`kind_of`, :func:`aggregate`: the summary of a
+                 directory, made by its grid's kind), ``presets``
                  (``PRESETS``: the grids ``--preset`` names), ``reproduce`` (:func:`run_reproduction`: choose the
                  grid, run it, summarize it)
 
@@ -45,7 +50,11 @@ _LAZY = {
     "recheck_runs": "recheck",
     "SUMMARY_FORMAT": "reproduction_summary",
     "aggregate": "aggregation",
-    "render_table": "report",
+    "render_table": "reproduction_summary",
+    "GridKind": "grid_kind",
+    "GRID_KINDS": "aggregation",
+    "grid_kind": "aggregation",
+    "kind_of": "aggregation",
     "remedies_settings": "remedies",
     "decoder_settings": "decoder_grid",
     "PRESETS": "presets",

@@ -51,10 +51,15 @@ per run: training two thirds, evaluation a quarter, the probes a tenth). Per-run
 
 from __future__ import annotations
 
-from varsim.experiments.settings import REPLICATE_KEY, ReproductionSettings, _pow2
+from varsim.experiments.grid_kind import GridKind
+from varsim.experiments.remedies_summary import REMEDIES_SUMMARY_FORMAT, summarize_remedies
+from varsim.experiments.remedies_table import render_variant_table
+from varsim.experiments.settings import GRID_ARCHITECTURES, REPLICATE_KEY, ReproductionSettings, _pow2
+from varsim.experiments.variant_axis import has_variant_axis
 
 __all__ = ["TRAINED_ATTENTIONS", "POSITIONS", "NORMS", "VARIANTS", "NEGATIVE_CONTROLS", "PRIMARY",
-           "PRIMARY_ENDPOINT", "SCHEDULES", "decoder_settings", "decoder_constant_settings"]
+           "PRIMARY_ENDPOINT", "SCHEDULES", "decoder_settings", "decoder_constant_settings", "DECODER_KIND",
+           "is_decoder_grid"]
 
 #: the longest training set and the keys its query row sees (16 items and the query token itself)
 TRAIN_MAX = 16
@@ -124,3 +129,19 @@ def decoder_constant_settings(**kwargs) -> ReproductionSettings:
     a constant rate, where ranking errors dominate), so the decoder's answer is checked under the same change. Its
     endpoint (the same 12 comparisons, Holm over them, a family of its own) was fixed before any of its runs."""
     return decoder_settings(schedule=SCHEDULES["decoder_constant"], **kwargs)
+
+
+def is_decoder_grid(settings: dict) -> bool:
+    """Whether the grid of ``settings`` (a settings dict, as in ``settings.json`` and a summary) has the variant axis
+    and trains causal decoders only: every architecture of :data:`~varsim.experiments.settings.GRID_ARCHITECTURES` it
+    names is the decoder, and it names one."""
+    archs = settings.get("architectures") or ()
+    return has_variant_axis(settings) and bool(archs) and all(
+        GRID_ARCHITECTURES.get(a, {}).get("architecture") == "decoder" for a in archs)
+
+
+#: the variant grids of causal decoders: the remedies grid's summary and table under their own title
+DECODER_KIND = GridKind(
+    name="decoder", claims=is_decoder_grid, refines="remedies", summarize=summarize_remedies,
+    summary_format=REMEDIES_SUMMARY_FORMAT, table=render_variant_table,
+    title="varsim decoder: does the set model's picture hold in a causal decoder with positions?")

@@ -159,36 +159,27 @@ def _per_run_differences(name: str, outdir: Path) -> list[dict]:
     return rows
 
 
-def summarize(outdir) -> dict:
-    """Judge every primary comparison of the finished slices by :data:`CRITERION` against the committed grids;
-    write ``outdir/summary.json`` and ``outdir/table.md``; return the summary."""
-    from varsim._common.provenance import provenance
+def _slice_rows(name: str, sl: dict, new: dict) -> list[dict]:
+    """The primary and control rows of one finished slice's summary ``new``, each beside its committed row."""
+    old = committed_summary(sl["grid"])
+    old_rows = {_key(r): r for r in old["primary"] + old["controls"]}
+    stats = ("mean_diff", "ci_low", "ci_high", "p_ttest")
+    rows = []
+    for r in new["primary"] + new["controls"]:
+        o = old_rows[_key(r)]
+        rows.append({"slice": name, "grid": sl["grid"], **{k: r.get(k) for k in GROUP_KEYS},
+                     "variant": r["variant"], "role": r.get("role", "remedy"),
+                     "committed": {**{k: o[k] for k in stats},
+                                   "significant": o.get("significant"), "behaves": o.get("behaves")},
+                     "arm": {k: r[k] for k in stats}})
+    return rows
+
+
+def _judge(rows: list[dict], alpha: float) -> None:
+    """Holm over the arm's remedy comparisons, then each row's test of :data:`CRITERION` (``test``, ``holds``) and
+    whether its mean agrees with the committed one within both intervals (``agrees``)."""
     from varsim.experiments.stats import holm
 
-    out = Path(outdir)
-    write_arm_settings(out)
-    alpha = CRITERION["alpha"]
-    rows, done, missing = [], [], []
-    for name, sl in SLICES.items():
-        path = out / name / "summary.json"
-        if not path.exists():
-            missing.append(name)
-            continue
-        new = read_json(path, what="slice summary", expect=dict)
-        if new.get("runs", {}).get("missing") or new.get("runs", {}).get("corrupt"):
-            missing.append(name)
-            continue
-        done.append(name)
-        old = committed_summary(sl["grid"])
-        old_rows = {_key(r): r for r in old["primary"] + old["controls"]}
-        for r in new["primary"] + new["controls"]:
-            o = old_rows[_key(r)]
-            stats = ("mean_diff", "ci_low", "ci_high", "p_ttest")
-            rows.append({"slice": name, "grid": sl["grid"], **{k: r.get(k) for k in GROUP_KEYS},
-                         "variant": r["variant"], "role": r.get("role", "remedy"),
-                         "committed": {**{k: o[k] for k in stats},
-                                       "significant": o.get("significant"), "behaves": o.get("behaves")},
-                         "arm": {k: r[k] for k in stats}})
     remedies = [r for r in rows if r["role"] == "remedy"]
     for r, p in zip(remedies, holm([r["arm"]["p_ttest"] for r in remedies])):
         r["arm"]["p_holm_arm"] = float(p)
@@ -204,18 +195,42 @@ def summarize(outdir) -> dict:
             r["test"], r["holds"] = "controls", not (a["p_ttest"] < alpha)
         r["holds"] = bool(r["holds"])
         r["agrees"] = abs(a["mean_diff"] - c["mean_diff"]) <= math.hypot(_half(a), _half(c)) + 1e-12
-    conclusions = []
+
+
+def _conclusions(rows: list[dict]) -> list[dict]:
+    """Each of :data:`CONCLUSIONS` with the comparisons behind it: it holds when every one of them holds."""
+    out = []
     for text, where in CONCLUSIONS.items():
         behind = [r for r in rows if all(r.get(k) == v for k, v in where.items())]
-        conclusions.append({"conclusion": text, "comparisons": len(behind),
-                            "holds": bool(behind) and all(r["holds"] for r in behind),
-                            "failed": [f"{r['variant']} ({r['test']})" for r in behind if not r["holds"]],
-                            "complete": bool(behind)})
+        out.append({"conclusion": text, "comparisons": len(behind),
+                    "holds": bool(behind) and all(r["holds"] for r in behind),
+                    "failed": [f"{r['variant']} ({r['test']})" for r in behind if not r["holds"]],
+                    "complete": bool(behind)})
+    return out
+
+
+def summarize(outdir) -> dict:
+    """Judge every primary comparison of the finished slices by :data:`CRITERION` against the committed grids;
+    write ``outdir/summary.json`` and ``outdir/table.md``; return the summary."""
+    from varsim._common.provenance import provenance
+
+    out = Path(outdir)
+    write_arm_settings(out)
+    rows, done, missing = [], [], []
+    for name, sl in SLICES.items():
+        path = out / name / "summary.json"
+        new = read_json(path, what="slice summary", expect=dict) if path.exists() else None
+        if new is None or new.get("runs", {}).get("missing") or new.get("runs", {}).get("corrupt"):
+            missing.append(name)
+            continue
+        done.append(name)
+        rows += _slice_rows(name, sl, new)
+    _judge(rows, CRITERION["alpha"])
     diffs = [d for name in done for d in _per_run_differences(name, out)]
     made = kernel_selection(committed_summary("remedies").get("provenance"))
     here = kernel_selection(provenance())
     summary = {"format": SUMMARY_FORMAT, "settings": _arm_settings(), "slices_done": done, "slices_missing": missing,
-               "committed_kernel": made, "arm_kernel": here, "comparisons": rows, "conclusions": conclusions,
+               "committed_kernel": made, "arm_kernel": here, "comparisons": rows, "conclusions": _conclusions(rows),
                "per_run": _difference_distribution(diffs), "provenance": provenance()}
     atomic_write_json(out / "summary.json", summary)
     atomic_write_text(out / "table.md", render_table(summary))

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from varsim._common.atomic import atomic_write_json
 from varsim._common.jsonio import JSONFileError, read_json
-from varsim.experiments.settings import ReproductionSettings, job_specs, run_id
+from varsim.experiments.settings import ReproductionSettings, cells, job_specs
 
 __all__ = ["RUN_FORMAT", "SETTINGS_FORMAT", "CorruptRun", "runs_dir", "run_path", "load_run",
            "read_settings", "write_settings", "load_results", "runs_by_cell", "SELECT_FORMAT", "SELECTION_FORMAT",
@@ -199,21 +199,10 @@ def load_results(outdir) -> dict:
 
 
 def runs_by_cell(settings: ReproductionSettings, runs: dict) -> dict:
-    """``{(task, arch, norm): {seed: record}}`` on the paper grid; on the remedies axis the keys are the cells
-    (:class:`varsim.experiments.settings.Cell`) of :func:`varsim.experiments.settings.cells`."""
-    if settings.remedies:
-        from varsim.experiments.settings import cells
-
-        return {cell: {s: runs[rid] for s in range(settings.seeds) if (rid := cell.run_id(s)) in runs}
-                for cell in cells(settings)}
-    cells = {}
-    for task in settings.tasks:
-        for arch in settings.architectures:
-            for norm in settings.norms:
-                cells[(task, arch, norm)] = {
-                    s: runs[rid] for s in range(settings.seeds) if (rid := run_id(task, arch, norm, s)) in runs
-                }
-    return cells
+    """``{cell: {seed: record}}`` for every cell (:class:`varsim.experiments.settings.Cell`) of
+    :func:`varsim.experiments.settings.cells`, in grid order."""
+    return {cell: {s: runs[rid] for s in range(settings.seeds) if (rid := cell.run_id(s)) in runs}
+            for cell in cells(settings)}
 
 
 def grid_run(checkpoint, config: dict | None) -> dict | None:

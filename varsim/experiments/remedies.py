@@ -40,10 +40,15 @@ from __future__ import annotations
 
 import math
 
+from varsim.experiments.grid_kind import GridKind
+from varsim.experiments.remedies_summary import REMEDIES_SUMMARY_FORMAT, summarize_remedies
+from varsim.experiments.remedies_table import render_variant_table
 from varsim.experiments.settings import REPLICATE_KEY, ReproductionSettings, _pow2
+from varsim.experiments.variant_axis import has_variant_axis
 
 __all__ = ["TRAINED_ATTENTIONS", "INFERENCE_ATTENTIONS", "RECIPES", "KEY_ENCODINGS", "REMEDIES",
-           "POSITIVE_CONTROLS", "NEGATIVE_CONTROLS", "PRIMARY", "PRIMARY_ENDPOINT", "remedies_settings"]
+           "POSITIVE_CONTROLS", "NEGATIVE_CONTROLS", "PRIMARY", "PRIMARY_ENDPOINT", "remedies_settings",
+           "REMEDIES_KIND"]
 
 #: trained variants: label -> ModelConfig overrides (logn's n0 is the largest training length, given explicitly)
 TRAINED_ATTENTIONS = {
@@ -125,3 +130,10 @@ def remedies_settings(*, quick: bool = False, seeds: int | None = None, root_see
             base["primary"]["length"] = max(base["eval_lengths"])
     return ReproductionSettings.from_dict(base)
 
+
+#: the grid kind of every grid with the variant axis (:mod:`varsim.experiments.variant_axis`): the variants' paired
+#: differences against softmax (:mod:`varsim.experiments.remedies_summary`) and their table
+REMEDIES_KIND = GridKind(
+    name="remedies", claims=has_variant_axis, summarize=summarize_remedies, summary_format=REMEDIES_SUMMARY_FORMAT,
+    table=render_variant_table,
+    title="varsim remedies: which attention variant repairs length generalization, under which recipe?")

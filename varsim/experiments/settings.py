@@ -7,12 +7,10 @@ Pairing: seed index ``s`` fixes the initialization seed, the training-data strea
 of every normalization and architecture (all derived from ``root_seed`` and ``s`` only), so "norm X minus none"
 is a paired difference per seed.
 
-Remedies axis (REMEDIES.md 4; off by default: the paper grid's specs and records carry no remedies key):
-``attentions`` (trained attention variants, each a label -> ModelConfig overrides), ``inference_attentions`` (weight
-maps applied at evaluation to the softmax-trained runs: same weights, same test sets), ``depths`` (``n_blocks``) and an
-``lr_grid`` selected per (task, architecture, norm, attention, depth) on in-distribution validation sets only (see
-:mod:`varsim.experiments.remedies`). A field at its default is left out of ``to_dict`` and of the specs, so a paper
-grid's ``settings.json`` and run records carry no remedies key (and the committed records stay valid).
+Variant axis (:mod:`varsim.experiments.variant_axis`, its fields and their validation; off by default: the paper
+grid's ``settings.json``, specs and records carry none of its keys, so the committed records stay valid): trained
+attention variants, inference-only maps, depths, a selected lr grid, recipes, key encodings, long test lengths and a
+pre-registered primary endpoint.
 """
 
 from __future__ import annotations
@@ -22,11 +20,12 @@ import json
 from typing import NamedTuple
 
 from varsim._common.validate import check_choice, check_fields, check_int, check_int_grid, check_real
+from varsim.experiments.variant_axis import BASELINE_ATTENTION, REMEDY_FIELDS, REPLICATE_KEY, check_variant_axis
 from varsim.tasks import TASK_REGISTRY
 
 __all__ = ["ReproductionSettings", "GRID_ARCHITECTURES", "DEFAULT_NORMS", "BASELINE_NORM", "BASELINE_ATTENTION",
-           "REMEDY_FIELDS", "GROUP_KEYS", "PRIMARY_KEYS", "RECIPE_KEYS", "REPLICATE_KEY", "Cell", "run_id",
-           "job_specs", "selection_specs", "cells", "is_decoder_grid"]
+           "REMEDY_FIELDS", "GROUP_KEYS", "REPLICATE_KEY", "Cell", "run_id",
+           "job_specs", "selection_specs", "cells"]
 
 #: the grid's architecture labels (not the model registry ``varsim.nn.architectures.ARCHITECTURES``) -> the
 #: :class:`varsim.nn.model.ModelConfig` fields each sets (its ``architecture``,
@@ -38,34 +37,12 @@ GRID_ARCHITECTURES = {"residual": {"residual": True}, "no_residual": {"residual"
                          for p in ("none", "rope", "alibi", "learned")}}
 
 
-def is_decoder_grid(settings: dict) -> bool:
-    """Whether the grid of ``settings`` (a settings dict, as in ``settings.json`` and a summary) trains causal
-    decoders only: every architecture of :data:`GRID_ARCHITECTURES` it names is the decoder, and it names one."""
-    archs = settings.get("architectures") or ()
-    return bool(archs) and all(GRID_ARCHITECTURES.get(a, {}).get("architecture") == "decoder" for a in archs)
-
-
 #: the paper grid's architectures (the default of ``architectures``)
 PAPER_ARCHITECTURES = ("residual", "no_residual")
 #: the tasks of the paper's grid (any registered task of varsim.tasks may be named in ``tasks``)
 PAPER_TASKS = ("argmax", "dictionary")
 DEFAULT_NORMS = ("none", "layernorm", "standardize", "layernorm_per_head")
 BASELINE_NORM = "none"
-#: the label of the trained baseline attention in ``attentions`` (the inference-only maps are applied to its runs)
-BASELINE_ATTENTION = "softmax"
-#: the remedies fields and their defaults (a field at its default is not written to settings or specs)
-REMEDY_FIELDS = {"attentions": {}, "inference_attentions": {}, "depths": (), "lr_grid": (), "lr_select_seeds": 2,
-                 "validation_lengths": (4, 8, 16), "validation_examples": 512, "recipes": {}, "key_encodings": (),
-                 "eval_long": {}, "primary": {}}
-#: the keys of a pre-registered primary endpoint (``primary``)
-PRIMARY_KEYS = ("length", "variants", "positive_controls", "negative_controls")
-#: the TrainConfig fields a recipe may set
-RECIPE_KEYS = ("optimizer", "lr", "schedule", "warmup", "min_lr_ratio", "weight_decay", "clip_norm")
-#: an ``attentions`` entry's key (besides the model keys) that makes it a replicate of softmax: the same map trained
-#: from another initialization and data stream (the trained arm's negative control)
-REPLICATE_KEY = "replicate"
-_MODEL_KEYS = ("attention", "attention_params", "attention_output", "attention_output_params")
-
 # Work keys under root_seed for each seed index s: (s, key) -> one independent stream per purpose.
 _SEED_KEYS = {"init": 0, "data": 1, "eval": 2, "in_distribution": 3, "probe": 4, "validation": 5,
               "init_replicate": 6, "data_replicate": 7}
@@ -153,109 +130,10 @@ class ReproductionSettings:
             set_(field, check_int(field, getattr(self, field), minimum=1))
         set_("probe_sets", check_int("probe_sets", self.probe_sets, minimum=2))
         set_("learned_threshold", check_real("learned_threshold", self.learned_threshold, minimum=0.0, maximum=1.0))
-        self._check_remedies(set_)
+        check_variant_axis(self, set_)
         for cell in cells(self):  # build one config per cell now, so bad overrides fail before any work
             self.train_config(cell.task, cell.norm, cell.architecture, 0, attention=cell.attention, depth=cell.depth,
                               recipe=cell.recipe, encoding=cell.encoding)
-
-    def _check_remedies(self, set_) -> None:
-        """Validate the remedies fields (attention variants through the registry, depths, lr grid)."""
-        from varsim.variants import CONTROLS, get_variant
-
-        for field in ("attentions", "inference_attentions"):
-            value = getattr(self, field)
-            if not isinstance(value, dict) or not all(isinstance(k, str) and k for k in value):
-                raise ValueError(f"{field} must be a dict label -> settings, got {value!r}")
-            set_(field, {k: dict(v) if isinstance(v, dict) else v for k, v in value.items()})
-        for label, ov in self.attentions.items():
-            if not isinstance(ov, dict) or set(ov) - set(_MODEL_KEYS) - {REPLICATE_KEY}:
-                raise ValueError(f"attentions[{label!r}] must be a dict of {', '.join(_MODEL_KEYS)}, got {ov!r}")
-            if REPLICATE_KEY in ov and (ov[REPLICATE_KEY] is not True or set(ov) != {REPLICATE_KEY}):
-                raise ValueError(f"attentions[{label!r}]: a replicate of softmax is {{{REPLICATE_KEY!r}: true}} alone, "
-                                 f"got {ov!r}")
-            if "-" in label:
-                raise ValueError(f"attentions label {label!r} must not contain '-' (it is part of run ids)")
-        if self.attentions and BASELINE_ATTENTION not in self.attentions:
-            raise ValueError(f"attentions must include the baseline {BASELINE_ATTENTION!r} (plain softmax)")
-        if self.attentions.get(BASELINE_ATTENTION, {}) not in ({}, {"attention": "softmax"}):
-            raise ValueError(f"attentions[{BASELINE_ATTENTION!r}] must be plain softmax ({{}})")
-        if self.inference_attentions and not self.attentions:
-            raise ValueError("inference_attentions need attentions (they are applied to the softmax-trained runs)")
-        for label, ov in self.inference_attentions.items():
-            if not isinstance(ov, dict) or set(ov) - {"attention", "params"} or "attention" not in ov:
-                raise ValueError(f"inference_attentions[{label!r}] must be {{'attention': NAME, 'params': {{...}}}}, "
-                                 f"got {ov!r}")
-            if label in self.attentions:
-                raise ValueError(f"inference_attentions label {label!r} is also a trained attention label")
-            if ov["attention"] in CONTROLS and CONTROLS[ov["attention"]].weight_map is None:
-                if ov.get("params"):
-                    raise ValueError(f"inference_attentions[{label!r}]: the control {ov['attention']!r} takes no "
-                                     "parameters")
-            else:
-                get_variant(ov["attention"]).check_params(ov.get("params") or {})  # ValueError naming the parameter
-        set_("depths", tuple(check_int("depths", d, minimum=1) for d in self.depths))
-        if len(set(self.depths)) != len(self.depths):
-            raise ValueError(f"depths has duplicates: {list(self.depths)}")
-        grid = tuple(check_real("lr_grid", v, minimum=0.0, strict_min=True) for v in self.lr_grid)
-        if len(set(grid)) != len(grid):
-            raise ValueError(f"lr_grid has duplicates: {list(grid)}")
-        set_("lr_grid", grid)
-        set_("lr_select_seeds", check_int("lr_select_seeds", self.lr_select_seeds, minimum=1))
-        if self.lr_grid and self.lr_select_seeds > self.seeds:
-            raise ValueError(f"lr_select_seeds ({self.lr_select_seeds}) must be <= seeds ({self.seeds})")
-        vl = tuple(int(v) for v in check_int_grid("validation_lengths", self.validation_lengths))
-        set_("validation_lengths", vl)
-        set_("validation_examples", check_int("validation_examples", self.validation_examples, minimum=1))
-        if self.lr_grid and "lr" in self.train:
-            raise ValueError("train may not set lr when lr_grid is given: the grid chooses it")
-        if not isinstance(self.recipes, dict):
-            raise ValueError(f"recipes must be a dict label -> TrainConfig overrides, got {self.recipes!r}")
-        for label, ov in self.recipes.items():
-            if not isinstance(label, str) or not label or "-" in label:
-                raise ValueError(f"recipes label {label!r} must be a non-empty name without '-' (part of run ids)")
-            if not isinstance(ov, dict) or set(ov) - set(RECIPE_KEYS):
-                raise ValueError(f"recipes[{label!r}] must be a dict of {', '.join(RECIPE_KEYS)}, got {ov!r}")
-        set_("recipes", {k: dict(v) for k, v in self.recipes.items()})
-        if self.recipes and self.lr_grid:
-            raise ValueError("recipes and lr_grid exclude each other: a recipe states its lr, nothing is selected")
-        if self.recipes and set(RECIPE_KEYS) & set(self.train) & {k for v in self.recipes.values() for k in v}:
-            raise ValueError("train may not set a field that a recipe sets")
-        from varsim.tasks import KEY_ENCODINGS
-
-        if isinstance(self.key_encodings, str):
-            raise ValueError(f"key_encodings must be a list of names, got {self.key_encodings!r}")
-        set_("key_encodings", tuple(check_choice("key_encodings", e, KEY_ENCODINGS) for e in self.key_encodings))
-        if len(set(self.key_encodings)) != len(self.key_encodings):
-            raise ValueError(f"key_encodings has duplicates: {list(self.key_encodings)}")
-        if self.key_encodings and "key_encoding" in self.model:
-            raise ValueError("model may not set key_encoding when key_encodings is given")
-        if self.eval_long:
-            if not isinstance(self.eval_long, dict) or set(self.eval_long) != {"lengths", "examples"}:
-                raise ValueError(f"eval_long must be {{'lengths': [...], 'examples': n}}, got {self.eval_long!r}")
-            lengths = tuple(int(v) for v in check_int_grid("eval_long.lengths", self.eval_long["lengths"]))
-            if any(b <= a for a, b in zip(lengths, lengths[1:])) or lengths[0] <= self.eval_lengths[-1]:
-                raise ValueError("eval_long.lengths must be strictly increasing and above every eval_lengths, got "
-                                 f"{list(lengths)}")
-            set_("eval_long", {"lengths": lengths,
-                               "examples": check_int("eval_long.examples", self.eval_long["examples"], minimum=1)})
-        if self.primary:
-            p = self.primary
-            if not isinstance(p, dict) or set(p) != set(PRIMARY_KEYS):
-                raise ValueError(f"primary must be a dict of {', '.join(PRIMARY_KEYS)}, got {p!r}")
-            if p["length"] not in self.eval_lengths:
-                raise ValueError(f"primary.length {p['length']!r} must be one of eval_lengths "
-                                 f"{list(self.eval_lengths)}")
-            labels = (set(self.attentions) | set(self.inference_attentions)) - {BASELINE_ATTENTION}
-            for key in PRIMARY_KEYS[1:]:
-                if isinstance(p[key], str) or not all(v in labels for v in p[key]):
-                    raise ValueError(f"primary.{key} must list variant labels of the grid "
-                                     f"({', '.join(sorted(labels))}), got {p[key]!r}")
-            set_("primary", {"length": int(p["length"]), **{k: tuple(p[k]) for k in PRIMARY_KEYS[1:]}})
-        if (self.attentions or self.depths or self.lr_grid) and "n_blocks" in self.model and self.depths:
-            raise ValueError("model may not set n_blocks when depths is given")
-        fixed = set(_MODEL_KEYS) & set(self.model)
-        if fixed and self.attentions:
-            raise ValueError(f"model overrides may not set {sorted(fixed)} when attentions is given")
 
     @property
     def remedies(self) -> bool:

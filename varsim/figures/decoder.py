@@ -2,8 +2,8 @@
 decoder`` (and ``--preset decoder_constant``) directories (the same summary as the remedies grid's,
 :mod:`varsim.experiments.remedies_summary`), or the summaries of the last full decoder runs shipped with the package
 (:data:`COMMITTED_DIRS`, written by ``python -m varsim.figures.decoder RESULTS_DIR``). A build without either skips
-the decoder figures with one line, as the remedies figures are skipped (:class:`varsim.figures.remedies.
-RemediesSource`, whose loading and checks this source shares).
+the decoder figures with one line, as the remedies figures are skipped (the loading and checks of
+:class:`varsim.figures.remedies.GridSummarySource`, for the grid kind ``decoder``).
 
 The experiment has arms, one per training recipe (:data:`varsim.experiments.decoder_grid.SCHEDULES`): the
 pre-registered grid (cosine decay) and the recipe check (a constant learning rate). The accuracy figure draws the
@@ -14,9 +14,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from varsim.experiments.decoder_grid import SCHEDULES
-from varsim.experiments.settings import is_decoder_grid
 
-from .remedies import RemediesSource, recipe_label, write_committed
+from .remedies import GridSummarySource, grid_summary, recipe_label, write_committed
 
 __all__ = ["DecoderSource", "COMMITTED_DIR", "COMMITTED_DIRS", "write_committed_decoder", "position_label"]
 
@@ -36,14 +35,14 @@ def position_label(architecture: str) -> str:
     return POSITION_WORDS.get(pos, pos)
 
 
-class DecoderSource(RemediesSource):
+class DecoderSource(GridSummarySource):
     """The decoder numbers of one ``varsim figures`` call: the results directories ``decoder_results`` (one path or
     several, one per arm, the first drawn by the accuracy figure), else the committed summaries
     (:data:`COMMITTED_DIRS`) when this build has the first arm's, else none (the figures are skipped).
     ``committed`` replaces the first committed arm and drops the others (tests)."""
 
+    KIND = PRESET = "decoder"
     OPTION = "decoder_results"
-    PRESET = "decoder"
 
     def __init__(self, results=None, *, quick: bool = False, committed=None):
         dirs = None if results is None else [results] if isinstance(results, (str, Path)) else list(results)
@@ -61,10 +60,6 @@ class DecoderSource(RemediesSource):
     def load(self) -> dict:
         if self._data is None:
             data = super().load()
-            if not is_decoder_grid(data["settings"]):  # a remedies grid has the same summary format
-                raise ValueError(f"{self.OPTION}: {data['source']!r} is not a decoder summary (its grid trains "
-                                 f"{', '.join(map(str, data['settings'].get('architectures') or []))}); give a "
-                                 f"`varsim reproduce DIR --preset {self.PRESET}` directory")
             train = data["settings"].get("train", {})
             data["recipe"] = {"schedule": train.get("schedule"), "lr": train.get("lr")}
             data["recipe_label"] = recipe_label(data["recipe"])
@@ -96,13 +91,7 @@ def write_committed_decoder(results, dest=None, *, allow_incomplete: bool = Fals
     preset. Default ``dest``: its arm's directory in :data:`COMMITTED_DIRS`, found from the learning-rate schedule in
     its settings (ValueError for a schedule no arm has: give ``dest``). A grid that is not a decoder grid (a remedies
     run, say) is refused, so it cannot overwrite a decoder arm."""
-    from .remedies import read_summary
-
-    settings = read_summary(results, "results", preset="decoder")["settings"]
-    if not is_decoder_grid(settings):
-        raise ValueError(f"results: {results} is not a decoder grid (architectures "
-                         f"{', '.join(map(str, settings.get('architectures') or []))}); run `varsim reproduce "
-                         f"{results} --preset decoder` into a directory of its own")
+    settings = grid_summary(results, "decoder")["settings"]
     if dest is None:
         schedule = settings.get("train", {}).get("schedule")
         arm = {v: k for k, v in SCHEDULES.items()}.get(schedule)

@@ -26,7 +26,8 @@ from pathlib import Path
 
 from varsim.tasks import chance_level
 
-__all__ = ["RemediesSource", "COMMITTED_DIR", "COMMITTED_FILES", "write_committed", "read_summary", "header",
+__all__ = ["GridSummarySource", "RemediesSource", "grid_of", "grid_summary",
+           "COMMITTED_DIR", "COMMITTED_FILES", "write_committed", "read_summary", "header",
            "source_of", "chance_of", "panels_of", "panel_key", "PANEL_KEYS", "recipes_of", "recipe_label",
            "FAMILIES", "family_of", "family_variants", "variant_style", "variant_label", "groups_by_key",
            "REMEDY_COLORS", "FAIL_COLOR", "log2_axis", "draw_gain", "significance_entries"]
@@ -60,17 +61,21 @@ CONTROL_WORDS = {"oracle": "positive control: all weight on the correct item, th
                  "positive_control": "positive control", "negative_control": "null control"}
 
 
-class RemediesSource:
-    """The remedies numbers of one ``varsim figures`` call: the results directory ``results``, else the committed
-    summary (:data:`COMMITTED_DIR`) when this build has one, else none (the figures are skipped).
+class GridSummarySource:
+    """The numbers of one ``varsim figures`` call from the summary of a grid of kind :attr:`KIND` (a name of
+    :data:`varsim.experiments.aggregation.GRID_KINDS`, and of :data:`varsim.figures.SOURCES`): the results directory
+    ``results``, else the committed summary ``committed`` when this build has one, else none (the figures are
+    skipped). A summary of another kind is refused (ValueError naming :attr:`OPTION`).
 
     ``quick``: the figures of a results directory are stamped "smoke test, not results" (also when its runs are
     the quick preset's tiny models, at most :data:`QUICK_STEPS` training steps); the committed numbers are real
     results in either mode.
 
-    A subclass for another grid of the same summary format sets :attr:`OPTION` and :attr:`PRESET` (its messages
-    follow) and :meth:`committed_label` (:class:`varsim.figures.decoder.DecoderSource`)."""
+    A subclass per kind sets :attr:`KIND`, :attr:`OPTION` and :attr:`PRESET` (its messages follow) and
+    :meth:`committed_label` (:class:`RemediesSource`, :class:`varsim.figures.decoder.DecoderSource`)."""
 
+    #: the grid kind whose summaries this source draws
+    KIND = "remedies"
     #: the option of :func:`varsim.figures.make` (and, with dashes, of ``varsim figures``) that names a results dir
     OPTION = "remedies_results"
     #: the ``varsim reproduce --preset`` that makes the data
@@ -78,7 +83,7 @@ class RemediesSource:
 
     def __init__(self, results=None, *, quick: bool = False, committed=None):
         self.results = None if results is None else self.checked_dir(results)
-        self.committed = Path(COMMITTED_DIR if committed is None else committed)
+        self.committed = Path(committed)
         self.quick = bool(quick)
         self._data: dict | None = None
 
@@ -94,7 +99,7 @@ class RemediesSource:
 
     def committed_label(self) -> str:
         """How footers name the committed summary: its place in the repository."""
-        return "varsim/figures/data/remedies"
+        return f"varsim/figures/data/{self.PRESET}"
 
     @property
     def from_committed(self) -> bool:
@@ -109,7 +114,7 @@ class RemediesSource:
         self.load()
 
     @classmethod
-    def from_options(cls, options: dict) -> RemediesSource:
+    def from_options(cls, options: dict) -> GridSummarySource:
         """The source :func:`varsim.figures.make`'s arguments ``options`` ask for."""
         return cls(options[cls.OPTION], quick=options["quick"])
 
@@ -142,6 +147,10 @@ class RemediesSource:
         where = self.committed if committed else self.results
         summary = read_summary(where, self.OPTION, preset=self.PRESET)
         st = summary["settings"]
+        if grid_of(summary) != self.KIND:
+            raise ValueError(f"{self.OPTION}: {str(where)!r} is not a {self.KIND} summary (its grid trains "
+                             f"{', '.join(map(str, st.get('architectures') or []))}); give a `varsim reproduce DIR "
+                             f"--preset {self.PRESET}` directory")
         tiny = int(st.get("train", {}).get("steps", QUICK_STEPS + 1)) <= QUICK_STEPS
         runs = summary.get("runs", {})
         prov = summary.get("provenance") or {}
@@ -157,21 +166,51 @@ class RemediesSource:
         return self._data
 
 
-def read_summary(directory, name: str = "results", *, preset: str = "remedies") -> dict:
-    """The remedies ``summary.json`` of ``directory``; ValueError naming ``name`` (and the ``varsim reproduce
-    --preset`` that writes it) when it is missing, unreadable or not a summary of that preset's format."""
-    from varsim._common.jsonio import read_json
-    from varsim.experiments.remedies_summary import REMEDIES_SUMMARY_FORMAT
+class RemediesSource(GridSummarySource):
+    """The remedies numbers: a ``varsim reproduce DIR --preset remedies`` directory, else the committed summary
+    (:data:`COMMITTED_DIR`)."""
 
+    KIND = PRESET = "remedies"
+    OPTION = "remedies_results"
+
+    def __init__(self, results=None, *, quick: bool = False, committed=None):
+        super().__init__(results, quick=quick, committed=COMMITTED_DIR if committed is None else committed)
+
+
+def grid_of(summary: dict) -> str:
+    """The name of the grid kind (:func:`varsim.experiments.aggregation.kind_of`) of a summary's settings."""
+    from varsim.experiments.aggregation import kind_of
+
+    return kind_of(summary["settings"]).name
+
+
+def read_summary(directory, name: str = "results", *, preset: str = "remedies") -> dict:
+    """The ``summary.json`` of ``directory``; ValueError naming ``name`` (and the ``varsim reproduce --preset`` that
+    writes it) when it is missing, unreadable or not of the summary format of the grid kind ``preset``."""
+    from varsim._common.jsonio import read_json
+    from varsim.experiments.aggregation import grid_kind
+
+    expected = grid_kind(preset).summary_format
     path = Path(directory) / "summary.json"
     if not path.is_file():
         raise ValueError(f"{name}: {str(path)!r} not found; run `varsim reproduce {directory} --preset {preset}` "
                          "(or --aggregate-only) first")
     summary = read_json(path, what=f"{name}: {preset} summary", expect=None)
-    if not isinstance(summary, dict) or summary.get("format") != REMEDIES_SUMMARY_FORMAT:
+    if not isinstance(summary, dict) or summary.get("format") != expected:
         got = summary.get("format") if isinstance(summary, dict) else type(summary).__name__
         raise ValueError(f"{name}: {str(path)!r} is not a {preset} summary (format {got!r}, expected "
-                         f"{REMEDIES_SUMMARY_FORMAT!r}; a paper-grid directory goes to --results)")
+                         f"{expected!r}; a paper-grid directory goes to --results)")
+    return summary
+
+
+def grid_summary(results, preset: str) -> dict:
+    """The summary of the results directory ``results`` (:func:`read_summary`), refused (ValueError naming
+    ``results``) when its grid is not of the kind ``preset``."""
+    summary = read_summary(results, "results", preset=preset)
+    if grid_of(summary) != preset:
+        raise ValueError(f"results: {results} is not a {preset} grid (architectures "
+                         f"{', '.join(map(str, summary['settings'].get('architectures') or []))}); run `varsim "
+                         f"reproduce {results} --preset {preset}` into a directory of its own")
     return summary
 
 
@@ -180,12 +219,13 @@ def write_committed(results, dest=COMMITTED_DIR, *, allow_incomplete: bool = Fal
     """Copy the remedies summary of the results directory ``results`` with its table and settings to ``dest``
     (default: the package data, :data:`COMMITTED_DIR`), remove the files of an older format there
     (:data:`OBSOLETE_FILES`); return the written paths. Refused (ValueError, nothing written) for a directory that is
-    not a remedies run of this summary format or lacks one of :data:`COMMITTED_FILES`, and for a summary with missing
-    or corrupt runs unless ``allow_incomplete``. ``preset``: the ``varsim reproduce --preset`` the messages name."""
+    not a grid of the kind ``preset`` (its summary format and its settings) or lacks one of :data:`COMMITTED_FILES`,
+    and for a summary with missing or corrupt runs unless ``allow_incomplete``. ``preset``: the grid kind, and the
+    ``varsim reproduce --preset`` the messages name."""
     from varsim._common.atomic import atomic_write_bytes
 
     src = Path(results)
-    summary = read_summary(src, "results", preset=preset)
+    summary = grid_summary(src, preset)
     runs = summary.get("runs", {})
     if (runs.get("missing") or runs.get("corrupt")) and not allow_incomplete:
         raise ValueError(f"results: {src} has {len(runs.get('missing', []))} missing and "
