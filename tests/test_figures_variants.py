@@ -6,6 +6,7 @@ import json
 
 import numpy as np
 import pytest
+from registry_checks import check_variant_in_figure
 
 import varsim.figures as figures
 from varsim.figures import _style
@@ -114,3 +115,10 @@ def test_legend_kind_is_the_registry_entrys_not_the_first_cells(quick, monkeypat
     labels = {t.get_text() for leg in f.legends for t in leg.get_texts()}
     assert "top-k (k = 16): MC + bound" in labels, labels
     _style.plt.close(f)
+
+
+@pytest.mark.parametrize("name", list(VARIANTS))
+def test_every_registered_map_is_drawn_in_its_familys_row_unless_a_control(name):
+    """Each map but the controls' is drawn from a small sweep with its own marker and label, in its family's row
+    (the baseline in every row). Catches a map placed by a list of names kept in the figure."""
+    check_variant_in_figure(name)
