@@ -53,15 +53,14 @@ it (``varsim.sim._variant_codes``); ``trainable``, whether the transformer has a
 (:data:`TRAINABLE_MAPS`; the others, :data:`INFERENCE_ONLY_MAPS`, are applied to trained models only). The CLI flags
 of its parameters are generated from ``params`` (``varsim.cli._options``).
 
-Adding a variant: its entry here (reference, parameters, capabilities); a Numba branch in ``varsim/sim/_kernels_map.py``
-(with its name in :data:`KERNELS` and its code in ``varsim/sim/_variant_codes.py``) unless it is a softmax with an
-N-dependent temperature (``beta_factor_fn``) or reuses a branch; a forward/backward pair in ``varsim/nn/weightmaps.py``
-if it is trainable (an inference-only map runs this reference unless it gets a faster forward there); its legend
-label in ``varsim/figures/fig_variants_ipr.py`` (the figure shows every map but the controls); a function in
-``varsim/theory/remedies.py`` and a table view in ``varsim/cli/theory.py`` only for a new theory kind. The
-registry-parametrised tests
-(``tests/test_variant_capabilities.py``, ``tests/test_nn_variants.py``, ``tests/test_sim_variants_kernels.py``) then
-cover it; ``tests/test_variants.py`` pins the list of REMEDIES.
+Adding a variant: its entry here (reference, parameters, capabilities, and the legend ``label``, ``family`` and
+``marker`` of ``fig_variants_ipr``, which shows every map but the controls); a Numba branch in
+``varsim/sim/_kernels_map.py`` (with its name in :data:`KERNELS` and its code in ``varsim/sim/_variant_codes.py``)
+unless it is a softmax with an N-dependent temperature (``beta_factor_fn``) or reuses a branch; a forward/backward
+pair in ``varsim/nn/weightmaps.py`` if it is trainable (an inference-only map runs this reference unless it gets a
+faster forward there); a function in ``varsim/theory/remedies.py`` and a table view in ``varsim/cli/theory.py`` only
+for a new theory kind. The registry-parametrised tests (``tests/registry_checks.py`` and the tests calling it) then
+cover it with no test edited (DEVELOPING.md).
 
 Output normalizations (:data:`OUTPUT_NORMALIZATIONS`): ``ipr_norm``, ``o' = (o - (sum_i w_i) vbar) / sqrt(sum_i
 w_i^2)`` with ``vbar`` the per-example mean of the values (THEORY 4b); it complements the model's existing
