@@ -111,7 +111,7 @@ def test_causal_attention_is_causal(positions):
     assert np.abs(out[:, 3:] - out2[:, 3:]).min() > 1e-6
 
 
-@pytest.mark.parametrize("name", ["softmax", "ssmax", "logn", "sigmoid", "entmax15"])
+@pytest.mark.parametrize("name", TRAINABLE_MAPS)
 @pytest.mark.parametrize("positions", ["rope", "alibi"])
 def test_attention_rows_match_the_training_path(name, positions):
     x, w, bias, theta, h, kw = _attention_case(name, "none", positions, False, True)
