@@ -82,7 +82,7 @@ from typing import Callable
 
 import numpy as np
 
-from varsim._common.registry import lookup, register
+from varsim._common.registry import Registry
 
 __all__ = [
     "Param",
@@ -474,7 +474,7 @@ _BETA0 = Param("beta0", "real", default=1.0, minimum=0.0, maximum=1e30, strict=T
 _K = Param("k", "int", default=8, minimum=1, maximum=2**62, help="topk: number of kept logits k >= 1", flag="--topk")
 
 _RESCALED, _OTHER = FAMILIES
-VARIANTS: dict[str, Variant] = {}
+VARIANTS = Registry("attention", kind=Variant)
 
 
 def register_variant(variant: Variant) -> Variant:
@@ -482,7 +482,7 @@ def register_variant(variant: Variant) -> Variant:
     taken = {v.marker: k for k, v in VARIANTS.items()}
     if isinstance(variant, Variant) and variant.marker in taken:
         raise ValueError(f"attention {variant.name!r}: marker {variant.marker!r} is already {taken[variant.marker]}'s")
-    return register(VARIANTS, variant, what="attention", kind=Variant)
+    return VARIANTS.add(variant)
 
 
 for _variant in (
@@ -538,24 +538,19 @@ class Control:
     needs_correct_item: bool
 
 
-CONTROLS: dict[str, Control] = {}
+CONTROLS = Registry("control", kind=Control)
 for _control in (
     Control("oracle", "the query token attends only to the correct item (weight 1), in every block", "positive",
             None, True),
     Control("permuted_softmax", "softmax up to the summation order of its normalizer", "negative",
             "permuted_softmax", False),
 ):
-    register(CONTROLS, _control, what="control", kind=Control)
+    CONTROLS.add(_control)
 
 
-def get_control(name: str) -> Control:
-    """The control registered as ``name``; an unknown name raises ``ValueError``."""
-    return lookup(CONTROLS, name, param="control")
-
-
-def get_variant(name: str) -> Variant:
-    """The weight map registered as ``name``; an unknown name raises ``ValueError`` listing the valid ones."""
-    return lookup(VARIANTS, name, param="attention")
+#: the control registered as a name, or the weight map; an unknown name raises ``ValueError`` listing the valid ones
+get_control = CONTROLS.find
+get_variant = VARIANTS.find
 
 
 def check_params(name: str, params: dict | None = None, **kwargs) -> dict:
@@ -615,13 +610,9 @@ class OutputNormalization:
                                    {**(params or {}), **kwargs})
 
 
-OUTPUT_NORMALIZATIONS: dict[str, OutputNormalization] = {}
-register(OUTPUT_NORMALIZATIONS, OutputNormalization(
+OUTPUT_NORMALIZATIONS = Registry("output normalization", kind=OutputNormalization)
+OUTPUT_NORMALIZATIONS.add(OutputNormalization(
     "ipr_norm", "(o - sum(w) vbar) / sqrt(sum w^2 + eps)",
     (Param("eps", "real", default=0.0, minimum=0.0, help="added to sum w^2 under the square root"),), ipr_norm,
-), what="output normalization", kind=OutputNormalization)
-
-
-def get_output_normalization(name: str) -> OutputNormalization:
-    """The output normalization registered as ``name``; an unknown name raises listing the valid ones."""
-    return lookup(OUTPUT_NORMALIZATIONS, name, param="output normalization")
+))
+get_output_normalization = OUTPUT_NORMALIZATIONS.find

@@ -14,7 +14,7 @@ import dataclasses
 
 import numpy as np
 
-from varsim._common.registry import lookup, register
+from varsim._common.registry import Registry
 from varsim._common.validate import check_int
 
 __all__ = ["Field", "Task", "register_task", "get_task", "TASK_REGISTRY"]
@@ -172,7 +172,7 @@ def _check_field(f: Field, a, mask: np.ndarray, vocab: dict) -> np.ndarray:
     return a
 
 
-TASK_REGISTRY: dict[str, Task] = {}
+TASK_REGISTRY = Registry("task", kind=Task)
 
 
 def register_task(task: Task) -> Task:
@@ -187,12 +187,11 @@ def register_task(task: Task) -> Task:
                                  f"{other.vocab[k]}")
     if task.output_vocab not in task.vocab:
         raise ValueError(f"task {task.name!r}: output_vocab {task.output_vocab!r} is not one of its vocab")
-    return register(TASK_REGISTRY, task, what="task")
+    return TASK_REGISTRY.add(task)
 
 
-def get_task(name) -> Task:
-    """The registered task ``name``; ValueError naming ``task`` and the choices otherwise."""
-    return lookup(TASK_REGISTRY, name, param="task")
+#: the registered task of a name; ValueError naming ``task`` and the choices otherwise
+get_task = TASK_REGISTRY.find
 
 
 def check_vocab_sizes(vocab: dict) -> dict:
