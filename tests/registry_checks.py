@@ -127,6 +127,18 @@ def check_task_batches(name: str, seed: int = 0, set_sizes=(1, 5, (2, 12), (1, 1
     assert task.chance(vocab) == 1 / task.n_outputs(vocab)
 
 
+def check_task_in_cli(name: str) -> None:
+    """``varsim train --help`` names the task under ``--task``."""
+    import argparse
+
+    from varsim.cli import train
+
+    parser = argparse.ArgumentParser()
+    train.register(parser)
+    (action,) = [a for a in parser._actions if "--task" in a.option_strings]
+    assert name in action.help.replace(",", " ").split(), action.help
+
+
 def tasks_read_by(architecture: str) -> list[str]:
     """The registered tasks a model of ``architecture`` reads: a sequence model every task, another only tasks whose
     items are one token each."""

@@ -18,6 +18,7 @@ from registry_checks import (
     check_figure_replot,
     check_figure_written,
     check_task_batches,
+    check_task_in_cli,
     check_task_models,
     check_variant_declared,
     check_variant_in_figure,
@@ -116,6 +117,7 @@ def test_a_registered_weight_map_passes_the_generic_checks(half_softmax):
 
 def test_a_registered_task_passes_the_generic_checks(argmin_task):
     check_task_batches(argmin_task)
+    check_task_in_cli(argmin_task)
     check_task_models(argmin_task)
 
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from registry_checks import check_task_batches, check_task_models
+from registry_checks import check_task_batches, check_task_in_cli, check_task_models
 
 from varsim.tasks import DEFAULT_TRAIN_RANGE, TASK_REGISTRY, check_set_size, make_batch
 
@@ -108,6 +108,7 @@ def test_every_registered_task_draws_valid_batches(task):
     """Schema, sizes, mask prefix, target class, correct item (with keys: the query's), same seed same batch, default
     training range, chance. Catches a task whose correct item is padding or whose target is outside its classes."""
     check_task_batches(task)
+    check_task_in_cli(task)
 
 
 @pytest.mark.parametrize("task", list(TASK_REGISTRY))
