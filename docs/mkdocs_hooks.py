@@ -263,23 +263,25 @@ def plain_text(text: str) -> str:
     return "".join(p if p.startswith("`") else re.sub(r"([\[\]*_\\])", r"\\\1", p) for p in parts)
 
 
+#: the gallery's sections in order, each the figures of one data source (``varsim.figures.data_source``; None: the
+#: figures that compute their own data), in registry order
 GALLERY_GROUPS = (
-    ("Theory", "fig_variance_vs_n fig_decay_exponent fig_random_query fig_variants_ipr"),
-    ("Reproduction", "fig_repro_"),
-    ("Remedies", "fig_remedies_"),
-    ("Real pretrained models", "fig_probe_"),
-    ("Causal decoder", "fig_decoder_"),
+    ("Theory", None),
+    ("Reproduction", "reproduction"),
+    ("Remedies", "remedies"),
+    ("Real pretrained models", "probe"),
+    ("Causal decoder", "decoder"),
 )
 
 
 def gallery_markdown() -> str:
     """Every figure of the registry, grouped, with its caption; the figures are drawn in on_files."""
-    from varsim.figures import FIGURES
+    from varsim.figures import FIGURES, data_source
 
     parts, seen = [], set()
     no_data = set(without_data())
-    for group, selector in GALLERY_GROUPS:
-        names = [n for n in FIGURES if n in selector.split() or (selector.endswith("_") and n.startswith(selector))]
+    for group, kind in GALLERY_GROUPS:
+        names = [n for n in FIGURES if data_source(n) == kind]
         parts.append(f"## {group}\n")
         for name in names:
             seen.add(name)
@@ -293,7 +295,7 @@ def gallery_markdown() -> str:
                          f"<figcaption markdown>`{name}`</figcaption>\n</figure>\n\n{rest}\n")
     left = [n for n in FIGURES if n not in seen]
     if left:
-        raise PluginError(f"gallery: figures in no group of GALLERY_GROUPS: {', '.join(left)}")
+        raise PluginError(f"gallery: figures of a data source in no group of GALLERY_GROUPS: {', '.join(left)}")
     return "\n".join(parts)
 
 

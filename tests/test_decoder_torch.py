@@ -9,6 +9,7 @@ import pytest
 torch = pytest.importorskip("torch", reason="torch (CPU) is not installed: optional reference")
 
 from decoder_torch import torch_decoder, torch_inputs  # noqa: E402
+from registry_checks import tasks_read_by  # noqa: E402
 
 from varsim.nn import Decoder, ModelConfig  # noqa: E402
 from varsim.tasks import make_batch  # noqa: E402
@@ -35,7 +36,7 @@ def _compare(task, **kw):
 
 @pytest.mark.parametrize("positions", ["none", "learned", "rope", "alibi"])
 @pytest.mark.parametrize("pre_ln", [True, False])
-@pytest.mark.parametrize("task", ["argmax", "dictionary", "recall"])
+@pytest.mark.parametrize("task", tasks_read_by("decoder"))
 def test_decoder_matches_torch(task, positions, pre_ln):
     _compare(task, positions=positions, pre_ln=pre_ln)
 

@@ -8,6 +8,7 @@ overlap, and the column style's figures are 3.3 in wide."""
 
 from __future__ import annotations
 
+import importlib
 import io
 import itertools
 
@@ -17,7 +18,7 @@ import pytest
 from varsim import figures
 from varsim.figures import _style
 
-#: tiny parameters of the figures that compute their data (seconds each)
+#: tiny parameters of the figures that compute their data (seconds each; quick mode for one not listed)
 TINY = {
     "fig_variance_vs_n": dict(quick=True, betas=(0.5, 1.0, 2.0, 3.0), n_max=256, sequences=64),
     "fig_decay_exponent": dict(quick=True),
@@ -27,34 +28,18 @@ TINY = {
 
 
 _SOURCES: dict = {}
+#: the options of ``varsim figures`` with no results given: each source's committed data
+_OPTIONS = {"quick": False, "seed": 0, "results": None, "rerun": False, "progress": False, "probe_results": None,
+            "remedies_results": None, "decoder_results": None}
 
 
 def _source(name):
-    """One source per kind for the whole module (the committed records are read once)."""
-    kind = name.split("_")[1]
-    if kind not in _SOURCES:
-        _SOURCES[kind] = _new_source(kind)
-    return _SOURCES[kind]
-
-
-def _new_source(kind):
-    if kind == "repro":
-        from varsim.figures.reproduction import ReproductionSource
-
-        return ReproductionSource(quick=False, seed=0, results=None, rerun=False, progress=False)
-    if kind == "probe":
-        from varsim.figures.probe import ProbeSource
-
-        return ProbeSource(None)
-    if kind == "remedies":
-        from varsim.figures.remedies import RemediesSource
-
-        return RemediesSource(None, quick=False)
-    if kind == "decoder":
-        from varsim.figures.decoder import DecoderSource
-
-        return DecoderSource(None, quick=False)
-    return None
+    """The data source figure ``name`` declares, one per kind for the whole module (committed data read once)."""
+    kind = figures.data_source(name)
+    if kind is not None and kind not in _SOURCES:
+        module, cls = figures.SOURCES[kind]
+        _SOURCES[kind] = getattr(importlib.import_module(module), cls).from_options(_OPTIONS)
+    return _SOURCES.get(kind)
 
 
 @pytest.fixture(scope="module")
@@ -62,7 +47,7 @@ def datasets():
     out = {}
     for name in figures.FIGURES:
         module = figures.load(name)
-        params = TINY.get(name)
+        params = TINY.get(name, {"quick": True} if figures.data_source(name) is None else None)
         if params is not None:
             out[name] = _style.jsonable(module.compute(seed=0, **params))
         elif not getattr(_source(name), "available", True):

@@ -6,11 +6,12 @@ import json
 
 import numpy as np
 import pytest
+from registry_checks import check_variant_in_figure
 
 import varsim.figures as figures
 from varsim.figures import _style
 from varsim.figures import fig_variants_ipr as fig
-from varsim.variants import CONTROLS, WEIGHT_MAPS
+from varsim.variants import BASELINE, CONTROLS, FAMILIES, VARIANTS, WEIGHT_MAPS
 
 
 @pytest.fixture(scope="module")
@@ -37,10 +38,11 @@ def test_registered_and_writes_png_pdf_json(quick):
 
 
 def test_one_panel_per_beta_and_a_legend_entry_for_every_variant(quick):
-    """Two columns of panels (beta = 1, 2), every weight map of the registry in one of their two rows (at most six
-    lines a panel); the legend names all of them.
+    """Two columns of panels (beta = 1, 2), every weight map of the registry in its family's row with its own
+    marker (the baseline in every row); the legend names all of them with their registry labels.
 
-    Catches a variant silently dropped from the sweep or the legend (e.g. a registry variant with no spec here)."""
+    Catches a variant silently dropped from the sweep or the legend, drawn in another family's row, or two variants
+    sharing a marker (a marker list that wraps)."""
     data = quick[2]
     assert [p["beta"] for p in data["panels"]] == [1.0, 2.0]
     for panel in data["panels"]:
@@ -49,13 +51,19 @@ def test_one_panel_per_beta_and_a_legend_entry_for_every_variant(quick):
         for s in panel["series"]:
             assert len(s["n"]) == 4 and all(v is not None and v > 0 for v in s["ipr"] + s["ipr_se"])
     f = fig.draw(data)
-    axes = [ax for ax in f.axes if ax.get_title()]  # rows: rescaled softmax, the other maps; columns: beta
-    assert [ax.get_title().split("\n")[0] for ax in axes] == [r"$\beta = 1$", r"$\beta = 2$"] * 2
-    drawn = [{line.get_color() for line in ax.get_lines()} for ax in axes]
-    assert all(len(colours) <= 6 for colours in drawn)  # at most five variants and a band edge per panel
+    axes = [ax for ax in f.axes if ax.get_title()]  # rows: the families; columns: beta
+    assert [ax.get_title().split("\n")[0] for ax in axes] == [r"$\beta = 1$", r"$\beta = 2$"] * len(FAMILIES)
+    for ax in axes:
+        family = ax.get_title().split("\n")[1]
+        want = {VARIANTS[s["attention"]].marker for s in data["panels"][0]["series"]
+                if VARIANTS[s["attention"]].family == family or s["attention"] == BASELINE}
+        drawn = {m for line in ax.get_lines() if (m := line.get_marker()) not in ("None", "", None, "_")}  # "_": caps
+        assert drawn == want, (family, drawn, want)
     labels = [t.get_text() for leg in f.legends for t in leg.get_texts()]
-    for name, label, _ in fig.VARIANT_SPECS:
-        assert any(text.startswith(label) for text in labels), (name, labels)
+    markers = [VARIANTS[name].marker for name, _, _ in fig.variant_specs()]
+    assert len(set(markers)) == len(markers)
+    for name, label, _ in fig.variant_specs():
+        assert label == VARIANTS[name].label and any(text.startswith(label) for text in labels), (name, labels)
     assert any("bound" in text for text in labels)
     assert any(_style.SMOKE_TEST_LABEL.upper() in t for t in _texts(f))  # quick data is stamped
     _style.plt.close(f)
@@ -74,7 +82,7 @@ def test_exact_lines_and_bounds_agree_with_the_mc_points(quick):
         for s in panel["series"]:
             ipr, se = np.array(s["ipr"]), np.array(s["ipr_se"])
             if s["attention"] == "topk":
-                assert s["theory"] == "bound" and np.all((ipr >= 1 / fig.TOPK) & (ipr <= 1))
+                assert s["theory"] == "bound" and np.all((ipr >= 1 / s["params"]["k"]) & (ipr <= 1))
                 continue
             if s["exact"] is None:
                 assert s["theory"] == "none"
@@ -98,7 +106,7 @@ def test_legend_kind_is_the_registry_entrys_not_the_first_cells(quick, monkeypat
 
     for panel in quick[2]["panels"]:
         assert all(s["theory"] == get_variant(s["attention"]).theory for s in panel["series"])
-    monkeypatch.setattr(fig, "VARIANT_SPECS", (("topk", "top-k (k = 16)", {"k": 16}),))
+    monkeypatch.setattr(fig, "variant_specs", lambda: (("topk", "top-k (k = 16)", {"k": 16}),))
     monkeypatch.setitem(fig._SIZES, True, (np.array([16, 64]), 64, 4))
     data = fig.compute(quick=True)
     series = data["panels"][0]["series"][0]
@@ -107,3 +115,10 @@ def test_legend_kind_is_the_registry_entrys_not_the_first_cells(quick, monkeypat
     labels = {t.get_text() for leg in f.legends for t in leg.get_texts()}
     assert "top-k (k = 16): MC + bound" in labels, labels
     _style.plt.close(f)
+
+
+@pytest.mark.parametrize("name", list(VARIANTS))
+def test_every_registered_map_is_drawn_in_its_familys_row_unless_a_control(name):
+    """Each map but the controls' is drawn from a small sweep with its own marker and label, in its family's row
+    (the baseline in every row). Catches a map placed by a list of names kept in the figure."""
+    check_variant_in_figure(name)

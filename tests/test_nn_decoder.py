@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from nn_checks import batch_for, check_model_grads, numeric_grads
+from registry_checks import tasks_read_by
 
 from varsim.nn import Decoder, ModelConfig, build_model
 from varsim.nn.decoder import causal_attention_backward, causal_attention_forward, causal_attention_rows
@@ -110,7 +111,7 @@ def test_causal_attention_is_causal(positions):
     assert np.abs(out[:, 3:] - out2[:, 3:]).min() > 1e-6
 
 
-@pytest.mark.parametrize("name", ["softmax", "ssmax", "logn", "sigmoid", "entmax15"])
+@pytest.mark.parametrize("name", TRAINABLE_MAPS)
 @pytest.mark.parametrize("positions", ["rope", "alibi"])
 def test_attention_rows_match_the_training_path(name, positions):
     x, w, bias, theta, h, kw = _attention_case(name, "none", positions, False, True)
@@ -128,7 +129,7 @@ def test_attention_rows_match_the_training_path(name, positions):
 
 @pytest.mark.parametrize("positions", ["none", "learned", "rope", "alibi"])
 @pytest.mark.parametrize("pre_ln", [True, False])
-@pytest.mark.parametrize("task", ["argmax", "dictionary", "recall"])
+@pytest.mark.parametrize("task", tasks_read_by("decoder"))
 def test_model_gradcheck_positions(positions, pre_ln, task):
     check_model_grads(cfg(task, positions=positions, pre_ln=pre_ln, max_positions=16), n=(2, 5))
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from nn_checks import batch_for, check_model_grads
+from registry_checks import tasks_read_by
 
 from varsim.nn import set_cost
 from varsim.nn.layers import softmax_cross_entropy_backward, softmax_cross_entropy_forward
@@ -13,6 +14,7 @@ from varsim.nn.model import ModelConfig, Transformer
 from varsim.nn.norms import NORMS
 from varsim.tasks import make_batch
 
+SET_TASKS = tasks_read_by("set_transformer")
 TINY = dict(d_model=8, n_heads=2, n_classes=4, key_vocab=32, value_vocab=5, d_hidden=6)
 
 
@@ -24,7 +26,7 @@ def tiny(task, dtype="float64", **kw):
 # Whole-model gradients
 
 
-@pytest.mark.parametrize("task", ["argmax", "dictionary"])
+@pytest.mark.parametrize("task", SET_TASKS)
 @pytest.mark.parametrize("norm", NORMS)
 def test_model_gradients_every_norm(task, norm):
     """One block, residual: catches a wrong backward in any normalization as wired into the model (e.g. the per-head
@@ -71,7 +73,7 @@ def test_loss_and_grads_is_cross_entropy_of_forward():
 # Masking, permutation invariance, dtypes
 
 
-@pytest.mark.parametrize("task", ["argmax", "dictionary"])
+@pytest.mark.parametrize("task", SET_TASKS)
 @pytest.mark.parametrize("n_blocks", [1, 2])
 def test_padding_does_not_change_outputs(task, n_blocks):
     """An example padded with junk items gives the same logits as the unpadded example (the MLPs skip padded rows,
@@ -92,7 +94,7 @@ def test_padding_does_not_change_outputs(task, n_blocks):
     np.testing.assert_allclose(logits_p, logits, rtol=1e-12, atol=1e-12)
 
 
-@pytest.mark.parametrize("task", ["argmax", "dictionary"])
+@pytest.mark.parametrize("task", SET_TASKS)
 def test_permuting_items_does_not_change_outputs(task):
     """No positional encoding anywhere (two blocks: the items' own attention must be equivariant too)."""
     cfg = tiny(task, n_blocks=2)
@@ -103,7 +105,7 @@ def test_permuting_items_does_not_change_outputs(task):
     np.testing.assert_allclose(m.forward(permuted)[0], m.forward(batch)[0], rtol=1e-12, atol=1e-12)
 
 
-@pytest.mark.parametrize("task", ["argmax", "dictionary"])
+@pytest.mark.parametrize("task", SET_TASKS)
 @pytest.mark.parametrize("norm", ["none", "layernorm_per_head"])
 def test_float32_forward_close_to_float64(task, norm):
     """The same seed gives the same parameters (up to rounding) in both dtypes; outputs and gradients stay in the
@@ -330,7 +332,7 @@ def test_bad_batches_are_refused():
 # Learning smoke test
 
 
-@pytest.mark.parametrize("task", ["argmax", "dictionary"])
+@pytest.mark.parametrize("task", SET_TASKS)
 def test_sgd_fits_a_fixed_batch(task):
     """Plain SGD on the hand-written gradients drives the loss on one fixed batch far down. Catches gradients with
     the wrong sign or scale (the loss would rise or stall) that a finite-difference check on a subset could miss."""

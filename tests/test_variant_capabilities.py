@@ -3,10 +3,11 @@ trainable or inference-only), and what the consumers get from it matches the dec
 
 import numpy as np
 import pytest
+from registry_checks import check_variant_kernel, check_variant_theory
 
 from varsim.theory import expected_ipr
 from varsim.theory.remedies import variant_theory
-from varsim.variants import INFERENCE_ONLY_MAPS, KERNELS, THEORY_KINDS, TRAINABLE_MAPS, VARIANTS, get_variant
+from varsim.variants import INFERENCE_ONLY_MAPS, TRAINABLE_MAPS, VARIANTS, get_variant
 
 # parameters that make each map differ from plain softmax on the grid below (defaults elsewhere)
 PARAMS = {"ssmax": {"s": 0.5}, "logn": {"n0": 4.0, "clamp": False}, "critical": {"c": 0.7, "beta0": 1.0},
@@ -14,13 +15,6 @@ PARAMS = {"ssmax": {"s": 0.5}, "logn": {"n0": 4.0, "clamp": False}, "critical": 
 NS = (8, 16, 64)
 BETA = 1.3
 M = 6000  # Monte Carlo rows per N
-
-
-def _mc_ipr(name: str, n: int, params: dict, seed: int):
-    """Mean and standard error of sum w^2 over M rows of i.i.d. N(0, BETA^2) logits, by the registry's reference."""
-    z = BETA * np.random.default_rng(seed).standard_normal((M, n))
-    y2 = np.sum(get_variant(name).weights(z, **params) ** 2, axis=-1)
-    return y2.mean(), y2.std(ddof=1) / np.sqrt(M), y2
 
 
 @pytest.mark.parametrize("name", list(VARIANTS))
@@ -31,25 +25,10 @@ def test_declared_theory_matches_what_it_returns_and_the_map(name):
     Catches a wrong kind declared for a map (sigmoid declared exact_ipr would be softmax's value, topk declared
     exact_ipr would miss its truncation), an exact value at the plain beta instead of f(N) beta, and a bound or
     exact value made up for a Monte-Carlo-only map."""
-    spec = get_variant(name)
-    params = PARAMS.get(name, {})
-    th = variant_theory(name, list(NS), BETA, **params)
-    assert th.kind == spec.theory in THEORY_KINDS and th.attention == name and th.n == tuple(float(n) for n in NS)
-    present = {f for f in ("beta_n", "ipr_lower", "ipr_upper", "wsum", "wsum_var") if getattr(th, f) is not None}
-    assert present == {"exact_ipr": {"beta_n"}, "sigmoid_moments": {"wsum", "wsum_var"},
-                       "bound": {"ipr_lower", "ipr_upper"}, "none": set()}[spec.theory]
-    for i, n in enumerate(NS):
-        mean, se, draws = _mc_ipr(name, n, params, seed=1000 + i)
-        if th.ipr_lower is not None:
-            assert np.all((draws >= th.ipr_lower[i] - 1e-12) & (draws <= th.ipr_upper[i] + 1e-12))
-        if spec.theory == "none":
-            assert th.ipr[i] is None
-        elif th.ipr[i] is not None:
-            assert abs(mean - th.ipr[i]) <= 5 * se + 0.01 * th.ipr[i], (name, n, mean, se, th.ipr[i])
-    if spec.theory in ("exact_ipr", "sigmoid_moments"):
-        assert all(v is not None for v in th.ipr)
-    if spec.theory == "bound":  # k = 16: exact (softmax) at N <= 16 only
-        assert [v is not None for v in th.ipr] == [n <= params["k"] for n in NS]
+    check_variant_theory(name, PARAMS.get(name, {}), NS, BETA, M)
+    if name in PARAMS and get_variant(name).theory == "bound":  # k = 16: exact (softmax) at N <= 16 only
+        th = variant_theory(name, list(NS), BETA, **PARAMS[name])
+        assert [v is not None for v in th.ipr] == [n <= PARAMS[name]["k"] for n in NS]
 
 
 def test_exact_ipr_is_softmax_at_the_effective_scale():
@@ -126,13 +105,4 @@ def test_an_inference_only_map_without_its_own_forward_runs_the_reference(monkey
 def test_kernel_packing_round_trips_to_the_reference(name):
     """pack gives the code of the entry's declared kernel; unpack gives back a map whose reference weights equal the
     entry's own (the twins rely on it)."""
-    from varsim.sim._variant_codes import pack, unpack
-
-    spec = get_variant(name)
-    params = spec.check_params(PARAMS.get(name, {}))
-    code, vparams = pack(name, params, 64)
-    assert code == KERNELS.index(spec.kernel) and vparams.dtype == np.float64 and vparams.size >= 1
-    other, other_params, factor = unpack(code, vparams)
-    z = np.random.default_rng(3).standard_normal((5, 64))
-    np.testing.assert_allclose(get_variant(other).weights(factor * z, n=64, **other_params),
-                               spec.weights(z, n=64, **params), rtol=1e-12, atol=1e-15)
+    check_variant_kernel(name, PARAMS.get(name, {}))

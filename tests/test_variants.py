@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
+from registry_checks import check_variant_declared
 
 from varsim import variants as VR
 from varsim.variants import VARIANTS, WEIGHT_MAPS, get_output_normalization, get_variant, ipr_norm, weights
@@ -35,26 +36,53 @@ def _bisect_threshold(x, power):
     return 0.5 * (lo + hi)
 
 
-def test_registry_lists_every_variant_of_remedies():
+#: the weight maps of REMEDIES 2 and the remedies grid's negative control (permuted_softmax, a softmax in
+#: distribution); the registry may hold more
+REMEDIES = ("softmax", "ssmax", "logn", "critical", "adaptive_temperature", "topk", "entmax15", "sparsemax", "sigmoid",
+            "permuted_softmax")
+
+
+def test_registry_holds_every_variant_of_remedies():
     """The nine weight maps of REMEDIES 2 are registered with the parameters REMEDIES 2 names, plus the remedies
-    grid's negative control (permuted_softmax, a softmax in distribution); only sigmoid does not sum to 1, and
-    ipr_norm is an output normalization (not a weight map)."""
-    assert set(WEIGHT_MAPS) == {"softmax", "ssmax", "logn", "critical", "adaptive_temperature", "topk", "entmax15",
-                                "sparsemax", "sigmoid", "permuted_softmax"}
+    grid's negative control; of them only sigmoid does not sum to 1, and ipr_norm is an output normalization (not a
+    weight map)."""
+    assert set(REMEDIES) <= set(WEIGHT_MAPS)
     assert get_variant("ssmax").param_names == ("s",)
     assert get_variant("logn").param_names == ("n0", "clamp")
     assert get_variant("critical").param_names == ("c", "beta0")
     assert get_variant("topk").param_names == ("k",)
-    assert [k for k, v in VARIANTS.items() if not v.sums_to_one] == ["sigmoid"]
-    assert {k for k, v in VARIANTS.items() if v.is_scaled_softmax} == {"softmax", "ssmax", "logn", "critical",
-                                                                      "permuted_softmax"}
+    spec = {k: VARIANTS[k] for k in REMEDIES}
+    assert [k for k, v in spec.items() if not v.sums_to_one] == ["sigmoid"]
+    assert {k for k, v in spec.items() if v.is_scaled_softmax} == {"softmax", "ssmax", "logn", "critical",
+                                                                  "permuted_softmax"}
     # REMEDIES 4: these three are applied to trained softmax models only; REMEDIES 3: what theory covers
-    assert {k for k, v in VARIANTS.items() if not v.trainable} == {"critical", "adaptive_temperature", "topk"}
-    assert {k: v.theory for k, v in VARIANTS.items()} == {
+    assert {k for k, v in spec.items() if not v.trainable} == {"critical", "adaptive_temperature", "topk"}
+    assert {k: v.theory for k, v in spec.items()} == {
         "softmax": "exact_ipr", "ssmax": "exact_ipr", "logn": "exact_ipr", "critical": "exact_ipr",
         "sigmoid": "sigmoid_moments", "topk": "bound", "adaptive_temperature": "none", "entmax15": "none",
         "sparsemax": "none", "permuted_softmax": "exact_ipr"}
     assert "ipr_norm" not in VARIANTS and get_output_normalization("ipr_norm").reference is ipr_norm
+
+
+@pytest.mark.parametrize("name", list(VARIANTS))
+def test_every_registered_map_declares_label_family_marker_and_gives_weights(name):
+    """Catches a map without a legend label or family (the figure could not place it), two maps sharing a marker,
+    a scaled softmax outside the rescaled family, and a reference giving NaN, negative or masked weights."""
+    check_variant_declared(name)
+
+
+def test_a_map_with_a_taken_marker_or_no_family_is_refused():
+    """register_variant refuses a second map with a marker already registered; Variant refuses a family outside
+    FAMILIES and a scaled softmax declared in another family."""
+    import dataclasses
+
+    with pytest.raises(ValueError, match="marker 'o' is already softmax's"):
+        VR.register_variant(dataclasses.replace(VARIANTS["sigmoid"], name="sigmoid2", marker="o"))
+    with pytest.raises(ValueError, match="needs a label, a marker and a family"):
+        dataclasses.replace(VARIANTS["sigmoid"], family="")
+    with pytest.raises(ValueError, match="scaled softmax belongs to the family 'rescaled softmax'"):
+        dataclasses.replace(VARIANTS["ssmax"], family=VR.FAMILIES[1])
+    assert "sigmoid2" not in VARIANTS
 
 
 def test_output_normalization_params_are_validated_by_the_registry():
@@ -77,7 +105,7 @@ def test_output_normalization_params_are_validated_by_the_registry():
     assert check_output_params("none") == {}
     with pytest.raises(ValueError, match="attention_output 'none' takes no parameters"):
         check_output_params("none", {"eps": 0.0})
-    with pytest.raises(ValueError, match="unknown attention_output 'layer'.*none, ipr_norm"):
+    with pytest.raises(ValueError, match="unknown attention_output 'layer'; expected one of 'none', 'ipr_norm'"):
         check_output_params("layer")
 
 

@@ -53,15 +53,14 @@ it (``varsim.sim._variant_codes``); ``trainable``, whether the transformer has a
 (:data:`TRAINABLE_MAPS`; the others, :data:`INFERENCE_ONLY_MAPS`, are applied to trained models only). The CLI flags
 of its parameters are generated from ``params`` (``varsim.cli._options``).
 
-Adding a variant: its entry here (reference, parameters, capabilities); a Numba branch in ``varsim/sim/_kernels_map.py``
-(with its name in :data:`KERNELS` and its code in ``varsim/sim/_variant_codes.py``) unless it is a softmax with an
-N-dependent temperature (``beta_factor_fn``) or reuses a branch; a forward/backward pair in ``varsim/nn/weightmaps.py``
-if it is trainable (an inference-only map runs this reference unless it gets a faster forward there); its legend
-label in ``varsim/figures/fig_variants_ipr.py`` (the figure shows every map but the controls); a function in
-``varsim/theory/remedies.py`` and a table view in ``varsim/cli/theory.py`` only for a new theory kind. The
-registry-parametrised tests
-(``tests/test_variant_capabilities.py``, ``tests/test_nn_variants.py``, ``tests/test_sim_variants_kernels.py``) then
-cover it; ``tests/test_variants.py`` pins the list of REMEDIES.
+Adding a variant: its entry here (reference, parameters, capabilities, and the legend ``label``, ``family`` and
+``marker`` of ``fig_variants_ipr``, which shows every map but the controls); a Numba branch in
+``varsim/sim/_kernels_map.py`` (with its name in :data:`KERNELS` and its code in ``varsim/sim/_variant_codes.py``)
+unless it is a softmax with an N-dependent temperature (``beta_factor_fn``) or reuses a branch; a forward/backward
+pair in ``varsim/nn/weightmaps.py`` if it is trainable (an inference-only map runs this reference unless it gets a
+faster forward there); a function in ``varsim/theory/remedies.py`` and a table view in ``varsim/cli/theory.py`` only
+for a new theory kind. The registry-parametrised tests (``tests/registry_checks.py`` and the tests calling it) then
+cover it with no test edited (DEVELOPING.md).
 
 Output normalizations (:data:`OUTPUT_NORMALIZATIONS`): ``ipr_norm``, ``o' = (o - (sum_i w_i) vbar) / sqrt(sum_i
 w_i^2)`` with ``vbar`` the per-example mean of the values (THEORY 4b); it complements the model's existing
@@ -83,6 +82,8 @@ from typing import Callable
 
 import numpy as np
 
+from varsim._common.registry import Registry
+
 __all__ = [
     "Param",
     "Variant",
@@ -92,6 +93,9 @@ __all__ = [
     "key_permutation",
     "OutputNormalization",
     "VARIANTS",
+    "FAMILIES",
+    "BASELINE",
+    "register_variant",
     "WEIGHT_MAPS",
     "TRAINABLE_MAPS",
     "INFERENCE_ONLY_MAPS",
@@ -131,6 +135,9 @@ class Param:
     strict: bool = False
     help: str = ""
     flag: str | None = None
+    #: the parameter is the logits' own scale (critical's ``beta0``): a sweep over the logit scale ``beta`` sets it
+    #: to ``beta``
+    logit_scale: bool = False
 
     def check(self, variant: str, value):
         """``value`` converted to the parameter's type, or ``ValueError`` naming ``variant`` and the parameter."""
@@ -356,6 +363,12 @@ THEORY_KINDS: tuple[str, ...] = ("exact_ipr", "sigmoid_moments", "bound", "none"
 
 #: The branches of the simulator's ``map_*`` kernels (``Variant.kernel``; ``varsim.sim._variant_codes`` numbers them):
 #: ``scaled_softmax`` streams ``softmax(f(N) z)`` with the factor packed; the others apply the map to all logits.
+#: The families of weight maps, the rows of ``fig_variants_ipr`` (``Variant.family``): softmax of the logits times a
+#: factor (of N or of the entropy), and the maps of another form.
+FAMILIES: tuple[str, ...] = ("rescaled softmax", "other weight maps")
+#: The map every remedy is compared with (drawn in every family's panel).
+BASELINE = "softmax"
+
 KERNELS: tuple[str, ...] = ("scaled_softmax", "adaptive_temperature", "topk", "entmax15", "sparsemax", "sigmoid")
 
 
@@ -369,7 +382,9 @@ class Variant:
     ``kernel``: one of :data:`KERNELS`; ``kernel_params`` the parameters packed, in order, into the kernel's float
     vector (the scaled softmax packs its factor instead). ``trainable``: the transformer has a backward pass for it
     (``varsim.nn.weightmaps``); the others are inference-only, applied to trained softmax models (REMEDIES 4).
-    ``sparse``: the map gives exact zeros.
+    ``sparse``: the map gives exact zeros. ``label``: its legend label at its default parameters (a ``logit_scale``
+    parameter at the logits' beta; Matplotlib mathtext), ``family``: one of :data:`FAMILIES` (a scaled softmax is
+    ``"rescaled softmax"``), ``marker``: its Matplotlib marker, unique in the registry (:func:`register_variant`).
     """
 
     name: str
@@ -383,8 +398,16 @@ class Variant:
     beta_factor_fn: Callable | None = field(default=None, repr=False)
     kernel_params: tuple[str, ...] = ()
     sparse: bool = False
+    label: str = ""
+    family: str = ""
+    marker: str = ""
 
     def __post_init__(self):
+        if not (self.label and self.marker) or self.family not in FAMILIES:
+            raise ValueError(f"attention {self.name!r}: needs a label, a marker and a family, one of "
+                             f"{', '.join(FAMILIES)}; got {self.label!r}, {self.marker!r}, {self.family!r}")
+        if self.is_scaled_softmax and self.family != FAMILIES[0]:
+            raise ValueError(f"attention {self.name!r}: a scaled softmax belongs to the family {FAMILIES[0]!r}")
         if self.theory not in THEORY_KINDS:
             raise ValueError(f"attention {self.name!r}: theory must be one of {', '.join(THEORY_KINDS)}, "
                              f"got {self.theory!r}")
@@ -447,37 +470,52 @@ _CLAMP = Param("clamp", "bool", default=True, help="logn: clamp the factor ln N 
 _C = Param("c", "real", default=1.0, minimum=0.0, maximum=1e4,
            help="critical: c in softmax(c sqrt(2 ln N) z / beta0); frozen for c > 1")
 _BETA0 = Param("beta0", "real", default=1.0, minimum=0.0, maximum=1e30, strict=True,
-               help="critical: base logit scale beta0 > 0 (the standard deviation of z)")
+               help="critical: base logit scale beta0 > 0 (the standard deviation of z)", logit_scale=True)
 _K = Param("k", "int", default=8, minimum=1, maximum=2**62, help="topk: number of kept logits k >= 1", flag="--topk")
 
-VARIANTS: dict[str, Variant] = {
-    v.name: v
-    for v in (
-        Variant("softmax", "softmax(z)", (), True, _w_scaled(_factor_softmax), theory="exact_ipr",
-                kernel="scaled_softmax", trainable=True, beta_factor_fn=_factor_softmax),
-        Variant("ssmax", "softmax(s ln(N) z) (scalable softmax)", (_S,), True, _w_scaled(_factor_ssmax),
-                theory="exact_ipr", kernel="scaled_softmax", trainable=True, beta_factor_fn=_factor_ssmax),
-        Variant("logn", "softmax(ln(N)/ln(N0) z), factor clamped to >= 1 when clamp", (_N0, _CLAMP), True,
-                _w_scaled(_factor_logn), theory="exact_ipr", kernel="scaled_softmax", trainable=True,
-                beta_factor_fn=_factor_logn),
-        Variant("critical", "softmax(c sqrt(2 ln N) z / beta0) (REM scaling)", (_C, _BETA0), True,
-                _w_scaled(_factor_critical), theory="exact_ipr", kernel="scaled_softmax", trainable=False,
-                beta_factor_fn=_factor_critical),
-        Variant("adaptive_temperature", "softmax(b(H) z), b from the entropy H of softmax(z)", (), True, _w_adaptive,
-                theory="none", kernel="adaptive_temperature", trainable=False),
-        Variant("topk", "softmax over the k largest logits", (_K,), True, _w_topk, theory="bound", kernel="topk",
-                trainable=False, kernel_params=("k",), sparse=True),
-        Variant("entmax15", "1.5-entmax: [z/2 - t]_+^2, sum 1", (), True, _w_entmax15, theory="none",
-                kernel="entmax15", trainable=True, sparse=True),
-        Variant("sparsemax", "sparsemax: [z - t]_+, sum 1", (), True, _w_sparsemax, theory="none",
-                kernel="sparsemax", trainable=True, sparse=True),
-        Variant("sigmoid", "sigmoid(z - ln N), not normalized", (), False, _w_sigmoid, theory="sigmoid_moments",
-                kernel="sigmoid", trainable=True),
-        Variant("permuted_softmax", "softmax(z) computed over a fixed permutation of the keys (negative control)", (),
-                True, _w_permuted_softmax, theory="exact_ipr", kernel="scaled_softmax", trainable=True,
-                beta_factor_fn=_factor_softmax),
-    )
-}
+_RESCALED, _OTHER = FAMILIES
+VARIANTS = Registry("attention", kind=Variant)
+
+
+def register_variant(variant: Variant) -> Variant:
+    """Add ``variant`` to :data:`VARIANTS`; a name or a marker already registered raises ``ValueError``."""
+    taken = {v.marker: k for k, v in VARIANTS.items()}
+    if isinstance(variant, Variant) and variant.marker in taken:
+        raise ValueError(f"attention {variant.name!r}: marker {variant.marker!r} is already {taken[variant.marker]}'s")
+    return VARIANTS.add(variant)
+
+
+for _variant in (
+    Variant("softmax", "softmax(z)", (), True, _w_scaled(_factor_softmax), theory="exact_ipr",
+            kernel="scaled_softmax", trainable=True, beta_factor_fn=_factor_softmax, label="softmax",
+            family=_RESCALED, marker="o"),
+    Variant("ssmax", "softmax(s ln(N) z) (scalable softmax)", (_S,), True, _w_scaled(_factor_ssmax),
+            theory="exact_ipr", kernel="scaled_softmax", trainable=True, beta_factor_fn=_factor_ssmax,
+            label=r"ssmax ($s = 1/\ln 16$)", family=_RESCALED, marker="s"),
+    Variant("logn", "softmax(ln(N)/ln(N0) z), factor clamped to >= 1 when clamp", (_N0, _CLAMP), True,
+            _w_scaled(_factor_logn), theory="exact_ipr", kernel="scaled_softmax", trainable=True,
+            beta_factor_fn=_factor_logn, label=r"logn ($N_0 = 16$, clamped)", family=_RESCALED, marker="^"),
+    Variant("critical", "softmax(c sqrt(2 ln N) z / beta0) (REM scaling)", (_C, _BETA0), True,
+            _w_scaled(_factor_critical), theory="exact_ipr", kernel="scaled_softmax", trainable=False,
+            beta_factor_fn=_factor_critical, label=r"critical ($c = 1$, $\beta_0 = \beta$)", family=_RESCALED,
+            marker="D"),
+    Variant("adaptive_temperature", "softmax(b(H) z), b from the entropy H of softmax(z)", (), True, _w_adaptive,
+            theory="none", kernel="adaptive_temperature", trainable=False, label="adaptive temperature",
+            family=_RESCALED, marker="v"),
+    Variant("topk", "softmax over the k largest logits", (_K,), True, _w_topk, theory="bound", kernel="topk",
+            trainable=False, kernel_params=("k",), sparse=True, label=rf"top-$k$ ($k = {_K.default}$)",
+            family=_OTHER, marker="P"),
+    Variant("entmax15", "1.5-entmax: [z/2 - t]_+^2, sum 1", (), True, _w_entmax15, theory="none",
+            kernel="entmax15", trainable=True, sparse=True, label="1.5-entmax", family=_OTHER, marker="X"),
+    Variant("sparsemax", "sparsemax: [z - t]_+, sum 1", (), True, _w_sparsemax, theory="none",
+            kernel="sparsemax", trainable=True, sparse=True, label="sparsemax", family=_OTHER, marker="*"),
+    Variant("sigmoid", "sigmoid(z - ln N), not normalized", (), False, _w_sigmoid, theory="sigmoid_moments",
+            kernel="sigmoid", trainable=True, label=r"sigmoid ($z - \ln N$)", family=_OTHER, marker="h"),
+    Variant("permuted_softmax", "softmax(z) computed over a fixed permutation of the keys (negative control)", (),
+            True, _w_permuted_softmax, theory="exact_ipr", kernel="scaled_softmax", trainable=True,
+            beta_factor_fn=_factor_softmax, label="permuted softmax", family=_RESCALED, marker="p"),
+):
+    register_variant(_variant)
 WEIGHT_MAPS: tuple[str, ...] = tuple(VARIANTS)
 #: The maps the transformer trains with (a backward pass), and the inference-only ones.
 TRAINABLE_MAPS: tuple[str, ...] = tuple(k for k, v in VARIANTS.items() if v.trainable)
@@ -500,33 +538,19 @@ class Control:
     needs_correct_item: bool
 
 
-CONTROLS: dict[str, Control] = {
-    c.name: c
-    for c in (
-        Control("oracle", "the query token attends only to the correct item (weight 1), in every block", "positive",
-                None, True),
-        Control("permuted_softmax", "softmax up to the summation order of its normalizer", "negative",
-                "permuted_softmax", False),
-    )
-}
+CONTROLS = Registry("control", kind=Control)
+for _control in (
+    Control("oracle", "the query token attends only to the correct item (weight 1), in every block", "positive",
+            None, True),
+    Control("permuted_softmax", "softmax up to the summation order of its normalizer", "negative",
+            "permuted_softmax", False),
+):
+    CONTROLS.add(_control)
 
 
-def get_control(name: str) -> Control:
-    """The control registered as ``name``; an unknown name raises ``ValueError``."""
-    if not isinstance(name, str) or name not in CONTROLS:
-        raise _unknown("control", name, tuple(CONTROLS))
-    return CONTROLS[name]
-
-
-def _unknown(kind: str, name, valid) -> ValueError:
-    return ValueError(f"unknown {kind} {name!r}; expected one of {', '.join(valid)}")
-
-
-def get_variant(name: str) -> Variant:
-    """The weight map registered as ``name``; an unknown name raises ``ValueError`` listing the valid ones."""
-    if not isinstance(name, str) or name not in VARIANTS:
-        raise _unknown("attention", name, WEIGHT_MAPS)
-    return VARIANTS[name]
+#: the control registered as a name, or the weight map; an unknown name raises ``ValueError`` listing the valid ones
+get_control = CONTROLS.find
+get_variant = VARIANTS.find
 
 
 def check_params(name: str, params: dict | None = None, **kwargs) -> dict:
@@ -586,16 +610,9 @@ class OutputNormalization:
                                    {**(params or {}), **kwargs})
 
 
-OUTPUT_NORMALIZATIONS: dict[str, OutputNormalization] = {
-    "ipr_norm": OutputNormalization(
-        "ipr_norm", "(o - sum(w) vbar) / sqrt(sum w^2 + eps)",
-        (Param("eps", "real", default=0.0, minimum=0.0, help="added to sum w^2 under the square root"),), ipr_norm,
-    ),
-}
-
-
-def get_output_normalization(name: str) -> OutputNormalization:
-    """The output normalization registered as ``name``; an unknown name raises listing the valid ones."""
-    if not isinstance(name, str) or name not in OUTPUT_NORMALIZATIONS:
-        raise _unknown("output normalization", name, tuple(OUTPUT_NORMALIZATIONS))
-    return OUTPUT_NORMALIZATIONS[name]
+OUTPUT_NORMALIZATIONS = Registry("output normalization", kind=OutputNormalization)
+OUTPUT_NORMALIZATIONS.add(OutputNormalization(
+    "ipr_norm", "(o - sum(w) vbar) / sqrt(sum w^2 + eps)",
+    (Param("eps", "real", default=0.0, minimum=0.0, help="added to sum w^2 under the square root"),), ipr_norm,
+))
+get_output_normalization = OUTPUT_NORMALIZATIONS.find

@@ -41,6 +41,7 @@ from varsim.cli._options import (
     refuse_variant_params,
     seed_option,
 )
+from varsim.tasks import TASK_REGISTRY
 
 # flag dest -> ModelConfig field
 _MODEL_FLAGS = {
@@ -91,6 +92,12 @@ _UNSET = object()  # --clip-norm none means "no clipping", so absence needs its 
 
 
 
+def _task_help() -> str:
+    """The registered tasks, those of several tokens an item marked as the sequence models' only."""
+    return ", ".join(name + (" (sequence architectures only)" if task.item_tokens > 1 else "")
+                     for name, task in TASK_REGISTRY.items())
+
+
 def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", metavar="FILE", help="JSON file with TrainConfig fields; flags override it")
     parser.add_argument("--outdir", required=True, help="run directory (checkpoints, metrics.jsonl, summary.json)")
@@ -103,7 +110,7 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-hours", type=real_option(0.0, strict_min=True, allow_inf=True), default=None,
                         help="refuse a run estimated to take longer than this (default 24; inf: no bound)")
     g = parser.add_argument_group("task and training")
-    g.add_argument("--task", help="argmax, dictionary or recall (recall: sequence architectures only)")
+    g.add_argument("--task", help=_task_help())
     g.add_argument("--optimizer", help="adam or adamw (default adamw)")
     g.add_argument("--lr", type=real_option(0.0, MAX_ABS, strict_min=True), help="peak learning rate (default 1e-3)")
     g.add_argument("--weight-decay", type=real_option(0.0, MAX_ABS))
@@ -210,7 +217,7 @@ def build_config(args):
             model[field] = value
     _set_attention(args, model)
     if "task" not in base:
-        raise ValueError("task is required (--task argmax|dictionary|recall, or a --config file)")
+        raise ValueError(f"task is required (--task {'|'.join(TASK_REGISTRY)}, or a --config file)")
     if model.get("task", base["task"]) != base["task"]:  # --task overrides the file's model.task too
         model["task"] = base["task"]
     base["model"] = model

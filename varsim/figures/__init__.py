@@ -84,18 +84,22 @@ DEFAULT_OUTDIR = Path("figures") / "out"
 
 def load(name: str):
     """Import the figure module ``name`` (a key of :data:`FIGURES`); unknown names raise ValueError."""
-    module = FIGURES.get(name) if isinstance(name, str) else None
-    if module is None:
-        raise ValueError(f"unknown figure {name!r}; expected one of {', '.join(FIGURES)}")
-    return importlib.import_module(module)
+    from varsim._common.registry import lookup
+
+    return importlib.import_module(lookup(FIGURES, name, param="figure"))
 
 
 def data_source(name: str) -> str | None:
     """The data source figure ``name`` draws (its module's ``SOURCE``, a key of :data:`SOURCES`), or None when it
     computes its own data; an unknown ``SOURCE`` raises ValueError."""
+    from varsim._common.registry import lookup
+
     kind = getattr(load(name), "SOURCE", None)
-    if kind is not None and kind not in SOURCES:
-        raise ValueError(f"figure {name!r} names an unknown data source {kind!r}; expected one of {', '.join(SOURCES)}")
+    if kind is not None:
+        try:
+            lookup(SOURCES, kind, param="data source")
+        except ValueError as exc:
+            raise ValueError(f"figure {name!r}: {exc}") from None
     return kind
 
 

@@ -7,6 +7,8 @@ Lines and bands are what the theory kind of each variant's registry entry gives
 scale ``f(N) beta``) and sigmoid (its exact moments); top-k's bound ``1/k <= sum w^2 <= 1`` as a band; adaptive
 temperature, entmax-1.5 and sparsemax are Monte Carlo only. The legend names each variant's kind.
 ``critical`` uses ``beta0 = beta`` in each panel (the REM scaling ``c sqrt(2 ln N)`` of the logits' own spread).
+The registry gives each map's label, marker and row (its family, :data:`varsim.variants.FAMILIES`); every map but
+the controls' is drawn, at its default parameters.
 
 Softmax's weights flatten (E[sum w^2] -> e^{beta^2}/N); a variant whose curve stays level keeps the output variance
 ``sigma_v^2 E[sum w^2]`` from vanishing. Full mode: 16 <= N <= 65536, each cell to a 2% relative standard error or 1000
@@ -25,37 +27,32 @@ from . import _style
 
 NAME = "fig_variants_ipr"
 BETAS = (1.0, 2.0)
-TOPK = 8
 
-#: (variant, label, parameters; ``beta0`` None means "= the panel's beta") in drawing order
-VARIANT_SPECS = (
-    ("softmax", "softmax", {}),
-    ("ssmax", r"ssmax ($s = 1/\ln 16$)", {}),
-    ("logn", r"logn ($N_0 = 16$, clamped)", {}),
-    ("critical", r"critical ($c = 1$, $\beta_0 = \beta$)", {"beta0": None}),
-    ("adaptive_temperature", "adaptive temperature", {}),
-    ("topk", rf"top-$k$ ($k = {TOPK}$)", {"k": TOPK}),
-    ("entmax15", "1.5-entmax", {}),
-    ("sparsemax", "sparsemax", {}),
-    ("sigmoid", r"sigmoid ($z - \ln N$)", {}),
-)
 #: each cell stops at this relative standard error of E[sum w^2] (``SweepGrid(target_rse=...)``): 2% is under a
 #: hundredth of a decade, less than a marker on these log-log panels; the sequences below are the caps
 TARGET_RSE = 0.02
 # (N grid, cap on sequences per cell, points of each exact line); quick mode is for the tests (seconds)
 _SIZES = {False: (4 ** np.arange(2, 9), 1000, 20), True: (4 ** np.arange(2, 6), 128, 10)}
 _COLORS = _style.COLORS + ("#000000", "#7F7F7F", "#8C564B")
-_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "h")
-# ssmax with s = 1/ln 16 equals clamped logn (N0 = 16) for N >= 16: dashed on top, so both lines stay visible
-_LINESTYLES = {"ssmax": (0, (4, 2.5))}
+# a line equal to one drawn before it in its panel (ssmax with s = 1/ln 16 and clamped logn, N0 = 16, for N >= 16)
+# is dashed on top, so both stay visible
+_ON_TOP = (0, (4, 2.5))
+
+
+def variant_specs() -> tuple:
+    """(variant, label, parameters; ``None`` means "= the panel's beta") of every registered map but the controls',
+    in registry order: each at its defaults, its ``logit_scale`` parameters (critical's ``beta0``) at the beta."""
+    from varsim.variants import CONTROLS, VARIANTS
+
+    controls = {c.weight_map for c in CONTROLS.values()}
+    return tuple((v.name, v.label, {p.name: None for p in v.params if p.logit_scale})
+                 for v in VARIANTS.values() if v.name not in controls)
 
 
 def _grid_variants() -> dict:
-    """The sweep's variants: every spec, critical with ``beta0`` equal to each panel's beta."""
-    out = {}
-    for name, _label, params in VARIANT_SPECS:
-        out[name] = {p: (list(BETAS) if v is None else v) for p, v in params.items()}
-    return out
+    """The sweep's variants: every spec, a ``None`` parameter at each panel's beta."""
+    return {name: {p: (list(BETAS) if v is None else v) for p, v in params.items()}
+            for name, _label, params in variant_specs()}
 
 
 def _panel_params(params: dict, beta: float) -> dict:
@@ -83,7 +80,7 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, sourc
     panels = []
     for beta in BETAS:
         series = []
-        for name, label, params in VARIANT_SPECS:
+        for name, label, params in variant_specs():
             spec = get_variant(name)
             full = spec.check_params(_panel_params(params, beta))
             cells = [c for c in sweep["cells"] if c["attention"] == name and c["beta"] == beta
@@ -96,7 +93,7 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, sourc
                 "attention": name, "label": label, "params": full,
                 "n": [c["n"] for c in cells], "ipr": [c["ipr"] for c in cells],
                 "ipr_se": [c["ipr_se"] for c in cells], "sequences_used": [c["sequences"] for c in cells],
-                "theory": spec.theory,
+                "theory": spec.theory, "family": spec.family, "marker": spec.marker,
                 "exact_at_mc": [c["exact_ipr"] for c in cells], "z": [c["z_ipr"] for c in cells],
                 "exact": None if exact is None else {"n": n_dense, "ipr": exact},
                 "bound": None if th.ipr_lower is None else {"lower": th.ipr_lower[0], "upper": th.ipr_upper[0]},
@@ -116,41 +113,37 @@ def _mc_label(data: dict) -> str:
             f"(logits sampler + RB)")
 
 
-#: the rows of panels: softmax at an N-dependent scale, and the other weight maps (softmax, the baseline, in both);
-#: a variant in neither goes with the other maps, so a row's count is not capped (five each for VARIANT_SPECS today)
-_FAMILIES = (("rescaled softmax", {"softmax", "ssmax", "logn", "critical", "adaptive_temperature"}),
-             ("other weight maps", None))
-
-
-def _family_of(name: str) -> int:
-    return 0 if name in _FAMILIES[0][1] else 1
-
-
 def draw(data: dict, ax=None, *, style=None, footer: bool = False):
-    """Log-log panels of E[sum w^2] vs N: one column per beta, one row per variant family (softmax in both); one
-    legend naming every variant below. ``ax``: two axes per beta, the rescaled-softmax row first."""
+    """Log-log panels of E[sum w^2] vs N: one column per beta, one row per variant family (``FAMILIES`` of the
+    registry; the baseline, softmax, in every row); one legend naming every variant below. ``ax``: one axis per
+    family and beta, row by row."""
+    from varsim.variants import BASELINE, FAMILIES
+
     A = _style.array
     with _style.style(style):
         panels = data["panels"]
-        fig, grid = _style.subplots(len(_FAMILIES), len(panels), ax=ax, style=style, width=4.2, height=3.2,
+        fig, grid = _style.subplots(len(FAMILIES), len(panels), ax=ax, style=style, width=4.2, height=3.2,
                                     sharex=True, sharey=True)
         n_all = [n for p in panels for s in p["series"] for n in s["n"]]
         handles = {}
         band_color = None
         for col, panel in enumerate(panels):
-            for row, (family, _) in enumerate(_FAMILIES):
+            for row, family in enumerate(FAMILIES):
                 ax = grid[row][col]
                 members = [(i, s) for i, s in enumerate(panel["series"])
-                           if s["attention"] == "softmax" or _family_of(s["attention"]) == row]
+                           if s["attention"] == BASELINE or s["family"] == family]
+                lines = []
                 for j, (i, s) in enumerate(members):
-                    color, marker = _COLORS[i % len(_COLORS)], _MARKERS[i % len(_MARKERS)]
+                    color, marker = _COLORS[i % len(_COLORS)], s["marker"]
                     n = A(s["n"])
                     shift = 2 ** ((j - (len(members) - 1) / 2) * 0.03)  # separate overlapping error bars
                     ax.errorbar(n * shift, A(s["ipr"]), A(s["ipr_se"]), fmt=marker, color=color, lw=1.0, zorder=3)
-                    ls = _LINESTYLES.get(s["attention"], "-")
+                    ls = "-"
                     if s["exact"] is not None:
-                        ax.plot(A(s["exact"]["n"]), A(s["exact"]["ipr"]), color=color, ls=ls,
-                                zorder=2.5 if s["attention"] in _LINESTYLES else 2)
+                        line = A(s["exact"]["ipr"])
+                        ls = _ON_TOP if any(np.allclose(line, other, rtol=1e-9) for other in lines) else "-"
+                        lines.append(line)
+                        ax.plot(A(s["exact"]["n"]), line, color=color, ls=ls, zorder=2 if ls == "-" else 2.5)
                     if s["bound"] is not None:
                         band_color = color
                         ax.fill_between([min(n_all) / 1.25, max(n_all) * 1.25], s["bound"]["lower"],

@@ -19,7 +19,7 @@ import dataclasses
 from types import ModuleType
 from typing import Callable
 
-from varsim._common.registry import lookup, register
+from varsim._common.registry import Registry
 
 __all__ = ["Architecture", "ARCHITECTURES", "get_architecture", "register_architecture", "build_model"]
 
@@ -39,17 +39,10 @@ class Architecture:
     sequence: bool = False
 
 
-ARCHITECTURES: dict[str, Architecture] = {}
-
-
-def register_architecture(arch: Architecture) -> Architecture:
-    """Add ``arch`` to :data:`ARCHITECTURES`; a name already taken raises ValueError."""
-    return register(ARCHITECTURES, arch, what="architecture", kind=Architecture)
-
-
-def get_architecture(name: str) -> Architecture:
-    """The registered architecture ``name``; ValueError naming ``architecture`` and the choices otherwise."""
-    return lookup(ARCHITECTURES, name, param="architecture")
+#: name -> Architecture: ``register_architecture`` adds one (a name taken raises), ``get_architecture`` finds one
+ARCHITECTURES = Registry("architecture", kind=Architecture)
+register_architecture = ARCHITECTURES.add
+get_architecture = ARCHITECTURES.find
 
 
 def build_model(config, seed=0, **kwargs):

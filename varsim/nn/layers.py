@@ -17,6 +17,8 @@ import math
 
 import numpy as np
 
+from varsim._common.registry import lookup
+
 __all__ = [
     "linear_forward",
     "linear_backward",
@@ -136,15 +138,11 @@ _ACT_BACKWARD = {"relu": relu_backward, "gelu": gelu_backward}
 
 def activation_forward(x: np.ndarray, name: str):
     """Dispatch to ``relu_forward`` or ``gelu_forward`` by name."""
-    if name not in _ACT_FORWARD:
-        raise ValueError(f"unknown activation {name!r}; expected one of {', '.join(map(repr, _ACT_FORWARD))}")
-    return _ACT_FORWARD[name](x)
+    return lookup(_ACT_FORWARD, name, param="activation")(x)
 
 
 def activation_backward(dout: np.ndarray, cache, name: str):
-    if name not in _ACT_BACKWARD:
-        raise ValueError(f"unknown activation {name!r}; expected one of {', '.join(map(repr, _ACT_BACKWARD))}")
-    return _ACT_BACKWARD[name](dout, cache)
+    return lookup(_ACT_BACKWARD, name, param="activation")(dout, cache)
 
 
 # ----------------------------------------------------------------------------------------------------------------------
@@ -157,8 +155,7 @@ def mlp_forward(x: np.ndarray, layers, activation: str = "relu"):
     The activation sits between consecutive Linear layers, not after the last one, so a depth-1 MLP is a Linear
     layer and the output can be read as logits or added to a residual stream.
     """
-    if activation not in _ACT_FORWARD:
-        raise ValueError(f"unknown activation {activation!r}; expected one of {ACTIVATIONS}")
+    lookup(_ACT_FORWARD, activation, param="activation")
     caches = []
     h = x
     last = len(layers) - 1

@@ -23,7 +23,7 @@ from typing import Callable
 
 import numpy as np
 
-from varsim._common.registry import lookup, register
+from varsim._common.registry import Registry
 from varsim._common.validate import check_positive_int, check_real
 
 __all__ = [
@@ -163,7 +163,7 @@ class Normalization:
 
 
 #: name -> Normalization, in registration order; the model's only way to find a normalization.
-NORMS: dict[str, Normalization] = {}
+NORMS = Registry("norm", what="normalization", kind=Normalization)
 
 
 def register_norm(norm: Normalization) -> Normalization:
@@ -173,12 +173,10 @@ def register_norm(norm: Normalization) -> Normalization:
     for pname, init in norm.params:
         if init not in ("ones", "zeros"):
             raise ValueError(f"norm {norm.name!r}: parameter {pname!r} has init {init!r}; expected 'ones' or 'zeros'")
-    return register(NORMS, norm, what="normalization")
+    return NORMS.add(norm)
 
 
-def get_norm(name: str) -> Normalization:
-    """The registered normalization ``name``; ValueError listing the registered names otherwise."""
-    return lookup(NORMS, name, param="norm")
+get_norm = NORMS.find
 
 
 _AFFINE = (("gamma", "ones"), ("beta", "zeros"))

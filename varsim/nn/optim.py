@@ -17,6 +17,7 @@ from typing import Callable, Mapping
 
 import numpy as np
 
+from varsim._common.registry import lookup
 from varsim._common.validate import check_int, check_real
 
 __all__ = ["LRSchedule", "Adam", "AdamW", "global_norm", "make_optimizer", "OPTIMIZERS"]
@@ -214,8 +215,4 @@ OPTIMIZERS = {"adam": Adam, "adamw": AdamW}
 
 def make_optimizer(name: str, params: Mapping[str, np.ndarray], **kwargs) -> Adam:
     """``"adam"`` or ``"adamw"`` by name (``OPTIMIZERS``), with the keyword arguments of :class:`Adam`."""
-    try:
-        cls = OPTIMIZERS[name]
-    except (KeyError, TypeError):
-        raise ValueError(f"unknown optimizer {name!r}; expected one of {', '.join(map(repr, OPTIMIZERS))}") from None
-    return cls(params, **kwargs)
+    return lookup(OPTIMIZERS, name, param="optimizer")(params, **kwargs)

@@ -26,7 +26,7 @@ import dataclasses
 
 import numpy as np
 
-from varsim._common.registry import lookup, register
+from varsim._common.registry import Registry
 
 __all__ = [
     "PositionEncoding", "POSITIONS", "get_positions", "register_positions", "ROPE_BASE",
@@ -48,17 +48,10 @@ class PositionEncoding:
     bias: bool = False
 
 
-POSITIONS: dict[str, PositionEncoding] = {}
-
-
-def register_positions(enc: PositionEncoding) -> PositionEncoding:
-    """Add ``enc`` to :data:`POSITIONS`; a name already taken raises ValueError."""
-    return register(POSITIONS, enc, what="positional encoding", kind=PositionEncoding)
-
-
-def get_positions(name: str) -> PositionEncoding:
-    """The registered encoding ``name``; ValueError naming ``positions`` and the choices otherwise."""
-    return lookup(POSITIONS, name, param="positions")
+#: name -> PositionEncoding: ``register_positions`` adds one (a name taken raises), ``get_positions`` finds one
+POSITIONS = Registry("positions", what="positional encoding", kind=PositionEncoding)
+register_positions = POSITIONS.add
+get_positions = POSITIONS.find
 
 
 register_positions(PositionEncoding("none", "no positional encoding (NoPE): only the causal mask orders tokens"))

@@ -54,6 +54,7 @@ from typing import Callable
 
 import numpy as np
 
+from varsim._common.validate import check_choice
 from varsim.variants import (
     INFERENCE_ONLY_MAPS,
     OUTPUT_NORMALIZATIONS,
@@ -454,6 +455,5 @@ def check_output_params(output: str, output_params: dict | None = None) -> dict:
         if output_params:
             raise ValueError(f"attention_output 'none' takes no parameters, got {sorted(output_params)}")
         return {}
-    if not isinstance(output, str) or output not in OUTPUT_NORMALIZATIONS:
-        raise ValueError(f"unknown attention_output {output!r}; expected one of {', '.join(OUTPUT_CHOICES)}")
+    check_choice("attention_output", output, OUTPUT_CHOICES)
     return get_output_normalization(output).check_params(output_params)

@@ -56,6 +56,42 @@ def _rescale(acc, c):
 
 
 @nb.njit(**_INLINE)
+def _block_buffers(n_keys, block, keep, d_v):
+    """The logits of the sequence (``keep``) or block, the kept value rows, ``e`` and ``_exp_shifted``'s bits."""
+    n, bits = n_keys if keep else block, np.empty(block, np.uint64)
+    return np.empty(n), np.empty((n if keep else 0, d_v)), np.empty(block), bits, bits.view(np.float64)
+
+
+@nb.njit(**_INLINE)
+def _raise_max(m, mb, s1, s2, acc_v, acc_k, coupled):
+    """Online softmax: a block maximum ``mb`` above ``m`` rescales the sums by ``exp(m - mb)``; new (m, s1, s2)."""
+    if mb > m:
+        c = math.exp(m - mb)
+        s1 *= c
+        s2 *= c * c
+        _rescale(acc_v, c)
+        if coupled:
+            _rescale(acc_k, c)
+        m = mb
+    return m, s1, s2
+
+
+@nb.njit(**_INLINE)
+def _normalise(seq, s1, s2, acc_v, acc_k, a_mat, noise, sigma, coupled, o_out, y2_out):
+    """Once per sequence: ``sum w^2`` and ``o - mu = sigma (A acc_k + noise acc_v) / s1`` (A = 0 uncoupled)."""
+    inv = 1.0 / s1
+    y2_out[seq] = s2 * inv * inv
+    for c_ in range(o_out.shape[1]):
+        if coupled:
+            ak = 0.0
+            for j in range(acc_k.size):
+                ak += a_mat[c_, j] * acc_k[j]
+            o_out[seq, c_] = sigma * (ak + noise * acc_v[c_]) * inv
+        else:
+            o_out[seq, c_] = sigma * acc_v[c_] * inv
+
+
+@nb.njit(**_INLINE)
 def full_sampler(state, p, tables, o_out, y2_out, keep, finish, extra):
     """Run a full-sampler chunk (``p`` a ``FullSampler``): ``o_out`` float64[n_seq, d_v], ``y2_out`` float64[n_seq];
     ``keep``, ``finish`` and ``extra`` as in the module docstring (``finish`` is not called without ``keep``)."""
@@ -80,11 +116,7 @@ def full_sampler(state, p, tables, o_out, y2_out, keep, finish, extra):
     vbuf_bits = vbuf.view(np.uint32)
     qbuf_bits = qbuf.view(np.uint32)
     q = np.empty(d_k)
-    s = np.empty(n_keys if keep else KEY_BLOCK)  # the logits of the sequence (keep) or of the block
-    core = np.empty((n_keys if keep else 0, d_v))
-    e = np.empty(KEY_BLOCK)
-    bits = np.empty(KEY_BLOCK, np.uint64)
-    pw = bits.view(np.float64)
+    s, core, e, bits, pw = _block_buffers(n_keys, KEY_BLOCK, keep, d_v)
     acc_v = np.empty(d_v)
     acc_k = np.empty(d_k)
     for seq in range(n_seq):
@@ -129,14 +161,7 @@ def full_sampler(state, p, tables, o_out, y2_out, keep, finish, extra):
                         core[start + i, c_] = val
                 continue
             # -- phase 4: online softmax; the running maximum grows: rescale what was accumulated under the old one
-            if mb > m:
-                c = math.exp(m - mb)
-                s1 *= c
-                s2 *= c * c
-                _rescale(acc_v, c)
-                if coupled:
-                    _rescale(acc_k, c)
-                m = mb
+            m, s1, s2 = _raise_max(m, mb, s1, s2, acc_v, acc_k, coupled)
             # -- phase 5: accumulate e_i = exp(logit_i - m), e_i^2, e_i eps_i and (coupling) e_i k_i
             _exp_shifted(s, m, e, bits, pw, nb_)
             for i in range(nb_):
@@ -153,18 +178,8 @@ def full_sampler(state, p, tables, o_out, y2_out, keep, finish, extra):
         if keep:
             finish(seq, s, core, p, o_out, y2_out, extra)
             continue
-        # -- phase 6: normalise once per sequence: sum w^2 and o - mu = sigma (A acc_k + noise acc_v) / s1
-        inv = 1.0 / s1
-        y2_out[seq] = s2 * inv * inv
-        if coupled:
-            for c_ in range(d_v):
-                ak = 0.0
-                for j in range(d_k):
-                    ak += a_mat[c_, j] * acc_k[j]
-                o_out[seq, c_] = sigma * (ak + noise * acc_v[c_]) * inv
-        else:
-            for c_ in range(d_v):
-                o_out[seq, c_] = sigma * acc_v[c_] * inv
+        # -- phase 6: normalise once per sequence
+        _normalise(seq, s1, s2, acc_v, acc_k, a_mat, noise, sigma, coupled, o_out, y2_out)
 
 
 @nb.njit(**_INLINE)
@@ -186,11 +201,7 @@ def logits_sampler(state, p, tables, o_out, y2_out, keep, finish, extra):
     vbuf = np.empty(bad.size, np.float32)
     gbuf_bits = gbuf.view(np.uint32)
     vbuf_bits = vbuf.view(np.uint32)
-    s = np.empty(n_keys if keep else LOGIT_BLOCK)  # the logits of the sequence (keep) or of the block
-    core = np.empty((n_keys if keep else 0, d_v))
-    e = np.empty(LOGIT_BLOCK)
-    bits = np.empty(LOGIT_BLOCK, np.uint64)
-    pw = bits.view(np.float64)
+    s, core, e, bits, pw = _block_buffers(n_keys, LOGIT_BLOCK, keep, d_v)
     acc_v = np.empty(max(d_v, 1))
     for seq in range(n_seq):
         # -- phase 1: the logit scale of this sequence (random query: beta = scale |q|, |q|^2 ~ chi^2_{d_k})
@@ -225,12 +236,7 @@ def logits_sampler(state, p, tables, o_out, y2_out, keep, finish, extra):
                         core[start + i, c_] = np.float64(vbuf[i * d_v + c_])
                 continue
             # -- phase 3: online softmax; the running maximum grows: rescale what was accumulated under the old one
-            if block_max > m:
-                c = math.exp(m - block_max)
-                s1 *= c
-                s2 *= c * c
-                _rescale(acc_v, c)
-                m = block_max
+            m, s1, s2 = _raise_max(m, block_max, s1, s2, acc_v, acc_v, False)
             # -- phase 4: accumulate e_i, e_i^2 and e_i eps_i
             _exp_shifted(s, m, e, bits, pw, nb_)
             t1 = 0.0
@@ -250,7 +256,4 @@ def logits_sampler(state, p, tables, o_out, y2_out, keep, finish, extra):
             finish(seq, s, core, p, o_out, y2_out, extra)
             continue
         # -- phase 5: normalise once per sequence
-        inv = 1.0 / s1
-        y2_out[seq] = s2 * inv * inv
-        for c_ in range(d_v):
-            o_out[seq, c_] = sigma * acc_v[c_] * inv
+        _normalise(seq, s1, s2, acc_v, acc_v, core, 0.0, sigma, False, o_out, y2_out)

@@ -14,7 +14,7 @@ import dataclasses
 
 import numpy as np
 
-from varsim._common.registry import lookup, register
+from varsim._common.registry import Registry
 from varsim._common.validate import check_int
 
 __all__ = ["Field", "Task", "register_task", "get_task", "TASK_REGISTRY"]
@@ -39,9 +39,11 @@ class Task:
     - ``name``; ``fields``: the batch schema (every batch also has ``mask`` bool (B, N), True at real items, and
       ``target`` int64 (B,));
     - ``vocab``: its vocabulary sizes and their defaults (``{"n_classes": 10}``); ``output_vocab``: the one the
-      target is drawn from (the model predicts that many classes; chance is its inverse);
+      target is drawn from (the model predicts that many classes; chance is its inverse); ``example_vocab``: small
+      sizes (defaults for those it lacks) with which every set size up to 16 is valid, for examples and quick checks;
     - ``key_fields``: (item field, query field) whose ids are keys, encoded by a key encoding
-      (:mod:`varsim.tasks.keys`), or None; ``key_vocab``: their vocabulary;
+      (:mod:`varsim.tasks.keys`), or None: the real items' keys are distinct and the query's is the correct item's;
+      ``key_vocab``: their vocabulary;
     - ``learned_query``: the query carries no information, so the model's query token is a learned vector;
     - ``default_train_range``: (min, max) training set sizes;
     - ``item_tokens``: tokens per item (1: an item is one token; more only for sequence models, which read
@@ -54,6 +56,7 @@ class Task:
     fields: tuple[Field, ...] = ()
     vocab: dict[str, int] = {}
     output_vocab: str = ""
+    example_vocab: dict[str, int] = {}
     key_fields: tuple[str, str] | None = None
     key_vocab: str | None = None
     learned_query: bool = False
@@ -169,7 +172,7 @@ def _check_field(f: Field, a, mask: np.ndarray, vocab: dict) -> np.ndarray:
     return a
 
 
-TASK_REGISTRY: dict[str, Task] = {}
+TASK_REGISTRY = Registry("task", kind=Task)
 
 
 def register_task(task: Task) -> Task:
@@ -184,12 +187,11 @@ def register_task(task: Task) -> Task:
                                  f"{other.vocab[k]}")
     if task.output_vocab not in task.vocab:
         raise ValueError(f"task {task.name!r}: output_vocab {task.output_vocab!r} is not one of its vocab")
-    return register(TASK_REGISTRY, task, what="task")
+    return TASK_REGISTRY.add(task)
 
 
-def get_task(name) -> Task:
-    """The registered task ``name``; ValueError naming ``task`` and the choices otherwise."""
-    return lookup(TASK_REGISTRY, name, param="task")
+#: the registered task of a name; ValueError naming ``task`` and the choices otherwise
+get_task = TASK_REGISTRY.find
 
 
 def check_vocab_sizes(vocab: dict) -> dict:

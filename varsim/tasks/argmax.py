@@ -23,6 +23,7 @@ class ArgmaxRetrieval(Task):
     fields = (Field("priority", "float", "item"), Field("label", "id", "item", "n_classes"))
     vocab = {"n_classes": 10}
     output_vocab = "n_classes"
+    example_vocab = {"n_classes": 3}
     learned_query = True
     default_train_range = (1, 16)
 

@@ -27,6 +27,7 @@ class DictionaryLookup(Task):
               Field("query", "id", "example", "key_vocab"))
     vocab = {"key_vocab": 16384, "value_vocab": 16}
     output_vocab = "value_vocab"
+    example_vocab = {"key_vocab": 32, "value_vocab": 3}
     key_fields = ("key", "query")
     key_vocab = "key_vocab"
     default_train_range = (2, 16)

@@ -14,7 +14,7 @@ from typing import Callable
 
 import numpy as np
 
-from varsim._common.registry import lookup, register
+from varsim._common.registry import Registry
 
 __all__ = ["KeyEncoding", "KEY_ENCODINGS", "get_key_encoding", "register_key_encoding", "binary_key_bits"]
 
@@ -31,18 +31,10 @@ class KeyEncoding:
     learned_table: bool = False
 
 
-#: the registry: name -> :class:`KeyEncoding`
-KEY_ENCODINGS: dict[str, KeyEncoding] = {}
-
-
-def register_key_encoding(encoding: KeyEncoding) -> KeyEncoding:
-    """Add ``encoding`` to :data:`KEY_ENCODINGS`; a name already taken raises ValueError."""
-    return register(KEY_ENCODINGS, encoding, what="key encoding", kind=KeyEncoding)
-
-
-def get_key_encoding(name: str) -> KeyEncoding:
-    """The registered encoding ``name``; ValueError naming ``key_encoding`` and the choices otherwise."""
-    return lookup(KEY_ENCODINGS, name, param="key_encoding")
+#: name -> KeyEncoding: ``register_key_encoding`` adds one (a name taken raises), ``get_key_encoding`` finds one
+KEY_ENCODINGS = Registry("key_encoding", what="key encoding", kind=KeyEncoding)
+register_key_encoding = KEY_ENCODINGS.add
+get_key_encoding = KEY_ENCODINGS.find
 
 
 def binary_key_bits(key_vocab: int) -> int:
