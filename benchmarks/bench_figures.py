@@ -7,7 +7,10 @@ new temporary directory and prints, per figure (a line on stderr as each ends, t
 took (this process's and its finished child processes', e.g. the sweep's workers) next to the wall seconds, then
 the totals. CPU seconds survive other load on the machine; wall seconds do not. ``--cold`` points Numba's cache at
 an empty temporary directory first, so every kernel compiles as on a clean clone (the first run after installing);
-without it the kernels load from the cache.
+without it the kernels load from the cache. The ``compile`` column is the CPU seconds Numba spent compiling kernels
+(its ``numba:compile`` events, outermost only, in the compiling thread's CPU time) in this process and in the worker
+processes the figures start (a ``sitecustomize`` in a temporary directory put first on their ``PYTHONPATH`` records
+them there), so a cold run shows how much of each figure is compilation.
 To compare two versions, run the script against each checkout (``PYTHONPATH=/path/to/checkout``).
 """
 
@@ -16,9 +19,44 @@ from __future__ import annotations
 import argparse
 import os
 import resource
+import shutil
 import sys
 import tempfile
 import time
+from pathlib import Path
+
+#: registers a Numba listener that appends ``pid compile-CPU-seconds`` to $BENCH_FIGURES_COMPILE_LOG for each
+#: outermost compilation of a thread; run in this process and, as ``sitecustomize``, in every Python child
+COMPILE_LISTENER = """
+import os as _os
+if _os.environ.get("BENCH_FIGURES_COMPILE_LOG"):
+    import threading as _threading
+    import time as _time
+
+    from numba.core import event as _event
+
+    class _CompileCPU(_event.Listener):
+        def __init__(self):
+            self._local = _threading.local()
+
+        def on_start(self, event):
+            depth = getattr(self._local, "depth", 0)
+            if depth == 0:
+                self._local.t0 = _time.thread_time()
+            self._local.depth = depth + 1
+
+        def on_end(self, event):
+            self._local.depth -= 1
+            if self._local.depth == 0:
+                line = f"{_os.getpid()} {_time.thread_time() - self._local.t0:.6f}\\n"
+                fd = _os.open(_os.environ["BENCH_FIGURES_COMPILE_LOG"], _os.O_WRONLY | _os.O_APPEND | _os.O_CREAT)
+                try:
+                    _os.write(fd, line.encode())
+                finally:
+                    _os.close(fd)
+
+    _event.register("numba:compile", _CompileCPU())
+"""
 
 
 def cpu_seconds() -> float:
@@ -26,6 +64,25 @@ def cpu_seconds() -> float:
     own = resource.getrusage(resource.RUSAGE_SELF)
     kids = resource.getrusage(resource.RUSAGE_CHILDREN)
     return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def compile_seconds(log: Path) -> float:
+    """CPU seconds of the compilations recorded in ``log`` so far (this process and its children)."""
+    if not log.is_file():
+        return 0.0
+    return sum(float(line.split()[1]) for line in log.read_text().splitlines() if line.strip())
+
+
+def record_compilations(workdir: Path) -> Path:
+    """Record every Numba compilation of this process and of its Python children into a log under ``workdir``."""
+    log = workdir / "compile.log"
+    hook = workdir / "hook"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(COMPILE_LISTENER)
+    os.environ["BENCH_FIGURES_COMPILE_LOG"] = str(log)
+    os.environ["PYTHONPATH"] = os.pathsep.join([str(hook), *filter(None, [os.environ.get("PYTHONPATH")])])
+    exec(compile(COMPILE_LISTENER, "compile_listener", "exec"), {})
+    return log
 
 
 def main(argv=None) -> int:
@@ -38,30 +95,33 @@ def main(argv=None) -> int:
         if "numba" in sys.modules:
             raise SystemExit("--cold must set NUMBA_CACHE_DIR before Numba is imported")
         os.environ["NUMBA_CACHE_DIR"] = tempfile.mkdtemp(prefix="bench_figures_numba_")
+    work = Path(tempfile.mkdtemp(prefix="bench_figures_"))
+    log = record_compilations(work)
     import varsim
     from varsim.figures import make
 
     rows = []
-    last = {"cpu": cpu_seconds(), "wall": time.perf_counter()}
+    last = {"cpu": cpu_seconds(), "wall": time.perf_counter(), "compile": 0.0}
 
     def on_figure(name, data_from, seconds, paths):
-        cpu, wall = cpu_seconds(), time.perf_counter()
-        rows.append((name, data_from, cpu - last["cpu"], wall - last["wall"]))
-        last.update(cpu=cpu, wall=wall)
-        print(f"{name}: {rows[-1][2]:.1f} CPU s, {rows[-1][3]:.1f} wall s", file=sys.stderr, flush=True)
+        cpu, wall, comp = cpu_seconds(), time.perf_counter(), compile_seconds(log)
+        rows.append((name, data_from, cpu - last["cpu"], wall - last["wall"], comp - last["compile"]))
+        last.update(cpu=cpu, wall=wall, compile=comp)
+        print(f"{name}: {rows[-1][2]:.1f} CPU s ({rows[-1][4]:.1f} compiling), {rows[-1][3]:.1f} wall s",
+              file=sys.stderr, flush=True)
 
     cpu0, wall0 = cpu_seconds(), time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="bench_figures_") as outdir:
-        make(a.only, outdir=outdir, quick=a.quick, progress=False, on_figure=on_figure)
-    cpu, wall = cpu_seconds() - cpu0, time.perf_counter() - wall0
+    make(a.only, outdir=work / "out", quick=a.quick, progress=False, on_figure=on_figure)
+    cpu, wall, comp = cpu_seconds() - cpu0, time.perf_counter() - wall0, compile_seconds(log)
     print(f"varsim {getattr(varsim, '__version__', '?')} from {os.path.dirname(varsim.__file__)}; "
           f"{'cold' if a.cold else 'warm'} Numba cache, {'quick' if a.quick else 'full'} mode, "
           f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}")
     width = max(len("figure"), *(len(r[0]) for r in rows))
-    print(f"{'figure':<{width}}  {'CPU s':>8}  {'wall s':>8}  data")
-    for name, data_from, c, w in rows:
-        print(f"{name:<{width}}  {c:8.1f}  {w:8.1f}  {data_from}")
-    print(f"{'total (' + str(len(rows)) + ' figures)':<{width}}  {cpu:8.1f}  {wall:8.1f}")
+    print(f"{'figure':<{width}}  {'CPU s':>8}  {'compile':>8}  {'wall s':>8}  data")
+    for name, data_from, c, w, k in rows:
+        print(f"{name:<{width}}  {c:8.1f}  {k:8.1f}  {w:8.1f}  {data_from}")
+    print(f"{'total (' + str(len(rows)) + ' figures)':<{width}}  {cpu:8.1f}  {comp:8.1f}  {wall:8.1f}")
+    shutil.rmtree(work, ignore_errors=True)
     return 0
 
 
