@@ -307,11 +307,11 @@ def test_all_figures_without_committed_records_skip_the_reproduction_ones(tmp_pa
     """`varsim figures` (no --only) on a build without committed records draws the rest, says in one line what it
     skipped and exits 0; catches a Quickstart that fails outright, or silently omits figures, without data."""
     monkeypatch.setattr(rp, "COMMITTED_DIR", tmp_path / "nothing")
-    monkeypatch.setattr(figures, "FIGURES", {k: figures.FIGURES[k] for k in ("fig_decay_exponent", "fig_repro_std")})
+    monkeypatch.setattr(figures, "FIGURES", {k: figures.FIGURES[k] for k in ("fig_probe_layers", "fig_repro_std")})
     rc = main(["figures", "--outdir", str(tmp_path / "o"), "--no-progress"])
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 0 and len(err) == 1 and "skipping fig_repro_std" in err[0] and "--results" in err[0]
-    assert (tmp_path / "o" / "fig_decay_exponent.png").exists()
+    assert (tmp_path / "o" / "fig_probe_layers.png").exists()
     assert not (tmp_path / "o" / "fig_repro_std.json").exists()
 
 
@@ -411,14 +411,14 @@ def test_cli_figures_prints_a_line_per_figure_as_it_ends_when_stdout_is_a_pipe(t
     root = Path(__file__).resolve().parents[1]
     env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}  # a log's stdout is block-buffered
     env["PYTHONPATH"] = str(root)
-    cmd = [sys.executable, "-m", "varsim", "figures", "--quick", "--outdir", str(tmp_path), "--only", "fig_repro_std",
+    cmd = [sys.executable, "-m", "varsim", "figures", "--quick", "--outdir", str(tmp_path), "--only", "fig_probe_layers",
            "fig_decay_exponent"]
     with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env) as proc:
         first = proc.stdout.readline()
         second_drawn = (tmp_path / "fig_decay_exponent.png").exists()
         rest = proc.stdout.read().splitlines()
     assert proc.returncode == 0
-    assert first.startswith("fig_repro_std: ") and " s (reproduction: quick" in first, first
+    assert first.startswith("fig_probe_layers: ") and " s (probe: committed records)" in first, first
     assert not second_drawn  # the line came while the next figure was still being computed
     assert rest[0].startswith("fig_decay_exponent: ") and " s (simulated, quick)" in rest[0]
     assert rest[1].split() == ["figure", "data", "seconds"]
