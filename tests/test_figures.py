@@ -67,6 +67,28 @@ def test_replot_from_stored_data_gives_identical_png(quick_run, tmp_path):
     assert (tmp_path / f"{name}.png").read_bytes() == (outdir / f"{name}.png").read_bytes()
 
 
+def test_parallel_jobs_write_the_files_of_a_serial_run(quick_run, tmp_path):
+    """``make(jobs=2)`` computes the figures in worker processes (each self-computing figure one job, a data source's
+    figures another) and writes the same data as a serial run, returns the files in the order asked and reports each
+    figure once. Catches a worker that computes with another seed or mode, or drops a figure of a group."""
+    outdir, _, data = quick_run
+    names = ["fig_probe_layers", "fig_decay_exponent", "fig_probe_slopes"]
+    seen = []
+    written = figures.make(names, outdir=tmp_path / "par", quick=True, seed=0, progress=False, jobs=2,
+                           on_figure=lambda name, data_from, seconds, paths: seen.append((name, data_from)))
+    assert list(written) == names and sorted(seen) == sorted([(n, figures._data_from(
+        json.loads((tmp_path / "par" / f"{n}.json").read_text()), figures.data_source(n), True, False))
+        for n in names])
+    serial = figures.make(["fig_probe_layers", "fig_probe_slopes"], outdir=tmp_path / "ser", quick=True,
+                          progress=False)
+    for name in names:
+        assert [p.name for p in written[name]] == [f"{name}.json", f"{name}.png", f"{name}.pdf"]
+        assert all(p.is_file() for p in written[name])
+        stored = json.loads((tmp_path / "par" / f"{name}.json").read_text())
+        expected = data[name] if name in data else json.loads(serial[name][0].read_text())
+        assert stored == expected, name
+
+
 def test_variance_figure_data_agree_with_theory(quick_run):
     """Every MC point is within 5 SE + 1% of the exact sigma_v^2 E[sum w^2] drawn next to it.
 
