@@ -1,6 +1,6 @@
 """CPU seconds of ``varsim figures``: per figure and in total, into a fresh output directory.
 
-    python benchmarks/bench_figures.py [--cold] [--only NAME ...] [--quick]
+    python benchmarks/bench_figures.py [--cold] [--only NAME ...] [--quick] [--jobs J]
 
 Draws the figures with :func:`varsim.figures.make` in this process (the default set of ``varsim figures``) into a
 new temporary directory and prints, per figure (a line on stderr as each ends, then a table), the CPU seconds it
@@ -90,6 +90,9 @@ def main(argv=None) -> int:
     p.add_argument("--cold", action="store_true", help="compile every kernel (Numba cache in a new empty directory)")
     p.add_argument("--only", nargs="+", default=None, metavar="NAME", help="only these figures")
     p.add_argument("--quick", action="store_true", help="the figures' quick (smoke-test) mode")
+    p.add_argument("--jobs", type=int, default=1, help="make(jobs=J): figures in J worker processes (0: one per "
+                   "core); the per-figure CPU and compile seconds of workers count when the pool ends, the totals "
+                   "are exact")
     a = p.parse_args(argv)
     if a.cold:
         if "numba" in sys.modules:
@@ -111,10 +114,10 @@ def main(argv=None) -> int:
               file=sys.stderr, flush=True)
 
     cpu0, wall0 = cpu_seconds(), time.perf_counter()
-    make(a.only, outdir=work / "out", quick=a.quick, progress=False, on_figure=on_figure)
+    make(a.only, outdir=work / "out", quick=a.quick, progress=False, on_figure=on_figure, jobs=a.jobs)
     cpu, wall, comp = cpu_seconds() - cpu0, time.perf_counter() - wall0, compile_seconds(log)
     print(f"varsim {getattr(varsim, '__version__', '?')} from {os.path.dirname(varsim.__file__)}; "
-          f"{'cold' if a.cold else 'warm'} Numba cache, {'quick' if a.quick else 'full'} mode, "
+          f"{'cold' if a.cold else 'warm'} Numba cache, {'quick' if a.quick else 'full'} mode, jobs {a.jobs}, "
           f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}")
     width = max(len("figure"), *(len(r[0]) for r in rows))
     print(f"{'figure':<{width}}  {'CPU s':>8}  {'compile':>8}  {'wall s':>8}  data")
