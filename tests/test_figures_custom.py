@@ -40,13 +40,13 @@ def test_messages_name_the_flags_not_the_parameters(tmp_path, capsys):
 def test_a_data_source_figure_in_a_style_and_a_restyled_replot(tmp_path, capsys):
     """--style draws a figure of the committed probe data at a column's width; --replot --style redraws the stored
     JSON in another style without computing (the JSON is left as it was)."""
-    args = ["figures", "--only", "fig_probe_std", "--outdir", str(tmp_path), "--no-progress"]
+    args = ["figures", "--only", "fig_probe_layers", "--outdir", str(tmp_path), "--no-progress"]
     assert main([*args, "--style", "column"]) == 0, capsys.readouterr().err
-    stored = (tmp_path / "fig_probe_std.json").read_bytes()
-    narrow = Image.open(tmp_path / "fig_probe_std.png").width
+    stored = (tmp_path / "fig_probe_layers.json").read_bytes()
+    narrow = Image.open(tmp_path / "fig_probe_layers.png").width
     assert narrow <= (3.3 + 2 * 0.02) * 200 + 1
     assert main([*args, "--replot", "--style", "two-column"]) == 0, capsys.readouterr().err
-    assert (tmp_path / "fig_probe_std.json").read_bytes() == stored
-    assert Image.open(tmp_path / "fig_probe_std.png").width > 1.5 * narrow
+    assert (tmp_path / "fig_probe_layers.json").read_bytes() == stored
+    assert Image.open(tmp_path / "fig_probe_layers.png").width > 1.5 * narrow
     rc = main([*args, "--replot", "--style", "column", "--beta", "1"])
     assert rc == 2 and "beta" in capsys.readouterr().err
