@@ -28,6 +28,17 @@ def test_a_parameter_the_figure_does_not_take_is_one_line_error(tmp_path, capsys
     assert rc == 2 and len(err.strip().splitlines()) == 1 and "fig_decay_exponent" in err and "--d-k" in err
 
 
+def test_jobs_with_parameters_or_a_style_is_one_line_error(tmp_path, capsys):
+    """--jobs (figures in parallel processes) with figure parameters or --style, whose drawing runs serially, is
+    refused before any work instead of silently ignored."""
+    for extra in (["--d-k", "32"], ["--style", "column"]):
+        rc = main(["figures", "--only", "fig_probe_layers", "--jobs", "2", *extra, "--outdir", str(tmp_path),
+                   "--no-progress"])
+        err = capsys.readouterr().err
+        assert rc == 2 and err.count("\n") == 1 and "--jobs" in err, err
+        assert not any(tmp_path.iterdir())
+
+
 def test_messages_name_the_flags_not_the_parameters(tmp_path, capsys):
     """A refused figure parameter is named by the flag the user gave (``--beta``), not by the figure's keyword
     (``betas``): the message said "betas" for ``--beta``."""
