@@ -433,8 +433,8 @@ def test_cli_figures_prints_a_line_per_figure_as_it_ends_when_stdout_is_a_pipe(t
     root = Path(__file__).resolve().parents[1]
     env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}  # a log's stdout is block-buffered
     env["PYTHONPATH"] = str(root)
-    cmd = [sys.executable, "-m", "varsim", "figures", "--quick", "--outdir", str(tmp_path), "--only", "fig_probe_layers",
-           "fig_decay_exponent"]
+    cmd = [sys.executable, "-m", "varsim", "figures", "--quick", "--outdir", str(tmp_path), "--only",
+           "fig_probe_layers", "fig_decay_exponent"]
     with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env) as proc:
         first = proc.stdout.readline()
         second_drawn = (tmp_path / "fig_decay_exponent.png").exists()
