@@ -25,37 +25,62 @@ import tempfile
 import time
 from pathlib import Path
 
-#: registers a Numba listener that appends ``pid compile-CPU-seconds`` to $BENCH_FIGURES_COMPILE_LOG for each
-#: outermost compilation of a thread; run in this process and, as ``sitecustomize``, in every Python child
+#: registers a Numba listener (when Numba loads) that appends ``pid compile-CPU-seconds`` to $BENCH_FIGURES_COMPILE_LOG
+#: for each outermost compilation of a thread; run in this process and, as ``sitecustomize``, in every Python child
 COMPILE_LISTENER = """
 import os as _os
-if _os.environ.get("BENCH_FIGURES_COMPILE_LOG"):
-    import threading as _threading
-    import time as _time
+import sys as _sys
 
-    from numba.core import event as _event
+def _register(event):
+    import threading
+    import time
 
-    class _CompileCPU(_event.Listener):
+    class CompileCPU(event.Listener):
         def __init__(self):
-            self._local = _threading.local()
+            self._local = threading.local()
 
-        def on_start(self, event):
+        def on_start(self, ev):
             depth = getattr(self._local, "depth", 0)
             if depth == 0:
-                self._local.t0 = _time.thread_time()
+                self._local.t0 = time.thread_time()
             self._local.depth = depth + 1
 
-        def on_end(self, event):
+        def on_end(self, ev):
             self._local.depth -= 1
             if self._local.depth == 0:
-                line = f"{_os.getpid()} {_time.thread_time() - self._local.t0:.6f}\\n"
+                line = f"{_os.getpid()} {time.thread_time() - self._local.t0:.6f}\\n"
                 fd = _os.open(_os.environ["BENCH_FIGURES_COMPILE_LOG"], _os.O_WRONLY | _os.O_APPEND | _os.O_CREAT)
                 try:
                     _os.write(fd, line.encode())
                 finally:
                     _os.close(fd)
 
-    _event.register("numba:compile", _CompileCPU())
+    event.register("numba:compile", CompileCPU())
+
+class _WhenNumbaLoads:
+    # registers the listener as numba.core.event is imported, so that this hook imports nothing itself (a worker's
+    # initializer sets NUMBA_NUM_THREADS before Numba loads)
+    def find_spec(self, name, path=None, target=None):
+        if name != "numba.core.event":
+            return None
+        _sys.meta_path.remove(self)
+        import importlib.util
+
+        spec = importlib.util.find_spec(name)
+        run = spec.loader.exec_module
+
+        def exec_module(module):
+            run(module)
+            _register(module)
+
+        spec.loader.exec_module = exec_module
+        return spec
+
+if _os.environ.get("BENCH_FIGURES_COMPILE_LOG"):
+    if "numba.core.event" in _sys.modules:
+        _register(_sys.modules["numba.core.event"])
+    else:
+        _sys.meta_path.insert(0, _WhenNumbaLoads())
 """
 
 
