@@ -15,7 +15,7 @@
 * ``<!-- varsim-gallery -->`` is replaced by every figure of ``varsim.figures.FIGURES``, drawn at build time into
   ``build/gallery`` (``VARSIM_DOCS_FIGURES=reuse`` keeps the PNGs an earlier build drew there, for quick local
   rebuilds), each with its module's docstring as caption; the build log gets one line per figure with its seconds as
-  it is drawn;
+  it is drawn; independent figures are drawn in parallel processes, one per available core (``make(jobs=0)``);
 * ``<!-- varsim-api-index -->`` (in ``api/index.md``) is replaced by a section per API page of the navigation, each
   a table of every object that page documents (its top-level entries, as mkdocstrings rendered them: so the index
   cannot list an object the pages lack, nor miss one they show) with the first sentence of its docstring;
@@ -239,7 +239,7 @@ def draw_gallery() -> list[str]:
         start = time.perf_counter()
         print(f"INFO    -  varsim gallery: drawing {len(todo)} figures", file=sys.stderr, flush=True)
         try:
-            make(todo, outdir=GALLERY_DIR, progress=False, on_figure=_log_figure)
+            make(todo, outdir=GALLERY_DIR, progress=False, on_figure=_log_figure, jobs=0)
         except ValueError as exc:
             raise PluginError(f"the gallery's figures could not be drawn: {exc}") from exc
         print(f"INFO    -  varsim gallery: drew {len(todo)} figures in {time.perf_counter() - start:.0f} s",

@@ -383,7 +383,7 @@ def test_gallery_logs_one_line_per_figure_as_it_is_drawn(monkeypatch, tmp_path, 
     monkeypatch.setenv("VARSIM_DOCS_FIGURES", "draw")
     seen = []
 
-    def fake_make(names, *, outdir, progress, on_figure):
+    def fake_make(names, *, outdir, progress, on_figure, jobs):
         for i, name in enumerate(names):
             on_figure(name, "simulated", 1.5 + i, [])
             seen.append(capsys.readouterr().err)  # what the log holds once this figure is done

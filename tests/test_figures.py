@@ -63,6 +63,28 @@ def test_replot_from_stored_data_gives_identical_png(quick_run, tmp_path):
     check_figure_replot(quick_run[0], "fig_decay_exponent", tmp_path)
 
 
+def test_parallel_jobs_write_the_files_of_a_serial_run(quick_run, tmp_path):
+    """``make(jobs=2)`` computes the figures in worker processes (each self-computing figure one job, a data source's
+    figures another) and writes the same data as a serial run, returns the files in the order asked and reports each
+    figure once. Catches a worker that computes with another seed or mode, or drops a figure of a group."""
+    outdir, _, data = quick_run
+    names = ["fig_probe_layers", "fig_decay_exponent", "fig_probe_slopes"]
+    seen = []
+    written = figures.make(names, outdir=tmp_path / "par", quick=True, seed=0, progress=False, jobs=2,
+                           on_figure=lambda name, data_from, seconds, paths: seen.append((name, data_from)))
+    assert list(written) == names and sorted(seen) == sorted([(n, figures._data_from(
+        json.loads((tmp_path / "par" / f"{n}.json").read_text()), figures.data_source(n), True, False))
+        for n in names])
+    serial = figures.make(["fig_probe_layers", "fig_probe_slopes"], outdir=tmp_path / "ser", quick=True,
+                          progress=False)
+    for name in names:
+        assert [p.name for p in written[name]] == [f"{name}.json", f"{name}.png", f"{name}.pdf"]
+        assert all(p.is_file() for p in written[name])
+        stored = json.loads((tmp_path / "par" / f"{name}.json").read_text())
+        expected = data[name] if name in data else json.loads(serial[name][0].read_text())
+        assert stored == expected, name
+
+
 def test_variance_figure_data_agree_with_theory(quick_run):
     """Every MC point is within 5 SE + 1% of the exact sigma_v^2 E[sum w^2] drawn next to it.
 
@@ -303,11 +325,11 @@ def test_all_figures_without_committed_records_skip_the_reproduction_ones(tmp_pa
     """`varsim figures` (no --only) on a build without committed records draws the rest, says in one line what it
     skipped and exits 0; catches a Quickstart that fails outright, or silently omits figures, without data."""
     monkeypatch.setattr(rp, "COMMITTED_DIR", tmp_path / "nothing")
-    monkeypatch.setattr(figures, "FIGURES", {k: figures.FIGURES[k] for k in ("fig_decay_exponent", "fig_repro_std")})
+    monkeypatch.setattr(figures, "FIGURES", {k: figures.FIGURES[k] for k in ("fig_probe_layers", "fig_repro_std")})
     rc = main(["figures", "--outdir", str(tmp_path / "o"), "--no-progress"])
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 0 and len(err) == 1 and "skipping fig_repro_std" in err[0] and "--results" in err[0]
-    assert (tmp_path / "o" / "fig_decay_exponent.png").exists()
+    assert (tmp_path / "o" / "fig_probe_layers.png").exists()
     assert not (tmp_path / "o" / "fig_repro_std.json").exists()
 
 
@@ -407,14 +429,14 @@ def test_cli_figures_prints_a_line_per_figure_as_it_ends_when_stdout_is_a_pipe(t
     root = Path(__file__).resolve().parents[1]
     env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}  # a log's stdout is block-buffered
     env["PYTHONPATH"] = str(root)
-    cmd = [sys.executable, "-m", "varsim", "figures", "--quick", "--outdir", str(tmp_path), "--only", "fig_repro_std",
-           "fig_decay_exponent"]
+    cmd = [sys.executable, "-m", "varsim", "figures", "--quick", "--outdir", str(tmp_path), "--only",
+           "fig_probe_layers", "fig_decay_exponent"]
     with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env) as proc:
         first = proc.stdout.readline()
         second_drawn = (tmp_path / "fig_decay_exponent.png").exists()
         rest = proc.stdout.read().splitlines()
     assert proc.returncode == 0
-    assert first.startswith("fig_repro_std: ") and " s (reproduction: quick" in first, first
+    assert first.startswith("fig_probe_layers: ") and " s (probe: committed records)" in first, first
     assert not second_drawn  # the line came while the next figure was still being computed
     assert rest[0].startswith("fig_decay_exponent: ") and " s (simulated, quick)" in rest[0]
     assert rest[1].split() == ["figure", "data", "seconds"]

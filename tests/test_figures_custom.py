@@ -28,6 +28,17 @@ def test_a_parameter_the_figure_does_not_take_is_one_line_error(tmp_path, capsys
     assert rc == 2 and len(err.strip().splitlines()) == 1 and "fig_decay_exponent" in err and "--d-k" in err
 
 
+def test_jobs_with_parameters_or_a_style_is_one_line_error(tmp_path, capsys):
+    """--jobs (figures in parallel processes) with figure parameters or --style, whose drawing runs serially, is
+    refused before any work instead of silently ignored."""
+    for extra in (["--d-k", "32"], ["--style", "column"]):
+        rc = main(["figures", "--only", "fig_probe_layers", "--jobs", "2", *extra, "--outdir", str(tmp_path),
+                   "--no-progress"])
+        err = capsys.readouterr().err
+        assert rc == 2 and err.count("\n") == 1 and "--jobs" in err, err
+        assert not any(tmp_path.iterdir())
+
+
 def test_messages_name_the_flags_not_the_parameters(tmp_path, capsys):
     """A refused figure parameter is named by the flag the user gave (``--beta``), not by the figure's keyword
     (``betas``): the message said "betas" for ``--beta``."""
@@ -40,13 +51,13 @@ def test_messages_name_the_flags_not_the_parameters(tmp_path, capsys):
 def test_a_data_source_figure_in_a_style_and_a_restyled_replot(tmp_path, capsys):
     """--style draws a figure of the committed probe data at a column's width; --replot --style redraws the stored
     JSON in another style without computing (the JSON is left as it was)."""
-    args = ["figures", "--only", "fig_probe_std", "--outdir", str(tmp_path), "--no-progress"]
+    args = ["figures", "--only", "fig_probe_layers", "--outdir", str(tmp_path), "--no-progress"]
     assert main([*args, "--style", "column"]) == 0, capsys.readouterr().err
-    stored = (tmp_path / "fig_probe_std.json").read_bytes()
-    narrow = Image.open(tmp_path / "fig_probe_std.png").width
+    stored = (tmp_path / "fig_probe_layers.json").read_bytes()
+    narrow = Image.open(tmp_path / "fig_probe_layers.png").width
     assert narrow <= (3.3 + 2 * 0.02) * 200 + 1
     assert main([*args, "--replot", "--style", "two-column"]) == 0, capsys.readouterr().err
-    assert (tmp_path / "fig_probe_std.json").read_bytes() == stored
-    assert Image.open(tmp_path / "fig_probe_std.png").width > 1.5 * narrow
+    assert (tmp_path / "fig_probe_layers.json").read_bytes() == stored
+    assert Image.open(tmp_path / "fig_probe_layers.png").width > 1.5 * narrow
     rc = main([*args, "--replot", "--style", "column", "--beta", "1"])
     assert rc == 2 and "beta" in capsys.readouterr().err

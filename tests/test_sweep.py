@@ -382,3 +382,22 @@ def test_target_rse_stops_cells_and_is_recorded(tmp_path):
         run_sweep(SweepGrid(variants={"softmax": {}}, betas=[1.0], n_grid=[16, 1024], n_sequences=4000,
                             target_rse=0.01), output=out, seed=2, workers=1)
     assert "target_rse" not in SweepGrid(variants={"softmax": {}}, **TINY).settings()
+
+
+def test_a_local_pool_compiles_each_attention_map_once_in_this_process(monkeypatch):
+    """Before a local pool starts, the sweep runs each attention map's smallest-N cell in this process (its kernels
+    compile once, here, and reach the workers through Numba's cache); the pool gets the other cells and the records
+    are those of a sweep without a pool. Catches a pool whose every worker compiles the same kernels again."""
+    import varsim.jobs.executor as executor
+
+    grid = SweepGrid(variants={"ssmax": {"s": 0.5}, "topk": {"k": 4}}, betas=[1.0], n_grid=[64, 16], n_sequences=64)
+    pooled = []
+
+    def inline_pool(fn, jobs, *, scheduler=None, workers=None, on_result=None):
+        pooled.extend(job["cell"] for job in jobs)
+        return [on_result(i, fn(job)) for i, job in enumerate(jobs)]
+
+    monkeypatch.setattr(executor, "run_jobs", inline_pool)
+    out = run_sweep(grid, seed=3, workers=2)
+    assert sorted((c["attention"], c["n"]) for c in pooled) == [("ssmax", 64), ("topk", 64)]
+    assert _strip(out["cells"]) == _strip(run_sweep(grid, seed=3, workers=1)["cells"])

@@ -157,6 +157,7 @@ def make(
     remedies_results=None,
     decoder_results=None,
     on_figure=None,
+    jobs: int = 1,
 ) -> dict[str, list[Path]]:
     """Compute and plot the figures ``names`` (default: all) into ``outdir``; return the written files.
 
@@ -173,8 +174,14 @@ def make(
     committed decoder summaries or the decoder results directories ``decoder_results`` (one per training recipe);
     when there is neither they are skipped with one line on stderr when ``names`` is None (all figures), and refused
     (ValueError) when named.
+
+    ``jobs`` (default 1: one figure after the other, in this process) computes independent figures in that many
+    worker processes (``0``: one per core this process may use, see :func:`varsim.jobs.executor.default_workers`):
+    each figure that computes its own data is one job, the figures of one data source together are another (the
+    source is loaded once). Each job is seeded as in a serial run, so the files are the same; ``on_figure`` and the
+    progress lines come as each job ends, and the returned dict is in the order of ``names``.
     """
-    from varsim._common.atomic import atomic_write_json, check_writable
+    from varsim._common.atomic import check_writable
     from varsim._common.validate import check_int
 
     explicit = names is not None
@@ -183,11 +190,11 @@ def make(
         raise ValueError("names must not be empty")
     kinds = {name: data_source(name) for name in names}  # validates every name before any work
     seed = check_int("seed", seed, minimum=0)
+    jobs = check_int("jobs", jobs, minimum=0)
     options = {"quick": quick, "seed": seed, "results": results, "rerun": rerun, "progress": progress,
                "probe_results": probe_results, "remedies_results": remedies_results,
                "decoder_results": decoder_results}
-    sources = {kind: getattr(importlib.import_module(module), cls).from_options(options)
-               for kind, (module, cls) in SOURCES.items()}
+    sources = {kind: _source(kind, options) for kind in SOURCES}
     for kind, src in sources.items():
         skipped, why = src.prepare([n for n in names if kinds[n] == kind], explicit=explicit, replot=replot,
                                    outdir=outdir)
@@ -209,35 +216,93 @@ def make(
     check_writable(outdir / f"{names[0]}.png", "outdir")  # fail now, not after minutes of simulation
     show = sys.stderr.isatty() if progress is None else bool(progress)
 
+    groups = _job_groups(names, kinds)
+    if jobs == 0:
+        from varsim.jobs.executor import default_workers
+
+        jobs = default_workers()
+    jobs = min(jobs, len(groups))
+    done: dict[str, tuple[str, float, list[Path]]] = {}
+    start = time.perf_counter()
+
+    def finished(name: str, data_from: str, seconds: float, paths: list[Path]) -> None:
+        done[name] = (data_from, seconds, paths)
+        _log(show, f"[{len(done)}/{len(names)}] {name}: done in {seconds:.1f} s")
+        if on_figure is not None:
+            on_figure(name, data_from, seconds, paths)
+
+    if replot or jobs <= 1:
+        for i, name in enumerate(names, 1):
+            if not replot:
+                _log(show, f"[{i}/{len(names)}] {name}: computing ({'quick' if quick else 'full'} mode)")
+            finished(name, *_make_one(name, kinds[name], sources.get(kinds[name]), outdir, quick=quick, seed=seed,
+                                      progress=show, stored=stored.get(name)))
+    else:
+        from varsim.jobs.executor import run_jobs
+
+        _log(show, f"computing {len(names)} figures ({'quick' if quick else 'full'} mode) in {jobs} processes")
+        work = [{"names": group, "kind": kinds[group[0]], "options": {**options, "progress": False},
+                 "outdir": str(outdir)} for group in groups]
+
+        def group_done(_, rows):
+            for name, row in rows:
+                finished(name, *row)
+
+        run_jobs(_make_group, work, workers=jobs, on_result=group_done)
+    _log(show and len(names) > 1, f"all {len(names)} figures in {time.perf_counter() - start:.1f} s -> {outdir}")
+    return {name: [outdir / f"{name}.json", *done[name][2]] for name in names}
+
+
+def _source(kind: str, options: dict):
+    """The data source ``kind`` (a key of :data:`SOURCES`) built from :func:`make`'s options."""
+    module, cls = SOURCES[kind]
+    return getattr(importlib.import_module(module), cls).from_options(options)
+
+
+def _job_groups(names: list[str], kinds: dict) -> list[list[str]]:
+    """The independent jobs of a parallel :func:`make`: each figure that computes its own data alone (first: they
+    take longest), the figures of one data source together (the source is loaded once); each in ``names`` order."""
+    own = [[name] for name in names if kinds[name] is None]
+    by_source: dict[str, list[str]] = {}
+    for name in names:
+        if kinds[name] is not None:
+            by_source.setdefault(kinds[name], []).append(name)
+    return own + list(by_source.values())
+
+
+def _make_one(name: str, kind: str | None, src, outdir: Path, *, quick: bool, seed: int, progress: bool,
+              stored: dict | None = None) -> tuple[str, float, list[Path]]:
+    """Compute (or, given its ``stored`` data, redraw) figure ``name`` into ``outdir``: where its numbers came
+    from, its seconds and its PNG and PDF paths (its data is ``outdir/<name>.json``)."""
+    from varsim._common.atomic import atomic_write_json
+
     from ._style import jsonable
 
-    written: dict[str, list[Path]] = {}
-    start = time.perf_counter()
-    for i, name in enumerate(names, 1):
-        module = load(name)
-        t0 = time.perf_counter()
-        data_path = outdir / f"{name}.json"
-        if replot:
-            data = stored[name]
-        else:
-            _log(show, f"[{i}/{len(names)}] {name}: computing ({'quick' if quick else 'full'} mode)")
-            src = sources[kinds[name]] if kinds[name] is not None else None
-            data = jsonable(module.compute(quick, seed, progress=show, source=src))
-            atomic_write_json(data_path, data)
-        paths = _draw_stored(name, data, data_path, outdir) if replot else plot(name, data, outdir)
-        written[name] = [data_path, *paths]
-        seconds = time.perf_counter() - t0
-        _log(show, f"[{i}/{len(names)}] {name}: done in {seconds:.1f} s")
-        if on_figure is not None:
-            on_figure(name, _data_from(data, kinds[name], quick, replot), seconds, written[name])
-    _log(show and len(names) > 1, f"all {len(names)} figures in {time.perf_counter() - start:.1f} s -> {outdir}")
-    return written
+    t0 = time.perf_counter()
+    data_path = outdir / f"{name}.json"
+    if stored is not None:
+        data = stored
+        paths = _draw_stored(name, data, data_path, outdir)
+    else:
+        data = jsonable(load(name).compute(quick, seed, progress=progress, source=src))
+        atomic_write_json(data_path, data)
+        paths = plot(name, data, outdir)
+    return _data_from(data, kind, quick, stored is not None), time.perf_counter() - t0, paths
+
+
+def _make_group(job: dict) -> list[tuple[str, tuple[str, float, list[Path]]]]:
+    """One job of a parallel :func:`make` (top-level, so a worker process can run it): the figures ``job["names"]``,
+    in order, with their data source built in this process."""
+    options = job["options"]
+    src = _source(job["kind"], options) if job["kind"] is not None else None
+    return [(name, _make_one(name, job["kind"], src, Path(job["outdir"]), quick=options["quick"],
+                             seed=options["seed"], progress=False)) for name in job["names"]]
 
 
 def register(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """Add the options of ``varsim figures`` (also ``python figures/make_all.py``, ``python -m varsim.figures``) to
     ``parser``; return it."""
-    from varsim._common.argtypes import seed_option
+    from varsim._common.argtypes import seed_option, threads_option
 
     parser.add_argument("--quick", action="store_true",
                         help="small runs (seconds per figure; a tiny reproduction whose models do not learn): a smoke "
@@ -264,6 +329,9 @@ def register(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
                         help="draw the decoder figures (fig_decoder_*) from these `varsim reproduce DIR --preset "
                              "decoder` (or decoder_constant) directories, one per training recipe, instead of the "
                              "committed summaries of the last full decoder runs; the accuracy figure draws the first")
+    parser.add_argument("--jobs", type=threads_option(0), default=1, metavar="J",
+                        help="compute independent figures in J worker processes (0: one per available core; default "
+                             "1: one after the other); the files are the same")
     parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                         help="live status on stderr (default: when stderr is a terminal; when stdout is not a "
                              "terminal, one line per finished figure with its seconds goes there instead)")
@@ -326,6 +394,7 @@ def run_args(args: argparse.Namespace) -> int:
         remedies_results=args.remedies_results,
         decoder_results=getattr(args, "decoder_results", None),
         on_figure=on_figure,
+        jobs=getattr(args, "jobs", 1),
     )
     outdir = Path(DEFAULT_OUTDIR if args.outdir is None else args.outdir)
     print(summary_table(rows))

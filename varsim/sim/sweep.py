@@ -231,6 +231,17 @@ def _z(est, se, ref):
     return (est - ref) / se
 
 
+def _compile_first(jobs: list[dict]) -> list[int]:
+    """The jobs a local pool's sweep runs in this process first: each attention map's cell of smallest N. Its kernels
+    then compile once, here, and the workers load them from Numba's cache instead of each compiling them."""
+    first: dict[str, int] = {}
+    for i, job in enumerate(jobs):
+        name = job["cell"]["attention"]
+        if name not in first or job["cell"]["n"] < jobs[first[name]]["cell"]["n"]:
+            first[name] = i
+    return sorted(first.values())
+
+
 def run_cell(job: dict) -> dict:
     """Simulate one cell (the sweep's job; top-level and picklable for the executor).
 
@@ -425,8 +436,12 @@ def run_sweep(grid: SweepGrid, *, output=None, seed=SEED_DEFAULT, scheduler: str
             save()
 
         try:
-            if jobs:
-                run_jobs(run_cell, jobs, scheduler=scheduler, workers=workers, on_result=on_result)
+            first = _compile_first(jobs) if scheduler is None and (workers is None or workers > 1) else []
+            for i in first:
+                on_result(i, run_cell(jobs[i]))
+            rest = [job for i, job in enumerate(jobs) if i not in set(first)]
+            if rest:
+                run_jobs(run_cell, rest, scheduler=scheduler, workers=workers, on_result=on_result)
         finally:
             save(force=bool(jobs))  # keep what finished, even on an error or Ctrl-C
     out = _record(settings, entropy, [done[k] for k in grid_keys], grid)
