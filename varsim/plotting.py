@@ -213,8 +213,8 @@ def plot_result(result, ax=None, *, exact: bool = True, asymptote: bool = True, 
     ('log', 'log')
     >>> coupled = simulate([16, 64], beta=1.0, d_k=8, d_v=4, coupling=0.5, n_sequences=64, seed=0)
     >>> ax = plotting.plot_result(coupled, ax=ax)
-    >>> ax.get_legend().get_texts()[-1].get_text()
-    '$\\beta = 1$ (values coupled to keys: asymptote only)'
+    >>> print(ax.get_legend().get_texts()[-1].get_text())
+    $\\beta = 1$ (values coupled to keys: asymptote only)
     """
     import numpy as np
 
