@@ -174,5 +174,6 @@ def describe(params) -> str:
     for p in params:
         default = p.default if not isinstance(p.default, tuple) else ",".join(f"{v:g}" for v in p.default)
         quick = "" if p.quick is None else f", quick {p.quick}"
-        lines.append(f"{p.name}={default}{quick}  ({p.kind}) {p.help}")
+        none = "" if p.none is None else f"; none: {p.none}"
+        lines.append(f"{p.name}={default}{quick}  ({p.kind}) {p.help}{none}")
     return "\n".join(lines)
