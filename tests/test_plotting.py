@@ -82,6 +82,24 @@ def test_plot_result_draws_coupled_values_against_their_own_asymptote():
     _style.plt.close(ax.figure)
 
 
+def test_plot_result_draws_a_variant_against_its_exact_theory():
+    """ssmax at a fixed query: the solid line is variant_theory's E[sum w^2] (softmax at the scale s ln N beta), not
+    softmax's; the points agree with it. Catches softmax's line drawn for a rescaled map."""
+    from varsim.theory import variant_theory
+
+    res = simulate([16, 64, 256], beta=1.0, attention="ssmax", s=0.5, sampler="logits", estimator="rao_blackwell",
+                   n_sequences=2000, seed=0)
+    ax = plotting.plot_result(res)
+    solid, dashed = _lines(ax)
+    assert dashed is None
+    x = np.asarray(solid.get_xdata(), float)
+    np.testing.assert_allclose(solid.get_ydata(), variant_theory("ssmax", x, 1.0, s=0.5).ipr, rtol=1e-12)
+    ref = np.array(variant_theory("ssmax", res.n.astype(float), 1.0, s=0.5).ipr)
+    assert np.all(np.abs(res.var - ref) <= 5 * res.var_se + 0.01 * ref)
+    assert not np.allclose(ref, expected_ipr(res.n.astype(float), 1.0), rtol=0.05)
+    _style.plt.close(ax.figure)
+
+
 def test_plot_result_draws_no_line_where_there_is_no_theory():
     res = simulate([16, 64], beta=1.0, attention="topk", k=4, sampler="logits", estimator="rao_blackwell",
                    n_sequences=64, seed=0)

@@ -123,9 +123,29 @@ def _coupled_reference(result, cfg, beta, scale2):
     return None, (lambda n: scale2 * level * np.exp(beta**2) / n), "values coupled to keys: asymptote only"
 
 
+def _variant_reference(result, cfg, beta, scale2):
+    """A weight map whose registry entry has exact theory of ``E[sum w^2]`` (``exact_ipr``: softmax at an
+    N-dependent scale, ``ssmax``, ``logn``, ``critical``), fixed query, Gaussian keys, independent values:
+    ``sigma_v^2 E[sum w^2]`` exactly (:func:`varsim.theory.variant_theory`); no asymptote."""
+    import numpy as np
+
+    from varsim.theory import variant_theory
+    from varsim.variants import get_variant
+
+    name = cfg["attention"]
+    params = {k: cfg[k] for k in get_variant(name).param_names if k in cfg}
+
+    def exact(n):
+        ipr = variant_theory(name, n, beta, **params).ipr
+        return scale2 * np.array([np.nan if v is None else v for v in ipr], dtype=float)
+
+    return exact, None, None
+
+
 #: the theory references of :func:`plot_result`: the case of a run (:func:`_reference_case`) -> builder of
 #: ``(exact(N) or None, asymptote(N) or None, note or None)``; a case not here has no theory line
-_REFERENCES = {"fixed": _fixed_reference, "random": _random_reference, "coupled": _coupled_reference}
+_REFERENCES = {"fixed": _fixed_reference, "random": _random_reference, "coupled": _coupled_reference,
+               "variant": _variant_reference}
 #: why a run has no theory line, per case outside :data:`_REFERENCES`
 _NO_REFERENCE = {
     "attention": "no theory line for attention {attention!r}",
@@ -136,7 +156,11 @@ _NO_REFERENCE = {
 
 def _reference_case(result, cfg) -> str:
     if cfg.get("attention", "softmax") != "softmax":
-        return "attention"
+        from varsim.variants import get_variant
+
+        plain = (cfg.get("key_dist", "gaussian") == "gaussian" and cfg.get("coupling") is None
+                 and result.beta is not None)
+        return "variant" if plain and get_variant(cfg["attention"]).theory == "exact_ipr" else "attention"
     if cfg.get("key_dist", "gaussian") != "gaussian":
         return "keys"
     coupled = cfg.get("coupling") is not None
@@ -158,6 +182,8 @@ def plot_result(result, ax=None, *, exact: bool = True, asymptote: bool = True, 
       ``(1 - 2 tau^2/d_k)^{-d_k/2} / N``;
     - values coupled to keys (``coupling``): the asymptote of the law of total variance (THEORY.md 2.4), which
       includes the coupling's share; no exact line;
+    - a weight map with exact theory (:func:`varsim.theory.variant_theory`: ``ssmax``, ``logn``, ``critical``) at a
+      fixed query: its exact ``value_scale^2 E[sum w^2]``; no asymptote;
     - other weight maps, non-Gaussian keys, or a random query with coupling: no line.
 
     Where a line is missing the legend entry says why ("values coupled to keys: asymptote only"), so the points
