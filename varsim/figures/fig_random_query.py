@@ -65,8 +65,8 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, sourc
     the last; N runs over the powers of two in ``[n_min, n_max]`` (default 16 to 2^14, quick 2^10, every second
     power), the logits sampler with at most ``sequences`` per N (default 40000, quick 4000) and the full sampler at
     the N <= 512 of that range (quick: 16 and 64) with at most 8000 (quick 1000), or a fifth of ``sequences`` when
-    it is given; each point stops at ``target_rse`` (None: always the cap). Every parameter is declared in :data:`PARAMS` (a bad value is a ValueError naming it).
-    ``out``: also write the data as JSON there."""
+    it is given; each point stops at ``target_rse`` (None: always the cap). Every parameter is declared in
+    :data:`PARAMS` (a bad value is a ValueError naming it). ``out``: also write the data as JSON there."""
     from varsim._common.seeding import child_sequence
     from varsim.sim import simulate
     from varsim.theory import expected_ipr, random_query_ipr, random_query_limit
