@@ -22,10 +22,10 @@ def test_parameters_and_style_reach_the_figure(tmp_path, capsys):
 
 
 def test_a_parameter_the_figure_does_not_take_is_one_line_error(tmp_path, capsys):
-    rc = main(["figures", "--only", "fig_decay_exponent", "--quick", "--d-k", "32", "--outdir", str(tmp_path),
+    rc = main(["figures", "--only", "fig_random_query", "--quick", "--d-k", "32", "--outdir", str(tmp_path),
                "--no-progress"])
     err = capsys.readouterr().err
-    assert rc == 2 and len(err.strip().splitlines()) == 1 and "fig_decay_exponent" in err and "--d-k" in err
+    assert rc == 2 and len(err.strip().splitlines()) == 1 and "fig_random_query" in err and "--d-k" in err
 
 
 def test_jobs_with_parameters_or_a_style_is_one_line_error(tmp_path, capsys):
@@ -42,7 +42,7 @@ def test_jobs_with_parameters_or_a_style_is_one_line_error(tmp_path, capsys):
 def test_messages_name_the_flags_not_the_parameters(tmp_path, capsys):
     """A refused figure parameter is named by the flag the user gave (``--beta``), not by the figure's keyword
     (``betas``): the message said "betas" for ``--beta``."""
-    for extra in (["--only", "fig_decay_exponent", "--quick"], ["--only", "fig_variance_vs_n", "--replot"]):
+    for extra in (["--only", "fig_random_query", "--quick"], ["--only", "fig_variance_vs_n", "--replot"]):
         rc = main(["figures", *extra, "--beta", "1", "--outdir", str(tmp_path), "--no-progress"])
         err = capsys.readouterr().err
         assert rc == 2 and err.count("\n") == 1 and "--beta" in err and "betas" not in err, err

@@ -107,8 +107,7 @@ def test_legend_kind_is_the_registry_entrys_not_the_first_cells(quick, monkeypat
     for panel in quick[2]["panels"]:
         assert all(s["theory"] == get_variant(s["attention"]).theory for s in panel["series"])
     monkeypatch.setattr(fig, "variant_specs", lambda: (("topk", "top-k (k = 16)", {"k": 16}),))
-    monkeypatch.setitem(fig._SIZES, True, (np.array([16, 64]), 64, 4))
-    data = fig.compute(quick=True)
+    data = fig.compute(quick=True, n_max=64, sequences=64)
     series = data["panels"][0]["series"][0]
     assert series["exact_at_mc"][0] is not None and series["theory"] == "bound"
     f = fig.draw(data)

@@ -1,23 +1,26 @@
-"""Plotting helpers for a user's own results: a simulation against the exact theory, the phase diagram of the exact
-local decay exponent, and sweep results as records or a DataFrame.
+"""Plotting helpers for a user's own results: a simulation against its theory, the phase diagram of the exact local
+decay exponent (or another quantity), sweep results as records or a DataFrame, and a save that keeps the provenance.
 
-Each helper draws onto the axes it is given (``ax=None``: a new figure at the size of ``style``, a name of
-:data:`STYLE_NAMES` or a dict of rcParams) and returns that axes; Matplotlib is imported only when a helper is
-called:
+Each drawing helper draws onto the axes it is given (``ax=None``: a new figure at the size of ``style``, a name of
+:data:`STYLE_NAMES` or a dict of rcParams); Matplotlib is imported only when a helper is called:
 
 ```python
 from varsim import plotting
 from varsim.sim import simulate
-res = simulate([16, 64, 256, 1024], query_norm=16.0, sampler="logits", estimator="rao_blackwell")
+res = simulate([16, 64, 256, 1024], beta=2.0, sampler="logits", estimator="rao_blackwell")
 ax = plotting.plot_result(res)           # Var(o_j) vs N, SE bars, exact line, asymptote
-plotting.phase_diagram(ln_n=np.linspace(0, 12, 200), betas=np.linspace(0.2, 4, 120))
+plotting.save(ax, "result.pdf")          # the file's metadata: the run's configuration and seed, versions, commit
+pd = plotting.phase_diagram(levels=[-0.75, -0.5, -0.25])  # pd.values: the map on the grid pd.ln_n x pd.betas
 df = plotting.sweep_frame("sweep.json")  # one row per cell (needs pandas)
 ```
 """
 
 from __future__ import annotations
 
-__all__ = ["plot_result", "phase_diagram", "sweep_records", "sweep_frame", "style", "STYLE_NAMES"]
+import dataclasses
+
+__all__ = ["plot_result", "phase_diagram", "PhaseDiagram", "QUANTITIES", "save", "read_provenance", "sweep_records",
+           "sweep_frame", "style", "STYLE_NAMES"]
 
 STYLE_NAMES = ("default", "column", "two-column", "slides")
 """The named figure styles: ``"default"``, ``"column"`` (3.3 in), ``"two-column"`` (6.9 in), ``"slides"``."""
@@ -43,7 +46,7 @@ def style(name=None):
     >>> matplotlib.use("Agg")
     >>> from varsim import plotting
     >>> with plotting.style("column"):
-    ...     ax = plotting.phase_diagram()
+    ...     ax = plotting.phase_diagram().ax
     >>> [float(x) for x in ax.get_xlim()]
     [0.0, 14.0]
     """
@@ -71,13 +74,120 @@ def _axes(ax, style, aspect=0.75):
     return new
 
 
+def _record(fig, entry: dict) -> None:
+    """Remember what a helper drew on ``fig`` (a run's configuration, a grid): :func:`save` writes it."""
+    drawn = getattr(fig, "_varsim_drawn", None)
+    if drawn is None:
+        drawn = fig._varsim_drawn = []
+    drawn.append(entry)
+
+
+def _fixed_reference(result, cfg, beta, scale2):
+    """Softmax, fixed query, Gaussian keys, values independent of keys: ``sigma_v^2 E[sum w^2](N, beta)`` exactly
+    and the annealed asymptote ``sigma_v^2 e^{beta^2} / N`` (THEORY.md 1.1)."""
+    import numpy as np
+
+    from varsim.theory import expected_ipr
+
+    return (lambda n: scale2 * expected_ipr(n, beta)), (lambda n: scale2 * np.exp(beta**2) / n), None
+
+
+def _random_reference(result, cfg, beta, scale2):
+    """Softmax, random query ``q ~ N(0, I_{d_k})``: the exact chi-square mixture ``sigma_v^2 E_q E[sum w^2]`` and
+    its limit ``sigma_v^2 (1 - 2 tau^2/d_k)^{-d_k/2} / N`` (THEORY.md 2.1; no limit when ``2 tau^2 >= d_k``)."""
+    from varsim.theory import random_query_ipr, random_query_limit
+
+    d, tau = int(cfg["d_k"]), float(cfg["tau"])
+    try:
+        limit = random_query_limit(d, tau)
+    except ValueError:
+        return (lambda n: scale2 * random_query_ipr(n, d, tau)), None, "no finite limit: 2 tau^2 >= d_k"
+    return (lambda n: scale2 * random_query_ipr(n, d, tau)), (lambda n: scale2 * limit / n), None
+
+
+def _coupled_reference(result, cfg, beta, scale2):
+    """Softmax, fixed query, Gaussian keys, values ``A k + c eta`` (a scalar coupling ``a`` is ``a`` on the first
+    ``d_v`` diagonal entries): the large-N law of total variance (THEORY.md 2.4), pooled over the ``d_v``
+    coordinates as ``result.var`` is, ``sigma_v^2 e^{beta^2} / N (c^2 + mean_c (A A^T)_cc + beta^2 mean_c
+    (A q^)_c^2)``, ``q^`` the query's direction. No exact finite-N line: the ``(A q^)_c^2 Var(sum_i w_i g_i)``
+    term has only its asymptote here."""
+    import numpy as np
+
+    d_k, d_v = int(cfg["d_k"]), int(cfg["d_v"])
+    coupling = cfg["coupling"]
+    a = (np.hstack([float(coupling) * np.eye(d_v), np.zeros((d_v, d_k - d_v))]) if np.ndim(coupling) == 0
+         else np.asarray(coupling, dtype=float))
+    q = np.ones(d_k) if cfg.get("query_vector") is None else np.asarray(cfg["query_vector"], dtype=float)
+    q_hat = q / np.linalg.norm(q) if np.linalg.norm(q) > 0 else q
+    level = float(cfg["coupling_noise"]) ** 2 + np.mean(np.sum(a * a, axis=1)) + beta**2 * np.mean((a @ q_hat) ** 2)
+    return None, (lambda n: scale2 * level * np.exp(beta**2) / n), "values coupled to keys: asymptote only"
+
+
+def _variant_reference(result, cfg, beta, scale2):
+    """A weight map whose registry entry has exact theory of ``E[sum w^2]`` (``exact_ipr``: softmax at an
+    N-dependent scale, ``ssmax``, ``logn``, ``critical``), fixed query, Gaussian keys, independent values:
+    ``sigma_v^2 E[sum w^2]`` exactly (:func:`varsim.theory.variant_theory`); no asymptote."""
+    import numpy as np
+
+    from varsim.theory import variant_theory
+    from varsim.variants import get_variant
+
+    name = cfg["attention"]
+    params = {k: cfg[k] for k in get_variant(name).param_names if k in cfg}
+
+    def exact(n):
+        ipr = variant_theory(name, n, beta, **params).ipr
+        return scale2 * np.array([np.nan if v is None else v for v in ipr], dtype=float)
+
+    return exact, None, None
+
+
+#: the theory references of :func:`plot_result`: the case of a run (:func:`_reference_case`) -> builder of
+#: ``(exact(N) or None, asymptote(N) or None, note or None)``; a case not here has no theory line
+_REFERENCES = {"fixed": _fixed_reference, "random": _random_reference, "coupled": _coupled_reference,
+               "variant": _variant_reference}
+#: why a run has no theory line, per case outside :data:`_REFERENCES`
+_NO_REFERENCE = {
+    "attention": "no theory line for attention {attention!r}",
+    "keys": "no exact line: {key_dist} keys (the theory is for Gaussian keys)",
+    "random_coupled": "no exact line: random query with values coupled to keys",
+}
+
+
+def _reference_case(result, cfg) -> str:
+    if cfg.get("attention", "softmax") != "softmax":
+        from varsim.variants import get_variant
+
+        plain = (cfg.get("key_dist", "gaussian") == "gaussian" and cfg.get("coupling") is None
+                 and result.beta is not None)
+        return "variant" if plain and get_variant(cfg["attention"]).theory == "exact_ipr" else "attention"
+    if cfg.get("key_dist", "gaussian") != "gaussian":
+        return "keys"
+    coupled = cfg.get("coupling") is not None
+    if result.beta is None:
+        return "random_coupled" if coupled else "random"
+    return "coupled" if coupled else "fixed"
+
+
 def plot_result(result, ax=None, *, exact: bool = True, asymptote: bool = True, label=None, color=None,
                 marker: str = "o", legend: bool = True, style=None):
-    """Draw a simulation's ``Var(o_j)`` against N with the exact theory at its logit scale.
+    """Draw a simulation's ``Var(o_j)`` against N with the theory that holds for the run.
 
-    Log-log axes, standard-error bars; the exact i.i.d. value ``value_scale^2 E[sum w^2](N, beta)`` as a solid line
-    over the run's N range and the annealed asymptote ``value_scale^2 e^{beta^2} / N`` dashed, both at the run's
-    beta.
+    Log-log axes, standard-error bars; the run's theory as a solid line (exact) and a dashed one (large-N
+    asymptote) over its N range, each where the theory has one:
+
+    - softmax, fixed query, Gaussian keys, values independent of the keys: ``value_scale^2 E[sum w^2](N, beta)``
+      exactly and the annealed ``value_scale^2 e^{beta^2} / N``;
+    - a random query: the exact chi-square mixture (:func:`varsim.theory.random_query_ipr`) and its limit
+      ``(1 - 2 tau^2/d_k)^{-d_k/2} / N``;
+    - values coupled to keys (``coupling``): the asymptote of the law of total variance (THEORY.md 2.4), which
+      includes the coupling's share; no exact line;
+    - a weight map with exact theory (:func:`varsim.theory.variant_theory`: ``ssmax``, ``logn``, ``critical``) at a
+      fixed query: its exact ``value_scale^2 E[sum w^2]``; no asymptote;
+    - other weight maps, non-Gaussian keys, or a random query with coupling: no line.
+
+    Where a line is missing the legend entry says why ("values coupled to keys: asymptote only"), so the points
+    are never drawn against a reference that does not apply to them.
 
     Parameters
     ----------
@@ -86,11 +196,11 @@ def plot_result(result, ax=None, *, exact: bool = True, asymptote: bool = True, 
     ax : matplotlib.axes.Axes, optional
         The axes to draw on (None: a new figure at the size of ``style``).
     exact : bool
-        Draw the exact value.
+        Draw the exact line (where the run has one).
     asymptote : bool
-        Draw the annealed asymptote.
+        Draw the asymptote (where the run has one).
     label : str, optional
-        Names the points in the legend (default ``beta = ...``).
+        Names the points in the legend (default ``beta = ...``, or ``random query, d_k = ...``).
     color : color, optional
         The points' and lines' colour (default: the next of the axes' cycle).
     marker : str
@@ -103,24 +213,19 @@ def plot_result(result, ax=None, *, exact: bool = True, asymptote: bool = True, 
     Returns
     -------
     matplotlib.axes.Axes
-        The axes drawn on.
+        The axes drawn on; the run's configuration is recorded on its figure, so :func:`save` writes it.
 
     Raises
     ------
     ValueError
-        ``result`` is not a simulation result; or ``exact``/``asymptote`` for a run with a random query or a
-        weight map other than softmax.
+        ``result`` is not a simulation result.
 
     See Also
     --------
-    varsim.theory.expected_ipr : the exact line.
+    varsim.theory.expected_ipr : the exact line of a fixed query.
+    varsim.theory.random_query_ipr : the exact line of a random query.
     phase_diagram : where the run's beta and N lie.
-
-    Notes
-    -----
-    The lines are the theory of softmax with a fixed query and values independent of the keys: a run with coupled
-    values, non-Gaussian keys or another weight map is drawn against that i.i.d. reference (which is what such a
-    plot compares with).
+    save : write the figure with its provenance.
 
     Examples
     --------
@@ -128,42 +233,49 @@ def plot_result(result, ax=None, *, exact: bool = True, asymptote: bool = True, 
     >>> matplotlib.use("Agg")
     >>> from varsim import plotting
     >>> from varsim.sim import simulate
-    >>> res = simulate([16, 64, 256], query_norm=8.0, d_k=16, n_sequences=2000, seed=0)
+    >>> res = simulate([16, 64, 256], beta=2.0, d_k=16, n_sequences=2000, seed=0)
     >>> ax = plotting.plot_result(res)
     >>> ax.get_xscale(), ax.get_yscale()
     ('log', 'log')
+    >>> coupled = simulate([16, 64], beta=1.0, d_k=8, d_v=4, coupling=0.5, n_sequences=64, seed=0)
+    >>> ax = plotting.plot_result(coupled, ax=ax)
+    >>> print(ax.get_legend().get_texts()[-1].get_text())
+    $\\beta = 1$ (values coupled to keys: asymptote only)
     """
     import numpy as np
-
-    from varsim.theory import expected_ipr
 
     if not hasattr(result, "var") or not hasattr(result, "n"):
         raise ValueError(f"result: expected a varsim SimulationResult, got {type(result).__name__}")
     cfg = getattr(result, "config", None) or {}
     beta = None if result.beta is None else float(np.asarray(result.beta).ravel()[0])
-    if (exact or asymptote) and (beta is None or cfg.get("attention", "softmax") != "softmax"):
-        why = "a random query" if beta is None else f"attention {cfg.get('attention')!r}"
-        raise ValueError(f"exact/asymptote: the theory lines are softmax's at a fixed query; this run has {why} "
-                         "(pass exact=False, asymptote=False)")
     scale2 = float(cfg.get("value_scale", 1.0)) ** 2
+    case = _reference_case(result, cfg)
+    if case in _REFERENCES:
+        exact_fn, asymptote_fn, note = _REFERENCES[case](result, cfg, beta, scale2)
+    else:
+        exact_fn, asymptote_fn, note = None, None, _NO_REFERENCE[case].format(**{"attention": None,
+                                                                              "key_dist": None, **cfg})
     with _context(style, ax):
         ax = _axes(ax, style)
         n = np.asarray(result.n, dtype=float)
-        name = label if label is not None else (rf"$\beta = {beta:.3g}$" if beta is not None else "simulation")
-        bars = ax.errorbar(n, result.var, result.var_se, fmt=marker, color=color, label=name, zorder=3)
+        if label is None:
+            label = rf"$\beta = {beta:.3g}$" if beta is not None else f"random query, $d_k = {cfg.get('d_k', '?')}$"
+            if note and (exact or asymptote):
+                label += f" ({note})"
+        bars = ax.errorbar(n, result.var, result.var_se, fmt=marker, color=color, label=label, zorder=3)
         color = bars[0].get_color()
         dense = np.geomspace(n.min(), n.max(), 60) if n.size > 1 else n
-        if exact:
-            ax.plot(dense, scale2 * expected_ipr(dense, beta), color=color, zorder=2)
-        if asymptote:
-            ax.plot(dense, scale2 * np.exp(beta**2) / dense, color=color, ls="--", lw=0.8 * _rc("lines.linewidth"),
-                    zorder=1)
+        if exact and exact_fn is not None:
+            ax.plot(dense, exact_fn(dense), color=color, zorder=2)
+        if asymptote and asymptote_fn is not None:
+            ax.plot(dense, asymptote_fn(dense), color=color, ls="--", lw=0.8 * _rc("lines.linewidth"), zorder=1)
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         ax.set_xlabel("sequence length $N$")
         ax.set_ylabel(r"$\mathrm{Var}(o_j)$")
         if legend:
             ax.legend()
+        _record(ax.figure, {"plot_result": {**cfg, "seed": getattr(result, "seed", None)}})
     return ax
 
 
@@ -173,13 +285,103 @@ def _rc(key):
     return mpl.rcParams[key]
 
 
-def phase_diagram(ln_n=None, betas=None, ax=None, *, boundaries: bool = True, colorbar: bool = True,
-                  cmap: str = "viridis", style=None):
-    """Draw the phase diagram: a heat map of the exact local decay exponent over ``ln N`` and ``beta``.
+def _decay_exponent(n, beta):
+    from varsim.theory import decay_exponent
 
-    The exponent is ``d ln E[sum w^2] / d ln N`` (:func:`varsim.theory.decay_exponent`), from 0 (no decay) to -1
-    (``1/N``); the REM phase boundaries ``ln N = beta^2/2`` and ``3 beta^2/2`` (:func:`varsim.theory.phase_boundaries`,
-    asymptotic) are drawn as white lines and the phases named.
+    return decay_exponent(n, beta)
+
+
+def _rule_exponent(n, beta):
+    from varsim.theory import effective_exponent
+
+    return effective_exponent(n, beta)
+
+
+def _rule_error(n, beta):
+    return _decay_exponent(n, beta) - _rule_exponent(n, beta)
+
+
+def _log10_n_ipr(n, beta):
+    import numpy as np
+
+    from varsim.theory import expected_ipr
+
+    return np.log10(n * expected_ipr(n, beta))
+
+
+#: the quantities :func:`phase_diagram` maps over ``(ln N, beta)``: name -> (``f(N, beta)`` broadcasting a row of
+#: N against a column of beta, colour-bar label, colour limits or None for the data's range)
+QUANTITIES = {
+    "decay_exponent": (_decay_exponent, r"exact $d\ln E[\sum w^2]/d\ln N$", (-1.0, 0.0)),
+    "rule_exponent": (_rule_exponent, r"rule $\mathrm{clamp}(1/2 - \ln N/\beta^2, -1, 0)$", (-1.0, 0.0)),
+    "rule_error": (_rule_error, r"exact $-$ rule exponent", None),
+    "log10_n_ipr": (_log10_n_ipr, r"$\log_{10} N\,E[\sum w^2]$", None),
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class PhaseDiagram:
+    """What :func:`phase_diagram` drew: the axes, the grid and the values on it (``values[i, j]`` at ``betas[i]``
+    and ``ln_n[j]``), the quantity's name (or the callable's), the contour levels and their ``ContourSet``."""
+
+    ax: object
+    ln_n: object
+    betas: object
+    values: object
+    quantity: str
+    levels: object = None
+    contours: object = None
+
+    @property
+    def figure(self):
+        return self.ax.figure
+
+
+def _check_grid(name, v):
+    import numpy as np
+
+    if v.ndim != 1 or v.size < 2 or not np.all(np.isfinite(v)) or np.any(np.diff(v) <= 0):
+        raise ValueError(f"{name}: expected an increasing 1-D grid of at least 2 finite values")
+    return v
+
+
+def _quantity(quantity, label):
+    """``(f, name, label, limits)`` of a name of :data:`QUANTITIES` or a callable ``f(N, beta)``."""
+    if callable(quantity):
+        name = getattr(quantity, "__name__", "quantity")
+        return quantity, name, label if label is not None else name, None
+    if not isinstance(quantity, str) or quantity not in QUANTITIES:
+        raise ValueError(f"quantity: expected one of {', '.join(QUANTITIES)} or a callable f(N, beta), got "
+                         f"{quantity!r}")
+    f, default_label, limits = QUANTITIES[quantity]
+    return f, quantity, label if label is not None else default_label, limits
+
+
+def _levels(levels):
+    import numbers
+
+    import numpy as np
+
+    if levels is None:
+        return None
+    if isinstance(levels, numbers.Integral) and not isinstance(levels, bool):
+        if not 1 <= int(levels) <= 100:
+            raise ValueError(f"levels: a count must be between 1 and 100, got {levels}")
+        return int(levels)
+    arr = np.asarray(levels, dtype=float) if not isinstance(levels, (str, bytes)) else np.array([])
+    if arr.ndim != 1 or arr.size < 1 or not np.all(np.isfinite(arr)) or np.any(np.diff(arr) <= 0):
+        raise ValueError(f"levels: expected a count or an increasing sequence of finite values, got {levels!r}")
+    return arr
+
+
+def phase_diagram(ln_n=None, betas=None, ax=None, *, quantity="decay_exponent", levels=None, label=None,
+                  boundaries: bool = True, colorbar: bool = True, cmap: str = "viridis", style=None) -> PhaseDiagram:
+    """Draw the phase diagram: a heat map of the exact local decay exponent (or another quantity) over ``ln N``
+    and ``beta``, with contour lines at ``levels``.
+
+    The default quantity is ``d ln E[sum w^2] / d ln N`` (:func:`varsim.theory.decay_exponent`), from 0 (no decay)
+    to -1 (``1/N``); the REM phase boundaries ``ln N = beta^2/2`` and ``3 beta^2/2``
+    (:func:`varsim.theory.phase_boundaries`, asymptotic) are drawn as white dashed lines and the phases named.
 
     Parameters
     ----------
@@ -189,6 +391,14 @@ def phase_diagram(ln_n=None, betas=None, ax=None, *, boundaries: bool = True, co
         Increasing grid of ``beta`` (y axis; default 79 points over 0.1..4).
     ax : matplotlib.axes.Axes, optional
         The axes to draw on (None: a new figure at the size of ``style``).
+    quantity : str or callable
+        A name of :data:`QUANTITIES` (``"decay_exponent"``, ``"rule_exponent"``, ``"rule_error"``,
+        ``"log10_n_ipr"``) or a function ``f(N, beta)`` that broadcasts a row of N against a column of beta
+        (e.g. ``lambda n, b: varsim.theory.random_query_decay_exponent(n, 16, b)``).
+    levels : int or array_like, optional
+        Contour lines: their count, or their values (increasing), labelled on the map.
+    label : str, optional
+        The colour bar's label (default: the quantity's).
     boundaries : bool
         Draw the phase boundaries and name the phases.
     colorbar : bool
@@ -200,17 +410,20 @@ def phase_diagram(ln_n=None, betas=None, ax=None, *, boundaries: bool = True, co
 
     Returns
     -------
-    matplotlib.axes.Axes
-        The axes drawn on.
+    PhaseDiagram
+        ``.ax`` the axes drawn on; ``.ln_n``, ``.betas`` the grid; ``.values`` the quantity on it, shape
+        ``(len(betas), len(ln_n))``; ``.levels`` and ``.contours`` the contour lines (None without ``levels``).
 
     Raises
     ------
     ValueError
-        A grid that is not increasing, 1-D and finite with at least 2 values, or ``ln_n`` below 0.
+        A grid that is not increasing, 1-D and finite with at least 2 values, ``ln_n`` below 0, an unknown
+        quantity or one whose values do not have the grid's shape, or bad ``levels``.
 
     See Also
     --------
     varsim.theory.phase : the phase at a given (N, beta).
+    save : write the figure with its provenance (and the grid's description).
 
     Examples
     --------
@@ -218,27 +431,37 @@ def phase_diagram(ln_n=None, betas=None, ax=None, *, boundaries: bool = True, co
     >>> matplotlib.use("Agg")
     >>> import numpy as np
     >>> from varsim import plotting
-    >>> ax = plotting.phase_diagram(ln_n=np.linspace(0, 10, 50), betas=np.linspace(0.2, 3, 40), colorbar=False)
-    >>> [float(x) for x in ax.get_xlim() + ax.get_ylim()]
-    [0.0, 10.0, 0.2, 3.0]
+    >>> pd = plotting.phase_diagram(ln_n=np.linspace(0, 10, 50), betas=np.linspace(0.2, 3, 40), colorbar=False,
+    ...                             levels=[-0.75, -0.5, -0.25])
+    >>> [float(x) for x in pd.ax.get_xlim() + pd.ax.get_ylim()], pd.values.shape
+    ([0.0, 10.0, 0.2, 3.0], (40, 50))
+    >>> [float(v) for v in pd.contours.levels]
+    [-0.75, -0.5, -0.25]
     """
     import numpy as np
 
-    from varsim.theory import decay_exponent, phase_boundaries
+    from varsim.theory import phase_boundaries
 
-    ln_n = np.linspace(0.0, 14.0, 141) if ln_n is None else np.asarray(ln_n, dtype=float)
-    betas = np.linspace(0.1, 4.0, 79) if betas is None else np.asarray(betas, dtype=float)
-    for name, v in (("ln_n", ln_n), ("betas", betas)):
-        if v.ndim != 1 or v.size < 2 or not np.all(np.isfinite(v)) or np.any(np.diff(v) <= 0):
-            raise ValueError(f"{name}: expected an increasing 1-D grid of at least 2 finite values")
+    ln_n = _check_grid("ln_n", np.linspace(0.0, 14.0, 141) if ln_n is None else np.asarray(ln_n, dtype=float))
+    betas = _check_grid("betas", np.linspace(0.1, 4.0, 79) if betas is None else np.asarray(betas, dtype=float))
     if ln_n[0] < 0:
         raise ValueError("ln_n: must be >= 0 (N >= 1)")
-    expo = decay_exponent(np.exp(ln_n), betas[:, None])
+    f, name, label, limits = _quantity(quantity, label)
+    levels = _levels(levels)
+    values = np.asarray(f(np.exp(ln_n)[None, :], betas[:, None]), dtype=float)
+    if values.shape != (betas.size, ln_n.size):
+        raise ValueError(f"quantity: {name} gave values of shape {values.shape}, expected (len(betas), len(ln_n)) "
+                         f"= {(betas.size, ln_n.size)}")
+    vmin, vmax = limits if limits is not None else (np.nanmin(values), np.nanmax(values))
     with _context(style, ax):
         ax = _axes(ax, style, aspect=0.8)
-        mesh = ax.pcolormesh(ln_n, betas, expo, cmap=cmap, vmin=-1.0, vmax=0.0, shading="nearest",
+        mesh = ax.pcolormesh(ln_n, betas, values, cmap=cmap, vmin=vmin, vmax=vmax, shading="nearest",
                              rasterized=True)
         ax.grid(False)
+        contours = None
+        if levels is not None:
+            contours = ax.contour(ln_n, betas, values, levels=levels, colors="k", linewidths=0.8)
+            ax.clabel(contours, fmt="%.3g", fontsize=_rc("legend.fontsize"))
         if boundaries:
             lo, hi = phase_boundaries(betas)
             for line in (lo, hi):
@@ -256,8 +479,151 @@ def phase_diagram(ln_n=None, betas=None, ax=None, *, boundaries: bool = True, co
         ax.set_xlabel(r"$\ln N$")
         ax.set_ylabel(r"$\beta$")
         if colorbar:
-            ax.figure.colorbar(mesh, ax=ax, label=r"$d\ln E[\sum w^2]/d\ln N$")
-    return ax
+            ax.figure.colorbar(mesh, ax=ax, label=label)
+        _record(ax.figure, {"phase_diagram": {
+            "quantity": name, "ln_n": [float(ln_n[0]), float(ln_n[-1]), int(ln_n.size)],
+            "betas": [float(betas[0]), float(betas[-1]), int(betas.size)],
+            "levels": None if levels is None else np.atleast_1d(levels).tolist()}})
+    return PhaseDiagram(ax=ax, ln_n=ln_n, betas=betas, values=values, quantity=name,
+                        levels=None if contours is None else np.asarray(contours.levels), contours=contours)
+
+
+def _figure_of(fig):
+    """The Figure of a Figure, an Axes or a :class:`PhaseDiagram`."""
+    if isinstance(fig, PhaseDiagram):
+        fig = fig.ax
+    if not hasattr(fig, "savefig") and hasattr(fig, "figure"):
+        fig = fig.figure
+    if not hasattr(fig, "savefig"):
+        raise ValueError(f"fig: expected a Matplotlib Figure, Axes or PhaseDiagram, got {type(fig).__name__}")
+    return fig
+
+
+def save(fig, path, *, record: dict | None = None):
+    """Write a figure to ``path`` (PNG, PDF or SVG, by its suffix) with its provenance in the file's metadata.
+
+    The metadata (PNG ``Description``, PDF ``Subject``, SVG ``Description``) is one JSON object:
+    ``provenance`` (:func:`varsim._common.provenance.provenance`: versions, platform, CPU and BLAS, git commit and
+    whether the tree was modified, UTC time), ``figure`` (for a built-in figure's ``draw``: its name, parameters,
+    seed, mode and footer), ``drawn`` (what :func:`plot_result` and :func:`phase_diagram` drew on it: each run's
+    ``simulate`` arguments and seed, each grid) and ``record`` (yours, e.g. the parameters of your own plot).
+    :func:`read_provenance` reads it back. The file is written atomically, at the figure styles' resolution and
+    cropping (200 dpi, tight), without timestamps in the file itself.
+
+    Parameters
+    ----------
+    fig : matplotlib.figure.Figure, matplotlib.axes.Axes or PhaseDiagram
+        What to save (an Axes or a PhaseDiagram saves its whole figure).
+    path : str or path-like
+        The file, ending in ``.png``, ``.pdf`` or ``.svg``.
+    record : dict, optional
+        More to record (JSON-safe values).
+
+    Returns
+    -------
+    pathlib.Path
+        The file written.
+
+    Raises
+    ------
+    ValueError
+        ``fig`` is none of these, or ``path`` has another suffix.
+
+    See Also
+    --------
+    read_provenance : the record of a saved file.
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> import tempfile, pathlib
+    >>> from varsim import plotting
+    >>> pd = plotting.phase_diagram(levels=3, colorbar=False)
+    >>> path = plotting.save(pd, pathlib.Path(tempfile.mkdtemp()) / "phases.pdf", record={"note": "mine"})
+    >>> meta = plotting.read_provenance(path)
+    >>> meta["record"], meta["drawn"][0]["phase_diagram"]["quantity"], "versions" in meta["provenance"]
+    ({'note': 'mine'}, 'decay_exponent', True)
+    """
+    import json
+
+    from varsim._common.jsonio import jsonable
+    from varsim._common.provenance import provenance
+    from varsim.figures import _style
+
+    fig = _figure_of(fig)
+    if record is not None and not isinstance(record, dict):
+        raise ValueError(f"record: expected a dict, got {type(record).__name__}")
+    described = getattr(fig, "_varsim_metadata", None)
+    meta = {"provenance": provenance(), "figure": json.loads(described) if described else None,
+            "drawn": getattr(fig, "_varsim_drawn", None), "record": record}
+    with _style.plt.rc_context({k: v for k, v in _style._RC.items() if k.startswith("savefig.")}):
+        return _style.write_figure(fig, path, json.dumps(jsonable(meta), sort_keys=True))
+
+
+def _pdf_subject(raw: bytes) -> str | None:
+    """The ``/Subject (...)`` string of a PDF's info dictionary, unescaped (Matplotlib writes ASCII there)."""
+    start = raw.find(b"/Subject (")
+    if start < 0:
+        return None
+    out, i, escapes = bytearray(), start + len(b"/Subject ("), {ord("n"): b"\n", ord("r"): b"\r"}
+    while i < len(raw) and raw[i] != ord(")"):
+        if raw[i] == ord("\\"):
+            i += 1
+            out += escapes.get(raw[i], bytes([raw[i]]))
+        else:
+            out.append(raw[i])
+        i += 1
+    return out.decode("ascii")
+
+
+def read_provenance(path) -> dict:
+    """The provenance record of a figure file written by :func:`save` (or by ``varsim figures``).
+
+    Parameters
+    ----------
+    path : str or path-like
+        A ``.png``, ``.pdf`` or ``.svg`` file.
+
+    Returns
+    -------
+    dict
+        The JSON object of the file's description metadata.
+
+    Raises
+    ------
+    ValueError
+        The file cannot be read or holds no such record.
+    """
+    import json
+    import re
+    from pathlib import Path
+
+    path = Path(path)
+    ext = path.suffix.lower()
+    try:
+        if ext == ".png":
+            from PIL import Image
+
+            with Image.open(path) as img:
+                text = img.info.get("Description")
+        elif ext == ".pdf":
+            text = _pdf_subject(path.read_bytes())
+        elif ext == ".svg":
+            import html
+
+            found = re.search(r"<dc:description>(.*?)</dc:description>", path.read_text(encoding="utf-8"), re.S)
+            text = html.unescape(found.group(1)) if found else None
+        else:
+            raise ValueError(f"path {str(path)!r}: expected a .png, .pdf or .svg file")
+    except OSError as exc:
+        raise ValueError(f"path {str(path)!r}: cannot be read ({exc.strerror or exc})") from None
+    if not text:
+        raise ValueError(f"path {str(path)!r}: holds no varsim provenance record")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        raise ValueError(f"path {str(path)!r}: its description is not a varsim provenance record") from None
 
 
 def sweep_records(sweep) -> list[dict]:

@@ -2,7 +2,10 @@
 
 The figure code and the compact records of the last full reproduction ship with the package, so this works the same
 from a wheel as from a checkout. Options are those of :func:`varsim.figures.register`, plus the figure
-parameters and style of :func:`varsim.figures.custom.make_custom` (``--only NAME --beta 0.5 1 2 --style column``).
+parameters and style of :func:`varsim.figures.custom.make_custom` (``--only NAME --param tau=0.8 --beta 0.5 1 2
+--style column``): ``--param NAME=VALUE`` sets any parameter the figure declares (:mod:`varsim.figures.params`;
+``--param list`` prints them), and ``--beta``, ``--d-k``, ``--n-max``, ``--sequences``, ``--target-rse`` are
+shortcuts for the parameters most figures share.
 """
 
 from __future__ import annotations
@@ -23,26 +26,44 @@ def register(parser: argparse.ArgumentParser) -> None:
     add_figure_options(parser)
     group = parser.add_argument_group("figure parameters and style (with --only NAME; --replot restyles stored data; "
                                       "see varsim.figures.custom)")
+    group.add_argument("--param", action="append", default=None, metavar="NAME=VALUE",
+                       help="set a parameter the figure declares (repeatable; a list as 0.5,1,2; a flag as true/false; "
+                            "none where allowed); `--only NAME --param list` lists them with their defaults")
     group.add_argument("--beta", type=real_option(0.0, MAX_ABS), nargs="+", default=None, metavar="B",
-                       help="logit scales beta (fig_variance_vs_n)")
-    group.add_argument("--d-k", type=count_option(), default=None, help="key dimension d_k (fig_variance_vs_n)")
+                       help="logit scales beta (fig_variance_vs_n, fig_decay_exponent, fig_variants_ipr)")
+    group.add_argument("--d-k", type=count_option(), default=None,
+                       help="key dimension d_k (fig_variance_vs_n, fig_decay_exponent)")
     group.add_argument("--n-max", type=count_option(), default=None,
-                       help="largest sequence length N (fig_variance_vs_n)")
+                       help="largest sequence length N (the simulated figures)")
     group.add_argument("--sequences", type=count_option(), default=None,
-                       help="most Monte Carlo sequences per N (fig_variance_vs_n)")
+                       help="most Monte Carlo sequences per N (the simulated figures)")
     group.add_argument("--target-rse", type=real_option(0.0, 1.0, strict_min=True), default=None, metavar="R",
-                       help="stop each Monte Carlo point at this relative standard error (fig_variance_vs_n; default "
-                            "0.01)")
+                       help="stop each Monte Carlo point at this relative standard error (the simulated figures)")
     group.add_argument("--style", default=None, choices=("default", "column", "two-column", "slides"),
                        help="figure size and text: column = 3.3 in, two-column = 6.9 in, slides")
     group.add_argument("--footer", action="store_true", help="add a one-line provenance footer")
 
 
+def _list_params(names) -> int:
+    from varsim.figures.params import describe, figure_params
+
+    for name in names or ():
+        print(f"{name}:")
+        print("\n".join("  " + line for line in (describe(figure_params(name)) or "(no parameters)").splitlines()))
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     from varsim.figures import run_args
+    from varsim.figures.params import parse_assignment
 
+    if args.param == ["list"]:
+        if not args.only:
+            raise ValueError("--param list: name the figures with --only NAME ...")
+        return _list_params(args.only)
+    texts = [parse_assignment(text) for text in args.param or ()]
     params = {key: getattr(args, opt) for opt, key in _PARAMS.items() if getattr(args, opt) is not None}
-    if not params and args.style is None and not args.footer:
+    if not params and not texts and args.style is None and not args.footer:
         return run_args(args)
     if args.jobs != 1:
         raise ValueError("jobs: --jobs draws the figures as they are; with figure parameters, --style or --footer "
@@ -53,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
     sources = {"results": args.results, "rerun": args.rerun, "probe_results": args.probe_results,
                "remedies_results": args.remedies_results, "decoder_results": args.decoder_results}
     written = make_custom(args.only, outdir=DEFAULT_OUTDIR if args.outdir is None else args.outdir, params=params,
-                          style=args.style, footer=args.footer, quick=args.quick, seed=args.seed,
+                          texts=texts, style=args.style, footer=args.footer, quick=args.quick, seed=args.seed,
                           progress=bool(args.progress), replot=args.replot, sources=sources,
                           flags={key: "--" + opt.replace("_", "-") for opt, key in _PARAMS.items()})
     for paths in written.values():

@@ -8,6 +8,9 @@ Each figure module in :data:`FIGURES` provides
   reads ``source``, the object its ``SOURCE`` names, e.g. a :class:`varsim.figures.reproduction.ReproductionSource`)
   and returns plain data, including a ``footer`` saying where the numbers come from;
 - ``draw(data) -> matplotlib Figure`` (:func:`plot` saves it as PNG + PDF).
+- ``PARAMS`` (optional): the parameters that shape the figure, each a :class:`varsim.figures.params.Param` with its
+  default and bounds, which ``compute`` takes as keywords and checks with :func:`varsim.figures.params.resolve`
+  (``varsim figures --only NAME --param name=value``; ``--param list`` prints them).
 
 Each data source class has ``from_options(options)`` (built from :func:`make`'s keyword arguments), ``load()`` and
 ``prepare(names, *, explicit, replot, outdir)``, which checks it before any drawing (a ValueError naming the option)

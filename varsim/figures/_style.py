@@ -351,18 +351,29 @@ def save(fig, outdir, name: str) -> list[Path]:
     outdir = Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)
     _pin_figure_legends(fig)
-    paths = []
-    for ext in ("png", "pdf"):
-        buf = io.BytesIO()
-        # no timestamps, so re-plotting the same data gives the same bytes
-        meta = {"CreationDate": None} if ext == "pdf" else {"Software": None}
-        described = getattr(fig, "_varsim_metadata", None)
-        if described:
-            meta["Subject" if ext == "pdf" else "Description"] = described
-        fig.savefig(buf, format=ext, metadata=meta)
-        paths.append(atomic_write_bytes(outdir / f"{name}.{ext}", buf.getvalue()))
+    paths = [write_figure(fig, outdir / f"{name}.{ext}", getattr(fig, "_varsim_metadata", None))
+             for ext in ("png", "pdf")]
     plt.close(fig)
     return paths
+
+
+#: the metadata key that holds a figure file's description, per format (what :func:`write_figure` can describe)
+DESCRIPTION_KEYS = {"png": "Description", "pdf": "Subject", "svg": "Description"}
+
+
+def write_figure(fig, path, description: str | None) -> Path:
+    """Write ``fig`` to ``path`` (PNG, PDF or SVG, by its suffix) atomically, with ``description`` in the file's
+    metadata (:data:`DESCRIPTION_KEYS`) and no timestamps, so re-plotting the same data gives the same bytes."""
+    path = Path(path)
+    ext = path.suffix.lower().lstrip(".")
+    if ext not in DESCRIPTION_KEYS:
+        raise ValueError(f"path {str(path)!r}: expected a .png, .pdf or .svg file")
+    meta = {"png": {"Software": None}, "pdf": {"CreationDate": None}, "svg": {"Date": None}}[ext]
+    if description:
+        meta[DESCRIPTION_KEYS[ext]] = description
+    buf = io.BytesIO()
+    fig.savefig(buf, format=ext, metadata=meta)
+    return atomic_write_bytes(path, buf.getvalue())
 
 
 def array(values) -> np.ndarray:

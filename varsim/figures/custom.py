@@ -1,7 +1,9 @@
-"""Figures drawn with the user's parameters and style (``varsim figures --only NAME --beta ... --style column``).
+"""Figures drawn with the user's parameters and style (``varsim figures --only NAME --param tau=0.8 --beta 1 2
+--style column``).
 
 :func:`make_custom` computes each named figure with ``compute(quick, seed, progress=..., source=..., **params)``
-(the parameters a figure's ``compute`` takes: an unknown one is a ValueError naming it and the figure; a figure that
+(the parameters its module declares in ``PARAMS``, :mod:`varsim.figures.params`: an unknown one is a ValueError
+naming it and the figure, a bad value one naming the parameter, both before any work; a figure that
 draws a data source gets the source :func:`varsim.figures.make` would give it), writes ``<name>.json`` and draws it
 with ``draw(data, style=..., footer=...)`` into ``<name>.png`` and ``.pdf``; ``replot`` redraws the stored JSON in
 the new style without computing.
@@ -10,7 +12,6 @@ the new style without computing.
 from __future__ import annotations
 
 import importlib
-import inspect
 import sys
 import time
 from pathlib import Path
@@ -19,11 +20,10 @@ __all__ = ["make_custom", "figure_params"]
 
 
 def figure_params(name: str) -> tuple[str, ...]:
-    """The keyword parameters figure ``name``'s ``compute`` takes beyond quick, seed, progress, source and out."""
-    from varsim.figures import load
+    """The names of the parameters figure ``name`` declares (:func:`varsim.figures.params.figure_params`)."""
+    from .params import figure_params as declared
 
-    sig = inspect.signature(load(name).compute)
-    return tuple(p for p in sig.parameters if p not in ("quick", "seed", "progress", "source", "out"))
+    return tuple(p.name for p in declared(name))
 
 
 def _sources(names, kinds: dict, options: dict, outdir) -> dict:
@@ -40,33 +40,49 @@ def _sources(names, kinds: dict, options: dict, outdir) -> dict:
 
 def make_custom(names, *, outdir, params: dict | None = None, style=None, footer: bool = False,
                 quick: bool = False, seed: int = 0, progress: bool = False, replot: bool = False,
-                sources: dict | None = None, flags: dict | None = None) -> dict[str, list[Path]]:
+                sources: dict | None = None, flags: dict | None = None, texts=None) -> dict[str, list[Path]]:
     """Compute (or, with ``replot``, read) and draw ``names`` with ``params`` (only those given, not None) in
-    ``style``; ``sources``: the data-source options of :func:`varsim.figures.make` (``results``, ``rerun``,
-    ``probe_results``, ``remedies_results``, ``decoder_results``); ``flags``: how the caller names a parameter in
-    its messages (``{"betas": "--beta"}``; default the parameter's own name). Returns the files written per
-    figure."""
+    ``style``; ``texts``: more parameters as ``(name, text)`` pairs (``--param name=text``), each read and checked
+    by the figure's declaration (:mod:`varsim.figures.params`) before any work; ``sources``: the data-source options
+    of :func:`varsim.figures.make` (``results``, ``rerun``, ``probe_results``, ``remedies_results``,
+    ``decoder_results``); ``flags``: how the caller names a parameter in its messages (``{"betas": "--beta"}``;
+    default ``--param NAME``). Returns the files written per figure."""
     from varsim._common.atomic import atomic_write_json
     from varsim._common.validate import check_int
     from varsim.figures import _draw_stored, _read_stored, _style, data_source, load
 
+    from .params import figure_params as declared
+
     params = {k: v for k, v in (params or {}).items() if v is not None}
+    texts = list(texts or ())
     _style.style_spec(style)  # an unknown style fails before any work
     seed = check_int("seed", seed, minimum=0)
     names = list(names or ())
     if not names:
         raise ValueError("only: name the figures to draw with parameters or a style (--only NAME ...)")
     kinds = {name: data_source(name) for name in names}  # unknown names fail here
-    flag = lambda p: (flags or {}).get(p, p)  # noqa: E731
+    flag = lambda p: (flags or {}).get(p, f"--param {p}")  # noqa: E731
+    given = [*params, *(name for name, _ in texts)]
+    repeated = sorted({n for n in given if given.count(n) > 1})
+    if repeated:
+        raise ValueError(f"{flag(repeated[0])}: given more than once")
+    per_figure = {}
     for name in names:
-        accepted = figure_params(name)
-        unknown = sorted(set(params) - set(accepted))
+        accepted = {p.name: p for p in declared(name)}
+        unknown = [p for p in given if p not in accepted]
         if unknown:
             raise ValueError(f"{flag(unknown[0])}: figure {name!r} takes no such parameter (it takes: "
                              f"{', '.join(map(flag, accepted)) or 'none'})")
-    if replot and params:
+        values = dict(params)
+        for key, text in texts:
+            try:
+                values[key] = accepted[key].parse(text)
+            except ValueError as exc:
+                raise ValueError(f"--param {exc}") from None
+        per_figure[name] = values
+    if replot and given:
         raise ValueError(f"replot: redraws stored data, so it takes no figure parameters "
-                         f"({', '.join(map(flag, params))})")
+                         f"({', '.join(map(flag, given))})")
     outdir = Path(outdir)
     stored = {name: _read_stored(outdir / f"{name}.json") for name in names} if replot else {}
     outdir.mkdir(parents=True, exist_ok=True)
@@ -82,7 +98,7 @@ def make_custom(names, *, outdir, params: dict | None = None, style=None, footer
             written[name] = [path, *_draw_stored(name, stored[name], path, outdir, style=style, footer=footer)]
         else:
             data = _style.jsonable(module.compute(quick, seed, progress=progress, source=built.get(kinds[name]),
-                                                  **params))
+                                                  **per_figure[name]))
             atomic_write_json(path, data)
             written[name] = [path, *_style.draw_and_save(module.draw, data, outdir, name, style=style,
                                                          footer=footer)]

@@ -15,6 +15,7 @@ import numpy as np
 from varsim.figures import figure_main
 
 from . import _style
+from .params import Param, resolve
 
 NAME = "fig_decay_exponent"
 BETAS = (2.0, 3.0, 4.0)
@@ -25,9 +26,7 @@ X_MAX = 2.5  # right end of the ln N / beta^2 axis
 #: each Monte Carlo point stops at this relative standard error of Var (``simulate(target_rse=...)``), so a local
 #: slope between neighbours N and 4N has an SE of about 0.01, a hundredth of the exponent axis; ``sequences`` caps it
 TARGET_RSE = 0.01
-# MC grid: N = 2^k, k = K_MIN, K_MIN + K_STEP, ... <= k_max(beta); sequences per N
-_MC = {False: dict(k_min=2, k_step=2, k_max=20, sequences=6_000),
-       True: dict(k_min=2, k_step=2, k_max=12, sequences=1_000)}
+_K_STEP = 2  # the MC grid's N are powers of 2^_K_STEP
 
 
 def local_slopes(n, var, var_se):
@@ -42,22 +41,54 @@ def local_slopes(n, var, var_se):
     return (ln_n[:-1] + ln_n[1:]) / 2, np.diff(ln_v) / dln, np.hypot(rel[:-1], rel[1:]) / dln
 
 
-def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, source=None) -> dict:
-    """Exact exponent curves and MC local slopes for every beta; plain data for :func:`plot`."""
+#: the parameters of :func:`compute` (``varsim figures --only fig_decay_exponent --param name=value``)
+PARAMS = (
+    Param("betas", "reals", BETAS, "logit scales beta, one exponent curve each", minimum=0.1, maximum=25.0,
+          max_len=len(_style.COLORS)),
+    Param("d_k", "int", D_K, "key dimension: sets the query norm beta sqrt(d_k) / tau (the logits sampler's numbers "
+          "depend on beta only)", minimum=1, maximum=2**16),
+    Param("n_min", "int", 4, "smallest sequence length N of the Monte Carlo grid (powers of four from there)",
+          minimum=2, maximum=2**30),
+    Param("n_max", "int", 2**20, "largest sequence length N (each beta also stops where ln N / beta^2 reaches the "
+          "axis' end, 2.5)", quick=2**12, minimum=8, maximum=2**30),
+    Param("sequences", "int", 6_000, "most Monte Carlo sequences per N", quick=1_000, minimum=32, maximum=10**9),
+    Param("target_rse", "real", TARGET_RSE, "stop each point at this relative standard error of Var",
+          minimum=0.0, maximum=1.0, strict_min=True, none="no target: every point runs the cap"),
+)
+
+
+def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, source=None, betas=BETAS,
+            d_k: int = D_K, n_min=None, n_max=None, sequences=None, target_rse=TARGET_RSE, out=None) -> dict:
+    """Exact exponent curves and MC local slopes for every beta in ``betas``; plain data for :func:`draw`.
+
+    The Monte Carlo grid is ``N = n_min 4^j <= n_max`` (default 4 to 2^20, quick 2^12), cut for each beta where
+    ``ln N / beta^2`` passes the axis' end; at most ``sequences`` per N (default 6000, quick 1000), each point stopped
+    at ``target_rse`` (None: always the cap); ``d_k`` sets the query norm. Every parameter is declared in
+    :data:`PARAMS` (a bad value is a ValueError naming it). ``out``: also write the data as JSON there."""
     from varsim._common.seeding import child_sequence
     from varsim.sim import simulate
     from varsim.theory import decay_exponent, effective_exponent, rem_thresholds
 
-    cfg = _MC[bool(quick)]
+    p = resolve(PARAMS, quick, betas=betas, d_k=d_k, n_min=n_min, n_max=n_max, sequences=sequences,
+                target_rse=target_rse)
+    d_k, target_rse = p["d_k"], p["target_rse"]
+    k_min = int(math.ceil(math.log2(p["n_min"]) - 1e-12))
+    k_max = int(math.floor(math.log2(p["n_max"]) + 1e-12))
+    if k_max < k_min + _K_STEP:
+        raise ValueError(f"n_max must be at least 4 n_min (two grid points make one slope), got n_min={p['n_min']}, "
+                         f"n_max={p['n_max']}")
     x_dense = np.linspace(0.02, X_MAX, 50 if quick else 120)
     curves = []
-    for k, beta in enumerate(BETAS):
+    for k, beta in enumerate(float(b) for b in p["betas"]):
         # stop the MC grid where the axis ends (beta = 2 reaches ln N / beta^2 = 2.5 at N ~ 2^14)
-        k_top = min(cfg["k_max"], int(math.floor(X_MAX * beta**2 / math.log(2))))
-        n_grid = 2 ** np.arange(cfg["k_min"], k_top + 1, cfg["k_step"])
-        res = simulate(n_grid, d_k=D_K, tau=TAU, query_norm=beta * math.sqrt(D_K) / TAU, sampler="logits",
-                       estimator="rao_blackwell", n_sequences=cfg["sequences"], seed=child_sequence(seed, k),
-                       progress=progress, target_rse=TARGET_RSE)
+        k_top = min(k_max, int(math.floor(X_MAX * beta**2 / math.log(2))))
+        if k_top < k_min + _K_STEP:
+            raise ValueError(f"betas: beta = {beta:g} leaves the axis (ln N / beta^2 <= {X_MAX}) before N = "
+                             f"{2 ** (k_min + _K_STEP)}, so no slope can be drawn; raise it or lower n_min")
+        n_grid = 2 ** np.arange(k_min, k_top + 1, _K_STEP)
+        res = simulate(n_grid, d_k=d_k, tau=TAU, query_norm=beta * math.sqrt(d_k) / TAU, sampler="logits",
+                       estimator="rao_blackwell", n_sequences=p["sequences"], seed=child_sequence(seed, k),
+                       progress=progress, target_rse=target_rse)
         ln_mid, slope, slope_se = local_slopes(res.n, res.var, res.var_se)
         n_dense = np.exp(x_dense * beta**2)
         curves.append({
@@ -70,9 +101,13 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, sourc
         })
     # phase boundaries: b = beta / sqrt(ln N) = sqrt(2) (frozen) and sqrt(2/3) (annealed), i.e. x = 1/b^2
     boundaries = sorted(1.0 / b**2 for b in rem_thresholds())
-    return {"name": NAME, "quick": bool(quick), "seed": int(seed), "d_k": D_K, "tau": TAU,
-            "sequences": cfg["sequences"], "target_rse": TARGET_RSE, "boundaries": boundaries, "curves": curves,
+    data = {"name": NAME, "quick": bool(quick), "seed": int(seed), "d_k": d_k, "tau": TAU,
+            "sequences": p["sequences"], "target_rse": target_rse, "boundaries": boundaries, "curves": curves,
+            "params": {**p, "betas": [float(b) for b in p["betas"]]},
             "footer": _style.computed_footer(seed, quick), "smoke_reason": "few sequences, short N range"}
+    if out is not None:
+        _style.write_data(out, data)
+    return data
 
 
 def draw(data: dict, ax=None, *, style=None, footer: bool = False):

@@ -18,6 +18,7 @@ from matplotlib.lines import Line2D
 from varsim.figures import figure_main
 
 from . import _style
+from .params import Param, resolve
 
 NAME = "fig_random_query"
 DIMS = (16, 64)
@@ -27,7 +28,7 @@ D_V = 16
 #: each Monte Carlo point stops at this relative standard error of N Var (``simulate(target_rse=...)``): a fifth of
 #: the 5% gap between the d_k = 16 and d_k = 64 levels the figure separates; the counts below are the caps
 TARGET_RSE = 0.01
-_LOGITS = {False: (2 ** np.arange(4, 15), 40_000), True: (2 ** np.arange(4, 11, 2), 4_000)}
+# (grid of N, cap on sequences per N) of the full sampler; quick mode is for the tests (seconds)
 _FULL = {False: (2 ** np.arange(4, 10), 8_000), True: (np.array([16, 64]), 1_000)}
 
 
@@ -38,34 +39,76 @@ def _scaled(result, exact_ipr) -> dict:
             "sequences": result.sequences}
 
 
-def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, source=None) -> dict:
-    """Simulate fixed and random queries and evaluate the exact curves; plain data for :func:`plot`."""
+#: the parameters of :func:`compute` (``varsim figures --only fig_random_query --param name=value``)
+PARAMS = (
+    Param("d_ks", "ints", DIMS, "key dimensions d_k of the random query, one curve each (the fixed query uses the "
+          "last)", minimum=3, maximum=2**16, max_len=len(_style.COLORS) - 1),
+    Param("tau", "real", TAU, "temperature: the fixed query's beta, and the random query's level "
+          "(1 - 2 tau^2/d)^(-d/2) (needs 2 tau^2 < every d_k)", minimum=0.0, maximum=25.0, strict_min=True),
+    Param("d_v", "int", D_V, "value dimension of the full sampler (its variance is pooled over the coordinates)",
+          minimum=1, maximum=2**16),
+    Param("n_min", "int", 16, "smallest sequence length N (the grid is the powers of two in [n_min, n_max])",
+          minimum=2, maximum=2**30),
+    Param("n_max", "int", 2**14, "largest sequence length N", quick=2**10, minimum=16, maximum=2**30),
+    Param("sequences", "int", 40_000, "most Monte Carlo sequences per N of the logits sampler",
+          quick=4_000, minimum=32, maximum=10**9),
+    Param("target_rse", "real", TARGET_RSE, "stop each point at this relative standard error of N Var",
+          minimum=0.0, maximum=1.0, strict_min=True, none="no target: every point runs the cap"),
+)
+
+
+def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, source=None, d_ks=DIMS, tau: float = TAU,
+            d_v: int = D_V, n_min=None, n_max=None, sequences=None, target_rse=TARGET_RSE, out=None) -> dict:
+    """Simulate fixed and random queries and evaluate the exact curves; plain data for :func:`draw`.
+
+    The random query runs at every ``d_k`` of ``d_ks``, the fixed query (``|q|^2 = d_k``, so ``beta = tau``) at
+    the last; N runs over the powers of two in ``[n_min, n_max]`` (default 16 to 2^14, quick 2^10, every second
+    power), the logits sampler with at most ``sequences`` per N (default 40000, quick 4000) and the full sampler at
+    the N <= 512 of that range (quick: 16 and 64) with at most 8000 (quick 1000), or a fifth of ``sequences`` when
+    it is given; each point stops at ``target_rse`` (None: always the cap). Every parameter is declared in
+    :data:`PARAMS` (a bad value is a ValueError naming it). ``out``: also write the data as JSON there."""
     from varsim._common.seeding import child_sequence
     from varsim.sim import simulate
     from varsim.theory import expected_ipr, random_query_ipr, random_query_limit
 
-    n_logits, m_logits = _LOGITS[bool(quick)]
+    p = resolve(PARAMS, quick, d_ks=d_ks, tau=tau, d_v=d_v, n_min=n_min, n_max=n_max, sequences=sequences,
+                target_rse=target_rse)
+    dims, tau, d_v, target_rse = p["d_ks"], p["tau"], p["d_v"], p["target_rse"]
+    if not 2 * tau**2 < min(dims):
+        raise ValueError(f"tau: the random query's variance is finite only for 2 tau^2 < d_k, got tau={tau:g} with "
+                         f"d_k={min(dims)}")
+    k_min = int(math.ceil(math.log2(p["n_min"]) - 1e-12))
+    k_max = int(math.floor(math.log2(p["n_max"]) + 1e-12))
+    if k_min > k_max:
+        raise ValueError(f"n_min must be <= n_max, got n_min={p['n_min']}, n_max={p['n_max']}")
+    n_logits, m_logits = 2 ** np.arange(k_min, k_max + 1, 2 if quick else 1), p["sequences"]
     n_full, m_full = _FULL[bool(quick)]
+    if sequences is not None:
+        m_full = max(32, m_logits // 5)
+    n_full = n_full[(n_full >= n_logits[0]) & (n_full <= n_logits[-1])]
+    if n_full.size == 0:
+        raise ValueError(f"n_min: the full sampler's points lie at N <= {_FULL[bool(quick)][0][-1]}, got "
+                         f"n_min={p['n_min']}")
     n_dense = np.geomspace(n_logits[0], n_logits[-1], 25 if quick else 50)
-    common = dict(tau=TAU, d_v=D_V, progress=progress, target_rse=TARGET_RSE)
+    common = dict(tau=tau, d_v=d_v, progress=progress, target_rse=target_rse)
     rb = dict(sampler="logits", estimator="rao_blackwell", n_sequences=m_logits)
     full = dict(sampler="full", estimator="sample", n_sequences=m_full)
 
     # fixed query with |q|^2 = d_k, so beta = tau whatever d_k is: one curve serves both dimensions
-    d0 = DIMS[-1]
-    fixed_exact = partial(expected_ipr, beta=TAU)
+    d0 = dims[-1]
+    fixed_exact = partial(expected_ipr, beta=tau)
     fixed = {
-        "beta": TAU,
+        "beta": tau,
         "logits_rb": _scaled(simulate(n_logits, d_k=d0, query="fixed", query_norm=math.sqrt(d0),
                                       seed=child_sequence(seed, 0, 0), **rb, **common), fixed_exact),
         "full": _scaled(simulate(n_full, d_k=d0, query="fixed", query_norm=math.sqrt(d0),
                                  seed=child_sequence(seed, 0, 1), **full, **common), fixed_exact),
         "exact": {"n": n_dense, "nvar": n_dense * fixed_exact(n_dense)},
-        "limit": math.exp(TAU**2),
+        "limit": math.exp(tau**2),
     }
     random = []
-    for k, d in enumerate(DIMS, 1):
-        mixture = partial(random_query_ipr, d=d, tau=TAU)
+    for k, d in enumerate(dims, 1):
+        mixture = partial(random_query_ipr, d=d, tau=tau)
         random.append({
             "d_k": d,
             "logits_rb": _scaled(simulate(n_logits, d_k=d, query="random", seed=child_sequence(seed, k, 0),
@@ -73,12 +116,15 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, sourc
             "full": _scaled(simulate(n_full, d_k=d, query="random", seed=child_sequence(seed, k, 1),
                                      **full, **common), mixture),
             "exact": {"n": n_dense, "nvar": n_dense * mixture(n_dense)},
-            "limit": random_query_limit(d, TAU),
+            "limit": random_query_limit(d, tau),
         })
-    return {"name": NAME, "quick": bool(quick), "seed": int(seed), "tau": TAU, "d_v": D_V,
-            "sequences": {"logits_rb": m_logits, "full": m_full}, "target_rse": TARGET_RSE, "fixed": fixed,
-            "random": random,
+    data = {"name": NAME, "quick": bool(quick), "seed": int(seed), "tau": tau, "d_v": d_v,
+            "sequences": {"logits_rb": m_logits, "full": m_full}, "target_rse": target_rse, "fixed": fixed,
+            "random": random, "params": {**p, "d_ks": list(dims)},
             "footer": _style.computed_footer(seed, quick), "smoke_reason": "few sequences, short N range"}
+    if out is not None:
+        _style.write_data(out, data)
+    return data
 
 
 def draw(data: dict, ax=None, *, style=None, footer: bool = False):

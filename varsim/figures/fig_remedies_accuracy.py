@@ -14,6 +14,7 @@ from __future__ import annotations
 from varsim.figures import figure_main
 
 from . import _style
+from .params import Param, resolve
 from .remedies import (
     FAMILIES,
     accuracy_line,
@@ -34,11 +35,16 @@ NAME = "fig_remedies_accuracy"
 SOURCE = "remedies"  # the data it draws: a key of varsim.figures.SOURCES
 #: the recipe drawn (a key of the settings' ``recipes``)
 RECIPE = "cosine_lr1e3"
+#: the parameters of :func:`compute` (``varsim figures --only fig_remedies_accuracy --param recipe=KEY``); the data
+#: come from the remedies source (``--remedies-results``), as for every remedies figure
+PARAMS = (Param("recipe", "text", None, f"the training recipe drawn, a key of the grid's recipes (default {RECIPE} "
+                "where the grid has it, else its first)"),)
 
 
 def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, source=None, recipe=None) -> dict:
     """Per (task, key encoding), at ``recipe`` (default :data:`RECIPE`, else the grid's first): accuracy vs N of
     softmax, every remedy and the positive controls, with intervals."""
+    recipe = resolve(PARAMS, quick, recipe=recipe)["recipe"]
     src = source_of(quick, source)
     summary, st = src["summary"], src["settings"]
     recipes = {r["key"]: r for r in recipes_of(summary)}

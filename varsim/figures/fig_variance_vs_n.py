@@ -18,6 +18,7 @@ from matplotlib.lines import Line2D
 from varsim.figures import figure_main
 
 from . import _style
+from .params import Param, resolve
 
 NAME = "fig_variance_vs_n"
 BETAS = (0.5, 1.0, 1.5, 2.0)
@@ -27,8 +28,7 @@ TAU = 1.0
 #: each Monte Carlo point stops at this relative standard error of Var (``simulate(target_rse=...)``): the ratio
 #: panel's narrowest range is +-2%, so 1% error bars are what it resolves; the counts below are the caps
 TARGET_RSE = 0.01
-# (grid of N, cap on sequences per N) for each sampler; quick mode is for the tests (seconds)
-_LOGITS = {False: (2 ** np.arange(4, 15), 40_000), True: (2 ** np.arange(4, 13, 2), 2_000)}
+# (grid of N, cap on sequences per N) of the full sampler; quick mode is for the tests (seconds)
 _FULL = {False: (2 ** np.arange(4, 9), 10_000), True: (np.array([16, 64]), 500)}
 
 
@@ -41,35 +41,60 @@ def _series(result) -> dict:
     }
 
 
+#: the parameters of :func:`compute` (``varsim figures --only fig_variance_vs_n --param name=value``)
+PARAMS = (
+    Param("betas", "reals", BETAS, "logit scales beta, one curve each", minimum=0.0, maximum=25.0, max_len=12),
+    Param("d_k", "int", D_K, "key dimension: sets the query norm beta sqrt(d_k) / tau and the full sampler's keys",
+          minimum=1, maximum=2**16),
+    Param("n_min", "int", 16, "smallest sequence length N (the grid is the powers of two in [n_min, n_max])",
+          minimum=2, maximum=2**30),
+    Param("n_max", "int", 2**14, "largest sequence length N", quick=2**12, minimum=32, maximum=2**30),
+    Param("sequences", "int", 40_000, "most Monte Carlo sequences per N of the logits sampler (the full sampler a "
+          "quarter)", quick=2_000, minimum=32, maximum=10**9),
+    Param("full_sampler", "flag", True, "also run the brute-force full sampler at N <= 256"),
+    Param("target_rse", "real", TARGET_RSE, "stop each point at this relative standard error of Var",
+          minimum=0.0, maximum=1.0, strict_min=True, none="no target: every point runs the cap"),
+)
+
+
+def _grid(quick: bool, n_min: int, n_max: int) -> np.ndarray:
+    """The powers of two in ``[n_min, n_max]`` (every second one in quick mode, from ``n_min`` up)."""
+    k_min, k_max = int(math.ceil(math.log2(n_min) - 1e-12)), int(math.floor(math.log2(n_max) + 1e-12))
+    if k_min > k_max:
+        raise ValueError(f"n_min must be <= n_max and a power of two must lie between them, got n_min={n_min}, "
+                         f"n_max={n_max}")
+    return 2 ** np.arange(k_min, k_max + 1, 2 if quick else 1)
+
+
 def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, source=None, betas=BETAS, d_k: int = D_K,
-            n_max=None, sequences=None, full_sampler: bool = True, target_rse=TARGET_RSE, out=None) -> dict:
+            n_min=None, n_max=None, sequences=None, full_sampler: bool = True, target_rse=TARGET_RSE,
+            out=None) -> dict:
     """Simulate and evaluate the theory for every beta in ``betas``; returns plain data for :func:`draw`.
 
     ``d_k`` sets the query norm ``beta sqrt(d_k) / tau`` and the full sampler's key dimension (the logits sampler
-    draws ``beta g_i`` directly, so its numbers do not depend on ``d_k``). ``n_max``: the largest N (a power of two;
-    default 2^14, quick 2^12); ``sequences``: the cap per N for the logits sampler (default 40000, quick 2000); the
-    full sampler (``full_sampler``) runs N <= 256 with a quarter as many. Each point stops once its relative standard
-    error is at most ``target_rse`` (default :data:`TARGET_RSE`; None: always the cap); the data give the target and
-    the sequences each point used. ``out``: also write the data as JSON there."""
+    draws ``beta g_i`` directly, so its numbers do not depend on ``d_k``). N runs over the powers of two in
+    ``[n_min, n_max]`` (default 16 to 2^14, quick 2^12, every second power); ``sequences``: the cap per N for the
+    logits sampler (default 40000, quick 2000); the full sampler (``full_sampler``) runs the N <= 256 of that range
+    with a quarter as many. Each point stops once its relative standard error is at most ``target_rse`` (default
+    :data:`TARGET_RSE`; None: always the cap); the data give the target and the sequences each point used. Every
+    parameter is declared in :data:`PARAMS` (a bad value is a ValueError naming it). ``out``: also write the data
+    as JSON there."""
     from varsim._common.seeding import child_sequence
-    from varsim._common.validate import check_int, check_real
     from varsim.sim import simulate
     from varsim.theory import decay_exponent, expected_ipr
 
     from ._style import computed_footer
 
-    n_logits, m_logits = _LOGITS[bool(quick)]
-    n_full, m_full = _FULL[bool(quick)]
-    if n_max is not None:
-        k_max = int(np.log2(check_int("n_max", n_max, minimum=32)))
-        n_logits = 2 ** np.arange(4, k_max + 1, 2 if quick else 1)
-    if sequences is not None:
-        m_logits = check_int("sequences", sequences, minimum=32)
-        m_full = max(32, m_logits // 4)
-    d_k = check_int("d_k", d_k, minimum=1)
-    if target_rse is not None:
-        target_rse = check_real("target_rse", target_rse, minimum=0.0, strict_min=True, maximum=1.0)
-    betas = tuple(float(b) for b in np.atleast_1d(betas))
+    p = resolve(PARAMS, quick, betas=betas, d_k=d_k, n_min=n_min, n_max=n_max, sequences=sequences,
+                full_sampler=full_sampler, target_rse=target_rse)
+    betas, d_k, full_sampler, target_rse = p["betas"], p["d_k"], p["full_sampler"], p["target_rse"]
+    n_logits = _grid(quick, p["n_min"], p["n_max"])
+    n_full = _FULL[bool(quick)][0]
+    n_full = n_full[(n_full >= n_logits[0]) & (n_full <= n_logits[-1])]
+    full_sampler = full_sampler and n_full.size > 0
+    m_logits = p["sequences"]
+    m_full = _FULL[bool(quick)][1] if sequences is None else max(32, m_logits // 4)
+    betas = tuple(float(b) for b in betas)
     n_dense = np.geomspace(n_logits[0], n_logits[-1], 25 if quick else 60)
     common = dict(d_k=d_k, d_v=D_V, tau=TAU, progress=progress, target_rse=target_rse)
     curves = []
@@ -91,8 +116,8 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, sourc
     data = {"name": NAME, "quick": bool(quick), "seed": int(seed), "d_k": d_k, "d_v": D_V, "tau": TAU,
             "value_scale": 1.0, "sequences": {"logits_rb": m_logits, "full": m_full if full_sampler else None},
             "target_rse": target_rse,
-            "params": {"betas": list(betas), "d_k": d_k, "n_max": int(n_logits[-1]), "sequences": m_logits,
-                       "full_sampler": bool(full_sampler), "target_rse": target_rse},
+            "params": {"betas": list(betas), "d_k": d_k, "n_min": int(n_logits[0]), "n_max": int(n_logits[-1]),
+                       "sequences": m_logits, "full_sampler": bool(full_sampler), "target_rse": target_rse},
             "curves": curves, "footer": computed_footer(seed, quick), "smoke_reason": "few sequences, short N range"}
     if out is not None:
         _style.write_data(out, data)
@@ -170,7 +195,7 @@ def draw(data: dict, ax=None, *, style=None, footer: bool = False, ratio: bool =
         if axr is not None:
             axr.axhline(0, color="k", lw=0.8)
             axr.set_ylabel("MC/exact − 1", fontsize=small if narrow else None)
-            lim = max(0.02, min(0.2, np.nanmax(np.abs(axr.get_ylim()))))
+            lim = max(0.02, np.nanmax(np.abs(axr.get_ylim())))  # symmetric, and wide enough for every point
             axr.set_ylim(-lim, lim)
         if axe is not None:
             axe.axhline(-1, color="k", lw=0.8, ls=":")

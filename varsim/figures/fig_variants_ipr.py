@@ -17,6 +17,8 @@ sequences, whichever comes first; quick mode (tests): N <= 1024, at most 128 seq
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
@@ -24,6 +26,7 @@ from matplotlib.patches import Patch
 from varsim.figures import figure_main
 
 from . import _style
+from .params import Param, resolve
 
 NAME = "fig_variants_ipr"
 BETAS = (1.0, 2.0)
@@ -31,8 +34,8 @@ BETAS = (1.0, 2.0)
 #: each cell stops at this relative standard error of E[sum w^2] (``SweepGrid(target_rse=...)``): 2% is under a
 #: hundredth of a decade, less than a marker on these log-log panels; the sequences below are the caps
 TARGET_RSE = 0.02
-# (N grid, cap on sequences per cell, points of each exact line); quick mode is for the tests (seconds)
-_SIZES = {False: (4 ** np.arange(2, 9), 1000, 20), True: (4 ** np.arange(2, 6), 128, 10)}
+# points of each exact line; quick mode is for the tests (seconds)
+_DENSE_POINTS = {False: 20, True: 10}
 _COLORS = _style.COLORS + ("#000000", "#7F7F7F", "#8C564B")
 # a line equal to one drawn before it in its panel (ssmax with s = 1/ln 16 and clamped logn, N0 = 16, for N >= 16)
 # is dashed on top, so both stay visible
@@ -49,9 +52,9 @@ def variant_specs() -> tuple:
                  for v in VARIANTS.values() if v.name not in controls)
 
 
-def _grid_variants() -> dict:
+def _grid_variants(betas=BETAS) -> dict:
     """The sweep's variants: every spec, a ``None`` parameter at each panel's beta."""
-    return {name: {p: (list(BETAS) if v is None else v) for p, v in params.items()}
+    return {name: {p: (list(betas) if v is None else v) for p, v in params.items()}
             for name, _label, params in variant_specs()}
 
 
@@ -63,22 +66,46 @@ def _panel_params(params: dict, beta: float) -> dict:
 _KIND_LABELS = {"exact_ipr": "MC + exact", "sigmoid_moments": "MC + exact", "bound": "MC + bound", "none": "MC only"}
 
 
-def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, source=None) -> dict:
-    """Run the sweep (all variants x betas x N) and the exact lines; returns plain data for :func:`plot`."""
+#: the parameters of :func:`compute` (``varsim figures --only fig_variants_ipr --param name=value``)
+PARAMS = (
+    Param("betas", "reals", BETAS, "logit scales beta, one column of panels each", minimum=0.0, maximum=25.0,
+          max_len=6),
+    Param("n_min", "int", 16, "smallest sequence length N (the grid is the powers of four in [n_min, n_max])",
+          minimum=2, maximum=2**30),
+    Param("n_max", "int", 4**8, "largest sequence length N", quick=4**5, minimum=4, maximum=2**30),
+    Param("sequences", "int", 1000, "most Monte Carlo sequences per cell", quick=128, minimum=32, maximum=10**9),
+    Param("target_rse", "real", TARGET_RSE, "stop each cell at this relative standard error of E[sum w^2]",
+          minimum=0.0, maximum=1.0, strict_min=True, none="no target: every cell runs the cap"),
+)
+
+
+def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, source=None, betas=BETAS, n_min=None,
+            n_max=None, sequences=None, target_rse=TARGET_RSE, out=None) -> dict:
+    """Run the sweep (all variants x betas x N) and the exact lines; returns plain data for :func:`draw`.
+
+    N runs over the powers of four in ``[n_min, n_max]`` (default 16 to 4^8, quick 4^5), each cell to ``target_rse``
+    (None: always the cap) or ``sequences`` (default 1000, quick 128). Every parameter is declared in :data:`PARAMS`
+    (a bad value is a ValueError naming it). ``out``: also write the data as JSON there."""
     from varsim.sim.sweep import SweepGrid, run_sweep
     from varsim.theory.remedies import variant_theory
     from varsim.variants import get_variant
 
     from ._style import computed_footer
 
-    n_grid, sequences, dense_points = _SIZES[bool(quick)]
-    grid = SweepGrid(variants=_grid_variants(), betas=list(BETAS), n_grid=[int(v) for v in n_grid],
-                     n_sequences=sequences, target_rse=TARGET_RSE)
+    p = resolve(PARAMS, quick, betas=betas, n_min=n_min, n_max=n_max, sequences=sequences, target_rse=target_rse)
+    betas, sequences, target_rse = tuple(float(b) for b in p["betas"]), p["sequences"], p["target_rse"]
+    n_grid = 4 ** np.arange(math.ceil(math.log(p["n_min"], 4) - 1e-12), math.floor(math.log(p["n_max"], 4) + 1e-12) + 1)
+    if n_grid.size < 2:
+        raise ValueError(f"n_max must be at least 4 n_min (two powers of four), got n_min={p['n_min']}, "
+                         f"n_max={p['n_max']}")
+    dense_points = _DENSE_POINTS[bool(quick)]
+    grid = SweepGrid(variants=_grid_variants(betas), betas=list(betas), n_grid=[int(v) for v in n_grid],
+                     n_sequences=sequences, target_rse=target_rse)
     # quick mode runs in this process (no worker start-up); full mode on one worker process per core
     sweep = run_sweep(grid, seed=seed, workers=1 if quick else None, progress=bool(progress))
     n_dense = np.geomspace(n_grid[0], n_grid[-1], dense_points)
     panels = []
-    for beta in BETAS:
+    for beta in betas:
         series = []
         for name, label, params in variant_specs():
             spec = get_variant(name)
@@ -99,10 +126,14 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, sourc
                 "bound": None if th.ipr_lower is None else {"lower": th.ipr_lower[0], "upper": th.ipr_upper[0]},
             })
         panels.append({"beta": beta, "series": series})
-    return {"name": NAME, "quick": bool(quick), "seed": int(seed), "betas": list(BETAS), "sequences": sequences,
-            "target_rse": TARGET_RSE,
+    data = {"name": NAME, "quick": bool(quick), "seed": int(seed), "betas": list(betas), "sequences": sequences,
+            "target_rse": target_rse,
             "sampler": "logits", "estimator": "rao_blackwell", "sweep_elapsed_s": sweep["elapsed_s"],
-            "panels": panels, "footer": computed_footer(seed, quick), "smoke_reason": "few sequences, N <= 1024"}
+            "panels": panels, "params": {**p, "betas": list(betas)}, "footer": computed_footer(seed, quick),
+            "smoke_reason": f"few sequences, N <= {int(n_grid[-1])}"}
+    if out is not None:
+        _style.write_data(out, data)
+    return data
 
 
 def _mc_label(data: dict) -> str:
