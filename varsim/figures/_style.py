@@ -174,13 +174,14 @@ def label_first_column(axes, text: str) -> None:
 
 def wrap_text(text: str, chars: int) -> str:
     """``text`` wrapped to lines of at most ``chars`` characters (its own line breaks kept), never inside a formula
-    (``$...$``) or an equation (``N = 1024`` stays on one line)."""
+    (``$...$``), an equation (``N = 1024`` stays on one line) or between a number and the word before it."""
     import re
     import textwrap
 
     glue = "\x00"
     protected = re.sub(r"\$[^$]*\$", lambda m: m.group(0).replace(" ", glue), text)
     protected = re.sub(r"(\S+) ([=<>≤≥≈]) (?=\S)", lambda m: f"{m.group(1)}{glue}{m.group(2)}{glue}", protected)
+    protected = re.sub(r" (?=[-+]?\d[\d.]*(?:[,;:)]|\s|$))", glue, protected)  # "layer 0", "6 seeds" stay together
     lines = [textwrap.fill(part, chars, break_on_hyphens=False, break_long_words=False)
              for part in protected.split("\n")]
     return "\n".join(lines).replace(glue, " ")
