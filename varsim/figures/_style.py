@@ -262,11 +262,15 @@ def new_figure(ncols: int = 1, *, width: float = 5.2, height: float = 3.9, style
 
 
 def legend_below(fig, handles, labels=None, *, ncol=None, **kw):
-    """One legend for the whole figure under its axes, in as many columns as fit the figure's width."""
+    """One legend for the whole figure under its axes, in as many columns as fit the figure's width (``ncol``
+    default: 1 below 4.5 in, 2 below 9 in, else 3); a label wider than its column wraps onto more lines."""
     if ncol is None:
         ncol = 1 if fig.get_figwidth() < 4.5 else 2 if fig.get_figwidth() < 9 else 3
-    if labels is not None:
-        kw["labels"] = labels
+    labels = [h.get_label() for h in handles] if labels is None else list(labels)
+    size = kw.get("fontsize", plt.rcParams["legend.fontsize"])
+    points = size if isinstance(size, (int, float)) else 0.83 * plt.rcParams["font.size"]
+    chars = _chars(0.95 * fig.get_figwidth() / ncol - 0.45, points)  # the handle and the gaps take ~0.45 in
+    kw["labels"] = [wrap_text(text, chars) if len(text) > chars else text for text in labels]
     if kw.get("title"):  # the title wraps to the figure's width (a legend wider than the figure would widen it)
         size = kw.get("title_fontsize") or plt.rcParams["legend.title_fontsize"] or plt.rcParams["legend.fontsize"]
         points = size if isinstance(size, (int, float)) else 0.83 * plt.rcParams["font.size"]
@@ -322,7 +326,8 @@ def _short(footer: str, width_in: float, fontsize: float) -> str:
 
 def _wrap_titles(fig) -> None:
     """Wrap each axes title that is wider than its axes onto more lines (never inside a formula or an equation); a
-    title that would take more than two lines is set in a smaller font, down to 80% of its own."""
+    title that would take more than two lines breaks at its colon (or semicolon) instead, or is set in a smaller
+    font, down to 80% of its own."""
     for ax in fig.axes:
         title = ax.title
         text = title.get_text()
@@ -331,7 +336,14 @@ def _wrap_titles(fig) -> None:
         width_in = ax.get_position().width * fig.get_figwidth()
         size = title.get_fontsize()
         for scale in (1.0, 0.9, 0.8):
-            wrapped = wrap_text(text, _chars(width_in, scale * size))
+            chars = _chars(width_in, scale * size)
+            wrapped = wrap_text(text, chars)
+            if len(wrapped.splitlines()) > 2 and "\n" not in text:  # two lines at a colon or semicolon
+                for mark in (": ", "; "):
+                    head, _, tail = text.partition(mark)
+                    if tail and max(len(head), len(tail)) < chars:
+                        wrapped = f"{head}{mark.strip()}\n{tail}"
+                        break
             if len(wrapped.splitlines()) <= 2:
                 break
         if wrapped != text:
