@@ -324,31 +324,34 @@ def _short(footer: str, width_in: float, fontsize: float) -> str:
     return textwrap.shorten(first + (" [...]" if more else ""), chars, placeholder=" [...]")
 
 
+def _wrapped_title(text: str, width_in: float, size: float) -> str:
+    """``text`` wrapped to ``width_in`` inches at ``size`` points, breaking at its colon (or semicolon) when plain
+    wrapping takes more than two lines and the two halves fit."""
+    chars = _chars(width_in, size)
+    wrapped = wrap_text(text, chars)
+    if len(wrapped.splitlines()) > 2 and "\n" not in text:
+        for mark in (": ", "; "):
+            head, _, tail = text.partition(mark)
+            if tail and max(len(head), len(tail)) < chars:
+                return f"{head}{mark.strip()}\n{tail}"
+    return wrapped
+
+
 def _wrap_titles(fig) -> None:
-    """Wrap each axes title that is wider than its axes onto more lines (never inside a formula or an equation); a
-    title that would take more than two lines breaks at its colon (or semicolon) instead, or is set in a smaller
-    font, down to 80% of its own."""
-    for ax in fig.axes:
-        title = ax.title
-        text = title.get_text()
-        if not ax.get_visible() or not text:
-            continue
-        width_in = ax.get_position().width * fig.get_figwidth()
-        size = title.get_fontsize()
-        for scale in (1.0, 0.9, 0.8):
-            chars = _chars(width_in, scale * size)
-            wrapped = wrap_text(text, chars)
-            if len(wrapped.splitlines()) > 2 and "\n" not in text:  # two lines at a colon or semicolon
-                for mark in (": ", "; "):
-                    head, _, tail = text.partition(mark)
-                    if tail and max(len(head), len(tail)) < chars:
-                        wrapped = f"{head}{mark.strip()}\n{tail}"
-                        break
-            if len(wrapped.splitlines()) <= 2:
-                break
-        if wrapped != text:
-            title.set_text(wrapped)
-            title.set_fontsize(scale * size)
+    """Wrap each axes title that is wider than its axes onto more lines (never inside a formula or an equation,
+    preferring a break at its colon); when a title would take more than two lines, every title of the figure is set
+    in the same smaller font, down to 80% of its own."""
+    titles = [(ax.title, ax.get_position().width * fig.get_figwidth()) for ax in fig.axes
+              if ax.get_visible() and ax.title.get_text()]
+    scale = 1.0
+    for candidate in (1.0, 0.9, 0.8):
+        scale = candidate
+        if all(len(_wrapped_title(t.get_text(), w, scale * t.get_fontsize()).splitlines()) <= 2 for t, w in titles):
+            break
+    for title, width_in in titles:
+        size = scale * title.get_fontsize()
+        title.set_text(_wrapped_title(title.get_text(), width_in, size))
+        title.set_fontsize(size)
 
 
 def _declutter_log_labels(fig) -> None:
