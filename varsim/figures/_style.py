@@ -340,18 +340,30 @@ def _wrapped_title(text: str, width_in: float, size: float) -> str:
 def _wrap_titles(fig) -> None:
     """Wrap each axes title that is wider than its axes onto more lines (never inside a formula or an equation,
     preferring a break at its colon); when a title would take more than two lines, every title of the figure is set
-    in the same smaller font, down to 80% of its own."""
+    in the same smaller font, down to 80% of its own but never below the style's smallest text."""
     titles = [(ax.title, ax.get_position().width * fig.get_figwidth()) for ax in fig.axes
               if ax.get_visible() and ax.title.get_text()]
+    floor = _min_font()
+
+    def size(title, scale):  # never larger than its own, never below the style's smallest text
+        return min(title.get_fontsize(), max(floor, scale * title.get_fontsize()))
+
     scale = 1.0
-    for candidate in (1.0, 0.9, 0.8):
-        scale = candidate
-        if all(len(_wrapped_title(t.get_text(), w, scale * t.get_fontsize()).splitlines()) <= 2 for t, w in titles):
+    for scale in (1.0, 0.9, 0.8):
+        if all(len(_wrapped_title(t.get_text(), w, size(t, scale)).splitlines()) <= 2 for t, w in titles):
             break
     for title, width_in in titles:
-        size = scale * title.get_fontsize()
-        title.set_text(_wrapped_title(title.get_text(), width_in, size))
-        title.set_fontsize(size)
+        points = size(title, scale)
+        title.set_text(_wrapped_title(title.get_text(), width_in, points))
+        title.set_fontsize(points)
+
+
+def _min_font() -> float:
+    """The smallest text size of the style in effect (the named style whose base font size is the current one)."""
+    for spec in STYLES.values():
+        if spec["rc"].get("font.size", _RC["font.size"]) == plt.rcParams["font.size"]:
+            return spec["min_font"]
+    return min(MIN_FONT_SIZE, 0.8 * plt.rcParams["font.size"])
 
 
 def _declutter_log_labels(fig) -> None:

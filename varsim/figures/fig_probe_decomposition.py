@@ -74,7 +74,7 @@ def draw(data: dict, ax=None, *, style=None, footer: bool = False):
     ncols = max(len(r["heads"]) for r in rows)
     with _style.style(style):
         narrow = ax is None and (_style.style_spec(style)["width"] or 9) < 4.5
-        fig, flat = _style.axes_grid(len(panels), ax=ax, style=style, width=3.9, aspect=0.8 if narrow else 0.72,
+        fig, flat = _style.axes_grid(len(panels), ax=ax, style=style, width=4.2, aspect=0.8 if narrow else 0.68,
                                      ncols=None if narrow else ncols)
         for ax, (row, hd) in zip(flat, panels):
             n = A(row["lengths"])
