@@ -65,8 +65,9 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, sourc
 
 
 def draw(data: dict, ax=None, *, style=None, footer: bool = False):
-    """One panel per model and selected head, flowing row by row (a model's three heads in one row; two panels a
-    row at a paper column's width; ``ax``: that many axes), one legend below."""
+    """One panel per model and selected head, flowing row by row (a model's three heads in one row, the model named
+    by the row's y label; two panels a row, each naming its model, at a paper column's width; ``ax``: that many
+    axes), one legend below."""
     A = _style.array
     c = _style.COLORS
     rows = data["rows"]
@@ -89,12 +90,12 @@ def draw(data: dict, ax=None, *, style=None, footer: bool = False):
                 name = ", ".join(part for part in row_name(row).split(", ") if not part.endswith(" steps"))
                 ax.set_title(f"{name}\nlayer {hd['layer']}, head {hd['head']}, {hd['reason'].split()[0]}",
                              fontsize="small")
-            else:
-                ax.set_title(f"{row_name(row)}: layer {hd['layer']}, head {hd['head']}\n{hd['reason']}",
-                             fontsize="small")
+            else:  # the model names its row (y label); the rule and its number, the panel
+                rule, _, value = hd["reason"].partition(": ")
+                ax.set_title(f"layer {hd['layer']}, head {hd['head']}: {rule}\n{value}", fontsize="small")
             ax.set_xlabel("keys $N$" if narrow else "number of keys $N$")
             if ax.get_subplotspec() is None or ax.get_subplotspec().is_first_col():
-                ax.set_ylabel("variance" if narrow else f"variance over {row['windows']} windows")
+                ax.set_ylabel("variance" if narrow else f"{row_name(row)}\nvariance over {row['windows']} windows")
         _style.legend_below(fig, *flat[0].get_legend_handles_labels(), fontsize="small",
                             title="on a log scale the gap between two lines is their ratio", title_fontsize="small")
         return _style.finish(fig, data, footer=footer)
