@@ -14,6 +14,8 @@ after the scripts have run. A page fails when
   work offline;
 * an image it shows is missing from the site, or has no description (alt text);
 * a notebook cell printed a warning (``...Warning`` in its stderr output);
+* a notebook page has no download link to a notebook file that is in the site, or an exercise (its statement or its
+  solution) that is not rendered as a block;
 * (browser) a formula is left untypeset: a math span with no KaTeX output in it, a KaTeX error, or ``$``, ``\\(``,
   ``\\[`` math delimiters still in the visible text;
 * a page of the site is missing from the navigation, or the navigation links to a page the site does not have;
@@ -124,6 +126,26 @@ def markup_problems(main, page: str, text: str) -> list[str]:
     return problems
 
 
+def notebook_problems(main, page: str, site: Path) -> list[str]:
+    """A notebook page's own problems: no link to its files (or one to a file the site lacks), an exercise or a
+    solution outside the exercise blocks the docs hooks make."""
+    problems = []
+    links = [a["href"] for a in main.select(".varsim-notebook-download a[href]")]
+    if not any(href.endswith(".ipynb") for href in links):
+        problems.append(f"{page}: no download link to the notebook file")
+    for href in links:
+        target = site / posixpath.normpath(posixpath.join(posixpath.dirname(page), unquote(href)))
+        if not target.is_file():
+            problems.append(f"{page}: download link {href} is not in the site")
+    for strong in main.find_all("strong"):
+        if strong.get_text().startswith("Exercise ") and not strong.find_parent(class_="varsim-exercise"):
+            problems.append(f"{page}: exercise not rendered as a block: {strong.get_text()[:40]!r}")
+    for details in main.find_all("details"):
+        if not details.find_parent(class_="varsim-exercise"):
+            problems.append(f"{page}: a solution outside its exercise block: {details.get_text()[:40]!r}")
+    return problems
+
+
 def page_problems(html: str, page: str, site: Path, rendered: bool) -> list[str]:
     """Problems of one page (``page``: its path in the site); ``rendered``: the DOM after the scripts ran."""
     soup = BeautifulSoup(html, "html.parser")
@@ -153,6 +175,8 @@ def page_problems(html: str, page: str, site: Path, rendered: bool) -> list[str]
     for output in main.select('[data-mime-type="application/vnd.jupyter.stderr"]'):
         if warning := re.search(r"\b\w*Warning\b.*", output.get_text()):
             problems.append(f"{page}: a notebook cell warned: {warning.group(0)[:120]!r}")
+    if main.select_one(".jupyter-wrapper") is not None:
+        problems += notebook_problems(main, page, site)
     for match in re.finditer(r"@font-face[^}]*?url\((['\"]?)(https?:)?//", html):
         problems.append(f"{page}: a web font from another host")
         break

@@ -512,10 +512,49 @@ def plot_alt_text(html: str, title: str) -> str:
     return HEADING_OR_PLACEHOLDER.sub(replace, html)
 
 
+#: an exercise of a notebook: its statement (a paragraph opening with "**Exercise N.M (...).**") and the collapsed
+#: solution that follows it
+NOTEBOOK_EXERCISE = re.compile(r"<p><strong>(?P<title>Exercise [^<]*?)\.?</strong>\s*(?P<statement>.*?)</p>\s*"
+                               r"(?P<solution><details>\s*<summary>.*?</details>)?", re.S)
+
+
+def notebook_exercises(html: str) -> str:
+    """``html`` of a notebook page with each exercise a block (Material's "question" admonition, its title the
+    exercise's) holding its statement and its solution as a collapsed "success" block."""
+    def block(match: re.Match) -> str:
+        solution = match["solution"] or ""
+        solution = solution.replace("<details>", '<details class="success">', 1)
+        return (f'<div class="admonition question varsim-exercise"><p class="admonition-title">{match["title"]}</p>'
+                f'<p>{match["statement"]}</p>{solution}</div>')
+
+    return NOTEBOOK_EXERCISE.sub(block, html)
+
+
+def notebook_download(html: str, stem: str) -> str:
+    """``html`` of a notebook page with links to its files (the Jupyter notebook and its py:percent source, both
+    written next to the page) under its first heading."""
+    links = (f'<p class="varsim-notebook-download">Download this notebook: <a href="{stem}.ipynb" download>'
+             f'{stem}.ipynb</a> (Jupyter) or <a href="{stem}.py" download>{stem}.py</a> (the py:percent source, '
+             "for JupyterLab with jupytext or VS Code); <code>varsim demo --copy DIR</code> writes them all.</p>")
+    return re.sub(r"(</h1>)", lambda m: m.group(1) + links, html, count=1)
+
+
+def on_post_build(config):
+    """Write each notebook as ``.ipynb`` next to its page (the download link's target)."""
+    from varsim.cli.demo import notebook_text
+
+    for path in sorted((ROOT / "varsim" / "notebooks").glob("[0-9]*.py")):
+        dest = Path(config.site_dir) / "notebooks" / path.stem / f"{path.stem}.ipynb"
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_text(notebook_text(path, "ipynb"), encoding="utf-8")
+
+
 def on_post_page(output, page, config):
     if page.file.src_uri == API_INDEX_PAGE:
         output = API_TABLE.sub(lambda m: api_table(m["page"], page.url), output)
     if page.file.src_uri.startswith("notebooks/"):
         output = NOTEBOOK_WIDGET_LOADER.sub("", NOTEBOOK_MATHJAX.sub("", output))
         output = plot_alt_text(output, page.title or page.file.name)
+        output = notebook_download(notebook_exercises(output), Path(page.file.src_uri).stem)
+        output = output.replace("<body ", "<body data-varsim-notebook ", 1)  # the stylesheet widens these pages
     return output

@@ -158,6 +158,38 @@ def test_notebook_plots_get_a_description_naming_notebook_and_section():
     assert 'alt="Plot drawn by the notebook (1. Title, section Sample it)"' in out
 
 
+def test_notebook_exercises_become_blocks_with_their_solution_collapsed_inside():
+    """Catches an exercise left as a plain paragraph, or its solution outside its block or open: each notebook's
+    exercises, as nbconvert renders them, become admonitions holding the collapsed solution."""
+    hooks = _hooks()
+    html = ("<h2>Exercises</h2><p>Try each one.</p>"
+            "<p><strong>Exercise 1.1 (items).</strong> Compute $N_{eff}$.</p>\n"
+            "<details><summary>Solution 1.1</summary>\n<p>About N/e.</p><pre>x = 1</pre>\n</details>\n"
+            "<p><strong>Exercise 1.2 (values).</strong> Predict.</p>\n<p>Takeaways</p>")
+    out = hooks.notebook_exercises(html)
+    assert out.count('class="admonition question varsim-exercise"') == 2
+    assert '<p class="admonition-title">Exercise 1.1 (items)</p><p>Compute $N_{eff}$.</p><details class="success">' \
+        in out
+    assert "</details></div>" in out and "<p>Try each one.</p>" in out and "<p>Takeaways</p>" in out
+    for path in sorted((ROOT / "varsim" / "notebooks").glob("[0-9]*.py")):  # every notebook writes them so
+        text = path.read_text(encoding="utf-8")
+        assert text.count("# **Exercise ") == text.count("# <details><summary>Solution") > 0, path.name
+
+
+def test_notebook_pages_link_their_files_which_the_build_writes(tmp_path):
+    """Catches a notebook page without a download link, or a link to a file the build does not write."""
+    hooks = _hooks()
+    out = hooks.notebook_download('<h1 id="t">1. Title</h1><p>Goals</p>', "01_x")
+    assert out.startswith('<h1 id="t">1. Title</h1><p class="varsim-notebook-download">')
+    assert 'href="01_x.ipynb"' in out and 'href="01_x.py"' in out
+    hooks.on_post_build(SimpleNamespace(site_dir=str(tmp_path)))
+    import json
+
+    for path in sorted((ROOT / "varsim" / "notebooks").glob("[0-9]*.py")):
+        notebook = json.loads((tmp_path / "notebooks" / path.stem / f"{path.stem}.ipynb").read_text())
+        assert notebook["cells"] and notebook["nbformat"] == 4
+
+
 def test_included_readme_sections_exist():
     """Catches a results page whose README section was renamed: the build would fail, this says which."""
     hooks = _hooks()

@@ -139,6 +139,26 @@ def test_an_api_index_that_misses_a_documented_object_is_reported(tmp_path):
     assert check.api_index_problems(complete) == []
 
 
+def test_notebook_pages_without_file_links_or_exercise_blocks_are_reported(tmp_path):
+    """A notebook page passes with its download link (to a file in the site) and its exercises as blocks; it fails
+    without the link, with a link to a missing file, and with an exercise or a solution left as plain text."""
+    check = _check_site()
+    (tmp_path / "nb").mkdir()
+    (tmp_path / "nb" / "x.ipynb").write_text("{}")
+    link = '<p class="varsim-notebook-download"><a href="x.ipynb">x.ipynb</a></p>'
+    exercise = ('<div class="admonition question varsim-exercise"><p><strong>Exercise 1.1 (a).</strong></p>'
+                "<details><summary>Solution 1.1</summary>y</details></div>")
+    good = _page(f'<div class="jupyter-wrapper">{link}{exercise}</div>')
+    assert check.page_problems(good, "nb/index.html", tmp_path, rendered=False) == []
+    plain = _page('<div class="jupyter-wrapper"><p><strong>Exercise 1.1 (a).</strong></p>'
+                  "<details><summary>Solution 1.1</summary>y</details></div>")
+    problems = check.page_problems(plain, "nb/index.html", tmp_path, rendered=False)
+    assert len(problems) == 3 and "no download link" in problems[0]
+    assert "exercise not rendered" in problems[1] and "solution outside" in problems[2]
+    missing = _page(f'<div class="jupyter-wrapper">{link.replace("x.ipynb", "y.ipynb")}{exercise}</div>')
+    assert "y.ipynb is not in the site" in check.page_problems(missing, "nb/index.html", tmp_path, False)[0]
+
+
 def test_an_unbuilt_site_fails_the_check(tmp_path):
     problems, n = _check_site().check(tmp_path)
     assert n == 0 and "no built site" in problems[0]

@@ -278,7 +278,7 @@ def test_accuracy_figure_has_the_paired_difference_panels(tiny_repro):
     fig = mod.draw(data)
     assert len(fig.axes) == 2 * n_panels
     assert all("paired difference" in fig.axes[n_panels].get_ylabel() for _ in [0])
-    assert "Holm" in fig._suptitle.get_text()
+    assert "Holm" in fig.legends[0].get_title().get_text()
     assert not any(ax.get_legend() for ax in fig.axes) and len(fig.legends) == 1  # no legend over the curves
     _style.plt.close(fig)
 

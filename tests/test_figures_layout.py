@@ -3,14 +3,19 @@ column: drawn from the committed data (reproduction, probe, remedies; the quick 
 the committed one is of an older format) or tiny computations (the theory figures).
 
 Checks per drawing: at most 10% of the saved image's pixel columns are blank (the wide footer or a legend set off to
-one side left 32-58% blank), no two visible texts (tick labels, axis labels, titles, legend entries, annotations)
-overlap, and the column style's figures are 3.3 in wide."""
+one side left 32-58% blank), no blank block (the largest rectangle of background pixels) covers more than 10% of the
+image (a legend set off beside a tall figure left 27% empty below it, a missing panel in a grid 24%), no two visible
+texts (tick labels, axis labels, titles, legend entries, annotations) overlap, every title fits in two lines without a
+formula or an "N = 1024" broken across them, a categorical axis (text tick labels: training recipes, positional
+encodings) has no line joining its categories as if they were a continuum, and the column style's figures are 3.3 in
+wide."""
 
 from __future__ import annotations
 
 import importlib
 import io
 import itertools
+import re
 
 import numpy as np
 import pytest
@@ -72,6 +77,74 @@ def blank_width(fig) -> float:
     return float(np.mean(np.all(img > 245, axis=0)))
 
 
+#: pixels of a block (side) in which the largest blank rectangle is searched: a block is blank when all its pixels are
+BLOCK = 3
+
+
+def largest_blank_block(fig) -> float:
+    """Fraction of the saved image's area covered by its largest rectangle of background (near-white) pixels: the
+    maximal rectangle over each row's histogram of blank heights, on blocks of :data:`BLOCK` pixels."""
+    img = _rendered(fig)
+    h, w = (img.shape[0] // BLOCK) * BLOCK, (img.shape[1] // BLOCK) * BLOCK
+    blank = np.all((img[:h, :w] > 245).reshape(h // BLOCK, BLOCK, w // BLOCK, BLOCK), axis=(1, 3))
+    heights = np.zeros(blank.shape[1] + 1, dtype=np.int64)  # a zero sentinel at the end empties the stack
+    best = 0
+    for row in blank:
+        heights[:-1] = np.where(row, heights[:-1] + 1, 0)
+        hs = heights.tolist()
+        stack: list[int] = []
+        for i, hgt in enumerate(hs):
+            while stack and hs[stack[-1]] >= hgt:
+                top = stack.pop()
+                best = max(best, hs[top] * (i - (stack[-1] + 1 if stack else 0)))
+            stack.append(i)
+    return best / blank.size
+
+
+def long_titles(fig) -> list[str]:
+    """Titles (the figure's, subfigures', axes') of more than two lines, or wrapped inside a formula ($...$) or an
+    equation ("N =" at a line's end, "= 1024" at the next one's start)."""
+    titles = [ax.title for ax in fig.axes if ax.get_visible()]
+    titles += [f._suptitle for f in (fig, *fig.subfigs) if getattr(f, "_suptitle", None) is not None]
+    bad = []
+    for t in titles:
+        lines = t.get_text().strip().splitlines()
+        if not lines:
+            continue
+        broken = any(len(re.findall(r"(?<!\\)\$", line)) % 2 for line in lines)
+        broken |= any(a.rstrip().endswith("=") or b.lstrip().startswith("=") for a, b in zip(lines, lines[1:]))
+        if len(lines) > 2 or broken:
+            bad.append(t.get_text())
+    return bad
+
+
+def _is_categorical(axis) -> bool:
+    """An axis labelled with words at fixed ticks (training recipes, encodings), not numbers or formulas."""
+    from matplotlib.ticker import FixedLocator
+
+    labels = [t.get_text() for t in axis.get_ticklabels() if t.get_text()]
+    if not isinstance(axis.get_major_locator(), FixedLocator) or not labels:
+        return False
+    return all("$" not in text and re.search(r"[A-Za-z]{2,}", text) for text in labels)
+
+
+def lines_across_categories(fig) -> list[str]:
+    """Data lines that join different categories of a categorical x axis (drawn as if the axis were continuous)."""
+    bad = []
+    for ax in fig.axes:
+        if not ax.get_visible() or not _is_categorical(ax.xaxis):
+            continue
+        for line in ax.get_lines():
+            if line.get_linestyle() in ("None", " ", "") or line.get_transform() != ax.transData:
+                continue
+            x = np.asarray(line.get_xdata(), dtype=float)
+            y = np.asarray(line.get_ydata(), dtype=float)
+            x = x[np.isfinite(x) & np.isfinite(y)]
+            if len(np.unique(np.round(x))) > 1:
+                bad.append(f"{ax.get_title()}: {line.get_label()}")
+    return bad
+
+
 def _texts(fig):
     """The visible, non-empty texts as drawn: tick labels of the ticks actually drawn, labels, titles, legends."""
     from matplotlib.text import Text
@@ -116,6 +189,10 @@ def test_figure_fills_its_canvas_without_overlapping_text(datasets, name, style)
             if style == "column":
                 assert fig.get_figwidth() == pytest.approx(3.3)
             assert blank_width(fig) <= 0.10, f"{name} ({style}): {blank_width(fig):.0%} of the width is blank"
+            block = largest_blank_block(fig)
+            assert block <= 0.10, f"{name} ({style}): a blank block covers {block:.0%} of the figure"
+            assert long_titles(fig) == [], f"{name} ({style}): titles too long or broken"
+            assert lines_across_categories(fig) == [], f"{name} ({style}): categories joined by lines"
             assert overlapping_texts(fig) == [], f"{name} ({style}) overlapping texts"
         finally:
             _style.plt.close(fig)
@@ -131,6 +208,26 @@ def test_the_checks_catch_blank_space_and_overlaps():
         ax.text(0.5, 0.5, "one label", transform=ax.transAxes)
         ax.text(0.52, 0.5, "another label", transform=ax.transAxes)
         assert ("one label", "another label") in overlapping_texts(fig)
+        _style.plt.close(fig)
+
+
+def test_the_checks_catch_blank_blocks_long_titles_and_joined_categories():
+    """A legend beside the top of a tall figure leaves a blank block under it (its columns are not blank); a
+    four-line title, a formula or "N = 1024" wrapped across lines; categories joined by a line."""
+    with _style.style():
+        fig, axes = _style.plt.subplots(3, 1, figsize=(6, 8), layout="constrained")
+        for ax in axes:
+            ax.plot([1, 2], [1, 2], label="a long legend entry")
+        axes[0].legend(loc="upper left", bbox_to_anchor=(1.02, 1.0))
+        assert blank_width(fig) <= 0.10 < largest_blank_block(fig)
+        axes[0].set_title("one\ntwo\nthree\nfour")
+        axes[1].set_title("gain at $N =\n 1024$")
+        axes[2].set_title("gain at N =\n1024")
+        assert len(long_titles(fig)) == 3
+        axes[2].set_xticks([1, 2], ["cosine", "constant"])
+        assert lines_across_categories(fig)
+        axes[2].get_lines()[0].set_linestyle("none")
+        assert not lines_across_categories(fig)
         _style.plt.close(fig)
 
 

@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from varsim.figures import FIGURES, _style, load, make, plot
@@ -45,15 +46,17 @@ def test_compute_is_jsonable_and_plot_writes_png_pdf(name, tmp_path):
 
 
 def _visible_axes(fig):
-    return [ax for ax in fig.axes if ax.get_visible() and ax.get_label() != "<colorbar>"]
+    """The panels: visible axes drawn with their axis (not a colorbar, not a grid slot holding the legend)."""
+    return [ax for ax in fig.axes if ax.get_visible() and ax.axison and ax.get_label() != "<colorbar>"]
 
 
 def test_panels_of_each_figure():
     """Panel counts and labels: std, SmolLM2 (2 probed layers), the three trained decoders (2 layers each) and MiniLM
-    (6 probed layers: the first, middle and last shown), log-log with 5 lines each in one legend below, the slopes
-    with the heads' bootstrap interval span as the JSON has them; slopes 5 x 2 heatmaps with values matching the
-    JSON's slopes; decomposition 10 x 3. Catches dropped panels, linear axes, the first layers only, and maps drawn
-    from the wrong slope field."""
+    (6 probed layers: the first, middle and last shown), log-log with the heads' range as a band and 4 lines each in
+    one legend (in the grid's spare slot), the slopes with the heads' bootstrap interval span as the JSON has them;
+    slopes 5 x 2 heatmaps with values matching the JSON's slopes; decomposition 5 x 3 panels of 3 lines. Catches
+    dropped panels, linear axes, the first layers only, a band that is not the heads' range, and maps drawn from the
+    wrong slope field."""
     from varsim.figures import fig_probe_decomposition, fig_probe_slopes, fig_probe_std
 
     assert fig_probe_std.shown_layers(list(range(30))) == [0, 14, 29]
@@ -62,14 +65,20 @@ def test_panels_of_each_figure():
     fig = fig_probe_std.draw(data)
     axes = _visible_axes(fig)
     assert len(axes) == 11
-    assert [ax.get_title() for ax in axes[2:8:2]] == [f"argmax decoder, {p}, 2000 steps, layer 0"
+    assert [" ".join(ax.get_title().split()) for ax in axes[2:8:2]] == [f"argmax decoder, {p}, 2000 steps, layer 0"
                                                      for p in ("NoPE", "RoPE", "ALiBi")]
     axes = axes[:2] + axes[8:]
-    for ax, heads in zip(axes, [9, 9, 12, 12, 12]):
+    for ax, panel in zip(axes, [data["rows"][0]["panels"][0], data["rows"][0]["panels"][1],
+                                *data["rows"][4]["panels"]]):
         assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
         assert ax.get_xlabel() == "keys $N$"
-        assert len(ax.get_lines()) == heads + 4  # each head, median, RMS, i.i.d. law, N^-1/2
-    labels = [t.get_text() for t in fig.legends[0].get_texts()]
+        assert len(ax.get_lines()) == 4  # median, RMS, i.i.d. law, N^-1/2
+        (band,) = ax.collections  # the heads' range
+        heads = np.array(panel["component_per_head"])
+        top = band.get_paths()[0].vertices[:, 1]
+        assert top.max() == pytest.approx(heads.max()) and top.min() == pytest.approx(heads.min())
+    (legend,) = [ax.get_legend() for ax in fig.axes if ax.get_legend()] + list(fig.legends)
+    labels = [t.get_text() for t in legend.get_texts()]
     assert any(lab.startswith("i.i.d. law") for lab in labels) and len(labels) == 5
     assert "SmolLM2" in axes[0].get_title() and "MiniLM" in axes[2].get_title()
     assert [p["layer"] for p in data["rows"][4]["panels"]] == [0, 2, 5]
@@ -90,7 +99,8 @@ def test_panels_of_each_figure():
 
     data = fig_probe_decomposition.compute()
     fig = fig_probe_decomposition.draw(data)
-    assert len(_visible_axes(fig)) == 30
+    assert len(_visible_axes(fig)) == 15
+    assert all(len(ax.get_lines()) == 3 for ax in _visible_axes(fig))  # var_total, var_iid, var_offset
     sizes = [t.get_fontsize() for t in fig.findobj(lambda a: hasattr(a, "get_fontsize") and
                                                    getattr(a, "get_text", lambda: "")())]
     assert min(sizes) >= _style.MIN_FONT_SIZE

@@ -27,7 +27,9 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--force", action="store_true", help="with --copy: overwrite notebooks already in DIR")
 
 
-def _convert(path: Path, fmt: str) -> str:
+def notebook_text(path: Path, fmt: str) -> str:
+    """The notebook ``path`` (a py:percent source) as the text of a ``fmt`` file: ``"ipynb"`` (converted with
+    jupytext, outputs empty) or ``"py"`` (the source itself)."""
     text = path.read_text(encoding="utf-8")
     if fmt == "py":
         return text
@@ -45,7 +47,7 @@ def _copy(notebooks, dest: Path, fmt: str, force: bool) -> list[Path]:
     clash = [str(t) for t in targets if t.exists()]
     if clash and not force:
         raise ValueError(f"--copy: {clash[0]} already exists (use --force to overwrite)")
-    contents = [_convert(path, fmt) for path, _ in notebooks]  # convert all before writing any
+    contents = [notebook_text(path, fmt) for path, _ in notebooks]  # convert all before writing any
     try:
         dest.mkdir(parents=True, exist_ok=True)
         for target, text in zip(targets, contents):

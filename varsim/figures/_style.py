@@ -23,7 +23,8 @@ from varsim._common.jsonio import jsonable  # noqa: E402  (re-exported: one home
 
 __all__ = ["plt", "COLORS", "MARKERS", "LINESTYLES", "SMOKE_TEST_LABEL", "STYLES", "style", "style_spec", "axes_grid",
            "new_figure", "finish", "save", "draw_and_save", "computed_footer", "jsonable", "array", "pm", "log2_ticks",
-           "legend_below", "metadata_text", "write_data", "subplots", "suptitle", "label_first_column"]
+           "legend_below", "legend_clear_of_data", "categories", "wrap_text", "metadata_text", "write_data",
+           "subplots", "suptitle", "label_first_column"]
 
 # Colour-blind-safe (Okabe-Ito) palette, one colour per curve family (never rely on colour alone: markers and line
 # styles differ too).
@@ -171,15 +172,86 @@ def label_first_column(axes, text: str) -> None:
             a.set_ylabel(text)
 
 
-def suptitle(fig, text: str, **kw):
-    """The figure's title, wrapped to its width (``fontsize`` default: the axes titles' size)."""
+def wrap_text(text: str, chars: int) -> str:
+    """``text`` wrapped to lines of at most ``chars`` characters (its own line breaks kept), never inside a formula
+    (``$...$``), an equation (``N = 1024`` stays on one line) or between a number and the word before it."""
+    import re
     import textwrap
 
+    glue = "\x00"
+    protected = re.sub(r"\$[^$]*\$", lambda m: m.group(0).replace(" ", glue), text)
+    protected = re.sub(r"(\S+) ([=<>≤≥≈]) (?=\S)", lambda m: f"{m.group(1)}{glue}{m.group(2)}{glue}", protected)
+    protected = re.sub(r" (?=[-+]?\d[\d.]*(?:[,;:)]|\s|$))", glue, protected)  # "layer 0", "6 seeds" stay together
+    lines = [textwrap.fill(part, chars, break_on_hyphens=False, break_long_words=False)
+             for part in protected.split("\n")]
+    return "\n".join(lines).replace(glue, " ")
+
+
+def _chars(width_in: float, points: float) -> int:
+    """About how many characters of a ``points`` font fit in ``width_in`` inches."""
+    return max(12, int(0.95 * width_in * 72 / (0.55 * points)))
+
+
+def suptitle(fig, text: str, **kw):
+    """The figure's title, wrapped to its width (``fontsize`` default: the axes titles' size); keep it to two
+    lines: the legend and the page's caption carry the details."""
     size = kw.pop("fontsize", plt.rcParams["axes.titlesize"])
     points = size if isinstance(size, (int, float)) else plt.rcParams["font.size"]
-    chars = max(20, int(0.95 * fig.get_figure(root=True).get_figwidth() * 72 / (0.58 * points)))
-    lines = [textwrap.fill(part, chars) for part in text.split("\n")]
-    return fig.suptitle("\n".join(lines), fontsize=size, **kw)
+    root = fig.get_figure(root=True)
+    width = fig.bbox.width / root.dpi  # a subfigure's own width
+    return fig.suptitle(wrap_text(text, _chars(width, points)), fontsize=size, **kw)
+
+
+def categories(ax, labels, axis: str = "x") -> None:
+    """Draw ``ax``'s ``axis`` as categories: one slot per label at 0, 1, ..., no grid across it, and a thin rule
+    between neighbouring slots (values drawn at the categories are not joined by lines: they are no continuum)."""
+    import numpy as np
+
+    pos = np.arange(len(labels), dtype=float)
+    getattr(ax, f"set_{axis}ticks")(pos, labels)
+    getattr(ax, f"set_{axis}lim")(-0.5, len(labels) - 0.5)
+    ax.grid(False, axis=axis)
+    rule = ax.axvline if axis == "x" else ax.axhline
+    for p in pos[:-1]:
+        rule(p + 0.5, color="0.82", lw=0.8, zorder=0)
+
+
+def legend_clear_of_data(ax, loc: str = "lower left", **kw):
+    """An axes legend at ``loc`` (a corner: "lower left", "lower right", "upper left", "upper right") with the
+    y range widened so that no data line passes under it: the legend gets a band of its own, the data keep theirs
+    (Matplotlib's ``loc="best"`` only picks the least-covered spot). Returns the legend."""
+    import numpy as np
+
+    legend = ax.legend(loc=loc, **kw)
+    fig = ax.get_figure(root=True)
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    box = legend.get_window_extent(renderer).transformed(ax.transAxes.inverted())
+    lower = loc.startswith("lower")
+    frac = (box.y1 if lower else 1.0 - box.y0) + 0.03  # the band the legend takes, as a fraction of the height
+    if frac >= 0.9:
+        return legend
+    x0, x1 = sorted(ax.transData.inverted().transform(ax.transAxes.transform([[box.x0, 0], [box.x1, 0]]))[:, 0])
+    ys = []
+    for line in ax.get_lines():
+        if line.get_transform() != ax.transData:
+            continue
+        x = np.asarray(line.get_xdata(), dtype=float)
+        y = np.asarray(line.get_ydata(), dtype=float)
+        keep = (x >= x0) & (x <= x1) & np.isfinite(y)
+        ys.extend(y[keep])
+    if not ys:
+        return legend
+    log = ax.get_yscale() == "log"
+    f = np.log10 if log else (lambda v: v)
+    lo, hi = (f(v) for v in ax.get_ylim())
+    edge = f(min(ys)) if lower else f(max(ys))
+    if lower:  # the lowest point under the legend sits at `frac` of the height
+        lo = min(lo, (edge - frac * hi) / (1.0 - frac))
+    else:
+        hi = max(hi, (edge - (1.0 - frac) * lo) / frac)
+    ax.set_ylim(*((10.0**lo, 10.0**hi) if log else (lo, hi)))
+    return legend
 
 
 def new_figure(ncols: int = 1, *, width: float = 5.2, height: float = 3.9, style=None, ax=None, **kw):
@@ -190,11 +262,19 @@ def new_figure(ncols: int = 1, *, width: float = 5.2, height: float = 3.9, style
 
 
 def legend_below(fig, handles, labels=None, *, ncol=None, **kw):
-    """One legend for the whole figure under its axes, in as many columns as fit the figure's width."""
+    """One legend for the whole figure under its axes, in as many columns as fit the figure's width (``ncol``
+    default: 1 below 4.5 in, 2 below 9 in, else 3); a label wider than its column wraps onto more lines."""
     if ncol is None:
         ncol = 1 if fig.get_figwidth() < 4.5 else 2 if fig.get_figwidth() < 9 else 3
-    if labels is not None:
-        kw["labels"] = labels
+    labels = [h.get_label() for h in handles] if labels is None else list(labels)
+    size = kw.get("fontsize", plt.rcParams["legend.fontsize"])
+    points = size if isinstance(size, (int, float)) else 0.83 * plt.rcParams["font.size"]
+    chars = _chars(0.95 * fig.get_figwidth() / ncol - 0.45, points)  # the handle and the gaps take ~0.45 in
+    kw["labels"] = [wrap_text(text, chars) if len(text) > chars else text for text in labels]
+    if kw.get("title"):  # the title wraps to the figure's width (a legend wider than the figure would widen it)
+        size = kw.get("title_fontsize") or plt.rcParams["legend.title_fontsize"] or plt.rcParams["legend.fontsize"]
+        points = size if isinstance(size, (int, float)) else 0.83 * plt.rcParams["font.size"]
+        kw["title"] = wrap_text(kw["title"], _chars(0.95 * fig.get_figwidth(), points))
     if fig.get_layout_engine() is None:
         return fig.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=ncol, **kw)
     legend = fig.legend(handles=handles, loc="outside lower center", ncol=ncol, **kw)
@@ -244,19 +324,46 @@ def _short(footer: str, width_in: float, fontsize: float) -> str:
     return textwrap.shorten(first + (" [...]" if more else ""), chars, placeholder=" [...]")
 
 
-def _wrap_titles(fig) -> None:
-    """Wrap each axes title that is wider than its axes onto more lines."""
-    import textwrap
+def _wrapped_title(text: str, width_in: float, size: float) -> str:
+    """``text`` wrapped to ``width_in`` inches at ``size`` points, breaking at its colon (or semicolon) when plain
+    wrapping takes more than two lines and the two halves fit."""
+    chars = _chars(width_in, size)
+    wrapped = wrap_text(text, chars)
+    if len(wrapped.splitlines()) > 2 and "\n" not in text:
+        for mark in (": ", "; "):
+            head, _, tail = text.partition(mark)
+            if tail and max(len(head), len(tail)) < chars:
+                return f"{head}{mark.strip()}\n{tail}"
+    return wrapped
 
-    for ax in fig.axes:
-        title = ax.title
-        text = title.get_text()
-        if not ax.get_visible() or not text or "$" in text:
-            continue
-        width_pt = 0.95 * ax.get_position().width * fig.get_figwidth() * 72
-        chars = max(12, int(width_pt / (0.55 * title.get_fontsize())))
-        if len(max(text.splitlines(), key=len)) > chars:
-            title.set_text("\n".join(textwrap.fill(line, chars) for line in text.splitlines()))
+
+def _wrap_titles(fig) -> None:
+    """Wrap each axes title that is wider than its axes onto more lines (never inside a formula or an equation,
+    preferring a break at its colon); when a title would take more than two lines, every title of the figure is set
+    in the same smaller font, down to 80% of its own but never below the style's smallest text."""
+    titles = [(ax.title, ax.get_position().width * fig.get_figwidth()) for ax in fig.axes
+              if ax.get_visible() and ax.title.get_text()]
+    floor = _min_font()
+
+    def size(title, scale):  # never larger than its own, never below the style's smallest text
+        return min(title.get_fontsize(), max(floor, scale * title.get_fontsize()))
+
+    scale = 1.0
+    for scale in (1.0, 0.9, 0.8):
+        if all(len(_wrapped_title(t.get_text(), w, size(t, scale)).splitlines()) <= 2 for t, w in titles):
+            break
+    for title, width_in in titles:
+        points = size(title, scale)
+        title.set_text(_wrapped_title(title.get_text(), width_in, points))
+        title.set_fontsize(points)
+
+
+def _min_font() -> float:
+    """The smallest text size of the style in effect (the named style whose base font size is the current one)."""
+    for spec in STYLES.values():
+        if spec["rc"].get("font.size", _RC["font.size"]) == plt.rcParams["font.size"]:
+            return spec["min_font"]
+    return min(MIN_FONT_SIZE, 0.8 * plt.rcParams["font.size"])
 
 
 def _declutter_log_labels(fig) -> None:

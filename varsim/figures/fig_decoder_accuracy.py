@@ -81,11 +81,12 @@ def draw(data: dict, ax=None, *, style=None, footer: bool = False):
                 if spec is not None and spec.is_last_row():
                     a.set_xlabel("set size $N$")
         guides = [handles.pop(k) for k in ("chance", "train") if k in handles]
-        _style.legend_below(fig, [*handles.values(), *guides], fontsize="small")
-        primary = (f"; primary endpoint at N = {data['primary_length']}" if data.get("primary_length") else "")
-        _style.suptitle(fig, f"Causal decoder, argmax as a sequence, trained with {data['recipe_label']}: accuracy vs "
-                        f"N per attention, mean and {conf}% t interval over {data['seeds']} seeds{primary}",
-                        fontsize="medium")
+        primary = (f"primary endpoint: the accuracy at N = {data['primary_length']}" if data.get("primary_length")
+                   else None)
+        _style.legend_below(fig, [*handles.values(), *guides], fontsize="small", title=primary,
+                            title_fontsize="small")
+        _style.suptitle(fig, f"Causal decoder trained with {data['recipe_label']}: accuracy vs N (mean, {conf}% t "
+                        f"interval, {data['seeds']} seeds)", fontsize="medium")
         return _style.finish(fig, data, footer=footer)
 
 

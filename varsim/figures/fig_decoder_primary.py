@@ -100,20 +100,18 @@ def draw(data: dict, ax=None, *, style=None, footer: bool = False):
                         Line2D([], [], color=sty["color"], ls="none", marker=sty["marker"], ms=ms,
                                mew=1.5 if s["role"] != "remedy" else 1.0),
                         variant_label(s["variant"], s["kind"], s["role"])))
-                a.set_xticks(x, [q["label"] for q in data["positions"]])
-                a.set_xlim(x[0] - 0.5, x[-1] + 0.5)
-                a.grid(False, axis="x")
+                _style.categories(a, [q["label"] for q in data["positions"]])
                 spec = a.get_subplotspec()
                 if spec is None or spec.is_last_row():
                     a.set_xlabel("positional encoding")
         _style.label_first_column(axes, f"gain over softmax\nat N = {data['length']}")
         entries = [*handles.values(), *significance_entries(data["alpha"], failed)]
-        _style.legend_below(fig, [h for h, _ in entries], [t for _, t in entries], fontsize="small")
         family = rows[0][0]["n_comparisons"]
-        _style.suptitle(fig, f"Causal decoder, primary endpoint (pre-registered): accuracy gain over softmax at N = "
-                        f"{data['length']}, mean and {conf}% t interval over {data['seeds']} paired seeds; filled: "
-                        f"significant after Holm over each recipe's {family} comparisons. Grey cross: the null "
-                        "control (softmax trained again), must sit at 0.")
+        _style.legend_below(fig, [h for h, _ in entries], [t for _, t in entries], fontsize="small",
+                            title=f"filled: significant after Holm over each recipe's {family} comparisons; "
+                                  "the null control must sit at 0", title_fontsize="small")
+        _style.suptitle(fig, f"Causal decoder, primary endpoint: accuracy gain over softmax at N = {data['length']} "
+                        f"(mean, {conf}% t interval, {data['seeds']} paired seeds)")
         return _style.finish(fig, data, footer=footer)
 
 

@@ -3,10 +3,11 @@
 The probe splits the variance over text windows of a head's attention output (per component, then averaged over
 components) as ``var_total = var_iid + between``: ``var_iid = E[s^2 sum w^2]`` is what the i.i.d. law predicts
 (s^2 = the window's own value variance), ``between = var_total - var_iid`` is the between-window part the i.i.d.
-law does not have; part of it is a shared value offset per window (``var_offset``, THEORY 2.4). Per head, the upper
-panel shows ``var_total`` and ``var_iid`` (log-log), the lower one the ratios ``var_iid / var_total`` (the share
-the i.i.d. law explains; the between-window share is one minus it, and a ratio above 1 means the i.i.d. law predicts
-more spread than the windows show) and ``var_offset / var_total``, on a log scale.
+law does not have; part of it is a shared value offset per window (``var_offset``, THEORY 2.4). Each panel (one per
+model and head, a model's heads in a row) shows ``var_total``, ``var_iid`` and ``var_offset`` vs N, log-log: the
+vertical gap between two lines is their ratio (``var_iid / var_total`` the share the i.i.d. law explains, above 1
+where it predicts more spread than the windows show); the ratios are in the figure's data (``iid_ratio``,
+``offset_ratio``).
 
 The heads are chosen by a fixed rule from the data, so the same rule picks them in any probe file: in the first
 probed layer, the head whose ``E[sum w^2]`` falls fastest (the broadest attention: where the i.i.d. law should do
@@ -64,65 +65,39 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, sourc
 
 
 def draw(data: dict, ax=None, *, style=None, footer: bool = False):
-    """The Matplotlib figure of :func:`compute`'s data, with the provenance footer."""
+    """One panel per model and selected head, flowing row by row (a model's three heads in one row, the model named
+    by the row's y label; two panels a row, each naming its model, at a paper column's width; ``ax``: that many
+    axes), one legend below."""
     A = _style.array
     c = _style.COLORS
     rows = data["rows"]
+    panels = [(row, hd) for row in rows for hd in row["heads"]]
     ncols = max(len(r["heads"]) for r in rows)
     with _style.style(style):
         narrow = ax is None and (_style.style_spec(style)["width"] or 9) < 4.5
-        if narrow:  # a paper column: one row per head, variance and ratios side by side
-            width = _style.style_spec(style)["width"]
-            fig = _style.plt.figure(figsize=(width, 0.45 * width * len(rows) * ncols), layout="constrained")
-            subs = fig.subfigures(len(rows) * ncols, 1, squeeze=False)[:, 0]
-            grid = np.array([sub.subplots(1, 2) for sub in subs], dtype=object)
-            pairs = [(grid[r * ncols:(r + 1) * ncols, 0], grid[r * ncols:(r + 1) * ncols, 1])
-                     for r in range(len(rows))]
-        else:
-            fig, axes = _style.subplots(2 * len(rows), ncols, ax=ax, style=style, width=4.2, height=2.7,
-                                        gridspec_kw={"height_ratios": [1.4, 1] * len(rows)})
-            pairs = [(axes[2 * r], axes[2 * r + 1]) for r in range(len(rows))]
-        for r, row in enumerate(rows):
+        fig, flat = _style.axes_grid(len(panels), ax=ax, style=style, width=4.2, aspect=0.8 if narrow else 0.68,
+                                     ncols=None if narrow else ncols)
+        for ax, (row, hd) in zip(flat, panels):
             n = A(row["lengths"])
-            top, bottom = pairs[r]
-            for k, hd in enumerate(row["heads"]):
-                ax, bx = top[k], bottom[k]
-                ax.plot(n, A(hd["var_total"]), color=c[0], marker="o", label="measured var_total")
-                ax.plot(n, A(hd["var_iid"]), color=c[1], marker="^", ls="--",
-                        label=r"i.i.d. law $E[s^2\sum w^2]$")
-                ax.set_xscale("log", base=2)
-                ax.set_yscale("log")
-                _style.log2_ticks(ax, float(n.min()), float(n.max()))
-                if narrow:
-                    _style.suptitle(subs[r * ncols + k], f"{row_name(row)}, layer {hd['layer']}, "
-                                    f"head {hd['head']}: {hd['reason']}", fontsize="small")
-                else:
-                    name = row.get("title", row["model"])
-                    ax.set_title(f"{name}\nlayer {hd['layer']}, head {hd['head']} ({hd['reason']})",
-                                 fontsize="medium")
-                bx.axhline(1.0, color="0.3", lw=0.8)
-                bx.plot(n, A(hd["iid_ratio"]), color=c[1], marker="^", ls="--", label="i.i.d. law / measured")
-                bx.plot(n, A(hd["offset_ratio"]), color=c[3], marker="D", ls=":", label="shared offset / measured")
-                bx.set_xscale("log", base=2)
-                bx.set_yscale("log")
-                _style.log2_ticks(bx, float(n.min()), float(n.max()))
-                bx.set_xlabel("number of keys $N$")
-                if narrow:
-                    ax.set_ylabel("variance")
-                    bx.set_ylabel("ratio to var_total")
-                    ax.set_xlabel("number of keys $N$")
-                elif k == 0:
-                    ax.set_ylabel(f"variance over {row['windows']} windows")
-                    bx.set_ylabel("ratio to var_total")
-                if k == 0 and r == 0 and narrow:
-                    handles = [*ax.get_legend_handles_labels()[0], *bx.get_legend_handles_labels()[0][1:]]
-                elif k == 0 and not narrow:
-                    ax.legend(loc="best", fontsize="small")
-                    bx.legend(loc="best", fontsize="small")
-            for ax in (*top[len(row["heads"]):], *bottom[len(row["heads"]):]):
-                ax.set_visible(False)
-        if narrow:
-            _style.legend_below(fig, handles, fontsize="small")
+            ax.plot(n, A(hd["var_total"]), color=c[0], marker="o", label="measured var_total")
+            ax.plot(n, A(hd["var_iid"]), color=c[1], marker="^", ls="--",
+                    label=r"i.i.d. law $E[s^2\sum w^2]$ (var_iid)")
+            ax.plot(n, A(hd["var_offset"]), color=c[3], marker="D", ls=":", label="shared value offset (var_offset)")
+            ax.set_xscale("log", base=2)
+            ax.set_yscale("log")
+            _style.log2_ticks(ax, float(n.min()), float(n.max()))
+            if narrow:  # the model without its training steps; the rule's first word: broadest, sharpest, fastest
+                name = ", ".join(part for part in row_name(row).split(", ") if not part.endswith(" steps"))
+                ax.set_title(f"{name}\nlayer {hd['layer']}, head {hd['head']}, {hd['reason'].split()[0]}",
+                             fontsize="small")
+            else:  # the model names its row (y label); the rule and its number, the panel
+                rule, _, value = hd["reason"].partition(": ")
+                ax.set_title(f"layer {hd['layer']}, head {hd['head']}: {rule}\n{value}", fontsize="small")
+            ax.set_xlabel("keys $N$" if narrow else "number of keys $N$")
+            if ax.get_subplotspec() is None or ax.get_subplotspec().is_first_col():
+                ax.set_ylabel("variance" if narrow else f"{row_name(row)}\nvariance over {row['windows']} windows")
+        _style.legend_below(fig, *flat[0].get_legend_handles_labels(), fontsize="small",
+                            title="on a log scale the gap between two lines is their ratio", title_fontsize="small")
         return _style.finish(fig, data, footer=footer)
 
 

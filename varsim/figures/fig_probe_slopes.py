@@ -93,7 +93,7 @@ def draw(data: dict, ax=None, *, style=None, footer: bool = False):
                 ax.set_ylabel("layer")
                 ax.grid(False)
                 ax.set_title(f"{row.get('title', row['model'])}, N = {row['lengths'][0]}..{row['lengths'][1]}\n"
-                             f"{label}, median 95% CI width {mp['median_width']:.2f}",
+                             f"{label}, median {'' if stacked else '95% '}CI width {mp['median_width']:.2f}",
                              fontsize="small" if stacked else "medium")
             fig.colorbar(im, ax=list(axes[:, col]), shrink=0.8, label=label, pad=0.01)
         key = "bold: 95% bootstrap interval excludes 0;  " if numbers else ""

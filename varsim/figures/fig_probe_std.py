@@ -1,17 +1,17 @@
 """Real-model figure, Figure-1 analogue: spread of the query's attention output across text windows vs N.
 
-For each probed model (rows; default: the committed results of SmolLM2, of three trained argmax decoders of the
-decoder grid (NoPE, RoPE, ALiBi) and of MiniLM) and three of its probed layers (columns: the first, the middle
-and the last, :func:`shown_layers`): the standard deviation over windows of real text (a trained decoder: over task
-examples) of one fixed component (component 0) of each head's attention output (before the output projection) at the
-query position, vs the number N of keys, log-log. Thin lines: the heads; blue: their median. Green: the measured
-std as the root mean square over all ``d_head`` components, ``sqrt(var_total)``, median over heads; vermillion
-(dashed): what the i.i.d. law predicts for it, ``sigma * sqrt(E[sum w^2])`` with sigma^2 the within-window variance
-of the values (``sqrt(var_iid)``, per window, then averaged, as the probe computes it). The probe stores the i.i.d.
-part only averaged over components, so the prediction is drawn for the component average, next to the fixed
-component it summarises. Each panel gives the median over heads of the probe's fitted log-log slopes and the span of
-the heads' 95% percentile-bootstrap intervals (windows resampled); the dotted line is ``N^(-1/2)``, the decay of an
-average of N independent values.
+For each probed model (default: the committed results of SmolLM2, of three trained argmax decoders of the decoder grid
+(NoPE, RoPE, ALiBi) and of MiniLM) and up to three of its probed layers (the first, the middle and the last,
+:func:`shown_layers`; the panels flow three a row): the standard deviation over windows of real text (a trained
+decoder: over task examples) of one fixed component (component 0) of each head's attention output (before the output
+projection) at the query position, vs the number N of keys, log-log. Blue band: the range over the heads; blue line:
+their median. Green: the measured std as the root mean square over all ``d_head`` components, ``sqrt(var_total)``,
+median over heads; vermillion (dashed): what the i.i.d. law predicts for it, ``sigma * sqrt(E[sum w^2])`` with sigma^2
+the within-window variance of the values (``sqrt(var_iid)``, per window, then averaged, as the probe computes it). The
+probe stores the i.i.d. part only averaged over components, so the prediction is drawn for the component average, next
+to the fixed component it summarises. Each panel gives the median over heads of the probe's fitted log-log slopes and
+the span of the heads' 95% percentile-bootstrap intervals (windows resampled); the dotted line is ``N^(-1/2)``, the
+decay of an average of N independent values.
 """
 
 from __future__ import annotations
@@ -89,27 +89,25 @@ def _slope_text(s: dict) -> str:
 
 
 def draw(data: dict, ax=None, *, style=None, footer: bool = False):
-    """One panel per model and shown layer (row by row; ``ax``: that many axes), one legend below."""
+    """One panel per model and shown layer, flowing row by row (three a row; two at a paper column's width;
+    ``ax``: that many axes), the legend in the grid's spare slot (below the panels when there is none or it is
+    too narrow)."""
     A = _style.array
     rows = data["rows"]
-    ncols = max(len(r["panels"]) for r in rows)
     c = _style.COLORS
     panels = [(row, p) for row in rows for p in row["panels"]]
     with _style.style(style):
-        if ax is not None or (_style.style_spec(style)["width"] or 9) < 4.5:  # narrow: panels wrap, two a row
-            fig, flat = _style.axes_grid(len(panels), ax=ax, style=style, aspect=0.9)
-        else:
-            fig, grid = _style.subplots(len(rows), ncols, style=style, width=4.0, height=3.4)
-            flat = [a for axrow, row in zip(grid, rows) for a in axrow[:len(row["panels"])]]
-            for axrow, row in zip(grid, rows):
-                for extra in axrow[len(row["panels"]):]:
-                    extra.set_visible(False)
+        wide = (_style.style_spec(style)["width"] or 9) >= 4.5
+        cols = 3 if wide else 2
+        spare = ax is None and wide and len(panels) % cols != 0  # a narrow slot is too small for the legend
+        fig, flat = _style.axes_grid(len(panels) + spare, ax=ax, style=style, width=3.9, aspect=0.82, ncols=cols)
         handles = {}
         for ax, (row, p) in zip(flat, panels):
             n = A(row["lengths"])
-            for curve in p["component_per_head"]:
-                (h,) = ax.plot(n, A(curve), color=c[0], lw=0.6, alpha=0.35)
-                handles.setdefault("heads", (h, f"component {data['component']}, each head"))
+            heads = np.array([A(curve) for curve in p["component_per_head"]])
+            h = ax.fill_between(n, np.nanmin(heads, axis=0), np.nanmax(heads, axis=0), color=c[0], alpha=0.15,
+                                lw=0)
+            handles.setdefault("heads", (h, f"component {data['component']}, range over the heads"))
             (h,) = ax.plot(n, A(p["component_median"]), color=c[0], marker="o")
             handles.setdefault("cmed", (h, f"component {data['component']}, median over heads"))
             (h,) = ax.plot(n, A(p["std_median"]), color=c[2], marker="s")
@@ -129,9 +127,16 @@ def draw(data: dict, ax=None, *, style=None, footer: bool = False):
                     bbox=dict(fc="white", ec="none", alpha=0.8, pad=1.0))
             if ax.get_subplotspec() is None or ax.get_subplotspec().is_first_col():
                 ax.set_ylabel(f"std over {row['windows']} windows")
-        _style.legend_below(fig, [h for h, _ in handles.values()], [t for _, t in handles.values()],
-                            fontsize="small", title="slopes: median head [heads' 95% bootstrap CIs]",
-                            title_fontsize="small")
+        legend = dict(handles=[h for h, _ in handles.values()], labels=[t for _, t in handles.values()],
+                      fontsize="small", title="slopes: median head\n[heads' 95% bootstrap CIs]",
+                      title_fontsize="small")
+        if spare:  # the grid's last slot holds the legend
+            slot = flat[-1]
+            slot.set_visible(True)
+            slot.axis("off")
+            slot.legend(loc="center", **legend)
+        else:
+            _style.legend_below(fig, **legend)
         return _style.finish(fig, data, footer=footer)
 
 

@@ -108,10 +108,11 @@ def draw(data: dict, ax=None, *, style=None, footer: bool = False):
         ceilings = [h for v, h in handles.items() if any(ln["variant"] == v and ln["role"] == "positive_control"
                                                          for p in data["panels"] for ln in p["lines"])]
         lines = [h for h in handles.values() if h not in ceilings]
-        _style.legend_below(fig, [*lines, *ceilings, *guides], fontsize="small")
+        _style.legend_below(fig, [*lines, *ceilings, *guides], fontsize="small",
+                            title="solid: trained with the remedy; dashed: inference-only map on the softmax "
+                                  "weights; grey: the oracle (the ceiling)", title_fontsize="small")
         _style.suptitle(fig, f"Accuracy vs N under one training recipe ({data['recipe_label']}): mean and {conf}% t "
-                        f"interval over {data['seeds']} seeds; solid: trained with the remedy, dashed: "
-                        "inference-only map on the softmax weights; grey: the oracle (the ceiling)")
+                        f"interval over {data['seeds']} seeds")
         return _style.finish(fig, data, footer=footer)
 
 

@@ -127,11 +127,13 @@ def draw(data: dict, ax=None, *, style=None, footer: bool = False):
         labels = [h.get_label() for h in shown]
         shown = [Patch(color=h.get_facecolor()[0], alpha=0.45) if k in AREA_COLORS else h
                  for k, h in zip([k for k in order if k in handles], shown)]
-        _style.legend_below(fig, shown, labels, fontsize="small")
-        _style.suptitle(fig, f"Why softmax fails at long N, per recipe: its errors are ranking errors (the best head's "
-                        "largest weight on a wrong item: no sharpening repairs them) or dispersion errors (largest "
-                        "weight on the correct item, too little of it); lines: the error left after sharpening the "
-                        f"same weights at inference. Means over {data['seeds']} seeds (secondary analysis).")
+        _style.legend_below(fig, shown, labels, fontsize="small",
+                            title="ranking error: the best head's largest weight on a wrong item (no sharpening "
+                                  "repairs it); dispersion error: on the correct item, too little of it; lines: the "
+                                  "error left after sharpening the same weights at inference",
+                            title_fontsize="small")
+        _style.suptitle(fig, "Why softmax fails at long N, per recipe: ranking or dispersion errors "
+                        f"(means over {data['seeds']} seeds, secondary analysis)")
         return _style.finish(fig, data, footer=footer)
 
 

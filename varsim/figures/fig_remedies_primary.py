@@ -84,7 +84,6 @@ def draw(data: dict, ax=None, *, style=None, footer: bool = False):
     import numpy as np
     from matplotlib.lines import Line2D
 
-    A = _style.array
     conf = int(round(100 * data["confidence"]))
     fams = [(k, words) for k, words in FAMILIES if data["families"].get(k)]
     x = np.arange(len(data["recipes"]), dtype=float)
@@ -117,17 +116,12 @@ def draw(data: dict, ax=None, *, style=None, footer: bool = False):
                 dodged = nulls + mine
                 for j, s in enumerate(dodged):
                     sty = variant_style(s["variant"], s["kind"], s["role"], data["families"])
-                    xs = x + _dodge(j, len(dodged))
-                    if s["role"] == "remedy":  # the remedy's gains across recipes, joined
-                        a.plot(xs, A(s["mean_diff"]), color=sty["color"], ls=sty["ls"], lw=0.8, alpha=0.6)
-                    failed |= draw_gain(a, xs, s, sty, ms)
+                    failed |= draw_gain(a, x + _dodge(j, len(dodged)), s, sty, ms)
                     handles.setdefault(s["variant"], (
-                        Line2D([], [], color=sty["color"], ls=sty["ls"] if s["role"] == "remedy" else "none",
-                               marker=sty["marker"], ms=ms, mew=1.5 if s["role"] != "remedy" else 1.0),
+                        Line2D([], [], color=sty["color"], ls="none", marker=sty["marker"], ms=ms,
+                               mew=1.5 if s["role"] != "remedy" else 1.0),
                         variant_label(s["variant"], s["kind"], s["role"])))
-                a.set_xticks(x, ticks)
-                a.set_xlim(x[0] - 0.5, x[-1] + 0.5)
-                a.grid(False, axis="x")
+                _style.categories(a, ticks)
         for a in np.ravel(axes):
             spec = a.get_subplotspec()
             a.set_xlabel("training recipe" if spec is None or spec.is_last_row() else "")
@@ -135,11 +129,11 @@ def draw(data: dict, ax=None, *, style=None, footer: bool = False):
         order = [v for k, _ in fams for v in data["families"][k]]
         entries = [handles[v] for v in order if v in handles] + [h for v, h in handles.items() if v not in order]
         entries += significance_entries(data["alpha"], failed)
-        _style.legend_below(fig, [h for h, _ in entries], [t for _, t in entries], fontsize="small")
-        _style.suptitle(fig, f"Primary endpoint (pre-registered): accuracy gain over softmax at N = {data['length']} "
-                        f"per training recipe, mean and {conf}% t interval over {data['seeds']} paired seeds; filled: "
-                        f"significant after {data['correction']}. Grey: the controls (oracle bar: the ceiling; "
-                        "null cross: must sit at 0).")
+        _style.legend_below(fig, [h for h, _ in entries], [t for _, t in entries], fontsize="small",
+                            title=f"filled: significant after {data['correction']}; grey: the controls",
+                            title_fontsize="small")
+        _style.suptitle(fig, f"Primary endpoint: accuracy gain over softmax at N = {data['length']} per training "
+                        f"recipe (mean, {conf}% t interval, {data['seeds']} paired seeds)")
         return _style.finish(fig, data, footer=footer)
 
 

@@ -134,10 +134,12 @@ def draw(data: dict, ax=None, *, style=None, footer: bool = False):
                         label=f"difference: Holm-adjusted paired t-test p ≤ {data['alpha']:g}"),
                  Line2D([], [], color="0.3", marker="o", mfc="white", ls="none",
                         label="difference: not significant after Holm")]
-        _style.legend_below(fig, [*handles.values(), *extra], fontsize="small")
+        _style.legend_below(fig, [*handles.values(), *extra], fontsize="small",
+                            title=f"filled marker: paired t-test significant at {data['alpha']:g} after Holm "
+                                  f"correction over all {data['n_comparisons']} comparisons shown",
+                            title_fontsize="small")
         _style.suptitle(fig, f"Accuracy (top) and paired differences variant − none (bottom), {conf}% t intervals over "
-                     f"seeds;\nfilled marker: paired t-test significant at {data['alpha']:g} after Holm correction "
-                     f"over all {data['n_comparisons']} comparisons shown", fontsize="medium")
+                        "seeds", fontsize="medium")
         return _style.finish(fig, data, footer=footer)
 
 

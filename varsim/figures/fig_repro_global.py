@@ -3,7 +3,9 @@
 Per evaluation set, the mean and the variance across the D features of the query token's attention output, averaged
 over sets and then over seeds, for the baseline (no norm) and the LayerNorm model: the attention output before the
 norm (solid), after it (dashed; LayerNorm fixes both to 0 and ~1 per vector), and the input to the next layer
-(dotted; the block output, where the residual stream and the MLP enter). One row per task and architecture.
+(dotted; the block output, where the residual stream and the MLP enter). One row per task and architecture; the
+spread over seeds as bars (the means, set a little apart in N so they do not cover each other) and bands (the
+variances).
 """
 
 from __future__ import annotations
@@ -50,40 +52,49 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, sourc
 
 
 def draw(data: dict, ax=None, *, style=None, footer: bool = False):
-    """The Matplotlib figure of :func:`compute`'s data (provenance footer and, in quick mode, smoke-test stamp)."""
+    """Rows: task and architecture (named on the left); columns: the mean and the variance across features; one
+    legend below. The means' spreads over seeds overlap, so they are drawn as bars, set a little apart in N; the
+    variances' as bands."""
     A = _style.array
     n = A(data["lengths"])
     rows = data["rows"]
     labels = {s: t for s, t, _ in STAGES}
     styles = {s: ls for s, _, ls in STAGES}
     with _style.style(style):
-        fig, axes = _style.subplots(len(rows), 2, ax=ax, style=style, width=4.8, height=3.2, sharex=True,
-                                        layout="constrained")
+        fig, axes = _style.subplots(len(rows), 2, ax=ax, style=style, width=4.8, height=2.9, sharex=True,
+                                    layout="constrained")
         narrow = fig.get_figwidth() < 4.5
-        for (ax_m, ax_v), row in zip(axes, rows):
-            for ln in row["lines"]:
+        for r, ((ax_m, ax_v), row) in enumerate(zip(axes, rows)):
+            lines = row["lines"]
+            for k, ln in enumerate(lines):
                 sty = norm_style(ln["norm"])
                 kw = dict(color=sty["color"], marker=sty["marker"], ls=styles[ln["stage"]],
                           label=f"{ln['norm']}: {labels[ln['stage']]}")
-                ax_m.plot(n, A(ln["mean"]), **kw)
-                ax_m.fill_between(n, A(ln["mean_min"]), A(ln["mean_max"]), color=sty["color"], alpha=0.12, lw=0)
+                m = A(ln["mean"])
+                shift = 2.0 ** (0.09 * (k - (len(lines) - 1) / 2))  # side by side at each N (log2 axis)
+                ax_m.errorbar(n * shift, m, np.vstack([m - A(ln["mean_min"]), A(ln["mean_max"]) - m]),
+                              elinewidth=0.8, capsize=0, **kw)
                 ax_v.plot(n, A(ln["var"]), **kw)
                 ax_v.fill_between(n, A(ln["var_min"]), A(ln["var_max"]), color=sty["color"], alpha=0.12, lw=0)
             where = f"{row['task']}, {row['architecture'].replace('_', ' ')}"
-            ax_m.set_title(f"{where}: mean" if narrow else f"{where}: mean across features")
-            ax_v.set_title(f"{where}: variance" if narrow else f"{where}: variance across features")
+            ax_m.set_ylabel(f"{where}\nmean" if not narrow else f"{row['task']},\n{row['architecture']}"
+                            .replace("_", " "))
+            ax_v.set_ylabel("variance")
             ax_v.set_yscale("log")
             for ax in (ax_m, ax_v):
                 ax.set_xscale("log", base=2)
                 _style.log2_ticks(ax, float(n.min()), float(n.max()))
-            if not narrow:
-                ax_v.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0, fontsize="small")
-        if narrow:  # the same lines in every row: one legend below
-            _style.legend_below(fig, *axes[0][1].get_legend_handles_labels(), fontsize="small")
+            if r == 0:
+                ax_m.set_title("mean across features" if not narrow else "mean")
+                ax_v.set_title("variance across features" if not narrow else "variance")
         for ax in axes[-1]:
             ax.set_xlabel("set size $N$")
-        _style.suptitle(fig, f"Query-token statistics across features: mean over sets and {data['seeds']} seeds "
-                     "(band: range over seeds)", fontsize="medium")
+        fig.align_ylabels(list(axes[:, 0]))
+        handles, texts = axes[0][0].get_legend_handles_labels()
+        _style.legend_below(fig, handles, texts, fontsize="small",
+                            title=f"bars and bands: range over the {data['seeds']} seeds", title_fontsize="small")
+        _style.suptitle(fig, f"Query-token statistics across features, mean over sets and {data['seeds']} seeds",
+                        fontsize="medium")
         return _style.finish(fig, data, footer=footer)
 
 

@@ -91,8 +91,8 @@ def draw(data: dict, ax=None, *, style=None, footer: bool = False):
                                 xytext=(-2, -2 - 7 * k), textcoords="offset points", ha="right", va="top",
                                 fontsize="small", color=norm_style(ln["norm"])["color"],
                                 path_effects=[withStroke(linewidth=2.2, foreground="white")])
-            else:
-                ax.legend(loc="best", fontsize="small")
+            else:  # in a band of its own under the lines (the lines fall to the right, so the left is freer)
+                _style.legend_clear_of_data(ax, "lower left", fontsize="small")
         for ax in axes.ravel():
             ax.set_xlabel("set size $N$")
         if narrow:

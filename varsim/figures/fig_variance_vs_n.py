@@ -188,10 +188,8 @@ def draw(data: dict, ax=None, *, style=None, footer: bool = False, ratio: bool =
                                                     ls="none", label="MC ± SE, full sampler"))
         if ax_given:
             ax.legend(handles=handles, fontsize=small - 0.5)
-        elif narrow:
+        else:  # under the panels: set off beside the top panel it would leave a blank block under itself
             _style.legend_below(fig, handles, ncol=2)
-        else:
-            ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0)
         if axr is not None:
             axr.axhline(0, color="k", lw=0.8)
             axr.set_ylabel("MC/exact − 1", fontsize=small if narrow else None)

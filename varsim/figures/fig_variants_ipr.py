@@ -201,7 +201,7 @@ def draw(data: dict, ax=None, *, style=None, footer: bool = False):
         extra.append(Line2D([], [], color="k", label="exact (varsim.theory)"))
         _style.suptitle(fig, "Weight concentration of the attention variants (Gaussian logits of scale $\\beta$)")
         order = [s["attention"] for s in panels[0]["series"]]
-        _style.legend_below(fig, [handles[v] for v in order if v in handles] + extra, fontsize="small")
+        _style.legend_below(fig, [handles[v] for v in order if v in handles] + extra, fontsize="small", ncol=2)
         return _style.finish(fig, data, footer=footer)
 
 
