@@ -35,7 +35,7 @@ EXPERIMENTS_FLOORS = [
     {"worker"},
     {"runner", "recheck", "committed"},
     {"reproduction_summary", "remedies", "remedies_summary", "decoder_grid"},
-    {"aggregation", "presets"},
+    {"aggregation", "presets", "prediction"},
     {"reproduce"},
     {"kernel_check"},
     {""},

@@ -10,7 +10,9 @@ Both jobs share one floor, each module one job (a module imports only from the g
                  :mod:`varsim.jobs`), ``recheck`` (recompute finished runs and compare them with their records)
 - the jobs:      ``reproduction_summary`` (the paper grid's statistics), ``remedies`` (the attention-variant grid,
                  ``--preset remedies``), ``decoder_grid`` (the causal decoder with positions, ``--preset decoder``)
-                 and ``remedies_summary`` (the variant grids' paired differences against softmax, Holm)
+                 and ``remedies_summary`` (the variant grids' paired differences against softmax, Holm);
+                 ``prediction`` (the pre-registered test of the long-N accuracy predictor on the remedies grid's
+                 softmax runs, :mod:`varsim.train.predict`)
 - entry points:  ``aggregation`` (:func:`aggregate`: the summary a directory's settings call for), ``presets``
                  (``PRESETS``: the grids ``--preset`` names), ``reproduce`` (:func:`run_reproduction`: choose the
                  grid, run it, summarize it)
