@@ -102,7 +102,10 @@ def predict_runs(ckptdir, summary_path, encodings=ENCODINGS) -> None:
         if path.exists() or not run_dir.exists():
             continue
         t, c = time.perf_counter(), time.process_time()
-        model, config, state = load_checkpoint(run_dir)
+        try:
+            model, config, state = load_checkpoint(run_dir)
+        except ValueError:  # still training: no checkpoint yet
+            continue
         if state["step"] != config.steps:
             continue
         ev = spec["eval"]
