@@ -5,7 +5,7 @@ Examples::
 
     varsim predict runs/argmax                             # N = n0, 2 n0, ... 16384; softmax and the four maps
     varsim predict runs/argmax --lengths 256 1024 --maps softmax topk1 --json
-    varsim predict runs/argmax --kappa 0.5 -o runs/argmax/prediction.json
+    varsim predict runs/argmax --kappa 0.5 --json > prediction.json
 
 Refused with a one-line error (exit 2): a checkpoint that is not a one-block, softmax-trained set transformer; a model
 whose accuracy at its training maximum is below 0.9 (it has not learned the task); a length below the training
@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from varsim.cli._options import count_option, output_file, real_option, seed_option
+from varsim.cli._options import count_option, real_option, seed_option
 
 #: the maps ``--maps`` can name: softmax and the remedies grid's inference-only maps
 MAP_LABELS = ("softmax", "logn_temperature", "adaptive_temperature", "critical", "topk1")
@@ -36,7 +36,6 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sims", type=count_option(), default=1024, help="simulated long sets per N (default 1024)")
     parser.add_argument("--seed", type=seed_option(), default=0, help="seed of the measurement and simulation")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
-    parser.add_argument("-o", "--output", type=output_file, metavar="FILE", help="also write the JSON result to FILE")
 
 
 def map_specs(labels) -> dict:
@@ -48,8 +47,6 @@ def map_specs(labels) -> dict:
 
 
 def run(args) -> int:
-    from varsim._common.atomic import atomic_write_json
-    from varsim._common.provenance import provenance
     from varsim.train.checkpoint import load_checkpoint
     from varsim.train.predict import predict
 
@@ -63,8 +60,6 @@ def run(args) -> int:
     result = predict(args.checkpoint, lengths, maps=map_specs(dict.fromkeys(args.maps)), kappa=args.kappa,
                      n_sets=args.sets, n_sim=args.sims, seed=args.seed)
     result["checkpoint"] = str(args.checkpoint)
-    if args.output is not None:
-        atomic_write_json(args.output, {**result, "provenance": provenance()})
     if args.json:
         print(json.dumps(result, indent=2))
         return 0
