@@ -109,6 +109,11 @@ def test_simulation_table_counts_ranking_and_dispersion():
     assert t["dispersion_error"][0] == pytest.approx(1 / 3)
     assert t["accuracy"][0] == pytest.approx((1 + 0.25) / 3)
     assert sim.table(0.2)["softmax"]["accuracy"][0] == pytest.approx((2 + 0.25) / 3)
+    any_ = sim.table(1.0, readout="any")["softmax"]
+    assert any_["accuracy"][0] == pytest.approx((1 + 0.25 + 1) / 3)
+    assert any_["dispersion_error"][0] == pytest.approx(2 / 3 - (1 + 0.25) / 3)
+    with pytest.raises(ValueError, match="readout must be"):
+        sim.table(1.0, readout="all")
 
 
 @pytest.mark.parametrize("task", ["argmax", "dictionary"])

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 __all__ = ["DEV_RECIPE", "KAPPAS", "LENGTHS", "PRIMARY_LENGTH", "INFERENCE_MAPS", "subset_specs", "train_runs",
-           "predict_runs", "analyze", "baseline_carry", "baseline_logistic"]
+           "predict_runs", "explore_runs", "analyze", "baseline_carry", "baseline_logistic"]
 
 DEV_RECIPE = "cosine_lr1e3"
 #: the readout scales kappa searched on the development runs: 2^(k/8), k = -8 .. 16
@@ -130,6 +130,39 @@ def predict_runs(ckptdir, summary_path, encodings=ENCODINGS) -> None:
         rec["provenance"] = provenance()
         atomic_write_json(path, rec)
         print(spec["run_id"], "cpu %.1f s" % rec["timing"]["cpu_s"], rec.get("refused", ""), flush=True)
+
+
+def explore_runs(ckptdir, outdir, encodings=ENCODINGS) -> None:
+    """The exploratory readout (``Simulation.table(readout="any")``, not pre-registered): the measured-logit
+    predictor again, every example read from its weight on the correct item, written as prediction records under
+    ``outdir/predictions`` (the Gaussian baseline's tables copied from ``ckptdir``'s records) so that
+    :func:`analyze` reads them unchanged."""
+    import time
+
+    from varsim._common.atomic import atomic_write_json
+    from varsim._common.jsonio import read_json
+    from varsim.train import load_checkpoint
+    from varsim.train.predict import measure, simulate
+
+    maps = _inference_maps()
+    out = Path(outdir) / "predictions"
+    out.mkdir(parents=True, exist_ok=True)
+    for spec in subset_specs(encodings):
+        src, path = Path(ckptdir) / "predictions" / f"{spec['run_id']}.json", out / f"{spec['run_id']}.json"
+        if path.exists() or not src.exists():
+            continue
+        rec = read_json(src)
+        if "refused" in rec:
+            continue
+        c = time.process_time()
+        model, config, _ = load_checkpoint(Path(ckptdir) / spec["run_id"])
+        seed = np.random.SeedSequence([SEED_KEY, spec["seed_index"]])
+        stats = measure(model, config, n_sets=N_SETS, seed=seed)
+        sim = simulate(stats, LENGTHS, maps=maps, n_sim=N_SIM, seed=seed)
+        rec["measured"] = [sim.table(k, readout="any") for k in KAPPAS]
+        rec["readout"] = "any"
+        atomic_write_json(path, rec)
+        print(spec["run_id"], "cpu %.1f s" % (time.process_time() - c), flush=True)
 
 
 # ----------------------------------------------------------------------------------------------------------------------
@@ -320,16 +353,21 @@ def main(argv=None) -> int:
     from varsim._common.atomic import atomic_write_json, atomic_write_text
 
     ap = argparse.ArgumentParser(prog="python -m varsim.experiments.prediction", description=__doc__.split("\n")[0])
-    ap.add_argument("step", choices=("train", "predict", "analyze"))
+    ap.add_argument("step", choices=("train", "predict", "explore", "analyze"))
     ap.add_argument("dir", help="checkpoint directory (one folder per run; predictions under DIR/predictions)")
     ap.add_argument("--summary", default=str(Path(__file__).resolve().parents[1] / "figures" / "data" / "remedies"
                                              / "summary.json"), help="the committed remedies summary")
     ap.add_argument("--dev-only", action="store_true", help="analyze: the development runs only")
+    ap.add_argument("--explore-dir", help="explore: where the exploratory readout's records go")
     args = ap.parse_args(argv)
     if args.step == "train":
         train_runs(args.dir)
     elif args.step == "predict":
         predict_runs(args.dir, args.summary)
+    elif args.step == "explore":
+        if not args.explore_dir:
+            ap.error("explore needs --explore-dir")
+        explore_runs(args.dir, args.explore_dir)
     else:
         res = analyze(args.dir, args.summary, dev_only=args.dev_only)
         tag = "dev" if args.dev_only else "test"

@@ -278,16 +278,25 @@ class Simulation:
     lapse: float
     chance: float
 
-    def table(self, kappa: float = 1.0) -> dict:
+    def table(self, kappa: float = 1.0, *, readout: str = "top") -> dict:
         """label -> {"accuracy", "ranking_correct", "dispersion_error"} (lists over lengths) at readout scale
-        ``kappa`` (the threshold ``kappa tau``)."""
+        ``kappa`` (the threshold ``kappa tau``). ``readout="top"``: the account above (an example whose top item is
+        wrong scores chance); ``"any"``: every example is read from its ``w_c`` and a failed read scores chance
+        (the exploratory variant of docs/experiments/prediction.md)."""
+        if readout not in ("top", "any"):
+            raise ValueError(f"readout must be 'top' or 'any', got {readout!r}")
         out = {}
         for label in self.maps:
             top = self.top_ok[label]
             p = readout_probability(self.w_c[label], self.s2[label], kappa * self.tau, self.sigma, self.lapse)
-            good = np.where(top, p, 0.0).mean(axis=1)
             rank = top.mean(axis=1)
-            out[label] = {"accuracy": (good + (1.0 - rank) * self.chance).tolist(), "ranking_correct": rank.tolist(),
+            if readout == "top":
+                good = np.where(top, p, 0.0).mean(axis=1)
+                acc = good + (1.0 - rank) * self.chance
+            else:
+                good = np.where(top, p + (1.0 - p) * self.chance, 0.0).mean(axis=1)
+                acc = (p + (1.0 - p) * self.chance).mean(axis=1)
+            out[label] = {"accuracy": acc.tolist(), "ranking_correct": rank.tolist(),
                           "dispersion_error": (rank - good).tolist()}
         return out
 
