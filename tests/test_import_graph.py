@@ -38,7 +38,7 @@ EXPERIMENTS_FLOORS = [
     {"runner", "recheck", "committed"},
     {"reproduction_summary", "remedies_summary", "remedies_table"},
     {"remedies", "decoder_grid"},
-    {"aggregation", "presets"},
+    {"aggregation", "presets", "prediction"},
     {"reproduce"},
     {"kernel_check"},
     {""},

@@ -77,8 +77,8 @@ DIR_COMMANDS = {
     "figures": lambda out, _: ["figures", "--only", "fig_decoder_primary", "--outdir", out, "--no-progress"],
     "demo": lambda out, _: ["demo", "--copy", out, "--format", "py"],
 }
-#: commands that write nothing (recheck retrains in memory and prints its report)
-NO_OUTPUT = {"theory", "recheck"}
+#: commands that write nothing (recheck retrains in memory and prints its report; predict prints its prediction)
+NO_OUTPUT = {"theory", "recheck", "predict"}
 
 
 def _file_commands() -> dict:

@@ -22,6 +22,7 @@ COMMANDS = {
     "figures": ("varsim.cli.figures", "draw every figure (theory; experiments from committed data) into figures/out"),
     "train": ("varsim.cli.train", "train the small transformer on a synthetic task"),
     "evaluate": ("varsim.cli.evaluate", "evaluate a checkpoint at many set sizes"),
+    "predict": ("varsim.cli.predict", "predict a checkpoint's long-N accuracy from its training-length statistics"),
     "reproduce": ("varsim.cli.reproduce", "run the paper's length-generalization experiment"),
     "recheck": ("varsim.cli.recheck", "train runs of a committed grid or results directory again and compare"),
     "demo": ("varsim.cli.demo", "list the teaching notebooks and copy them to open in Jupyter"),

@@ -14,7 +14,9 @@ The kinds share one floor (a module imports only from the groups above it in thi
 - the kinds:     ``reproduction_summary`` (the paper grid's kind: statistics and table), ``remedies_summary`` and
                  ``remedies_table`` (the variant grids' paired differences against softmax, Holm, and their table),
                  ``remedies`` (the attention-variant grid and its kind, ``--preset remedies``), ``decoder_grid`` (the
-                 causal decoder with positions and its kind, ``--preset decoder``)
+                 causal decoder with positions and its kind, ``--preset decoder``);
+                 ``prediction`` (the pre-registered test of the long-N accuracy predictor on the remedies grid's
+                 softmax runs, :mod:`varsim.train.predict`)
 - entry points:  ``aggregation`` (:data:`GRID_KINDS`, :func:`kind_of`, :func:`aggregate`: the summary of a
                  directory, made by its grid's kind), ``presets``
                  (``PRESETS``: the grids ``--preset`` names), ``reproduce`` (:func:`run_reproduction`: choose the

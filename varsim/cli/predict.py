@@ -1,0 +1,75 @@
+"""``varsim predict``: a one-block softmax checkpoint's accuracy at long N, and each inference-time map's, predicted
+from statistics at its training maximum only (:mod:`varsim.train.predict`; docs/experiments/prediction.md).
+
+Examples::
+
+    varsim predict runs/argmax                             # N = n0, 2 n0, ... 16384; softmax and the four maps
+    varsim predict runs/argmax --lengths 256 1024 --maps softmax topk1 --json
+    varsim predict runs/argmax --kappa 0.5 --json > prediction.json
+
+Refused with a one-line error (exit 2): a checkpoint that is not a one-block, softmax-trained set transformer; a model
+whose accuracy at its training maximum is below 0.9 (it has not learned the task); a length below the training
+maximum.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from varsim.cli._options import count_option, real_option, seed_option
+
+#: the maps ``--maps`` can name: softmax and the remedies grid's inference-only maps
+MAP_LABELS = ("softmax", "logn_temperature", "adaptive_temperature", "critical", "topk1")
+
+
+def register(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("checkpoint", help="checkpoint file, or a run directory (its latest checkpoint)")
+    parser.add_argument("--lengths", type=count_option(), nargs="+", metavar="N",
+                        help="set sizes to predict, each >= the training maximum (default n0, 2 n0, ... 16384)")
+    parser.add_argument("--maps", nargs="+", choices=MAP_LABELS, default=list(MAP_LABELS),
+                        help="weight maps applied to the trained logits (default: all)")
+    parser.add_argument("--kappa", type=real_option(0.0, 1e3, strict_min=True), default=1.0,
+                        help="readout threshold scale (default 1: no fitted constant)")
+    parser.add_argument("--sets", type=count_option(), default=2048,
+                        help="measurement sets at the training maximum (default 2048)")
+    parser.add_argument("--sims", type=count_option(), default=1024, help="simulated long sets per N (default 1024)")
+    parser.add_argument("--seed", type=seed_option(), default=0, help="seed of the measurement and simulation")
+    parser.add_argument("--json", action="store_true", help="print the result as JSON")
+
+
+def map_specs(labels) -> dict:
+    """label -> (weight map, params) for the labels of :data:`MAP_LABELS`."""
+    from varsim.experiments.remedies import INFERENCE_ATTENTIONS
+
+    return {k: ("softmax", {}) if k == "softmax" else
+            (INFERENCE_ATTENTIONS[k]["attention"], dict(INFERENCE_ATTENTIONS[k].get("params", {}))) for k in labels}
+
+
+def run(args) -> int:
+    from varsim.train.checkpoint import load_checkpoint
+    from varsim.train.predict import predict
+
+    lengths = args.lengths
+    if lengths is None:
+        _, config, _ = load_checkpoint(args.checkpoint)
+        n, lengths = int(config.train_max), []
+        while n <= 16384:
+            lengths.append(n)
+            n *= 2
+    result = predict(args.checkpoint, lengths, maps=map_specs(dict.fromkeys(args.maps)), kappa=args.kappa,
+                     n_sets=args.sets, n_sim=args.sims, seed=args.seed)
+    result["checkpoint"] = str(args.checkpoint)
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return 0
+    print(f"{result['task']} checkpoint {args.checkpoint}: accuracy {result['accuracy_n0']:.3f} at the training "
+          f"maximum N = {result['n0']}; best head {result['best_head']}; readout tau {result['tau']:.3f}, sigma "
+          f"{result['sigma']:.3g}, lapse {result['lapse']:.3f}; kappa {result['kappa']:g}")
+    labels = list(result["prediction"])
+    print(f"{'N':>7} " + " ".join(f"{k:>20}" for k in labels) + f" {'rank ok':>8} {'disp err':>8}")
+    soft = result["prediction"].get("softmax")
+    for i, n in enumerate(result["lengths"]):
+        extra = f" {soft['ranking_correct'][i]:>8.3f} {soft['dispersion_error'][i]:>8.3f}" if soft else ""
+        print(f"{n:>7} " + " ".join(f"{result['prediction'][k]['accuracy'][i]:>20.3f}" for k in labels) + extra)
+    return 0

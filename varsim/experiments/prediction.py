@@ -1,0 +1,381 @@
+"""The pre-registered test of the long-N accuracy predictor (:mod:`varsim.train.predict`) on the remedies grid's
+softmax runs (``docs/experiments/prediction_preregistration.md``, issue 34).
+
+Three steps, each resumable, run by ``python -m varsim.experiments.prediction {train,predict,analyze}``:
+
+- :func:`train_runs`: the grid's softmax runs of the pre-registered subset (argmax and the dictionary's binary key
+  code, 4 recipes, 6 seeds), trained bitwise as the grid trained them (its specs, the worker's training step), seed
+  by seed; checkpoints kept under ``DIR/<run_id>``.
+- :func:`predict_runs`: per run, the identity check (accuracy at N = 16 on the grid's own test set against the
+  committed value), the training-length statistics, the predictions of the measured-logit and the Gaussian-logit
+  predictor at every length and readout scale of :data:`KAPPAS`, for softmax and the inference-only maps; one JSON
+  per run under ``DIR/predictions``. Uses nothing measured beyond the training length.
+- :func:`analyze`: kappa fitted on the development recipe, the primary metric and baselines on the held-out recipes,
+  with per-seed intervals; the gains; per-cell tables (JSON and Markdown).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["DEV_RECIPE", "KAPPAS", "LENGTHS", "PRIMARY_LENGTH", "INFERENCE_MAPS", "subset_specs", "train_runs",
+           "predict_runs", "explore_runs", "analyze", "baseline_carry", "baseline_logistic"]
+
+DEV_RECIPE = "cosine_lr1e3"
+#: the readout scales kappa searched on the development runs: 2^(k/8), k = -8 .. 16
+KAPPAS = tuple(2.0 ** (k / 8.0) for k in range(-8, 17))
+LENGTHS = tuple(2 ** k for k in range(4, 15))
+PRIMARY_LENGTH = 1024
+ENCODINGS = ("none", "binary")  # argmax (no key encoding) and the dictionary's binary key code
+SEED_KEY = 34
+N_SETS, N_SIM = 2048, 1024
+PREDICTION_FORMAT = "varsim.prediction.run/1"
+
+
+def _inference_maps() -> dict:
+    from varsim.experiments.remedies import INFERENCE_ATTENTIONS
+
+    keep = ("logn_temperature", "adaptive_temperature", "critical", "topk1")
+    return {"softmax": ("softmax", {}), **{k: (INFERENCE_ATTENTIONS[k]["attention"],
+                                                INFERENCE_ATTENTIONS[k].get("params", {})) for k in keep}}
+
+
+INFERENCE_MAPS = ("logn_temperature", "adaptive_temperature", "critical", "topk1")
+
+
+def subset_specs(encodings=ENCODINGS) -> list[dict]:
+    """The grid's softmax run specs of the subset, seed-major."""
+    from varsim.experiments.remedies import remedies_settings
+    from varsim.experiments.settings import job_specs
+
+    specs = [s for s in job_specs(remedies_settings()) if s.get("attention") == "softmax"
+             and (s.get("key_encoding") or "none") in encodings]
+    return sorted(specs, key=lambda s: (s["seed_index"], s["run_id"]))
+
+
+def train_runs(outdir, encodings=ENCODINGS) -> None:
+    """Train (or resume) every run of the subset into ``outdir/<run_id>``, printing one line per run."""
+    import time
+
+    from varsim._common.blas import limit_blas_threads
+    from varsim.experiments.worker import _train
+
+    limit_blas_threads(1)
+    for spec in subset_specs(encodings):
+        t, c = time.perf_counter(), time.process_time()
+        _, summary, _, _ = _train(spec, Path(outdir) / spec["run_id"])
+        print(spec["run_id"], summary["status"], f"wall {time.perf_counter() - t:.1f} s cpu "
+              f"{time.process_time() - c:.1f} s", flush=True)
+
+
+def _summary_groups(summary: dict) -> dict:
+    return {(g["task"], g["recipe"], g["encoding"], g["variant"]): g for g in summary["groups"]}
+
+
+def _measured(groups: dict, spec: dict, variant: str, field: str = "accuracy") -> list:
+    g = groups[(spec["task"], spec["recipe"], spec.get("key_encoding"), variant)]
+    i = g["seeds"].index(spec["seed_index"])
+    if field == "accuracy":
+        return g["accuracy"]["per_seed"][i]
+    return g["ranking"][field]["per_seed"][i]
+
+
+def predict_runs(ckptdir, summary_path, encodings=ENCODINGS) -> None:
+    """One prediction record per trained run of the subset under ``ckptdir/predictions`` (skips those written)."""
+    import time
+
+    from varsim._common.atomic import atomic_write_json
+    from varsim._common.jsonio import read_json
+    from varsim._common.provenance import provenance
+    from varsim.train import evaluate, load_checkpoint
+    from varsim.train.predict import measure, simulate
+
+    groups = _summary_groups(read_json(summary_path))
+    maps = _inference_maps()
+    out = Path(ckptdir) / "predictions"
+    out.mkdir(parents=True, exist_ok=True)
+    for spec in subset_specs(encodings):
+        path = out / f"{spec['run_id']}.json"
+        run_dir = Path(ckptdir) / spec["run_id"]
+        if path.exists() or not run_dir.exists():
+            continue
+        t, c = time.perf_counter(), time.process_time()
+        try:
+            model, config, state = load_checkpoint(run_dir)
+        except ValueError:  # still training: no checkpoint yet
+            continue
+        if state["step"] != config.steps:
+            continue
+        ev = spec["eval"]
+        acc16 = evaluate(model, [16], ev["examples"], ev["batch_size"], ev["seed"], progress=False)["accuracy"][0]
+        committed16 = _measured(groups, spec, "softmax")[0]
+        seed = np.random.SeedSequence([SEED_KEY, spec["seed_index"]])
+        rec = {"format": PREDICTION_FORMAT, "run_id": spec["run_id"], "task": spec["task"], "recipe": spec["recipe"],
+               "encoding": spec.get("key_encoding"), "seed_index": spec["seed_index"],
+               "identity": {"accuracy_16": acc16, "committed_16": committed16, "equal": acc16 == committed16}}
+        try:
+            stats = measure(model, config, n_sets=N_SETS, seed=seed)
+        except ValueError as exc:
+            rec["refused"] = str(exc)
+        else:
+            rec.update(best_head=stats.best_head, tau=stats.tau, sigma=stats.sigma, lapse=stats.lapse,
+                       accuracy_n0=stats.accuracy_n0,
+                       lengths=list(LENGTHS), kappas=list(KAPPAS))
+            for kind, gaussian in (("measured", False), ("gaussian", True)):
+                sim = simulate(stats, LENGTHS, maps=maps, n_sim=N_SIM, gaussian=gaussian, seed=seed)
+                rec[kind] = [sim.table(k) for k in KAPPAS]
+        rec["timing"] = {"wall_s": time.perf_counter() - t, "cpu_s": time.process_time() - c}
+        rec["provenance"] = provenance()
+        atomic_write_json(path, rec)
+        print(spec["run_id"], "cpu %.1f s" % rec["timing"]["cpu_s"], rec.get("refused", ""), flush=True)
+
+
+def explore_runs(ckptdir, outdir, encodings=ENCODINGS) -> None:
+    """The exploratory readout (``Simulation.table(readout="any")``, not pre-registered): the measured-logit
+    predictor again, every example read from its weight on the correct item, written as prediction records under
+    ``outdir/predictions`` (the Gaussian baseline's tables copied from ``ckptdir``'s records) so that
+    :func:`analyze` reads them unchanged."""
+    import time
+
+    from varsim._common.atomic import atomic_write_json
+    from varsim._common.jsonio import read_json
+    from varsim.train import load_checkpoint
+    from varsim.train.predict import measure, simulate
+
+    maps = _inference_maps()
+    out = Path(outdir) / "predictions"
+    out.mkdir(parents=True, exist_ok=True)
+    for spec in subset_specs(encodings):
+        src, path = Path(ckptdir) / "predictions" / f"{spec['run_id']}.json", out / f"{spec['run_id']}.json"
+        if path.exists() or not src.exists():
+            continue
+        rec = read_json(src)
+        if "refused" in rec:
+            continue
+        c = time.process_time()
+        model, config, _ = load_checkpoint(Path(ckptdir) / spec["run_id"])
+        seed = np.random.SeedSequence([SEED_KEY, spec["seed_index"]])
+        stats = measure(model, config, n_sets=N_SETS, seed=seed)
+        sim = simulate(stats, LENGTHS, maps=maps, n_sim=N_SIM, seed=seed)
+        rec["measured"] = [sim.table(k, readout="any") for k in KAPPAS]
+        rec["readout"] = "any"
+        atomic_write_json(path, rec)
+        print(spec["run_id"], "cpu %.1f s" % (time.process_time() - c), flush=True)
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# Baselines
+
+
+def baseline_carry(acc: list, lengths) -> list:
+    """(a) the accuracy at the first (longest training) length carried to every length."""
+    return [acc[0]] * len(lengths)
+
+
+def baseline_logistic(acc: list, lengths, fit_lengths, chance: float, examples: int = 512) -> list:
+    """(b) least squares of logit((acc - chance) / (1 - chance)) on ln N over ``fit_lengths``, extrapolated."""
+    lengths = list(lengths)
+    idx = [lengths.index(n) for n in fit_lengths]
+    eps = 1.0 / (2 * examples)
+    frac = np.clip((np.asarray(acc, float)[idx] - chance) / (1.0 - chance), eps, 1.0 - eps)
+    y = np.log(frac / (1.0 - frac))
+    beta, alpha = np.polyfit(np.log(np.asarray(fit_lengths, float)), y, 1)
+    z = alpha + beta * np.log(np.asarray(lengths, float))
+    return (chance + (1.0 - chance) / (1.0 + np.exp(-z))).tolist()
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# Analysis
+
+
+def _t(values) -> dict:
+    from varsim.experiments.stats import t_interval
+
+    v = np.asarray(values, float)
+    if v.size < 2:
+        return {"mean": float(v.mean()), "ci_low": None, "ci_high": None, "n": int(v.size)}
+    r = t_interval(v)
+    return {"mean": r["mean"], "ci_low": r["ci_low"], "ci_high": r["ci_high"], "n": int(v.size)}
+
+
+def analyze(ckptdir, summary_path, *, dev_only: bool = False) -> dict:
+    """kappa on the development runs, then (unless ``dev_only``) the held-out test: module docstring."""
+    from varsim._common.jsonio import read_json
+    from varsim.tasks import chance_level
+
+    summary = read_json(summary_path)
+    groups = _summary_groups(summary)
+    lengths = list(summary["lengths"])
+    if lengths != list(LENGTHS):
+        raise ValueError(f"summary: lengths {lengths} differ from the predictor's {list(LENGTHS)}")
+    li = lengths.index(PRIMARY_LENGTH)
+    recs = []
+    for spec in subset_specs():
+        p = Path(ckptdir) / "predictions" / f"{spec['run_id']}.json"
+        if p.exists():
+            recs.append((spec, read_json(p)))
+    bad = [r["run_id"] for _, r in recs if not r["identity"]["equal"] or "refused" in r]
+    recs = [(s, r) for s, r in recs if r["identity"]["equal"] and "refused" not in r]
+    dev = [(s, r) for s, r in recs if s["recipe"] == DEV_RECIPE]
+    test = [(s, r) for s, r in recs if s["recipe"] != DEV_RECIPE]
+
+    def mae_at(rows, kind, k):
+        return float(np.mean([abs(r[kind][k]["softmax"]["accuracy"][li] - _measured(groups, s, "softmax")[li])
+                              for s, r in rows]))
+
+    kappa_idx = {kind: int(np.argmin([mae_at(dev, kind, k) for k in range(len(KAPPAS))]))
+                 for kind in ("measured", "gaussian")}
+    k1 = KAPPAS.index(1.0)
+    out = {"excluded": bad, "n_dev": len(dev), "n_test": len(test),
+           "kappa": {kind: KAPPAS[i] for kind, i in kappa_idx.items()},
+           "dev_mae_1024": {kind: mae_at(dev, kind, i) for kind, i in kappa_idx.items()},
+           "dev_mae_1024_kappa1": {kind: mae_at(dev, kind, k1) for kind in kappa_idx}}
+    rows = dev if dev_only else test
+    # complete seeds: those present in every cell of the rows
+    cells = sorted({(s["task"], s["recipe"], s.get("key_encoding")) for s, _ in rows}, key=str)
+    seeds = sorted(set.intersection(*[{s["seed_index"] for s, _ in rows if (s["task"], s["recipe"],
+                                                                          s.get("key_encoding")) == c}
+                                      for c in cells])) if cells else []
+    rows = [(s, r) for s, r in rows if s["seed_index"] in seeds]
+    per_run = []
+    for s, r in rows:
+        meas = _measured(groups, s, "softmax")
+        chance = chance_level(s["task"])
+        preds = {
+            "predictor": r["measured"][kappa_idx["measured"]]["softmax"]["accuracy"],
+            "predictor_kappa1": r["measured"][k1]["softmax"]["accuracy"],
+            "carry": baseline_carry(meas, lengths),
+            "logistic": baseline_logistic(meas, lengths, (16, 32, 64), chance),
+            "gaussian": r["gaussian"][kappa_idx["gaussian"]]["softmax"]["accuracy"],
+        }
+        gains = {}
+        for m in INFERENCE_MAPS:
+            mm = _measured(groups, s, m)
+            gains[m] = {"measured": mm[li] - meas[li],
+                        "predicted": (r["measured"][kappa_idx["measured"]][m]["accuracy"][li]
+                                      - preds["predictor"][li]),
+                        "gaussian": (r["gaussian"][kappa_idx["gaussian"]][m]["accuracy"][li]
+                                     - preds["gaussian"][li]),
+                        "measured_acc": mm[li],
+                        "predicted_acc": r["measured"][kappa_idx["measured"]][m]["accuracy"][li]}
+        tab = r["measured"][kappa_idx["measured"]]["softmax"]
+        per_run.append({
+            "run_id": s["run_id"], "task": s["task"], "recipe": s["recipe"], "encoding": s.get("key_encoding"),
+            "seed": s["seed_index"], "tau": r["tau"], "sigma": r["sigma"], "lapse": r["lapse"],
+            "best_head": r["best_head"],
+            "measured": meas, "predictions": preds, "gains": gains,
+            "ranking_correct": {"measured": _measured(groups, s, "softmax", "ranking_correct")[li],
+                                "predicted": tab["ranking_correct"][li]},
+            "dispersion_error": {"measured": _measured(groups, s, "softmax", "dispersion_error")[li],
+                                 "predicted": tab["dispersion_error"][li]},
+        })
+    out["seeds"] = seeds
+    out["cells"] = [list(c) for c in cells]
+    out["per_run"] = per_run
+
+    def per_seed(fn):
+        return [float(np.mean([fn(x) for x in per_run if x["seed"] == sd])) for sd in seeds]
+
+    methods = ("predictor", "carry", "logistic", "gaussian", "predictor_kappa1")
+    out["mae"] = {}
+    for n in lengths[2:]:
+        j = lengths.index(n)
+        out["mae"][n] = {m: _t(per_seed(lambda x, m=m, j=j: abs(x["predictions"][m][j] - x["measured"][j])))
+                         for m in methods}
+    prim = {m: per_seed(lambda x, m=m: abs(x["predictions"][m][li] - x["measured"][li])) for m in methods}
+    out["primary"] = {m: _t(v) for m, v in prim.items()}
+    out["primary_vs"] = {b: _t(np.subtract(prim["predictor"], prim[b])) for b in ("carry", "logistic", "gaussian")}
+    gm = {kind: per_seed(lambda x, kind=kind: np.mean([abs(x["gains"][m][kind] - x["gains"][m]["measured"])
+                                                      for m in INFERENCE_MAPS]))
+          for kind in ("predicted", "gaussian")}
+    gm["zero"] = per_seed(lambda x: np.mean([abs(x["gains"][m]["measured"]) for m in INFERENCE_MAPS]))
+    out["gain_mae"] = {k: _t(v) for k, v in gm.items()}
+    out["gain_vs"] = {b: _t(np.subtract(gm["predicted"], gm[b])) for b in ("zero", "gaussian")}
+    out["ranking_mae"] = _t(per_seed(lambda x: abs(x["ranking_correct"]["predicted"]
+                                                   - x["ranking_correct"]["measured"])))
+    out["dispersion_mae"] = _t(per_seed(lambda x: abs(x["dispersion_error"]["predicted"]
+                                                      - x["dispersion_error"]["measured"])))
+    return out
+
+
+def _fmt_t(d: dict) -> str:
+    if d["ci_low"] is None:
+        return f"{d['mean']:.3f}"
+    return f"{d['mean']:.3f} [{d['ci_low']:.3f}, {d['ci_high']:.3f}]"
+
+
+def render(res: dict) -> str:
+    """Markdown tables of :func:`analyze`'s result."""
+    lines = [f"kappa (fitted on {DEV_RECIPE}): measured {res['kappa']['measured']:.3f}, Gaussian "
+             f"{res['kappa']['gaussian']:.3f}; development MAE at N = 1024: measured "
+             f"{res['dev_mae_1024']['measured']:.3f} (kappa = 1: {res['dev_mae_1024_kappa1']['measured']:.3f}), "
+             f"Gaussian {res['dev_mae_1024']['gaussian']:.3f}. Seeds {res['seeds']}, cells {len(res['cells'])}, "
+             f"excluded {res['excluded'] or 'none'}.", "",
+             "| method | MAE at N = 1024 [95% t over seeds] | predictor - method |", "|---|---|---|"]
+    for m, d in res["primary"].items():
+        vs = _fmt_t(res["primary_vs"][m]) if m in res["primary_vs"] else ""
+        lines.append(f"| {m} | {_fmt_t(d)} | {vs} |")
+    lines += ["", "| N | " + " | ".join(res["primary"]) + " |", "|---" * (1 + len(res["primary"])) + "|"]
+    for n, row in res["mae"].items():
+        lines.append(f"| {n} | " + " | ".join(f"{row[m]['mean']:.3f}" for m in res["primary"]) + " |")
+    lines += ["", "| gains: method | MAE of the gain at N = 1024 | predicted - method |", "|---|---|---|"]
+    for k, d in res["gain_mae"].items():
+        vs = _fmt_t(res["gain_vs"][k]) if k in res["gain_vs"] else ""
+        lines.append(f"| {k} | {_fmt_t(d)} | {vs} |")
+    lines += ["", f"ranking-correct fraction at 1024, MAE: {_fmt_t(res['ranking_mae'])}; dispersion error, MAE: "
+              f"{_fmt_t(res['dispersion_mae'])}", ""]
+    lines += ["| cell | seed | tau | sigma | measured | predictor | carry | logistic | Gaussian | rank ok meas/pred | "
+              "disp. err meas/pred |", "|---" * 11 + "|"]
+    li = list(LENGTHS).index(PRIMARY_LENGTH)
+    for x in res["per_run"]:
+        cell = f"{x['task']} {x['encoding'] or ''} {x['recipe']}"
+        p = x["predictions"]
+        lines.append(f"| {cell} | {x['seed']} | {x['tau']:.3f} | {x['sigma']:.3f} | {x['measured'][li]:.3f} | "
+                     f"{p['predictor'][li]:.3f} | {p['carry'][li]:.3f} | {p['logistic'][li]:.3f} | "
+                     f"{p['gaussian'][li]:.3f} | {x['ranking_correct']['measured']:.3f} / "
+                     f"{x['ranking_correct']['predicted']:.3f} | {x['dispersion_error']['measured']:.3f} / "
+                     f"{x['dispersion_error']['predicted']:.3f} |")
+    lines += ["", "| cell | seed | " + " | ".join(f"{m} meas / pred / Gauss" for m in INFERENCE_MAPS) + " |",
+              "|---" * (2 + len(INFERENCE_MAPS)) + "|"]
+    for x in res["per_run"]:
+        cell = f"{x['task']} {x['encoding'] or ''} {x['recipe']}"
+        lines.append(f"| {cell} | {x['seed']} | " + " | ".join(
+            f"{x['gains'][m]['measured']:+.3f} / {x['gains'][m]['predicted']:+.3f} / {x['gains'][m]['gaussian']:+.3f}"
+            for m in INFERENCE_MAPS) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> int:
+    import argparse
+
+    from varsim._common.atomic import atomic_write_json, atomic_write_text
+
+    ap = argparse.ArgumentParser(prog="python -m varsim.experiments.prediction", description=__doc__.split("\n")[0])
+    ap.add_argument("step", choices=("train", "predict", "explore", "analyze"))
+    ap.add_argument("dir", help="checkpoint directory (one folder per run; predictions under DIR/predictions)")
+    ap.add_argument("--summary", default=str(Path(__file__).resolve().parents[1] / "figures" / "data" / "remedies"
+                                             / "summary.json"), help="the committed remedies summary")
+    ap.add_argument("--dev-only", action="store_true", help="analyze: the development runs only")
+    ap.add_argument("--explore-dir", help="explore: where the exploratory readout's records go")
+    args = ap.parse_args(argv)
+    if args.step == "train":
+        train_runs(args.dir)
+    elif args.step == "predict":
+        predict_runs(args.dir, args.summary)
+    elif args.step == "explore":
+        if not args.explore_dir:
+            ap.error("explore needs --explore-dir")
+        explore_runs(args.dir, args.explore_dir)
+    else:
+        res = analyze(args.dir, args.summary, dev_only=args.dev_only)
+        tag = "dev" if args.dev_only else "test"
+        atomic_write_json(Path(args.dir) / f"analysis_{tag}.json", res)
+        atomic_write_text(Path(args.dir) / f"analysis_{tag}.md", render(res))
+        print(render(res))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

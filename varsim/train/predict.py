@@ -1,0 +1,363 @@
+"""Predict a one-block softmax model's accuracy at long N, and each inference-time map's, from training lengths only.
+
+The account (issue 34; pre-registered in ``docs/experiments/prediction_preregistration.md``). The class is read from
+the query token's state, whose attention output in head ``h`` is ``w_c v_c + sum_{i != c} w_i v_i``. Two things go
+wrong as N grows:
+
+- **ranking**: a distractor's logit rises above the correct item's (``c`` is no longer the top of the best head);
+- **dispersion**: ``c`` stays on top but its weight ``w_c`` falls below what the readout needs. The rest of the
+  output is noise of variance proportional to ``S2 = sum_{i != c} w_i^2`` (THEORY: ``E[sum w^2]``), so
+
+      P(correct | c on top) = (1 - lapse) Phi((w_c - kappa tau) / (sigma sqrt(S2)))
+
+  and as ``S2`` vanishes with N this is a threshold on ``w_c`` (``lapse``: the readout's errors that no weight on
+  ``c`` repairs).
+
+Everything the prediction uses is measured on sets of exactly the training maximum ``n0`` (:func:`measure`):
+
+1. the best head ``h*`` of the (single) block: the largest mean weight on the correct item;
+2. the exact pre-softmax logit of ``h*`` for every item of ``n_sets`` measurement sets: in a one-block model without
+   positions an item's logit depends only on the item and the query, not on N (checked against the model's weights);
+3. ``tau, sigma, lapse``: the readout's requirement, by maximum likelihood on an intervention at ``n0``: every
+   head's logits multiplied by ``f`` in :data:`TEMPERATURES` (the ``logn`` map with ``n0' = n0^(1/f)``), which
+   lowers ``w_c`` and raises ``S2``, and whether the model still answers.
+
+:func:`simulate` then builds long sets from the measured items by the task's composition law (:data:`COMPOSITIONS`:
+argmax, the item of largest priority among N drawn from the pool; dictionary, the base example's pair and N - 1
+other items scored under its query), applies each weight map's NumPy reference (:func:`varsim.variants.weights`) to
+the best head's logits, and :meth:`Simulation.table` reads accuracy, the ranking-correct fraction and the dispersion
+error for a readout scale ``kappa``. ``gaussian=True`` replaces the measured logits by independent Gaussians of the
+same moments (the ablation of the pre-registration). Examples whose top item is wrong score the chance level.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from varsim._common.seeding import resolve_seed
+from varsim._common.validate import check_int
+
+__all__ = ["TEMPERATURES", "COMPOSITIONS", "TrainingLengthStats", "Simulation", "item_logits", "measure",
+           "fit_readout", "simulate", "predict", "readout_probability"]
+
+#: the intervention's logit factors at n0 (pre-registered)
+TEMPERATURES = (1.0, 0.75, 0.5, 0.35, 0.25, 0.18, 0.12, 0.08, 0.05)
+_SOFTMAX_MAPS = {"softmax": ("softmax", {})}
+
+
+@dataclass
+class TrainingLengthStats:
+    """What :func:`measure` reads from a model at its training maximum ``n0``.
+
+    ``items`` (P, D) the measurement sets' item states as the block sees them (P = n_sets n0); ``queries`` (n_sets, D)
+    the best head's query pulled back to token space and scaled (an item's logit is ``items[i] @ queries[e]``);
+    ``correct`` (n_sets,) the flat pool index of each set's correct item; ``item_set`` (P,) the set of each pool item;
+    ``priority``/``key`` (P,) the task's item fields the composition law reads (None where absent); ``query_key``
+    (n_sets,) the dictionary's query keys (None otherwise); ``tau, sigma, lapse`` the readout fit; ``accuracy_n0`` the
+    model's accuracy on the measurement sets; ``readout`` the intervention's per-example arrays."""
+
+    task: str
+    n0: int
+    chance: float
+    best_head: int
+    items: np.ndarray
+    queries: np.ndarray
+    correct: np.ndarray
+    item_set: np.ndarray
+    priority: np.ndarray | None
+    key: np.ndarray | None
+    query_key: np.ndarray | None
+    tau: float
+    sigma: float
+    lapse: float
+    accuracy_n0: float
+    readout: dict
+
+    def correct_logits(self) -> np.ndarray:
+        """(n_sets,) the correct item's logit in its own set."""
+        return np.einsum("ed,ed->e", self.items[self.correct], self.queries)
+
+    def distractor_logits(self) -> np.ndarray:
+        """The logits of every non-correct item of the measurement sets under its own set's query."""
+        own = np.einsum("pd,pd->p", self.items, self.queries[self.item_set])
+        keep = np.ones(own.size, dtype=bool)
+        keep[self.correct] = False
+        return own[keep]
+
+
+def _check_model(model, config) -> None:
+    """ValueError naming ``checkpoint`` for a model the account does not cover."""
+    mc = config.model
+    if getattr(mc, "architecture", "set_transformer") != "set_transformer" or type(model).__name__ != "Transformer":
+        raise ValueError(f"checkpoint: the predictor needs a set transformer, got architecture {mc.architecture!r}")
+    if mc.n_blocks != 1:
+        raise ValueError(f"checkpoint: the predictor needs one block (an item's logit must not depend on N), got "
+                         f"n_blocks={mc.n_blocks}")
+    if (mc.attention or "softmax") != "softmax":
+        raise ValueError(f"checkpoint: the predictor needs a softmax-trained model, got attention {mc.attention!r}")
+
+
+def item_logits(model, batch) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(z (B, H, N), u (B, H, D), items (B, N, D))``: the single block's exact pre-softmax logits of the query over
+    the items (``-inf`` at padding), without the key-bias term (the same for every item; softmax drops it), so that
+    ``softmax(z)`` is the model's weights and ``z[b, h, i] = items[b, i] @ u[b, h]``; ``u`` each head's query pulled
+    back to token space, scaled by ``1/sqrt(d_head)``; ``items`` the item states the block attends over."""
+    c, p = model.config, model.params
+    feats, keys_all, mask = model._inputs(batch, training=False)
+    x, _ = model._embed_forward(feats, keys_all)
+    h = (model._layernorm_forward("block0.ln1", x)[0] if c.pre_ln else x).astype(np.float64)
+    w_qkv, b_qkv = p["block0.attn.w_qkv"].astype(np.float64), p["block0.attn.b_qkv"].astype(np.float64)
+    d, nh = c.d_model, c.n_heads
+    dh = d // nh
+    q = h[:, 0] @ w_qkv[:, :d] + b_qkv[:d]  # (B, D)
+    wk = w_qkv[:, d:2 * d].reshape(d, nh, dh).transpose(1, 2, 0)  # (H, Dh, D)
+    u = np.einsum("bhk,hkd->bhd", q.reshape(-1, nh, dh), wk) / math.sqrt(dh)  # (B, H, D)
+    z = np.einsum("bhd,bnd->bhn", u, h[:, 1:])
+    return np.where(mask[:, None, :], z, -np.inf), u, h[:, 1:]
+
+
+def readout_probability(w_c, s2, tau: float, sigma: float, lapse: float = 0.0) -> np.ndarray:
+    """``(1 - lapse) Phi((w_c - tau) / (sigma sqrt(s2)))``, elementwise; the limit where ``s2 == 0`` (a step at tau)."""
+    from scipy.special import ndtr
+
+    w_c, s2 = np.asarray(w_c, dtype=np.float64), np.asarray(s2, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        z = (w_c - tau) / (sigma * np.sqrt(s2))
+    z = np.where(s2 > 0, z, np.where(w_c > tau, np.inf, -np.inf))
+    return (1.0 - lapse) * ndtr(z)
+
+
+def fit_readout(w_c, s2, hit) -> tuple[float, float, float]:
+    """Maximum-likelihood ``(tau, sigma, lapse)`` of ``P(hit) = (1 - lapse) Phi((w_c - tau) / (sigma sqrt(s2)))``:
+    tau in (0, 1), sigma > 0, lapse in (0, 1/2) (the readout's errors that no weight repairs); Nelder-Mead from a
+    3 x 3 grid of starts (tau, sigma), the best kept."""
+    from scipy.optimize import minimize
+    from scipy.special import expit, ndtr
+
+    w_c, s2 = np.asarray(w_c, dtype=np.float64), np.maximum(np.asarray(s2, dtype=np.float64), 1e-300)
+    y = np.asarray(hit, dtype=bool)
+    if y.all() or not y.any():
+        raise ValueError("hit: the readout fit needs both answered and missed examples")
+    root = np.sqrt(s2)
+
+    def unpack(theta):
+        return expit(theta[0]), math.exp(min(max(theta[1], -40.0), 40.0)), 0.5 * expit(theta[2])
+
+    def nll(theta):
+        tau, sigma, lapse = unpack(theta)
+        p = np.clip((1.0 - lapse) * ndtr((w_c - tau) / (sigma * root)), 1e-300, 1.0 - 1e-16)
+        return -(np.log(p[y]).sum() + np.log1p(-p[~y]).sum())
+
+    best = None
+    for t0 in (-2.0, 0.0, 2.0):
+        for s0 in (-2.0, 0.0, 2.0):
+            r = minimize(nll, np.array([t0, s0, -4.0]), method="Nelder-Mead",
+                         options={"xatol": 1e-7, "fatol": 1e-9, "maxiter": 4000})
+            if best is None or r.fun < best.fun:
+                best = r
+    return tuple(float(v) for v in unpack(best.x))
+
+
+def _weights_stats(w: np.ndarray, correct: np.ndarray):
+    """``w`` (B, N), ``correct`` (B,) -> (w_c, S2 over the other items, top is correct)."""
+    rows = np.arange(w.shape[0])
+    wc = w[rows, correct]
+    s2 = np.einsum("bn,bn->b", w, w) - wc * wc
+    top_ok = np.argmax(w, axis=1) == correct
+    return wc, np.maximum(s2, 0.0), top_ok
+
+
+def measure(model, config, *, n_sets: int = 2048, min_accuracy: float = 0.9, seed: int = 0,
+            rng=None) -> TrainingLengthStats:
+    """The training-length statistics of ``model`` (its run's ``config``, a :class:`varsim.train.TrainConfig`): module
+    docstring, steps 1-3. ValueError naming ``checkpoint`` for a model the account does not cover or one whose accuracy
+    at n0 is below ``min_accuracy`` (it has not learned the task at training length)."""
+    from varsim._common.seeding import child_generator
+    from varsim.tasks import chance_level, correct_item, make_batch
+
+    _check_model(model, config)
+    n_sets = check_int("n_sets", n_sets, minimum=16)
+    root = resolve_seed(seed, rng)
+    task, n0 = config.task, int(config.train_max)
+    batch = make_batch(task, n_sets, n0, child_generator(root, 0), **config.task_kwargs())
+    target = np.asarray(batch["target"])
+    correct = correct_item(task, batch)
+    z, u, items = item_logits(model, batch)
+    class_logits, weights = model.logits_and_weights(batch)
+    zs = z - z.max(axis=-1, keepdims=True)
+    soft = np.exp(zs) / np.exp(zs).sum(axis=-1, keepdims=True)
+    if not np.allclose(soft, weights, rtol=1e-3, atol=1e-5):  # the model may run in float32
+        raise ValueError("checkpoint: the model's weights are not a softmax of per-item logits (unsupported model)")
+    rows = np.arange(n_sets)
+    head = int(np.argmax(weights[rows, :, correct].mean(axis=0)))
+    hit = np.argmax(class_logits, axis=1) == target
+    acc = float(hit.mean())
+    if acc < min_accuracy:
+        raise ValueError(f"checkpoint: the model has not learned the task at its training length (accuracy {acc:.3f} "
+                         f"at N = {n0} < {min_accuracy})")
+    readout = {"f": [], "w_c": [], "s2": [], "top_ok": [], "hit": []}
+    for f in TEMPERATURES:
+        if f == 1.0:
+            lw, w = class_logits, weights
+        else:
+            lw, w = model.with_attention("logn", {"n0": float(n0) ** (1.0 / f), "clamp": False}).logits_and_weights(
+                batch)
+        wc, s2, top = _weights_stats(w[:, head], correct)
+        readout["f"].append(np.full(n_sets, f))
+        readout["w_c"].append(wc)
+        readout["s2"].append(s2)
+        readout["top_ok"].append(top)
+        readout["hit"].append(np.argmax(lw, axis=1) == target)
+    readout = {k: np.concatenate(v) for k, v in readout.items()}
+    ok = readout["top_ok"]
+    tau, sigma, lapse = fit_readout(readout["w_c"][ok], readout["s2"][ok], readout["hit"][ok])
+    d = items.shape[-1]
+    flat = items.reshape(-1, d)
+    item_set = np.repeat(rows, n0)
+    return TrainingLengthStats(
+        task=task, n0=n0, chance=float(chance_level(task, config.model.vocab)), best_head=head, items=flat,
+        queries=u[:, head], correct=rows * n0 + correct, item_set=item_set,
+        priority=np.asarray(batch["priority"]).reshape(-1) if "priority" in batch else None,
+        key=np.asarray(batch["key"]).reshape(-1) if "key" in batch else None,
+        query_key=np.asarray(batch["query"]) if "query" in batch else None,
+        tau=tau, sigma=sigma, lapse=lapse, accuracy_n0=acc, readout=readout)
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# Composition laws: a long set from the measured pool
+
+
+def _draw_without_replacement(rng, pool: int, m: int, n: int) -> np.ndarray:
+    """(m, n) pool indices, each row distinct."""
+    if n > pool:
+        raise ValueError(f"lengths: N = {n} needs more than the {pool} measured items (raise n_sets)")
+    return np.stack([rng.choice(pool, size=n, replace=False) for _ in range(m)])
+
+
+def _compose_argmax(stats: TrainingLengthStats, bases: np.ndarray, n: int, rng):
+    """N items of the pool; the correct one has the largest priority. -> (pool indices (m, n), correct column)."""
+    idx = _draw_without_replacement(rng, stats.items.shape[0], bases.size, n)
+    return idx, np.argmax(stats.priority[idx], axis=1)
+
+
+def _compose_dictionary(stats: TrainingLengthStats, bases: np.ndarray, n: int, rng):
+    """The base set's correct pair in column 0, then N - 1 pool items of other sets whose key is not the query."""
+    p = stats.items.shape[0]
+    idx = np.empty((bases.size, n), dtype=np.int64)
+    idx[:, 0] = stats.correct[bases]
+    for j, e in enumerate(bases):
+        row = rng.choice(p, size=n - 1, replace=False) if n > 1 else np.empty(0, np.int64)
+        bad = (stats.item_set[row] == e) | (stats.key[row] == stats.query_key[e])
+        while bad.any():
+            fresh = rng.choice(p, size=int(bad.sum()), replace=True)
+            row[bad] = fresh
+            bad = (stats.item_set[row] == e) | (stats.key[row] == stats.query_key[e])
+        idx[j, 1:] = row
+    return idx, np.zeros(bases.size, dtype=np.int64)
+
+
+#: task name -> composition law ``(stats, bases, n, rng) -> (pool indices (m, n), correct column (m,))``
+COMPOSITIONS = {"argmax": _compose_argmax, "dictionary": _compose_dictionary}
+
+
+@dataclass
+class Simulation:
+    """Per simulated set, per length and map: ``w_c``, ``s2``, ``top_ok`` (arrays (len(lengths), m)); read with
+    :meth:`table`."""
+
+    lengths: list
+    maps: dict
+    w_c: dict
+    s2: dict
+    top_ok: dict
+    tau: float
+    sigma: float
+    lapse: float
+    chance: float
+
+    def table(self, kappa: float = 1.0, *, readout: str = "top") -> dict:
+        """label -> {"accuracy", "ranking_correct", "dispersion_error"} (lists over lengths) at readout scale
+        ``kappa`` (the threshold ``kappa tau``). ``readout="top"``: the account above (an example whose top item is
+        wrong scores chance); ``"any"``: every example is read from its ``w_c`` and a failed read scores chance
+        (the exploratory variant of docs/experiments/prediction.md)."""
+        if readout not in ("top", "any"):
+            raise ValueError(f"readout must be 'top' or 'any', got {readout!r}")
+        out = {}
+        for label in self.maps:
+            top = self.top_ok[label]
+            p = readout_probability(self.w_c[label], self.s2[label], kappa * self.tau, self.sigma, self.lapse)
+            rank = top.mean(axis=1)
+            if readout == "top":
+                good = np.where(top, p, 0.0).mean(axis=1)
+                acc = good + (1.0 - rank) * self.chance
+            else:
+                good = np.where(top, p + (1.0 - p) * self.chance, 0.0).mean(axis=1)
+                acc = (p + (1.0 - p) * self.chance).mean(axis=1)
+            out[label] = {"accuracy": acc.tolist(), "ranking_correct": rank.tolist(),
+                          "dispersion_error": (rank - good).tolist()}
+        return out
+
+
+def simulate(stats: TrainingLengthStats, lengths, *, maps: dict | None = None, n_sim: int = 1024,
+             gaussian: bool = False, chunk: int = 32, seed: int = 0, rng=None) -> Simulation:
+    """Long sets at each N of ``lengths`` (each >= the training maximum n0) from ``stats``, each map's weights of the
+    best head: module docstring. ``maps``: label -> (weight map name, params) (default: softmax only)."""
+    from varsim._common.seeding import child_generator
+    from varsim.variants import weights as map_weights
+
+    maps = dict(_SOFTMAX_MAPS if maps is None else maps)
+    lengths = [check_int("lengths", n, minimum=1) for n in lengths]
+    if not lengths or min(lengths) < stats.n0:
+        raise ValueError(f"lengths must be >= the training maximum {stats.n0}, got {lengths}")
+    n_sim = check_int("n_sim", n_sim, minimum=1)
+    root = resolve_seed(seed, rng)
+    if not gaussian and stats.task not in COMPOSITIONS:
+        raise ValueError(f"checkpoint: no composition law for task {stats.task!r} (known: {', '.join(COMPOSITIONS)})")
+    if gaussian:
+        zc, zd = stats.correct_logits(), stats.distractor_logits()
+        mc, sc, md, sd = zc.mean(), zc.std(), zd.mean(), zd.std()
+    res = {k: {m: np.empty((len(lengths), n_sim)) for m in maps} for k in ("w_c", "s2")}
+    top = {m: np.empty((len(lengths), n_sim), dtype=bool) for m in maps}
+    n_sets = stats.queries.shape[0]
+    for li, n in enumerate(lengths):
+        g = child_generator(root, n)
+        bases_all = g.integers(0, n_sets, size=n_sim)
+        for start in range(0, n_sim, chunk):
+            bases = bases_all[start:start + chunk]
+            if gaussian:
+                z = g.normal(md, sd, size=(bases.size, n))
+                z[:, 0] = g.normal(mc, sc, size=bases.size)
+                col = np.zeros(bases.size, dtype=np.int64)
+            else:
+                idx, col = COMPOSITIONS[stats.task](stats, bases, n, g)
+                pool = stats.items @ stats.queries[bases].T  # (P, m): every pool item under each base's query
+                z = pool[idx, np.arange(bases.size)[:, None]]
+            for label, (name, params) in maps.items():
+                w = map_weights(name, z, **params)
+                wc, s2, ok = _weights_stats(w, col)
+                sl = slice(start, start + bases.size)
+                res["w_c"][label][li, sl], res["s2"][label][li, sl], top[label][li, sl] = wc, s2, ok
+    return Simulation(lengths=lengths, maps=maps, w_c=res["w_c"], s2=res["s2"], top_ok=top, tau=stats.tau,
+                      sigma=stats.sigma, lapse=stats.lapse, chance=stats.chance)
+
+
+def predict(checkpoint, lengths, *, maps: dict | None = None, kappa: float = 1.0, n_sets: int = 2048,
+            n_sim: int = 1024, seed: int = 0) -> dict:
+    """Load ``checkpoint`` (file or run directory), measure it at its training maximum and predict each map's accuracy,
+    ranking-correct fraction and dispersion error at ``lengths``. JSON-able."""
+    from varsim.train.checkpoint import load_checkpoint
+
+    model, config, _ = load_checkpoint(checkpoint)
+    _check_model(model, config)
+    lengths = [check_int("lengths", n, minimum=1) for n in lengths]
+    if not lengths or min(lengths) < config.train_max:
+        raise ValueError(f"lengths must be >= the training maximum {config.train_max}, got {lengths}")
+    stats = measure(model, config, n_sets=n_sets, seed=seed)
+    sim = simulate(stats, lengths, maps=maps, n_sim=n_sim, seed=seed)
+    return {"task": stats.task, "n0": stats.n0, "best_head": stats.best_head, "accuracy_n0": stats.accuracy_n0,
+            "tau": stats.tau, "sigma": stats.sigma, "lapse": stats.lapse, "kappa": kappa, "lengths": lengths,
+            "maps": {k: {"attention": v[0], "params": v[1]} for k, v in sim.maps.items()},
+            "prediction": sim.table(kappa)}
