@@ -85,8 +85,8 @@ def check_variant_in_figure(name: str) -> None:
         return
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(fig, "variant_specs", lambda: tuple(specs[k] for k in dict.fromkeys((BASELINE, name))))
-        mp.setitem(fig._SIZES, True, (np.array([16, 64]), 64, 4))
-        f = fig.draw(fig.compute(quick=True))
+        mp.setitem(fig._DENSE_POINTS, True, 4)
+        f = fig.draw(fig.compute(quick=True, n_min=16, n_max=64, sequences=64))
     v = get_variant(name)
     for ax in (ax for ax in f.axes if ax.get_title()):
         markers = {line.get_marker() for line in ax.get_lines()}
