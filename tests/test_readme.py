@@ -60,6 +60,8 @@ def _readme_claims() -> list[str]:
     decoder, constant = committed_summary("decoder"), committed_summary("decoder_constant")
     smollm2 = json.loads((data / "probe" / "smollm2.json").read_text())["layer_summary"][0]
     arm = json.loads((data / "kernel_check" / "summary.json").read_text())["conclusions"]
+    forecast = json.loads((root / "docs" / "experiments" / "prediction_data" / "analysis_test.json").read_text())
+    predicted = forecast["primary"]["predictor"]
     words = ("none", "one", "two", "three", "four", "five", "six")
 
     def rows(summary, **where):
@@ -96,6 +98,10 @@ def _readme_claims() -> list[str]:
         f"at N = 1024 ({len(nope)} of {len(nope)}\n  significant)",
         f"({len(gains)} of {len(gains)} within [{_signed(min(gains), 3)}, {_signed(max(gains), 3)}])",
         f"({significant(constant['primary']).replace(' significant', '')} significant)",
+        f"on {forecast['n_test']} held-out runs",
+        f"{predicted['mean']:.3f} [{predicted['ci_low']:.3f}, {predicted['ci_high']:.3f}]",
+        f"accuracies up to N = 64: {forecast['primary']['logistic']['mean']:.3f})",
+        f"maps' gains\n  to {forecast['gain_mae']['predicted']['mean']:.3f};",
         f"median slope {_signed(smollm2['median_slope_y2'], 2)}",
         f"slope of {_signed(smollm2['median_slope_std_iid'], 2)}",
         f"measured slope is {_signed(smollm2['median_slope_std'], 2)}",
