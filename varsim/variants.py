@@ -550,7 +550,9 @@ for _control in (
 
 #: the control registered as a name, or the weight map; an unknown name raises ``ValueError`` listing the valid ones
 get_control = CONTROLS.find
+"""The control named ``name``; ValueError naming the parameter for an unknown name."""
 get_variant = VARIANTS.find
+"""The attention weight map named ``name``; ValueError naming the parameter for an unknown name."""
 
 
 def check_params(name: str, params: dict | None = None, **kwargs) -> dict:
@@ -616,3 +618,4 @@ OUTPUT_NORMALIZATIONS.add(OutputNormalization(
     (Param("eps", "real", default=0.0, minimum=0.0, help="added to sum w^2 under the square root"),), ipr_norm,
 ))
 get_output_normalization = OUTPUT_NORMALIZATIONS.find
+"""The output normalization named ``name``; ValueError naming the parameter for an unknown name."""

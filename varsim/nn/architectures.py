@@ -42,7 +42,9 @@ class Architecture:
 #: name -> Architecture: ``register_architecture`` adds one (a name taken raises), ``get_architecture`` finds one
 ARCHITECTURES = Registry("architecture", kind=Architecture)
 register_architecture = ARCHITECTURES.add
+"""Add an :class:`Architecture` to :data:`ARCHITECTURES` under its name; a name already registered is refused."""
 get_architecture = ARCHITECTURES.find
+"""The architecture named ``name``; ValueError naming the parameter for an unknown name."""
 
 
 def build_model(config, seed=0, **kwargs):

@@ -177,6 +177,7 @@ def register_norm(norm: Normalization) -> Normalization:
 
 
 get_norm = NORMS.find
+"""The normalization named ``name``; ValueError naming the parameter for an unknown name."""
 
 
 _AFFINE = (("gamma", "ones"), ("beta", "zeros"))

@@ -51,7 +51,9 @@ class PositionEncoding:
 #: name -> PositionEncoding: ``register_positions`` adds one (a name taken raises), ``get_positions`` finds one
 POSITIONS = Registry("positions", what="positional encoding", kind=PositionEncoding)
 register_positions = POSITIONS.add
+"""Add a :class:`PositionEncoding` to :data:`POSITIONS` under its name; a name already registered is refused."""
 get_positions = POSITIONS.find
+"""The positional encoding named ``name``; ValueError naming the parameter for an unknown name."""
 
 
 register_positions(PositionEncoding("none", "no positional encoding (NoPE): only the causal mask orders tokens"))

@@ -192,6 +192,7 @@ def register_task(task: Task) -> Task:
 
 #: the registered task of a name; ValueError naming ``task`` and the choices otherwise
 get_task = TASK_REGISTRY.find
+"""The task named ``name``; ValueError naming the parameter for an unknown name."""
 
 
 def check_vocab_sizes(vocab: dict) -> dict:

@@ -34,7 +34,9 @@ class KeyEncoding:
 #: name -> KeyEncoding: ``register_key_encoding`` adds one (a name taken raises), ``get_key_encoding`` finds one
 KEY_ENCODINGS = Registry("key_encoding", what="key encoding", kind=KeyEncoding)
 register_key_encoding = KEY_ENCODINGS.add
+"""Add a key encoding to :data:`KEY_ENCODINGS` under its name; a name already registered is refused."""
 get_key_encoding = KEY_ENCODINGS.find
+"""The key encoding named ``name``; ValueError naming the parameter for an unknown name."""
 
 
 def binary_key_bits(key_vocab: int) -> int:
