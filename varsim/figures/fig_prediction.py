@@ -136,7 +136,7 @@ def draw(data: dict, ax=None, *, style=None, footer: bool = False):
         order = ["measured", *data["methods"], "chance", "primary"]
         _style.legend_below(fig, [handles[k] for k in order if k in handles], fontsize="small",
                             title=f"error: the predictor's |predicted - measured| at N = {data['primary_length']}"
-                                  f"{cell_words}{keys}; its one constant "
+                                  f"{cell_words}{keys}; the predictor's one constant "
                                   f"$\\kappa = {data['kappa']:g}$ was fitted on the development runs",
                             title_fontsize="small")
         _style.suptitle(fig, f"Accuracy vs N, measured and predicted from N = {data['train_max']} alone: the "
