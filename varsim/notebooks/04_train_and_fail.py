@@ -28,7 +28,7 @@
 # **Prerequisites.** Notebooks 1 and 2; what a training loop, a loss and a test accuracy are; the structure of
 # an attention layer (queries, keys, values).
 #
-# **Time.** About half a minute to run (the training takes most of it); 30 minutes with the exercises.
+# **Time.** About half a minute to run (the training takes most of it); 40 minutes with the exercises.
 #
 # **Task (argmax retrieval).** A set of $N$ items, each with a priority in $[0, 1)$ and a class label out of 10;
 # answer the label of the item with the largest priority. We train on sets of size 1 to `TRAIN_MAX` (16) and test
