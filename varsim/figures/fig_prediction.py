@@ -69,7 +69,7 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, sourc
         chosen = runs[pick_run(errors, run)]
         measured = np.asarray(chosen["measured"], dtype=float)
         spec = (st.get("recipes") or {}).get(recipe)
-        shared = len({e for t, e, _ in cells if t == task}) == 1  # one key encoding: named below, not in the title
+        shared = len({e for t, e, _ in cells if t == task}) == 1  # one key encoding: named in the legend
         words = task if shared or not encoding else f"{task} ({ENCODING_WORDS.get(encoding, f'{encoding} keys')})"
         panels.append({
             "task": task, "encoding": encoding, "recipe": recipe, "run_id": chosen["run_id"], "seed": chosen["seed"],
@@ -80,7 +80,9 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, sourc
             "error": {m: abs(chosen["predictions"][m][li] - measured[li]) for m in METHODS},
             "cell_errors": errors, "cell_seeds": [r["seed"] for r in runs],
         })
-    encodings = sorted({f"{t}: {ENCODING_WORDS.get(e, f'{e} keys')}" for t, e, _ in cells if e})
+    by_task = {t: {e for u, e, _ in cells if u == t} for t, _, _ in cells}  # a task's one key encoding, in words
+    encodings = sorted(f"{t}: {ENCODING_WORDS.get(e, f'{e} keys')}" for t, (e, *more) in by_task.items()
+                       if e and not more)
     return {"name": NAME, "quick": bool(quick), "smoke_test": False, "origin": src["origin"], "source": src["source"],
             "footer": src["footer"], "run": run, "lengths": lengths, "examples": summary["examples"],
             "primary_length": PRIMARY_LENGTH, "train_max": st["train"].get("train_max", lengths[0]),
