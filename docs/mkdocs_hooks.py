@@ -271,6 +271,7 @@ GALLERY_GROUPS = (
     ("Remedies", "remedies"),
     ("Real pretrained models", "probe"),
     ("Causal decoder", "decoder"),
+    ("Predicting long-N accuracy", "prediction"),
 )
 
 

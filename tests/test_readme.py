@@ -60,7 +60,7 @@ def _readme_claims() -> list[str]:
     decoder, constant = committed_summary("decoder"), committed_summary("decoder_constant")
     smollm2 = json.loads((data / "probe" / "smollm2.json").read_text())["layer_summary"][0]
     arm = json.loads((data / "kernel_check" / "summary.json").read_text())["conclusions"]
-    forecast = json.loads((root / "docs" / "experiments" / "prediction_data" / "analysis_test.json").read_text())
+    forecast = json.loads((data / "prediction" / "analysis_test.json").read_text())
     predicted = forecast["primary"]["predictor"]
     words = ("none", "one", "two", "three", "four", "five", "six")
 

@@ -49,9 +49,11 @@ def test_wheel_holds_the_figure_package_and_no_top_level_figures(wheel):
         assert module.replace(".", "/") + ".py" in names
     assert "varsim/figures/reproduction.py" in names and "varsim/cli/figures.py" in names
     from varsim.figures.decoder import COMMITTED_DIR as DECODER_DIR
+    from varsim.figures.prediction import COMMITTED_DIR as PREDICTION_DIR
     from varsim.figures.remedies import COMMITTED_DIR as REMEDIES_DIR
 
-    for sub, where in (("reproduction", COMMITTED_DIR), ("remedies", REMEDIES_DIR), ("decoder", DECODER_DIR)):
+    for sub, where in (("reproduction", COMMITTED_DIR), ("remedies", REMEDIES_DIR), ("decoder", DECODER_DIR),
+                       ("prediction", PREDICTION_DIR)):
         committed = sorted(p.name for p in where.glob("*")) if where.is_dir() else []
         for name in committed:
             assert f"varsim/figures/data/{sub}/{name}" in names

@@ -3,7 +3,8 @@
 Each figure module in :data:`FIGURES` provides
 
 - ``SOURCE`` (optional): the name of the data source it draws, a key of :data:`SOURCES` (``"reproduction"``,
-  ``"probe"``, ``"remedies"``, ``"decoder"``); a module without one computes its own data (simulator and theory);
+  ``"probe"``, ``"remedies"``, ``"decoder"``, ``"prediction"``); a module without one computes its own data (simulator
+  and theory);
 - ``compute(quick=False, seed=0, *, progress=False, source=None) -> dict``: runs the simulator and the theory (or
   reads ``source``, the object its ``SOURCE`` names, e.g. a :class:`varsim.figures.reproduction.ReproductionSource`)
   and returns plain data, including a ``footer`` saying where the numbers come from;
@@ -34,7 +35,9 @@ remedies run that ships with the package (``varsim/figures/data/remedies``), or 
 line on stderr and draws the others (naming one of them explicitly with ``--only`` is an error instead). The decoder
 figures (``fig_decoder_*``, :mod:`varsim.figures.decoder`) likewise, from ``varsim/figures/data/decoder`` or
 ``--decoder-results DIR [DIR ...]`` (``varsim reproduce DIR --preset decoder`` or ``decoder_constant`` directories, one
-per training recipe).
+per training recipe). The prediction figure (``fig_prediction``, :mod:`varsim.figures.prediction`) draws the committed
+analysis of the long-N accuracy predictor's pre-registered test (``varsim/figures/data/prediction``) with the measured
+accuracies of the committed remedies summary.
 
 Each figure's data is stored next to it as ``<name>.json``, so ``--replot`` redraws without recomputing. Importing
 this package loads neither Matplotlib nor NumPy.
@@ -71,6 +74,7 @@ FIGURES: dict[str, str] = {
     "fig_remedies_accuracy": "varsim.figures.fig_remedies_accuracy",
     "fig_decoder_primary": "varsim.figures.fig_decoder_primary",
     "fig_decoder_accuracy": "varsim.figures.fig_decoder_accuracy",
+    "fig_prediction": "varsim.figures.fig_prediction",
 }
 #: The data sources a figure module may name as its ``SOURCE``: name -> (module, class); :func:`make` builds each
 #: with ``cls.from_options(options)``, ``options`` being its own keyword arguments.
@@ -79,6 +83,7 @@ SOURCES: dict[str, tuple[str, str]] = {
     "probe": ("varsim.figures.probe", "ProbeSource"),
     "remedies": ("varsim.figures.remedies", "RemediesSource"),
     "decoder": ("varsim.figures.decoder", "DecoderSource"),
+    "prediction": ("varsim.figures.prediction", "PredictionSource"),
 }
 
 #: Where the figures go by default: ``figures/out`` under the current directory (the checkout's root, usually).

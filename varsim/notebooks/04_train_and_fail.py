@@ -21,12 +21,14 @@
 # * read the attention weights of a trained model, and explain why its weight on the correct item decays like
 #   $c/N$: the learned attention score separates the top item from the runner-up by a margin that itself shrinks
 #   like $1/N$;
-# * connect the failure to notebooks 1 and 2: the output becomes an average over more and more items.
+# * connect the failure to notebooks 1 and 2: the output becomes an average over more and more items;
+# * predict the long-N accuracy of the trained model from sets of its training length alone (`varsim.train.predict`),
+#   split into ranking and dispersion errors, and say where that prediction fails.
 #
 # **Prerequisites.** Notebooks 1 and 2; what a training loop, a loss and a test accuracy are; the structure of
 # an attention layer (queries, keys, values).
 #
-# **Time.** About half a minute to run (the training takes most of it); 30 minutes with the exercises.
+# **Time.** About half a minute to run (the training takes most of it); 40 minutes with the exercises.
 #
 # **Task (argmax retrieval).** A set of $N$ items, each with a priority in $[0, 1)$ and a class label out of 10;
 # answer the label of the item with the largest priority. We train on sets of size 1 to `TRAIN_MAX` (16) and test
@@ -39,9 +41,12 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 
+from varsim.figures import fig_prediction
+from varsim.figures.prediction import PredictionSource
 from varsim.nn.model import ModelConfig, parameter_shapes
 from varsim.tasks import make_batch
 from varsim.train import TrainConfig, evaluate, load_checkpoint, read_metrics, train
+from varsim.train.predict import measure, simulate
 
 # %% [markdown]
 # ## Parameters
@@ -159,7 +164,7 @@ else:
 # model's weight be close to $1/N$, or many times larger?
 
 # %%
-model, _, _ = load_checkpoint(run_dir)
+model, train_config, _ = load_checkpoint(run_dir)
 rng = np.random.default_rng(2)
 weight_on_correct = []
 for n in LENGTHS:
@@ -239,6 +244,94 @@ print(f"learned scale lambda = {slope:.1f}: predicted N x weight at long N = {c_
 if learned and LENGTHS[-1] >= 8 * max(slope, 1):
     # the approximation holds once N >> lambda (the best item no longer dominates) and up to the label noise
     assert 0.3 < LENGTHS[-1] * weight_on_correct[-1] / c_pred < 3
+
+# %% [markdown]
+# ## 5. Predict the failure from the training length alone
+# Sections 3 and 4 measured the failure on long sets. Could it have been predicted from sets of `TRAIN_MAX` items,
+# the only ones the model was trained on? varsim's predictor (`varsim.train.predict`, also `varsim predict
+# CHECKPOINT`) splits the errors at long $N$ in two:
+#
+# * **ranking errors**: a distractor's score overtakes the correct item's. In this one-block model an item's score
+#   depends on the item and the query only (section 4), so the scores can be measured on short sets; a long set is
+#   many items drawn from that measured pool, its best distractor scores higher the more there are (extreme values),
+#   and the correct item loses the top more often;
+# * **dispersion errors**: the correct item stays on top, but its weight $w_c$ falls (section 4's $c/N$) below what
+#   the readout needs. The readout is measured at $N =$ `TRAIN_MAX` by an intervention (every score multiplied by a
+#   factor $f \le 1$, which lowers $w_c$) and a fit of
+#   $P(\text{correct}) = (1 - \text{lapse})\,\Phi\big((w_c - \kappa\tau)/(\sigma\sqrt{S_2})\big)$, with
+#   $S_2 = \sum_{i \ne c} w_i^2$ the sum of squared weights of notebook 1: as it vanishes with $N$, the readout
+#   becomes a threshold, $w_c > \kappa\tau$.
+#
+# `measure` reads the model on 2048 sets of exactly `TRAIN_MAX` items (the best head, every item's score, $\tau$,
+# $\sigma$ and the lapse); `simulate` builds the long sets from the measured items and scores them with softmax, an
+# example whose top item is wrong at chance. $\kappa = 1$ takes the readout fit as it is; the predictor's
+# pre-registered test on 36 held-out models of the remedies grid fitted one constant, $\kappa = 0.5$, on other
+# models (its development runs) before it was tested.
+#
+# **Predict, then run.** The predictor never sees a set longer than `TRAIN_MAX`. Will its accuracy fall with the
+# measured one of section 3, too early, or too late?
+
+# %%
+long_lengths = [n for n in LENGTHS if n >= TRAIN_MAX]
+tables = {}  # kappa -> the predicted accuracy, ranking-correct fraction and dispersion error per length
+if learned and long_lengths:
+    pool_sets = max(2048, -(-2 * long_lengths[-1] // TRAIN_MAX))  # a pool of at least twice the longest set
+    try:
+        stats = measure(model, train_config, n_sets=pool_sets, seed=SEED)
+    except ValueError as exc:  # a model the account does not cover (e.g. below 0.9 accuracy on the measured sets)
+        print(f"the predictor does not cover this model: {exc}")
+    else:
+        print(f"measured at N = {TRAIN_MAX}: best head {stats.best_head}, accuracy {stats.accuracy_n0:.3f}, readout "
+              f"threshold tau = {stats.tau:.3f}, sigma = {stats.sigma:.3f}, lapse = {stats.lapse:.3f}")
+        sim = simulate(stats, long_lengths, n_sim=512, seed=SEED)
+        tables = {kappa: sim.table(kappa)["softmax"] for kappa in (1.0, 0.5)}
+if tables:
+    meas = np.array([a for n, a in zip(LENGTHS, ev["accuracy"]) if n >= TRAIN_MAX])
+    lo = np.array([a for n, a in zip(LENGTHS, ev["ci_low"]) if n >= TRAIN_MAX])
+    hi = np.array([a for n, a in zip(LENGTHS, ev["ci_high"]) if n >= TRAIN_MAX])
+    fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
+    axes[0].errorbar(long_lengths, meas, yerr=[meas - lo, hi - meas], fmt="ko", label="measured (section 3)")
+    for kappa, ls in ((1.0, "-"), (0.5, "--")):
+        axes[0].plot(long_lengths, tables[kappa]["accuracy"], ls, color="C0", label=f"predicted, kappa = {kappa:g}")
+    axes[0].axhline(0.1, color="k", lw=0.5, ls=":", label="chance (0.1)")
+    axes[0].set(xscale="log", xlabel="set size N", ylabel="test accuracy", ylim=(0, 1.05),
+                title=f"predicted from sets of N = {TRAIN_MAX} only")
+    axes[0].legend()
+    rank_err = 1 - np.array(tables[1.0]["ranking_correct"])
+    axes[1].plot(long_lengths, rank_err, "s-", color="C1", label="ranking: the top item is wrong")
+    axes[1].plot(long_lengths, tables[1.0]["dispersion_error"], "^-", color="C2",
+                 label="dispersion: top item right, readout fails")
+    axes[1].set(xscale="log", xlabel="set size N", ylabel="fraction of examples", ylim=(0, 1.05),
+                title="the predicted split (kappa = 1)")
+    axes[1].legend()
+    fig.tight_layout()
+    plt.show()
+    for i, n in enumerate(long_lengths):
+        print(f"N = {n:5d}: measured {meas[i]:.3f}, predicted {tables[1.0]['accuracy'][i]:.3f} (kappa = 1), "
+              f"{tables[0.5]['accuracy'][i]:.3f} (kappa = 0.5); top item wrong {rank_err[i]:.3f}")
+    for kappa, table in tables.items():  # fractions, and a threshold lowered by kappa < 1 fails fewer examples
+        assert all(0 <= v <= 1 for key in ("accuracy", "ranking_correct") for v in table[key])
+    assert all(a <= b + 1e-12 for a, b in zip(tables[0.5]["dispersion_error"], tables[1.0]["dispersion_error"]))
+else:
+    print("skipped: the predictor needs a model that learned the task and test lengths of at least TRAIN_MAX")
+
+# %% [markdown]
+# With the default parameters both curves fall where the measured accuracy falls, but $\kappa = 1$ falls too early
+# and, at the longest lengths, both predict about chance or less while the model still answers above it. The split
+# says why: at the longest lengths most errors are predicted to be ranking errors, which the account scores at
+# chance; but a wrong item on top often leaves the correct one a large weight, second to it, and the readout still
+# finds it. A lower threshold ($\kappa < 1$) hands some of those answers back as fewer dispersion errors, which is
+# why the fitted $\kappa$ came out below 1. The same comparison on the 36 held-out models of the pre-registered test
+# (the committed results; one panel per training recipe, its median run):
+
+# %%
+prediction = PredictionSource().load()  # the committed analysis and the remedies summary its measurements are from
+analysis, lengths = prediction["analysis"], prediction["summary"]["lengths"]
+for method, r in analysis["primary"].items():
+    print(f"{method:17s} MAE at N = 1024 over {len(analysis['per_run'])} held-out runs: {r['mean']:.3f} "
+          f"[{r['ci_low']:.3f}, {r['ci_high']:.3f}] (95% t over {r['n']} seeds)")
+fig_prediction.draw(fig_prediction.compute(source=PredictionSource()))
+plt.show()
 
 # %% [markdown]
 # ## Exercises
@@ -326,6 +419,42 @@ if learned and LENGTHS[-1] >= 8 * max(slope, 1):
 # ```
 #
 # </details>
+#
+# **Exercise 4.4 (the pre-registered test by hand).** The predictor's test compared the mean absolute error (MAE) at
+# $N = 1024$ of its predictions with those of three baselines fixed in advance: per seed first (the mean over the six
+# held-out cells of that seed), then the mean over the seeds. From the per-run data of section 5
+# (`analysis["per_run"]`: each run's `seed`, its `measured` accuracies and each method's `predictions`, at the
+# summary's `lengths`) recompute the MAE of the predictor and of the logistic baseline, and find the run where the
+# predictor errs most. Is that run in the figure above?
+#
+# <details><summary>Solution 4.4</summary>
+#
+# The two MAEs are the printed ones (0.046 and 0.160). The worst run (argmax, constant lr 1e-3, seed 2: 0.123 off)
+# is not drawn above, where each panel shows its cell's median run; `fig_prediction.compute(run="worst")` draws it.
+#
+# ```python
+# runs_44, i_44 = analysis["per_run"], lengths.index(1024)
+#
+#
+# def mae_44(method):
+#     by_seed = {}
+#     for r in runs_44:
+#         by_seed.setdefault(r["seed"], []).append(abs(r["predictions"][method][i_44] - r["measured"][i_44]))
+#     return float(np.mean([np.mean(errors) for errors in by_seed.values()]))
+#
+#
+# worst_44 = max(runs_44, key=lambda r: abs(r["predictions"]["predictor"][i_44] - r["measured"][i_44]))
+# print(f"MAE at N = 1024: predictor {mae_44('predictor'):.3f}, logistic {mae_44('logistic'):.3f}; worst run "
+#       f"{worst_44['run_id']}")
+# for method in ("predictor", "logistic"):
+#     assert abs(mae_44(method) - analysis["primary"][method]["mean"]) < 1e-12
+# assert mae_44("predictor") < mae_44("logistic")
+# shown_44 = {p["run_id"] for p in fig_prediction.compute(source=PredictionSource())["panels"]}
+# assert worst_44["run_id"] not in shown_44
+# assert worst_44["run_id"] in {p["run_id"] for p in fig_prediction.compute(run="worst")["panels"]}
+# ```
+#
+# </details>
 
 # %% [markdown]
 # ## Takeaways
@@ -337,3 +466,7 @@ if learned and LENGTHS[-1] >= 8 * max(slope, 1):
 # * The attention output becomes an average over more and more items: the vanishing variance of notebook 1, in a
 #   trained model.
 # * Sharpening with $N$ (a log-$N$ temperature) helps but does not stop the decay; notebook 5 compares the remedies.
+# * The failure can be predicted from the training length alone: the items' scores measured on short sets give the
+#   ranking errors at long $N$ (the best of ever more distractors), the readout measured by an intervention gives the
+#   dispersion errors. On 36 held-out models this beat every pre-registered baseline, though partly for a wrong
+#   reason: many "ranking errors" are still answered.
