@@ -172,6 +172,16 @@ def label_first_column(axes, text: str) -> None:
             a.set_ylabel(text)
 
 
+def label_last_row(axes, text: str) -> None:
+    """Set the x label of the axes in the last row of their grid (where a narrow style put them; an axes outside a
+    grid too) and clear the others'."""
+    import numpy as np
+
+    for a in np.ravel(axes):
+        spec = a.get_subplotspec()
+        a.set_xlabel(text if spec is None or spec.is_last_row() else "")
+
+
 def wrap_text(text: str, chars: int) -> str:
     """``text`` wrapped to lines of at most ``chars`` characters (its own line breaks kept), never inside a formula
     (``$...$``), an equation (``N = 1024`` stays on one line) or between a number and the word before it."""

@@ -15,10 +15,14 @@ from varsim.figures import figure_main
 
 from . import _style
 from .remedies import (
+    accuracy_band,
+    accuracy_fields,
     accuracy_line,
     chance_of,
     family_variants,
+    guide_lines,
     header,
+    log2_axis,
     panel_key,
     panels_of,
     variant_label,
@@ -46,9 +50,7 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, sourc
         p["chance"] = chance_of(st, p["task"])
         p["title"] = f"{position_label(p['architecture'])}, norm {p['norm']}"
     grid = [[next(p for p in panels if (p["architecture"], p["norm"]) == (a, n)) for a in positions] for n in norms]
-    return {"name": NAME, **header(src, quick), "recipe_label": src["recipe_label"], "seeds": st["seeds"],
-            "lengths": summary["lengths"],
-            "train_max": st["train"].get("train_max", 16), "confidence": summary.get("confidence", 0.95),
+    return {"name": NAME, **header(src, quick), "recipe_label": src["recipe_label"], **accuracy_fields(src),
             "primary_length": (st.get("primary") or {}).get("length"), "grid": grid}
 
 
@@ -64,22 +66,13 @@ def draw(data: dict, ax=None, *, style=None, footer: bool = False):
         for axrow, row in zip(axes, rows):
             for a, p in zip(axrow, row):
                 a.set_title(p["title"], fontsize="medium")
-                a.set_xscale("log", base=2)
-                _style.log2_ticks(a, float(n.min()), float(n.max()))
-                for ln in p["lines"]:  # the mean per N with its interval as a band
-                    (h,) = a.plot(n, _style.array(ln["mean"]), label=ln["label"], **ln["style"])
-                    handles.setdefault(ln["variant"], h)
-                    a.fill_between(n, _style.array(ln["ci_low"]), _style.array(ln["ci_high"]),
-                                   color=ln["style"]["color"], alpha=0.12, lw=0)
-                handles["chance"] = a.axhline(p["chance"], color="k", ls=":", lw=1.0, label="chance")
-                handles["train"] = a.axvline(data["train_max"], color="0.5", ls="--", lw=0.8,
-                                             label=f"longest training set ($N = {data['train_max']}$)")
+                log2_axis(a, data["lengths"])
+                for ln in p["lines"]:
+                    handles.setdefault(ln["variant"], accuracy_band(a, n, ln, ln["style"], ln["label"]))
+                handles.update(guide_lines(a, data["train_max"], p["chance"]))
                 a.set_ylim(0, 1.02)
-                spec = a.get_subplotspec()  # a narrow style may reflow the panels: label by where they landed
-                if spec is not None and spec.is_first_col():
-                    a.set_ylabel("test accuracy")
-                if spec is not None and spec.is_last_row():
-                    a.set_xlabel("set size $N$")
+        _style.label_first_column(axes, "test accuracy")
+        _style.label_last_row(axes, "set size $N$")
         guides = [handles.pop(k) for k in ("chance", "train") if k in handles]
         primary = (f"primary endpoint: the accuracy at N = {data['primary_length']}" if data.get("primary_length")
                    else None)

@@ -17,7 +17,16 @@ from __future__ import annotations
 from varsim.figures import figure_main
 
 from . import _style
-from .remedies import draw_gain, family_variants, header, significance_entries, variant_label, variant_style
+from .remedies import (
+    dodge,
+    draw_gain,
+    family_variants,
+    gain_entry,
+    gain_series,
+    header,
+    significance_entries,
+    variant_style,
+)
 
 NAME = "fig_decoder_primary"
 SOURCE = "decoder"  # the data it draws: a key of varsim.figures.SOURCES
@@ -53,12 +62,7 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, sourc
                 got = [rows.get((a, norm, v)) for a in positions]
                 if not any(got):
                     continue
-                kind, role = roles[v]
-                s = {"variant": v, "kind": kind, "role": role,
-                     **{k: [None if r is None else r[k] for r in got] for k in ("mean_diff", "ci_low", "ci_high", "n")}}
-                test = ("p_holm", "significant") if role == "remedy" else ("p_ttest", "behaves")
-                s.update({k: [None if r is None else r[k] for r in got] for k in test})
-                series.append(s)
+                series.append(gain_series(v, *roles[v], got))
             row.append({"norm": norm, "recipe": arm["recipe"], "recipe_label": arm["recipe_label"],
                         "n_comparisons": (summary.get("primary_endpoint") or {}).get("n_comparisons"),
                         "title": f"{arm['recipe_label']}; norm {norm}", "series": series})
@@ -72,14 +76,9 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, sourc
             "families": families, "grid": grid}
 
 
-def _dodge(j: int, k: int) -> float:
-    return (j - (k - 1) / 2) * SLOT / max(k, 1)
-
-
 def draw(data: dict, ax=None, *, style=None, footer: bool = False):
     """Rows: norms; columns: training recipes; x: positions; one legend below."""
     import numpy as np
-    from matplotlib.lines import Line2D
 
     conf = int(round(100 * data["confidence"]))
     x = np.arange(len(data["positions"]), dtype=float)
@@ -95,15 +94,10 @@ def draw(data: dict, ax=None, *, style=None, footer: bool = False):
                 a.axhline(0.0, color="k", lw=0.8)
                 for j, s in enumerate(p["series"]):
                     sty = variant_style(s["variant"], s["kind"], s["role"], data["families"])
-                    failed |= draw_gain(a, x + _dodge(j, len(p["series"])), s, sty, ms)
-                    handles.setdefault(s["variant"], (
-                        Line2D([], [], color=sty["color"], ls="none", marker=sty["marker"], ms=ms,
-                               mew=1.5 if s["role"] != "remedy" else 1.0),
-                        variant_label(s["variant"], s["kind"], s["role"])))
+                    failed |= draw_gain(a, x + dodge(j, len(p["series"]), SLOT), s, sty, ms)
+                    handles.setdefault(s["variant"], gain_entry(s, sty, ms))
                 _style.categories(a, [q["label"] for q in data["positions"]])
-                spec = a.get_subplotspec()
-                if spec is None or spec.is_last_row():
-                    a.set_xlabel("positional encoding")
+        _style.label_last_row(axes, "positional encoding")
         _style.label_first_column(axes, f"gain over softmax\nat N = {data['length']}")
         entries = [*handles.values(), *significance_entries(data["alpha"], failed)]
         family = rows[0][0]["n_comparisons"]

@@ -17,10 +17,13 @@ from . import _style
 from .params import Param, resolve
 from .remedies import (
     FAMILIES,
+    accuracy_band,
+    accuracy_fields,
     accuracy_line,
     chance_of,
     family_variants,
     groups_by_key,
+    guide_lines,
     header,
     log2_axis,
     panel_key,
@@ -64,18 +67,14 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, sourc
             if g is None or "accuracy" not in g:
                 continue
             p["lines"].append(accuracy_line(g))
-    return {"name": NAME, **header(src, quick), "seeds": st["seeds"], "lengths": summary["lengths"],
-            "train_max": st["train"].get("train_max", 16), "confidence": summary["confidence"],
-            "recipe": chosen, "recipe_label": recipes[chosen]["label"], "families": families, "panels": panels}
+    return {"name": NAME, **header(src, quick), **accuracy_fields(src), "recipe": chosen,
+            "recipe_label": recipes[chosen]["label"], "families": families, "panels": panels}
 
 
 def draw(data: dict, ax=None, *, style=None, footer: bool = False):
     """Rows: trained remedies, inference-only maps (each with softmax and the oracle); columns: task and key
     encoding; one legend below."""
-    import numpy as np
-
-    A = _style.array
-    n = A(data["lengths"])
+    n = _style.array(data["lengths"])
     conf = int(round(100 * data["confidence"]))
     fams = [(k, words) for k, words in FAMILIES if data["families"].get(k)]
     with _style.style(style):
@@ -90,19 +89,12 @@ def draw(data: dict, ax=None, *, style=None, footer: bool = False):
                     if ln["role"] == "remedy" and ln["kind"] != kind:
                         continue
                     sty = variant_style(ln["variant"], ln["kind"], ln["role"], data["families"])
-                    (h,) = a.plot(n, A(ln["mean"]), color=sty["color"], ls=sty["ls"], marker=sty["marker"],
-                                  label=variant_label(ln["variant"], ln["kind"], ln["role"]),
-                                  lw=1.2 if ln["role"] == "positive_control" else None)
-                    a.fill_between(n, A(ln["ci_low"]), A(ln["ci_high"]), color=sty["color"], alpha=0.12, lw=0)
+                    h = accuracy_band(a, n, ln, sty, variant_label(ln["variant"], ln["kind"], ln["role"]),
+                                      lw=1.2 if ln["role"] == "positive_control" else None)
                     handles.setdefault(ln["variant"], h)
-                handles["chance"] = a.axhline(p["chance"], color="k", ls=":", lw=1.0, label="chance")
-                handles["train"] = a.axvline(data["train_max"], color="0.5", ls="--", lw=0.8,
-                                             label=f"longest training set ($N = {data['train_max']}$)")
+                handles.update(guide_lines(a, data["train_max"], p["chance"]))
                 a.set_ylim(0, 1.02)
-        for a in np.ravel(axes):
-            spec = a.get_subplotspec()
-            if spec is not None and not spec.is_last_row():
-                a.set_xlabel("")
+        _style.label_last_row(axes, "set size $N$")
         _style.label_first_column(axes, "test accuracy")
         guides = [handles.pop(k) for k in ("chance", "train")]
         ceilings = [h for v, h in handles.items() if any(ln["variant"] == v and ln["role"] == "positive_control"

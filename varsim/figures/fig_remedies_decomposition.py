@@ -18,8 +18,10 @@ from varsim.figures import figure_main
 
 from . import _style
 from .remedies import (
+    accuracy_fields,
     family_variants,
     groups_by_key,
+    guide_lines,
     header,
     log2_axis,
     panel_key,
@@ -44,10 +46,9 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, sourc
     """Per (task, key encoding) x recipe: softmax's ranking and dispersion errors per N and the sharpening maps'
     error (1 - accuracy) with its interval."""
     src = source_of(quick, source)
-    summary, st = src["summary"], src["settings"]
+    summary = src["summary"]
     groups = groups_by_key(summary)
     recipes = recipes_of(summary)
-    lengths = summary["lengths"]
     rows = []
     for p in panels_of(summary):
         cells = []
@@ -70,14 +71,12 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, sourc
                                       "ci_high": [1.0 - a for a in acc["ci_low"]]})
             cells.append(cell)
         rows.append({**p, "cells": cells})
-    return {"name": NAME, **header(src, quick), "seeds": st["seeds"], "lengths": lengths,
-            "train_max": st["train"].get("train_max", 16), "confidence": summary["confidence"],
-            "families": family_variants(summary), "rows": rows}
+    return {"name": NAME, **header(src, quick), **accuracy_fields(src), "families": family_variants(summary),
+            "rows": rows}
 
 
 def draw(data: dict, ax=None, *, style=None, footer: bool = False):
     """Rows: task and key encoding; columns: recipe; one legend below."""
-    import numpy as np
     from matplotlib.patches import Patch
 
     A = _style.array
@@ -111,15 +110,11 @@ def draw(data: dict, ax=None, *, style=None, footer: bool = False):
                     (h,) = a.plot(n, A(ln["error"]), color=sty["color"], ls=sty["ls"], marker=sty["marker"],
                                   label=f"error left after {label}")
                     handles.setdefault(ln["variant"], h)
-                handles["train"] = a.axvline(data["train_max"], color="0.5", ls="--", lw=0.8,
-                                             label=f"longest training set ($N = {data['train_max']}$)")
+                handles.update(guide_lines(a, data["train_max"]))
             for a in axrow[len(row["cells"]):]:
                 a.set_visible(False)
         _style.label_first_column(axes, "error rate")
-        for a in np.ravel(axes):
-            spec = a.get_subplotspec()
-            if spec is not None and not spec.is_last_row():
-                a.set_xlabel("")
+        _style.label_last_row(axes, "set size $N$")
         order = ["ranking_error", "dispersion_error", "total", *(v for v in handles if v not in
                                                                  ("ranking_error", "dispersion_error", "total",
                                                                   "train")), "train"]

@@ -20,8 +20,11 @@ from . import _style
 from .remedies import (
     FAIL_COLOR,
     FAMILIES,
+    dodge,
     draw_gain,
     family_variants,
+    gain_entry,
+    gain_series,
     header,
     panel_key,
     panels_of,
@@ -60,23 +63,10 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, sourc
             got = [rows.get((key, r["key"], v)) for r in recipes]
             if not any(got):
                 continue
-            kind, role = roles[v]
-            s = {"variant": v, "kind": kind, "role": role,
-                 **{k: [None if r is None else r[k] for r in got] for k in ("mean_diff", "ci_low", "ci_high", "n")}}
-            if role == "remedy":
-                s["p_holm"] = [None if r is None else r["p_holm"] for r in got]
-                s["significant"] = [None if r is None else r["significant"] for r in got]
-            else:
-                s["p_ttest"] = [None if r is None else r["p_ttest"] for r in got]
-                s["behaves"] = [None if r is None else r["behaves"] for r in got]
-            p["series"].append(s)
+            p["series"].append(gain_series(v, *roles[v], got))
     return {"name": NAME, **header(src, quick), "seeds": st["seeds"], "length": ep["length"],
             "alpha": summary["alpha"], "confidence": summary["confidence"], "correction": ep["correction"],
             "recipes": recipes, "families": families, "panels": panels}
-
-
-def _dodge(j: int, k: int) -> float:
-    return (j - (k - 1) / 2) * SLOT / max(k, 1)
 
 
 def draw(data: dict, ax=None, *, style=None, footer: bool = False):
@@ -116,15 +106,10 @@ def draw(data: dict, ax=None, *, style=None, footer: bool = False):
                 dodged = nulls + mine
                 for j, s in enumerate(dodged):
                     sty = variant_style(s["variant"], s["kind"], s["role"], data["families"])
-                    failed |= draw_gain(a, x + _dodge(j, len(dodged)), s, sty, ms)
-                    handles.setdefault(s["variant"], (
-                        Line2D([], [], color=sty["color"], ls="none", marker=sty["marker"], ms=ms,
-                               mew=1.5 if s["role"] != "remedy" else 1.0),
-                        variant_label(s["variant"], s["kind"], s["role"])))
+                    failed |= draw_gain(a, x + dodge(j, len(dodged), SLOT), s, sty, ms)
+                    handles.setdefault(s["variant"], gain_entry(s, sty, ms))
                 _style.categories(a, ticks)
-        for a in np.ravel(axes):
-            spec = a.get_subplotspec()
-            a.set_xlabel("training recipe" if spec is None or spec.is_last_row() else "")
+        _style.label_last_row(axes, "training recipe")
         _style.label_first_column(axes, f"gain over softmax\nat N = {data['length']}")
         order = [v for k, _ in fams for v in data["families"][k]]
         entries = [handles[v] for v in order if v in handles] + [h for v, h in handles.items() if v not in order]

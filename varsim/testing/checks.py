@@ -394,12 +394,8 @@ def assert_variance_matches(attention_fn, expected, n, **options) -> list[CheckR
     Returns
     -------
     list of CheckResult
-        The results, when every length passes.
-
-    Raises
-    ------
-    AssertionError
-        When any length fails, with a message that says where and how to reproduce it.
+        The results, when every length passes (else ``AssertionError``, with a message that says where and how to
+        reproduce it).
 
     See Also
     --------
