@@ -13,21 +13,7 @@ from __future__ import annotations
 
 from varsim.figures import figure_main
 
-from . import _style
-from .remedies import (
-    accuracy_band,
-    accuracy_fields,
-    accuracy_line,
-    chance_of,
-    family_variants,
-    guide_lines,
-    header,
-    log2_axis,
-    panel_key,
-    panels_of,
-    variant_label,
-    variant_style,
-)
+from . import _style, remedies
 
 NAME = "fig_decoder_accuracy"
 SOURCE = "decoder"  # the data it draws: a key of varsim.figures.SOURCES
@@ -39,19 +25,20 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, sourc
 
     src = (source if source is not None else DecoderSource(None, quick=quick)).load()
     summary, st = src["summary"], src["settings"]
-    panels = panels_of(summary)
+    panels = remedies.panels_of(summary)
     positions = [a for a in st["architectures"] if any(p["architecture"] == a for p in panels)]
     norms = [n for n in st["norms"] if any(p["norm"] == n for p in panels)]
-    families = family_variants(summary)
+    families = remedies.family_variants(summary)
     for p in panels:
-        p["lines"] = [{**accuracy_line(g), "style": variant_style(g["variant"], g["kind"], g["role"], families),
-                       "label": variant_label(g["variant"], g["kind"], g["role"])}
-                      for g in summary["groups"] if panel_key(g) == panel_key(p) and "accuracy" in g]
-        p["chance"] = chance_of(st, p["task"])
+        p["lines"] = [{**remedies.accuracy_line(g),
+                       "style": remedies.variant_style(g["variant"], g["kind"], g["role"], families),
+                       "label": remedies.variant_label(g["variant"], g["kind"], g["role"])}
+                      for g in summary["groups"] if remedies.panel_key(g) == remedies.panel_key(p) and "accuracy" in g]
+        p["chance"] = remedies.chance_of(st, p["task"])
         p["title"] = f"{position_label(p['architecture'])}, norm {p['norm']}"
     grid = [[next(p for p in panels if (p["architecture"], p["norm"]) == (a, n)) for a in positions] for n in norms]
-    return {"name": NAME, **header(src, quick), "recipe_label": src["recipe_label"], **accuracy_fields(src),
-            "primary_length": (st.get("primary") or {}).get("length"), "grid": grid}
+    return {"name": NAME, **remedies.header(src, quick), "recipe_label": src["recipe_label"],
+            **remedies.accuracy_fields(src), "primary_length": (st.get("primary") or {}).get("length"), "grid": grid}
 
 
 def draw(data: dict, ax=None, *, style=None, footer: bool = False):
@@ -66,10 +53,10 @@ def draw(data: dict, ax=None, *, style=None, footer: bool = False):
         for axrow, row in zip(axes, rows):
             for a, p in zip(axrow, row):
                 a.set_title(p["title"], fontsize="medium")
-                log2_axis(a, data["lengths"])
+                remedies.log2_axis(a, data["lengths"])
                 for ln in p["lines"]:
-                    handles.setdefault(ln["variant"], accuracy_band(a, n, ln, ln["style"], ln["label"]))
-                handles.update(guide_lines(a, data["train_max"], p["chance"]))
+                    handles.setdefault(ln["variant"], remedies.accuracy_band(a, n, ln, ln["style"], ln["label"]))
+                handles.update(remedies.guide_lines(a, data["train_max"], p["chance"]))
                 a.set_ylim(0, 1.02)
         _style.label_first_column(axes, "test accuracy")
         _style.label_last_row(axes, "set size $N$")

@@ -16,17 +16,7 @@ from __future__ import annotations
 
 from varsim.figures import figure_main
 
-from . import _style
-from .remedies import (
-    dodge,
-    draw_gain,
-    family_variants,
-    gain_entry,
-    gain_series,
-    header,
-    significance_entries,
-    variant_style,
-)
+from . import _style, remedies
 
 NAME = "fig_decoder_primary"
 SOURCE = "decoder"  # the data it draws: a key of varsim.figures.SOURCES
@@ -47,7 +37,7 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, sourc
         raise ValueError(f"decoder_results: {first['source']} has no pre-registered primary endpoint")
     positions = list(st["architectures"])
     norms = list(st["norms"])
-    families = family_variants(first["summary"])
+    families = remedies.family_variants(first["summary"])
     grid = []
     for norm in norms:
         row = []
@@ -62,12 +52,12 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, sourc
                 got = [rows.get((a, norm, v)) for a in positions]
                 if not any(got):
                     continue
-                series.append(gain_series(v, *roles[v], got))
+                series.append(remedies.gain_series(v, *roles[v], got))
             row.append({"norm": norm, "recipe": arm["recipe"], "recipe_label": arm["recipe_label"],
                         "n_comparisons": (summary.get("primary_endpoint") or {}).get("n_comparisons"),
                         "title": f"{arm['recipe_label']}; norm {norm}", "series": series})
         grid.append(row)
-    head = header(first, quick)
+    head = remedies.header(first, quick)
     head["footer"] = "; ".join(a["footer"] for a in arms)
     head["smoke_test"] = any(bool(a["smoke_test"]) for a in arms)
     return {"name": NAME, **head, "seeds": st["seeds"], "length": ep["length"],
@@ -93,13 +83,13 @@ def draw(data: dict, ax=None, *, style=None, footer: bool = False):
                 a.set_title(p["title"], fontsize="medium")
                 a.axhline(0.0, color="k", lw=0.8)
                 for j, s in enumerate(p["series"]):
-                    sty = variant_style(s["variant"], s["kind"], s["role"], data["families"])
-                    failed |= draw_gain(a, x + dodge(j, len(p["series"]), SLOT), s, sty, ms)
-                    handles.setdefault(s["variant"], gain_entry(s, sty, ms))
+                    sty = remedies.variant_style(s["variant"], s["kind"], s["role"], data["families"])
+                    failed |= remedies.draw_gain(a, x + remedies.dodge(j, len(p["series"]), SLOT), s, sty, ms)
+                    handles.setdefault(s["variant"], remedies.gain_entry(s, sty, ms))
                 _style.categories(a, [q["label"] for q in data["positions"]])
         _style.label_last_row(axes, "positional encoding")
         _style.label_first_column(axes, f"gain over softmax\nat N = {data['length']}")
-        entries = [*handles.values(), *significance_entries(data["alpha"], failed)]
+        entries = [*handles.values(), *remedies.significance_entries(data["alpha"], failed)]
         family = rows[0][0]["n_comparisons"]
         _style.legend_below(fig, [h for h, _ in entries], [t for _, t in entries], fontsize="small",
                             title=f"filled: significant after Holm over each recipe's {family} comparisons; "

@@ -13,26 +13,8 @@ from __future__ import annotations
 
 from varsim.figures import figure_main
 
-from . import _style
+from . import _style, remedies
 from .params import Param, resolve
-from .remedies import (
-    FAMILIES,
-    accuracy_band,
-    accuracy_fields,
-    accuracy_line,
-    chance_of,
-    family_variants,
-    groups_by_key,
-    guide_lines,
-    header,
-    log2_axis,
-    panel_key,
-    panels_of,
-    recipes_of,
-    source_of,
-    variant_label,
-    variant_style,
-)
 
 NAME = "fig_remedies_accuracy"
 SOURCE = "remedies"  # the data it draws: a key of varsim.figures.SOURCES
@@ -48,26 +30,26 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, sourc
     """Per (task, key encoding), at ``recipe`` (default :data:`RECIPE`, else the grid's first): accuracy vs N of
     softmax, every remedy and the positive controls, with intervals."""
     recipe = resolve(PARAMS, quick, recipe=recipe)["recipe"]
-    src = source_of(quick, source)
+    src = remedies.source_of(quick, source)
     summary, st = src["summary"], src["settings"]
-    recipes = {r["key"]: r for r in recipes_of(summary)}
+    recipes = {r["key"]: r for r in remedies.recipes_of(summary)}
     if recipe is not None and recipe not in recipes:
         raise ValueError(f"recipe {recipe!r}: expected one of {', '.join(recipes)}")
     chosen = recipe or (RECIPE if RECIPE in recipes else next(iter(recipes)))
-    groups = groups_by_key(summary)
-    families = family_variants(summary)
-    wanted = ["softmax", *(v for k, _ in FAMILIES for v in families[k])]
+    groups = remedies.groups_by_key(summary)
+    families = remedies.family_variants(summary)
+    wanted = ["softmax", *(v for k, _ in remedies.FAMILIES for v in families[k])]
     wanted += list(dict.fromkeys(g["variant"] for g in summary["groups"] if g["role"] == "positive_control"))
-    panels = panels_of(summary)
+    panels = remedies.panels_of(summary)
     for p in panels:
-        p["chance"] = chance_of(st, p["task"])
+        p["chance"] = remedies.chance_of(st, p["task"])
         p["lines"] = []
         for v in wanted:
-            g = groups.get((panel_key(p), chosen, v))
+            g = groups.get((remedies.panel_key(p), chosen, v))
             if g is None or "accuracy" not in g:
                 continue
-            p["lines"].append(accuracy_line(g))
-    return {"name": NAME, **header(src, quick), **accuracy_fields(src), "recipe": chosen,
+            p["lines"].append(remedies.accuracy_line(g))
+    return {"name": NAME, **remedies.header(src, quick), **remedies.accuracy_fields(src), "recipe": chosen,
             "recipe_label": recipes[chosen]["label"], "families": families, "panels": panels}
 
 
@@ -76,7 +58,7 @@ def draw(data: dict, ax=None, *, style=None, footer: bool = False):
     encoding; one legend below."""
     n = _style.array(data["lengths"])
     conf = int(round(100 * data["confidence"]))
-    fams = [(k, words) for k, words in FAMILIES if data["families"].get(k)]
+    fams = [(k, words) for k, words in remedies.FAMILIES if data["families"].get(k)]
     with _style.style(style):
         fig, axes = _style.subplots(len(fams), len(data["panels"]), ax=ax, style=style, width=3.6, height=3.1,
                                     sharex=True, sharey=True)
@@ -84,15 +66,16 @@ def draw(data: dict, ax=None, *, style=None, footer: bool = False):
         for (kind, words), axrow in zip(fams, axes):
             for a, p in zip(axrow, data["panels"]):
                 a.set_title(f"{p['title']}: {words}")
-                log2_axis(a, data["lengths"])
+                remedies.log2_axis(a, data["lengths"])
                 for ln in p["lines"]:
                     if ln["role"] == "remedy" and ln["kind"] != kind:
                         continue
-                    sty = variant_style(ln["variant"], ln["kind"], ln["role"], data["families"])
-                    h = accuracy_band(a, n, ln, sty, variant_label(ln["variant"], ln["kind"], ln["role"]),
-                                      lw=1.2 if ln["role"] == "positive_control" else None)
+                    sty = remedies.variant_style(ln["variant"], ln["kind"], ln["role"], data["families"])
+                    label = remedies.variant_label(ln["variant"], ln["kind"], ln["role"])
+                    h = remedies.accuracy_band(a, n, ln, sty, label,
+                                               lw=1.2 if ln["role"] == "positive_control" else None)
                     handles.setdefault(ln["variant"], h)
-                handles.update(guide_lines(a, data["train_max"], p["chance"]))
+                handles.update(remedies.guide_lines(a, data["train_max"], p["chance"]))
                 a.set_ylim(0, 1.02)
         _style.label_last_row(axes, "set size $N$")
         _style.label_first_column(axes, "test accuracy")
