@@ -294,6 +294,17 @@ def legend_below(fig, handles, labels=None, *, ncol=None, **kw):
     return legend
 
 
+def computed_data(name: str, seed: int, quick: bool, fields: dict, out=None, *,
+                  smoke_reason: str = "few sequences, short N range") -> dict:
+    """The data of a figure computed here and now: its name, mode and seed, ``fields``, the footer
+    (:func:`computed_footer`) and what makes a quick run a smoke test; written to ``out`` (a JSON path) when given."""
+    data = {"name": name, "quick": bool(quick), "seed": int(seed), **fields, "footer": computed_footer(seed, quick),
+            "smoke_reason": smoke_reason}
+    if out is not None:
+        write_data(out, data)
+    return data
+
+
 def computed_footer(seed: int, quick: bool) -> str:
     """Footer of a figure computed here and now: package version, commit, seed and mode."""
     from varsim._common.provenance import provenance
