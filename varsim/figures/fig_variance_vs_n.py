@@ -33,12 +33,8 @@ _FULL = {False: (2 ** np.arange(4, 9), 10_000), True: (np.array([16, 64]), 500)}
 
 
 def _series(result) -> dict:
-    return {
-        "n": result.n,
-        "var": result.var,
-        "var_se": result.var_se,
-        "sequences": result.sequences,
-    }
+    """The fields of a simulation result that a curve of the figure keeps."""
+    return {k: getattr(result, k) for k in ("n", "var", "var_se", "sequences")}
 
 
 #: the parameters of :func:`compute` (``varsim figures --only fig_variance_vs_n --param name=value``)
