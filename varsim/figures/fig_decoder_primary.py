@@ -89,11 +89,10 @@ def draw(data: dict, ax=None, *, style=None, footer: bool = False):
                 _style.categories(a, [q["label"] for q in data["positions"]])
         _style.label_last_row(axes, "positional encoding")
         _style.label_first_column(axes, f"gain over softmax\nat N = {data['length']}")
-        entries = [*handles.values(), *remedies.significance_entries(data["alpha"], failed)]
         family = rows[0][0]["n_comparisons"]
-        _style.legend_below(fig, [h for h, _ in entries], [t for _, t in entries], fontsize="small",
-                            title=f"filled: significant after Holm over each recipe's {family} comparisons; "
-                                  "the null control must sit at 0", title_fontsize="small")
+        remedies.gain_legend(fig, list(handles.values()), data["alpha"], failed,
+                             f"filled: significant after Holm over each recipe's {family} comparisons; the null "
+                             "control must sit at 0")
         _style.suptitle(fig, f"Causal decoder, primary endpoint: accuracy gain over softmax at N = {data['length']} "
                         f"(mean, {conf}% t interval, {data['seeds']} paired seeds)")
         return _style.finish(fig, data, footer=footer)

@@ -96,10 +96,8 @@ def draw(data: dict, ax=None, *, style=None, footer: bool = False):
         _style.label_first_column(axes, f"gain over softmax\nat N = {data['length']}")
         order = [v for k, _ in fams for v in data["families"][k]]
         entries = [handles[v] for v in order if v in handles] + [h for v, h in handles.items() if v not in order]
-        entries += remedies.significance_entries(data["alpha"], failed)
-        _style.legend_below(fig, [h for h, _ in entries], [t for _, t in entries], fontsize="small",
-                            title=f"filled: significant after {data['correction']}; grey: the controls",
-                            title_fontsize="small")
+        remedies.gain_legend(fig, entries, data["alpha"], failed,
+                             f"filled: significant after {data['correction']}; grey: the controls")
         _style.suptitle(fig, f"Primary endpoint: accuracy gain over softmax at N = {data['length']} per training "
                         f"recipe (mean, {conf}% t interval, {data['seeds']} paired seeds)")
         return _style.finish(fig, data, footer=footer)

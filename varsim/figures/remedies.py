@@ -448,6 +448,16 @@ def guide_lines(ax, train_max: int, chance: float | None = None) -> dict:
     return out
 
 
+def gain_legend(fig, entries: list, alpha: float, failed: bool, title: str):
+    """The legend below a figure of paired gains: ``entries`` ``(handle, label)``, then what its markers mean
+    (:func:`significance_entries`)."""
+    from . import _style
+
+    entries = [*entries, *significance_entries(alpha, failed)]
+    return _style.legend_below(fig, [h for h, _ in entries], [t for _, t in entries], fontsize="small", title=title,
+                               title_fontsize="small")
+
+
 def log2_axis(ax, lengths) -> None:
     """Set size N on a log2 axis over ``lengths``, labelled."""
     from . import _style
