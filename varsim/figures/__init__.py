@@ -214,7 +214,11 @@ def make(
             on_figure(name, data_from, seconds, paths)
 
     groups = _job_groups(names, kinds)
-    jobs = min(_workers(jobs), len(groups))
+    if jobs == 0:
+        from varsim.jobs.executor import default_workers
+
+        jobs = default_workers()
+    jobs = min(jobs, len(groups))
     if replot or jobs <= 1:
         for i, name in enumerate(names, 1):
             if not replot:
@@ -254,15 +258,6 @@ def _prepare_outdir(outdir, names: list, replot: bool) -> tuple[Path, dict]:
     except OSError as exc:
         raise ValueError(f"outdir {str(outdir)!r} cannot be created ({exc.strerror})") from None
     return outdir, stored
-
-
-def _workers(jobs: int) -> int:
-    """The worker processes of ``jobs`` (0: one per core this process may use)."""
-    if jobs == 0:
-        from varsim.jobs.executor import default_workers
-
-        return default_workers()
-    return jobs
 
 
 def _make_groups(groups: list, kinds: dict, options: dict, outdir: Path, jobs: int, finished) -> None:

@@ -8,10 +8,8 @@ cost module: ``attention_bytes``, ``eval_chunk``, ``EVAL_CHUNK_TOKENS``) and ``m
     _parameter_table()                          (name, shape, init) rows in the stable order (its params module)
     _inputs(batch, training)                    the batch validated and turned into the model's inputs
     _forward(batch, record, inference, focus)   -> (logits (B, C), cache); ``record``: the analysis' entries
-    _head_backward(dlogits, cache, grads)       -> (d(the last block's output), what the embedding needs from the
-                                                head: a tied head's gradient, or None)
-    _block_backward(i, dx, cache, grads)        -> d(block i's input)
-    _embed_backward(dx, cache, grads, from_head)   the embedding's gradients
+    _head_backward, _block_backward, _embed_backward   the backward of each part, run in reverse by ``_backward``
+                                                       (the head's passes a tied head's gradient to the embedding)
     _query_weights(chunk, cache)                -> (B, H, N) the last block's query-row weights over the items
 
 and may refine ``_check_config`` (refuse a config before allocating) and ``_focus`` (the set model's oracle control).

@@ -33,9 +33,8 @@ def list_notebooks() -> list[tuple[Path, str]]:
 
 
 def interact(explore, sliders) -> None:
-    """Sliders for ``explore`` in a live notebook: ``sliders(widgets)`` (``widgets``: the ipywidgets module) gives
-    the slider of each of its keyword arguments. On the documentation site (``VARSIM_STATIC_PAGE`` set: no kernel
-    behind the page) or without ipywidgets, one line says so and the notebook's static figures stand instead."""
+    """Sliders for ``explore`` in a live notebook (``sliders(ipywidgets)``: one per keyword argument); on the docs site
+    (``VARSIM_STATIC_PAGE``: no kernel) or without ipywidgets, one line says so and the static figures stand in."""
     import os
 
     if os.environ.get("VARSIM_STATIC_PAGE"):

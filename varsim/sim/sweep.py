@@ -401,10 +401,9 @@ def run_sweep(grid: SweepGrid, *, output=None, seed=SEED_DEFAULT, scheduler: str
 
 
 class _SweepFile:
-    """The records of a sweep by cell key (``done``), the grid's first, and their results file ``output``: read
-    to resume, and saved (at most every :data:`_SAVE_INTERVAL` seconds unless forced) merged under its lock with
-    what another sweep on the same file wrote meanwhile, so no cell is lost. A device or FIFO (``-o /dev/stdout``)
-    is written through once at the end: nothing to resume from or merge with."""
+    """A sweep's records by cell key (``done``) and their file ``output``: read to resume, saved (at most every
+    :data:`_SAVE_INTERVAL` seconds unless forced) merged under its lock with what another sweep wrote there, so no
+    cell is lost. A device or FIFO (``-o /dev/stdout``) is written once at the end: nothing to resume or merge."""
 
     def __init__(self, output, settings: dict, entropy, grid: SweepGrid, grid_keys: list):
         from varsim._common.atomic import check_writable, is_special_file

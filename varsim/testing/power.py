@@ -314,14 +314,10 @@ def power_report(attention_fn=None, cases=None, *, array="numpy", dtype: str | N
     if not seeds:
         raise ValueError("seeds: need at least one seed")
     correct, bugs = _kernel_names(kernels)
-
-    def run(kernel):
-        return [_run_planted(kernel, like, returns_weights, cases, s, check_options) for s in seeds]
-
     base, rows = {}, []
     for name in correct:
         k = CORRECT[name]
-        out = run(k)
+        out = [_run_planted(k, like, returns_weights, cases, s, check_options) for s in seeds]
         for s, o in zip(seeds, out):
             base[s] = max(base.get(s, 0.0), o[2])
         rows.append(_row(name, k, True, out, tuple(1.0 for _ in seeds)))
@@ -331,7 +327,7 @@ def power_report(attention_fn=None, cases=None, *, array="numpy", dtype: str | N
         if why:
             rows.append(PowerRow(name, k.description, False, 0, 0, 0, (), not_applicable=why))
             continue
-        out = run(k)
+        out = [_run_planted(k, like, returns_weights, cases, s, check_options) for s in seeds]
         excess = tuple(o[2] / base[s] if base[s] > 0 else (np.inf if o[2] > 0 else 1.0) for s, o in zip(seeds, out))
         rows.append(_row(name, k, False, out, excess))
     config = (f"{fn_name(like) if attention_fn is not None else 'configuration'}: array {like.lib.name}, dtype "

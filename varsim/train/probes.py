@@ -94,9 +94,8 @@ def probe_length_shift(
 
 def _activations(model, task: str, spec, n: int, i: int, *, n_sets: int, max_items: int, seed, keys: dict,
                  task_kwargs: dict) -> dict:
-    """The probed activations at set size ``n`` (the ``i``-th length), over ``n_sets`` sets in chunks of at most
-    ``max_items`` items: ``pre``, ``post``, ``next`` (S, D) and ``w`` (S, H), each head's weight on the correct
-    item."""
+    """The activations at set size ``n`` (the ``i``-th length) over ``n_sets`` sets, in chunks of ``max_items`` items
+    at most: ``pre``, ``post``, ``next`` (S, D) and ``w`` (S, H), each head's weight on the correct item."""
     pre, post, nxt, w_heads = [], [], [], []
     done, chunk = 0, 0
     while done < n_sets:
@@ -119,9 +118,8 @@ def _activations(model, task: str, spec, n: int, i: int, *, n_sets: int, max_ite
 
 
 def _statistics(per_length: list, *, block: int, n_sets: int, hist_lengths) -> dict:
-    """:func:`probe_length_shift`'s result but the slopes, from each length's :func:`_activations`: the std of every
-    coordinate, the global statistics of each stage, the weight on the correct item and the histograms of the
-    coordinate with the largest std at the first length."""
+    """:func:`probe_length_shift`'s result but the slopes, from each length's :func:`_activations` (histograms: of the
+    coordinate with the largest std at the first length)."""
     coord = int(np.argmax(per_length[0]["pre"].std(axis=0, ddof=1)))
     out = {
         "block": block,
