@@ -200,17 +200,11 @@ def _t(values) -> dict:
     return {"mean": r["mean"], "ci_low": r["ci_low"], "ci_high": r["ci_high"], "n": int(v.size)}
 
 
-def analyze(ckptdir, summary_path, *, dev_only: bool = False) -> dict:
-    """kappa on the development runs, then (unless ``dev_only``) the held-out test: module docstring."""
+def _records(ckptdir) -> tuple[list, list, list]:
+    """The prediction records of the subset: the run ids excluded (identity check failed, or refused), then the
+    kept ``(spec, record)`` pairs of the development recipe and of the held-out ones."""
     from varsim._common.jsonio import read_json
-    from varsim.tasks import chance_level
 
-    summary = read_json(summary_path)
-    groups = _summary_groups(summary)
-    lengths = list(summary["lengths"])
-    if lengths != list(LENGTHS):
-        raise ValueError(f"summary: lengths {lengths} differ from the predictor's {list(LENGTHS)}")
-    li = lengths.index(PRIMARY_LENGTH)
     recs = []
     for spec in subset_specs():
         p = Path(ckptdir) / "predictions" / f"{spec['run_id']}.json"
@@ -220,66 +214,77 @@ def analyze(ckptdir, summary_path, *, dev_only: bool = False) -> dict:
     recs = [(s, r) for s, r in recs if r["identity"]["equal"] and "refused" not in r]
     dev = [(s, r) for s, r in recs if s["recipe"] == DEV_RECIPE]
     test = [(s, r) for s, r in recs if s["recipe"] != DEV_RECIPE]
+    return bad, dev, test
 
-    def mae_at(rows, kind, k):
+
+def _fit_kappa(dev: list, groups: dict, li: int) -> tuple[dict, dict]:
+    """The kappa index per simulation kind (measured, gaussian) that minimises the development MAE at the primary
+    length, and those fields of the result (kappa, its MAE, the MAE at kappa = 1)."""
+    def mae_at(kind, k):
         return float(np.mean([abs(r[kind][k]["softmax"]["accuracy"][li] - _measured(groups, s, "softmax")[li])
-                              for s, r in rows]))
+                              for s, r in dev]))
 
-    kappa_idx = {kind: int(np.argmin([mae_at(dev, kind, k) for k in range(len(KAPPAS))]))
+    kappa_idx = {kind: int(np.argmin([mae_at(kind, k) for k in range(len(KAPPAS))]))
                  for kind in ("measured", "gaussian")}
     k1 = KAPPAS.index(1.0)
-    out = {"excluded": bad, "n_dev": len(dev), "n_test": len(test),
-           "kappa": {kind: KAPPAS[i] for kind, i in kappa_idx.items()},
-           "dev_mae_1024": {kind: mae_at(dev, kind, i) for kind, i in kappa_idx.items()},
-           "dev_mae_1024_kappa1": {kind: mae_at(dev, kind, k1) for kind in kappa_idx}}
-    rows = dev if dev_only else test
-    # complete seeds: those present in every cell of the rows
-    cells = sorted({(s["task"], s["recipe"], s.get("key_encoding")) for s, _ in rows}, key=str)
-    seeds = sorted(set.intersection(*[{s["seed_index"] for s, _ in rows if (s["task"], s["recipe"],
-                                                                          s.get("key_encoding")) == c}
-                                      for c in cells])) if cells else []
-    rows = [(s, r) for s, r in rows if s["seed_index"] in seeds]
-    per_run = []
-    for s, r in rows:
-        meas = _measured(groups, s, "softmax")
-        chance = chance_level(s["task"])
-        preds = {
-            "predictor": r["measured"][kappa_idx["measured"]]["softmax"]["accuracy"],
-            "predictor_kappa1": r["measured"][k1]["softmax"]["accuracy"],
-            "carry": baseline_carry(meas, lengths),
-            "logistic": baseline_logistic(meas, lengths, (16, 32, 64), chance),
-            "gaussian": r["gaussian"][kappa_idx["gaussian"]]["softmax"]["accuracy"],
-        }
-        gains = {}
-        for m in INFERENCE_MAPS:
-            mm = _measured(groups, s, m)
-            gains[m] = {"measured": mm[li] - meas[li],
-                        "predicted": (r["measured"][kappa_idx["measured"]][m]["accuracy"][li]
-                                      - preds["predictor"][li]),
-                        "gaussian": (r["gaussian"][kappa_idx["gaussian"]][m]["accuracy"][li]
-                                     - preds["gaussian"][li]),
-                        "measured_acc": mm[li],
-                        "predicted_acc": r["measured"][kappa_idx["measured"]][m]["accuracy"][li]}
-        tab = r["measured"][kappa_idx["measured"]]["softmax"]
-        per_run.append({
-            "run_id": s["run_id"], "task": s["task"], "recipe": s["recipe"], "encoding": s.get("key_encoding"),
-            "seed": s["seed_index"], "tau": r["tau"], "sigma": r["sigma"], "lapse": r["lapse"],
-            "best_head": r["best_head"],
-            "measured": meas, "predictions": preds, "gains": gains,
-            "ranking_correct": {"measured": _measured(groups, s, "softmax", "ranking_correct")[li],
-                                "predicted": tab["ranking_correct"][li]},
-            "dispersion_error": {"measured": _measured(groups, s, "softmax", "dispersion_error")[li],
-                                 "predicted": tab["dispersion_error"][li]},
-        })
-    out["seeds"] = seeds
-    out["cells"] = [list(c) for c in cells]
-    out["per_run"] = per_run
+    fields = {"kappa": {kind: KAPPAS[i] for kind, i in kappa_idx.items()},
+              "dev_mae_1024": {kind: mae_at(kind, i) for kind, i in kappa_idx.items()},
+              "dev_mae_1024_kappa1": {kind: mae_at(kind, k1) for kind in kappa_idx}}
+    return kappa_idx, fields
 
+
+def _complete_seeds(rows: list) -> tuple[list, list, list]:
+    """The cells (task, recipe, key encoding) of ``rows``, the seeds present in every cell, and the rows of those
+    seeds."""
+    def cell(s):
+        return s["task"], s["recipe"], s.get("key_encoding")
+
+    cells = sorted({cell(s) for s, _ in rows}, key=str)
+    seeds = sorted(set.intersection(*[{s["seed_index"] for s, _ in rows if cell(s) == c} for c in cells])
+                   ) if cells else []
+    return cells, seeds, [(s, r) for s, r in rows if s["seed_index"] in seeds]
+
+
+def _run_row(s: dict, r: dict, groups: dict, kappa_idx: dict, lengths: list, li: int) -> dict:
+    """One run of the analysis: its measured accuracy, every method's prediction, the inference maps' gains and the
+    ranking/dispersion split at the primary length, measured and predicted."""
+    from varsim.tasks import chance_level
+
+    meas = _measured(groups, s, "softmax")
+    measured, gaussian = r["measured"][kappa_idx["measured"]], r["gaussian"][kappa_idx["gaussian"]]
+    preds = {
+        "predictor": measured["softmax"]["accuracy"],
+        "predictor_kappa1": r["measured"][KAPPAS.index(1.0)]["softmax"]["accuracy"],
+        "carry": baseline_carry(meas, lengths),
+        "logistic": baseline_logistic(meas, lengths, (16, 32, 64), chance_level(s["task"])),
+        "gaussian": gaussian["softmax"]["accuracy"],
+    }
+    gains = {}
+    for m in INFERENCE_MAPS:
+        mm = _measured(groups, s, m)
+        gains[m] = {"measured": mm[li] - meas[li],
+                    "predicted": measured[m]["accuracy"][li] - preds["predictor"][li],
+                    "gaussian": gaussian[m]["accuracy"][li] - preds["gaussian"][li],
+                    "measured_acc": mm[li],
+                    "predicted_acc": measured[m]["accuracy"][li]}
+    return {
+        "run_id": s["run_id"], "task": s["task"], "recipe": s["recipe"], "encoding": s.get("key_encoding"),
+        "seed": s["seed_index"], "tau": r["tau"], "sigma": r["sigma"], "lapse": r["lapse"],
+        "best_head": r["best_head"],
+        "measured": meas, "predictions": preds, "gains": gains,
+        **{f: {"measured": _measured(groups, s, "softmax", f)[li], "predicted": measured["softmax"][f][li]}
+           for f in ("ranking_correct", "dispersion_error")},
+    }
+
+
+def _metrics(per_run: list, seeds: list, lengths: list, li: int) -> dict:
+    """The per-seed means of every error over the runs, as t intervals over the seeds: each method's MAE per N and
+    at the primary length, the gains' MAE, the ranking and dispersion MAE, and the paired differences."""
     def per_seed(fn):
         return [float(np.mean([fn(x) for x in per_run if x["seed"] == sd])) for sd in seeds]
 
     methods = ("predictor", "carry", "logistic", "gaussian", "predictor_kappa1")
-    out["mae"] = {}
+    out = {"mae": {}}
     for n in lengths[2:]:
         j = lengths.index(n)
         out["mae"][n] = {m: _t(per_seed(lambda x, m=m, j=j: abs(x["predictions"][m][j] - x["measured"][j])))
@@ -293,11 +298,28 @@ def analyze(ckptdir, summary_path, *, dev_only: bool = False) -> dict:
     gm["zero"] = per_seed(lambda x: np.mean([abs(x["gains"][m]["measured"]) for m in INFERENCE_MAPS]))
     out["gain_mae"] = {k: _t(v) for k, v in gm.items()}
     out["gain_vs"] = {b: _t(np.subtract(gm["predicted"], gm[b])) for b in ("zero", "gaussian")}
-    out["ranking_mae"] = _t(per_seed(lambda x: abs(x["ranking_correct"]["predicted"]
-                                                   - x["ranking_correct"]["measured"])))
-    out["dispersion_mae"] = _t(per_seed(lambda x: abs(x["dispersion_error"]["predicted"]
-                                                      - x["dispersion_error"]["measured"])))
+    for f, key in (("ranking_correct", "ranking_mae"), ("dispersion_error", "dispersion_mae")):
+        out[key] = _t(per_seed(lambda x, f=f: abs(x[f]["predicted"] - x[f]["measured"])))
     return out
+
+
+def analyze(ckptdir, summary_path, *, dev_only: bool = False) -> dict:
+    """kappa on the development runs, then (unless ``dev_only``) the held-out test: module docstring."""
+    from varsim._common.jsonio import read_json
+
+    summary = read_json(summary_path)
+    groups = _summary_groups(summary)
+    lengths = list(summary["lengths"])
+    if lengths != list(LENGTHS):
+        raise ValueError(f"summary: lengths {lengths} differ from the predictor's {list(LENGTHS)}")
+    li = lengths.index(PRIMARY_LENGTH)
+    bad, dev, test = _records(ckptdir)
+    kappa_idx, kappa_fields = _fit_kappa(dev, groups, li)
+    cells, seeds, rows = _complete_seeds(dev if dev_only else test)
+    per_run = [_run_row(s, r, groups, kappa_idx, lengths, li) for s, r in rows]
+    return {"excluded": bad, "n_dev": len(dev), "n_test": len(test), **kappa_fields,
+            "seeds": seeds, "cells": [list(c) for c in cells], "per_run": per_run,
+            **_metrics(per_run, seeds, lengths, li)}
 
 
 def _fmt_t(d: dict) -> str:

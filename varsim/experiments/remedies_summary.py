@@ -189,18 +189,20 @@ def _holm_into(entries: list, pvals: list, key: str) -> None:
         e[key] = float(a)
 
 
-def primary_table(settings, paired: list) -> list:
-    """The pre-registered primary endpoint: one row per remedy x group at ``primary["length"]``, Holm over them."""
+def _rows_at_primary(settings, paired: list, roles: tuple, label: str) -> list:
+    """The paired comparisons of ``roles`` at ``primary["length"]``, one row each: the group, the variant and its
+    ``label`` field, the length, n, and the difference with its interval and tests there."""
     if not settings.primary:
         return []
     j = settings.eval_lengths.index(settings.primary["length"])
-    rows = []
-    for p in paired:
-        if p["role"] != "remedy" or "mean_diff" not in p:
-            continue
-        rows.append({**{k: p[k] for k in (*GROUP_KEYS, "variant", "kind")}, "length": settings.primary["length"],
-                     "n": len(p["seeds"]), **{k: p[k][j] for k in ("mean_diff", "ci_low", "ci_high", "p_ttest",
-                                                                 "p_signflip")}})
+    return [{**{k: p[k] for k in (*GROUP_KEYS, "variant", label)}, "length": settings.primary["length"],
+             "n": len(p["seeds"]), **{k: p[k][j] for k in ("mean_diff", "ci_low", "ci_high", "p_ttest", "p_signflip")}}
+            for p in paired if p["role"] in roles and "mean_diff" in p]
+
+
+def primary_table(settings, paired: list) -> list:
+    """The pre-registered primary endpoint: one row per remedy x group at ``primary["length"]``, Holm over them."""
+    rows = _rows_at_primary(settings, paired, ("remedy",), "kind")
     _holm_into(rows, [r["p_ttest"] for r in rows], "p_holm")
     for r in rows:
         r["significant"] = bool(r["p_holm"] <= ALPHA)
@@ -209,19 +211,11 @@ def primary_table(settings, paired: list) -> list:
 
 def control_table(settings, paired: list) -> list:
     """The controls at ``primary["length"]``, each judged by its unadjusted paired t-test (module docstring)."""
-    if not settings.primary:
-        return []
-    j = settings.eval_lengths.index(settings.primary["length"])
-    rows = []
-    for p in paired:
-        if p["role"] not in ("positive_control", "negative_control") or "mean_diff" not in p:
-            continue
-        r = {**{k: p[k] for k in (*GROUP_KEYS, "variant", "role")}, "length": settings.primary["length"],
-             "n": len(p["seeds"]), **{k: p[k][j] for k in ("mean_diff", "ci_low", "ci_high", "p_ttest", "p_signflip")}}
+    rows = _rows_at_primary(settings, paired, ("positive_control", "negative_control"), "role")
+    for r in rows:
         significant = r["p_ttest"] < ALPHA
-        r["behaves"] = bool(significant and r["mean_diff"] > 0) if p["role"] == "positive_control" \
+        r["behaves"] = bool(significant and r["mean_diff"] > 0) if r["role"] == "positive_control" \
             else bool(not significant)
-        rows.append(r)
     return rows
 
 

@@ -203,12 +203,55 @@ def make(
                "probe_results": probe_results, "remedies_results": remedies_results,
                "decoder_results": decoder_results}
     sources = {kind: _source(kind, options) for kind in SOURCES}
+    names = _prepare_sources(sources, names, kinds, explicit=explicit, replot=replot, outdir=outdir)
+    outdir, stored = _prepare_outdir(outdir, names, replot)
+    if not names:
+        return {}
+    check_writable(outdir / f"{names[0]}.png", "outdir")  # fail now, not after minutes of simulation
+    show = sys.stderr.isatty() if progress is None else bool(progress)
+    done: dict[str, tuple[str, float, list[Path]]] = {}
+    start = time.perf_counter()
+
+    def finished(name: str, data_from: str, seconds: float, paths: list[Path]) -> None:
+        done[name] = (data_from, seconds, paths)
+        _log(show, f"[{len(done)}/{len(names)}] {name}: done in {seconds:.1f} s")
+        if on_figure is not None:
+            on_figure(name, data_from, seconds, paths)
+
+    groups = _job_groups(names, kinds)
+    if jobs == 0:
+        from varsim.jobs.executor import default_workers
+
+        jobs = default_workers()
+    jobs = min(jobs, len(groups))
+    if replot or jobs <= 1:
+        for i, name in enumerate(names, 1):
+            if not replot:
+                _log(show, f"[{i}/{len(names)}] {name}: computing ({'quick' if quick else 'full'} mode)")
+            finished(name, *_make_one(name, kinds[name], sources.get(kinds[name]), outdir, quick=quick, seed=seed,
+                                      progress=show, stored=stored.get(name)))
+    else:
+        _log(show, f"computing {len(names)} figures ({'quick' if quick else 'full'} mode) in {jobs} processes")
+        _make_groups(groups, kinds, options, outdir, jobs, finished)
+    _log(show and len(names) > 1, f"all {len(names)} figures in {time.perf_counter() - start:.1f} s -> {outdir}")
+    return {name: [outdir / f"{name}.json", *done[name][2]] for name in names}
+
+
+
+def _prepare_sources(sources: dict, names: list, kinds: dict, *, explicit: bool, replot: bool, outdir) -> list:
+    """Let each data source prepare its figures (``prepare``); ``names`` without those it skips, each skip told on
+    stderr."""
     for kind, src in sources.items():
         skipped, why = src.prepare([n for n in names if kinds[n] == kind], explicit=explicit, replot=replot,
                                    outdir=outdir)
         if skipped:
             print(f"varsim figures: skipping {', '.join(skipped)}: {why}", file=sys.stderr)
             names = [name for name in names if name not in skipped]
+    return names
+
+
+def _prepare_outdir(outdir, names: list, replot: bool) -> tuple[Path, dict]:
+    """``outdir`` checked and created, and with ``replot`` the data each figure stored there before."""
     if isinstance(outdir, str) and not outdir.strip():
         raise ValueError("outdir must not be empty")
     outdir = Path(outdir)
@@ -219,47 +262,22 @@ def make(
         outdir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ValueError(f"outdir {str(outdir)!r} cannot be created ({exc.strerror})") from None
-    if not names:
-        return {}
-    check_writable(outdir / f"{names[0]}.png", "outdir")  # fail now, not after minutes of simulation
-    show = sys.stderr.isatty() if progress is None else bool(progress)
+    return outdir, stored
 
-    groups = _job_groups(names, kinds)
-    if jobs == 0:
-        from varsim.jobs.executor import default_workers
 
-        jobs = default_workers()
-    jobs = min(jobs, len(groups))
-    done: dict[str, tuple[str, float, list[Path]]] = {}
-    start = time.perf_counter()
+def _make_groups(groups: list, kinds: dict, options: dict, outdir: Path, jobs: int, finished) -> None:
+    """Make the figures of ``groups`` in ``jobs`` worker processes, one job per group; ``finished(name, data_from,
+    seconds, paths)`` after each figure, as each job ends."""
+    from varsim.jobs.executor import run_jobs
 
-    def finished(name: str, data_from: str, seconds: float, paths: list[Path]) -> None:
-        done[name] = (data_from, seconds, paths)
-        _log(show, f"[{len(done)}/{len(names)}] {name}: done in {seconds:.1f} s")
-        if on_figure is not None:
-            on_figure(name, data_from, seconds, paths)
+    work = [{"names": group, "kind": kinds[group[0]], "options": {**options, "progress": False},
+             "outdir": str(outdir)} for group in groups]
 
-    if replot or jobs <= 1:
-        for i, name in enumerate(names, 1):
-            if not replot:
-                _log(show, f"[{i}/{len(names)}] {name}: computing ({'quick' if quick else 'full'} mode)")
-            finished(name, *_make_one(name, kinds[name], sources.get(kinds[name]), outdir, quick=quick, seed=seed,
-                                      progress=show, stored=stored.get(name)))
-    else:
-        from varsim.jobs.executor import run_jobs
+    def group_done(_, rows):
+        for name, row in rows:
+            finished(name, *row)
 
-        _log(show, f"computing {len(names)} figures ({'quick' if quick else 'full'} mode) in {jobs} processes")
-        work = [{"names": group, "kind": kinds[group[0]], "options": {**options, "progress": False},
-                 "outdir": str(outdir)} for group in groups]
-
-        def group_done(_, rows):
-            for name, row in rows:
-                finished(name, *row)
-
-        run_jobs(_make_group, work, workers=jobs, on_result=group_done)
-    _log(show and len(names) > 1, f"all {len(names)} figures in {time.perf_counter() - start:.1f} s -> {outdir}")
-    return {name: [outdir / f"{name}.json", *done[name][2]] for name in names}
-
+    run_jobs(_make_group, work, workers=jobs, on_result=group_done)
 
 def _source(kind: str, options: dict):
     """The data source ``kind`` (a key of :data:`SOURCES`) built from :func:`make`'s options."""

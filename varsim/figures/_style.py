@@ -172,6 +172,16 @@ def label_first_column(axes, text: str) -> None:
             a.set_ylabel(text)
 
 
+def label_last_row(axes, text: str) -> None:
+    """Set the x label of the axes in the last row of their grid (where a narrow style put them; an axes outside a
+    grid too) and clear the others'."""
+    import numpy as np
+
+    for a in np.ravel(axes):
+        spec = a.get_subplotspec()
+        a.set_xlabel(text if spec is None or spec.is_last_row() else "")
+
+
 def wrap_text(text: str, chars: int) -> str:
     """``text`` wrapped to lines of at most ``chars`` characters (its own line breaks kept), never inside a formula
     (``$...$``), an equation (``N = 1024`` stays on one line) or between a number and the word before it."""
@@ -282,6 +292,17 @@ def legend_below(fig, handles, labels=None, *, ncol=None, **kw):
     height = legend.get_window_extent(fig.canvas.get_renderer()).height / fig.dpi
     fig.set_figheight(fig.get_figheight() + height + 0.05)
     return legend
+
+
+def computed_data(name: str, seed: int, quick: bool, fields: dict, out=None, *,
+                  smoke_reason: str = "few sequences, short N range") -> dict:
+    """The data of a figure computed here and now: its name, mode and seed, ``fields``, the footer
+    (:func:`computed_footer`) and what makes a quick run a smoke test; written to ``out`` (a JSON path) when given."""
+    data = {"name": name, "quick": bool(quick), "seed": int(seed), **fields, "footer": computed_footer(seed, quick),
+            "smoke_reason": smoke_reason}
+    if out is not None:
+        write_data(out, data)
+    return data
 
 
 def computed_footer(seed: int, quick: bool) -> str:

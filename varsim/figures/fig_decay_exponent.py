@@ -101,13 +101,9 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, sourc
         })
     # phase boundaries: b = beta / sqrt(ln N) = sqrt(2) (frozen) and sqrt(2/3) (annealed), i.e. x = 1/b^2
     boundaries = sorted(1.0 / b**2 for b in rem_thresholds())
-    data = {"name": NAME, "quick": bool(quick), "seed": int(seed), "d_k": d_k, "tau": TAU,
-            "sequences": p["sequences"], "target_rse": target_rse, "boundaries": boundaries, "curves": curves,
-            "params": {**p, "betas": [float(b) for b in p["betas"]]},
-            "footer": _style.computed_footer(seed, quick), "smoke_reason": "few sequences, short N range"}
-    if out is not None:
-        _style.write_data(out, data)
-    return data
+    return _style.computed_data(NAME, seed, quick, {
+        "d_k": d_k, "tau": TAU, "sequences": p["sequences"], "target_rse": target_rse, "boundaries": boundaries,
+        "curves": curves, "params": {**p, "betas": [float(b) for b in p["betas"]]}}, out)
 
 
 def draw(data: dict, ax=None, *, style=None, footer: bool = False):

@@ -16,8 +16,7 @@ from __future__ import annotations
 
 from varsim.figures import figure_main
 
-from . import _style
-from .remedies import draw_gain, family_variants, header, significance_entries, variant_label, variant_style
+from . import _style, remedies
 
 NAME = "fig_decoder_primary"
 SOURCE = "decoder"  # the data it draws: a key of varsim.figures.SOURCES
@@ -38,7 +37,7 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, sourc
         raise ValueError(f"decoder_results: {first['source']} has no pre-registered primary endpoint")
     positions = list(st["architectures"])
     norms = list(st["norms"])
-    families = family_variants(first["summary"])
+    families = remedies.family_variants(first["summary"])
     grid = []
     for norm in norms:
         row = []
@@ -53,17 +52,12 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, sourc
                 got = [rows.get((a, norm, v)) for a in positions]
                 if not any(got):
                     continue
-                kind, role = roles[v]
-                s = {"variant": v, "kind": kind, "role": role,
-                     **{k: [None if r is None else r[k] for r in got] for k in ("mean_diff", "ci_low", "ci_high", "n")}}
-                test = ("p_holm", "significant") if role == "remedy" else ("p_ttest", "behaves")
-                s.update({k: [None if r is None else r[k] for r in got] for k in test})
-                series.append(s)
+                series.append(remedies.gain_series(v, *roles[v], got))
             row.append({"norm": norm, "recipe": arm["recipe"], "recipe_label": arm["recipe_label"],
                         "n_comparisons": (summary.get("primary_endpoint") or {}).get("n_comparisons"),
                         "title": f"{arm['recipe_label']}; norm {norm}", "series": series})
         grid.append(row)
-    head = header(first, quick)
+    head = remedies.header(first, quick)
     head["footer"] = "; ".join(a["footer"] for a in arms)
     head["smoke_test"] = any(bool(a["smoke_test"]) for a in arms)
     return {"name": NAME, **head, "seeds": st["seeds"], "length": ep["length"],
@@ -72,14 +66,9 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, sourc
             "families": families, "grid": grid}
 
 
-def _dodge(j: int, k: int) -> float:
-    return (j - (k - 1) / 2) * SLOT / max(k, 1)
-
-
 def draw(data: dict, ax=None, *, style=None, footer: bool = False):
     """Rows: norms; columns: training recipes; x: positions; one legend below."""
     import numpy as np
-    from matplotlib.lines import Line2D
 
     conf = int(round(100 * data["confidence"]))
     x = np.arange(len(data["positions"]), dtype=float)
@@ -94,22 +83,16 @@ def draw(data: dict, ax=None, *, style=None, footer: bool = False):
                 a.set_title(p["title"], fontsize="medium")
                 a.axhline(0.0, color="k", lw=0.8)
                 for j, s in enumerate(p["series"]):
-                    sty = variant_style(s["variant"], s["kind"], s["role"], data["families"])
-                    failed |= draw_gain(a, x + _dodge(j, len(p["series"])), s, sty, ms)
-                    handles.setdefault(s["variant"], (
-                        Line2D([], [], color=sty["color"], ls="none", marker=sty["marker"], ms=ms,
-                               mew=1.5 if s["role"] != "remedy" else 1.0),
-                        variant_label(s["variant"], s["kind"], s["role"])))
+                    sty = remedies.variant_style(s["variant"], s["kind"], s["role"], data["families"])
+                    failed |= remedies.draw_gain(a, x + remedies.dodge(j, len(p["series"]), SLOT), s, sty, ms)
+                    handles.setdefault(s["variant"], remedies.gain_entry(s, sty, ms))
                 _style.categories(a, [q["label"] for q in data["positions"]])
-                spec = a.get_subplotspec()
-                if spec is None or spec.is_last_row():
-                    a.set_xlabel("positional encoding")
+        _style.label_last_row(axes, "positional encoding")
         _style.label_first_column(axes, f"gain over softmax\nat N = {data['length']}")
-        entries = [*handles.values(), *significance_entries(data["alpha"], failed)]
         family = rows[0][0]["n_comparisons"]
-        _style.legend_below(fig, [h for h, _ in entries], [t for _, t in entries], fontsize="small",
-                            title=f"filled: significant after Holm over each recipe's {family} comparisons; "
-                                  "the null control must sit at 0", title_fontsize="small")
+        remedies.gain_legend(fig, list(handles.values()), data["alpha"], failed,
+                             f"filled: significant after Holm over each recipe's {family} comparisons; the null "
+                             "control must sit at 0")
         _style.suptitle(fig, f"Causal decoder, primary endpoint: accuracy gain over softmax at N = {data['length']} "
                         f"(mean, {conf}% t interval, {data['seeds']} paired seeds)")
         return _style.finish(fig, data, footer=footer)

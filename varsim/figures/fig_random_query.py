@@ -118,13 +118,9 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, sourc
             "exact": {"n": n_dense, "nvar": n_dense * mixture(n_dense)},
             "limit": random_query_limit(d, tau),
         })
-    data = {"name": NAME, "quick": bool(quick), "seed": int(seed), "tau": tau, "d_v": d_v,
-            "sequences": {"logits_rb": m_logits, "full": m_full}, "target_rse": target_rse, "fixed": fixed,
-            "random": random, "params": {**p, "d_ks": list(dims)},
-            "footer": _style.computed_footer(seed, quick), "smoke_reason": "few sequences, short N range"}
-    if out is not None:
-        _style.write_data(out, data)
-    return data
+    return _style.computed_data(NAME, seed, quick, {
+        "tau": tau, "d_v": d_v, "sequences": {"logits_rb": m_logits, "full": m_full}, "target_rse": target_rse,
+        "fixed": fixed, "random": random, "params": {**p, "d_ks": list(dims)}}, out)
 
 
 def draw(data: dict, ax=None, *, style=None, footer: bool = False):

@@ -13,23 +13,8 @@ from __future__ import annotations
 
 from varsim.figures import figure_main
 
-from . import _style
+from . import _style, remedies
 from .params import Param, resolve
-from .remedies import (
-    FAMILIES,
-    accuracy_line,
-    chance_of,
-    family_variants,
-    groups_by_key,
-    header,
-    log2_axis,
-    panel_key,
-    panels_of,
-    recipes_of,
-    source_of,
-    variant_label,
-    variant_style,
-)
 
 NAME = "fig_remedies_accuracy"
 SOURCE = "remedies"  # the data it draws: a key of varsim.figures.SOURCES
@@ -45,39 +30,35 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, sourc
     """Per (task, key encoding), at ``recipe`` (default :data:`RECIPE`, else the grid's first): accuracy vs N of
     softmax, every remedy and the positive controls, with intervals."""
     recipe = resolve(PARAMS, quick, recipe=recipe)["recipe"]
-    src = source_of(quick, source)
+    src = remedies.source_of(quick, source)
     summary, st = src["summary"], src["settings"]
-    recipes = {r["key"]: r for r in recipes_of(summary)}
+    recipes = {r["key"]: r for r in remedies.recipes_of(summary)}
     if recipe is not None and recipe not in recipes:
         raise ValueError(f"recipe {recipe!r}: expected one of {', '.join(recipes)}")
     chosen = recipe or (RECIPE if RECIPE in recipes else next(iter(recipes)))
-    groups = groups_by_key(summary)
-    families = family_variants(summary)
-    wanted = ["softmax", *(v for k, _ in FAMILIES for v in families[k])]
+    groups = remedies.groups_by_key(summary)
+    families = remedies.family_variants(summary)
+    wanted = ["softmax", *(v for k, _ in remedies.FAMILIES for v in families[k])]
     wanted += list(dict.fromkeys(g["variant"] for g in summary["groups"] if g["role"] == "positive_control"))
-    panels = panels_of(summary)
+    panels = remedies.panels_of(summary)
     for p in panels:
-        p["chance"] = chance_of(st, p["task"])
+        p["chance"] = remedies.chance_of(st, p["task"])
         p["lines"] = []
         for v in wanted:
-            g = groups.get((panel_key(p), chosen, v))
+            g = groups.get((remedies.panel_key(p), chosen, v))
             if g is None or "accuracy" not in g:
                 continue
-            p["lines"].append(accuracy_line(g))
-    return {"name": NAME, **header(src, quick), "seeds": st["seeds"], "lengths": summary["lengths"],
-            "train_max": st["train"].get("train_max", 16), "confidence": summary["confidence"],
-            "recipe": chosen, "recipe_label": recipes[chosen]["label"], "families": families, "panels": panels}
+            p["lines"].append(remedies.accuracy_line(g))
+    return {"name": NAME, **remedies.header(src, quick), **remedies.accuracy_fields(src), "recipe": chosen,
+            "recipe_label": recipes[chosen]["label"], "families": families, "panels": panels}
 
 
 def draw(data: dict, ax=None, *, style=None, footer: bool = False):
     """Rows: trained remedies, inference-only maps (each with softmax and the oracle); columns: task and key
     encoding; one legend below."""
-    import numpy as np
-
-    A = _style.array
-    n = A(data["lengths"])
+    n = _style.array(data["lengths"])
     conf = int(round(100 * data["confidence"]))
-    fams = [(k, words) for k, words in FAMILIES if data["families"].get(k)]
+    fams = [(k, words) for k, words in remedies.FAMILIES if data["families"].get(k)]
     with _style.style(style):
         fig, axes = _style.subplots(len(fams), len(data["panels"]), ax=ax, style=style, width=3.6, height=3.1,
                                     sharex=True, sharey=True)
@@ -85,24 +66,18 @@ def draw(data: dict, ax=None, *, style=None, footer: bool = False):
         for (kind, words), axrow in zip(fams, axes):
             for a, p in zip(axrow, data["panels"]):
                 a.set_title(f"{p['title']}: {words}")
-                log2_axis(a, data["lengths"])
+                remedies.log2_axis(a, data["lengths"])
                 for ln in p["lines"]:
                     if ln["role"] == "remedy" and ln["kind"] != kind:
                         continue
-                    sty = variant_style(ln["variant"], ln["kind"], ln["role"], data["families"])
-                    (h,) = a.plot(n, A(ln["mean"]), color=sty["color"], ls=sty["ls"], marker=sty["marker"],
-                                  label=variant_label(ln["variant"], ln["kind"], ln["role"]),
-                                  lw=1.2 if ln["role"] == "positive_control" else None)
-                    a.fill_between(n, A(ln["ci_low"]), A(ln["ci_high"]), color=sty["color"], alpha=0.12, lw=0)
+                    sty = remedies.variant_style(ln["variant"], ln["kind"], ln["role"], data["families"])
+                    label = remedies.variant_label(ln["variant"], ln["kind"], ln["role"])
+                    h = remedies.accuracy_band(a, n, ln, sty, label,
+                                               lw=1.2 if ln["role"] == "positive_control" else None)
                     handles.setdefault(ln["variant"], h)
-                handles["chance"] = a.axhline(p["chance"], color="k", ls=":", lw=1.0, label="chance")
-                handles["train"] = a.axvline(data["train_max"], color="0.5", ls="--", lw=0.8,
-                                             label=f"longest training set ($N = {data['train_max']}$)")
+                handles.update(remedies.guide_lines(a, data["train_max"], p["chance"]))
                 a.set_ylim(0, 1.02)
-        for a in np.ravel(axes):
-            spec = a.get_subplotspec()
-            if spec is not None and not spec.is_last_row():
-                a.set_xlabel("")
+        _style.label_last_row(axes, "set size $N$")
         _style.label_first_column(axes, "test accuracy")
         guides = [handles.pop(k) for k in ("chance", "train")]
         ceilings = [h for v, h in handles.items() if any(ln["variant"] == v and ln["role"] == "positive_control"

@@ -16,19 +16,7 @@ from __future__ import annotations
 
 from varsim.figures import figure_main
 
-from . import _style
-from .remedies import (
-    family_variants,
-    groups_by_key,
-    header,
-    log2_axis,
-    panel_key,
-    panels_of,
-    recipes_of,
-    source_of,
-    variant_label,
-    variant_style,
-)
+from . import _style, remedies
 
 NAME = "fig_remedies_decomposition"
 SOURCE = "remedies"  # the data it draws: a key of varsim.figures.SOURCES
@@ -43,16 +31,15 @@ AREA_COLORS = {"ranking_error": "#D55E00", "dispersion_error": "#F0E442"}
 def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, source=None) -> dict:
     """Per (task, key encoding) x recipe: softmax's ranking and dispersion errors per N and the sharpening maps'
     error (1 - accuracy) with its interval."""
-    src = source_of(quick, source)
-    summary, st = src["summary"], src["settings"]
-    groups = groups_by_key(summary)
-    recipes = recipes_of(summary)
-    lengths = summary["lengths"]
+    src = remedies.source_of(quick, source)
+    summary = src["summary"]
+    groups = remedies.groups_by_key(summary)
+    recipes = remedies.recipes_of(summary)
     rows = []
-    for p in panels_of(summary):
+    for p in remedies.panels_of(summary):
         cells = []
         for r in recipes:
-            base = groups.get((panel_key(p), r["key"], BASELINE))
+            base = groups.get((remedies.panel_key(p), r["key"], BASELINE))
             cell = {"recipe": r["key"], "recipe_label": r["label"], "title": f"{p['title']}; {r['label']}"}
             if base is not None and "ranking" in base:
                 for k in ("ranking_error", "dispersion_error", "ranking_correct"):
@@ -60,7 +47,7 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, sourc
                 cell["error"] = [None if a is None else 1.0 - a for a in base["accuracy"]["mean"]]
             cell["lines"] = []
             for v in SHARPENING:
-                g = groups.get((panel_key(p), r["key"], v))
+                g = groups.get((remedies.panel_key(p), r["key"], v))
                 if g is None or "accuracy" not in g:
                     continue
                 acc = g["accuracy"]
@@ -70,14 +57,12 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, sourc
                                       "ci_high": [1.0 - a for a in acc["ci_low"]]})
             cells.append(cell)
         rows.append({**p, "cells": cells})
-    return {"name": NAME, **header(src, quick), "seeds": st["seeds"], "lengths": lengths,
-            "train_max": st["train"].get("train_max", 16), "confidence": summary["confidence"],
-            "families": family_variants(summary), "rows": rows}
+    return {"name": NAME, **remedies.header(src, quick), **remedies.accuracy_fields(src),
+            "families": remedies.family_variants(summary), "rows": rows}
 
 
 def draw(data: dict, ax=None, *, style=None, footer: bool = False):
     """Rows: task and key encoding; columns: recipe; one legend below."""
-    import numpy as np
     from matplotlib.patches import Patch
 
     A = _style.array
@@ -90,7 +75,7 @@ def draw(data: dict, ax=None, *, style=None, footer: bool = False):
         for axrow, row in zip(axes, rows):
             for a, cell in zip(axrow, row["cells"]):
                 a.set_title(cell["title"])
-                log2_axis(a, data["lengths"])
+                remedies.log2_axis(a, data["lengths"])
                 a.set_ylim(0.0, 1.0)
                 if "ranking_error" in cell:
                     rank = A(cell["ranking_error"])
@@ -105,21 +90,17 @@ def draw(data: dict, ax=None, *, style=None, footer: bool = False):
                     (handles["total"],) = a.plot(A(data["lengths"]), A(cell["error"]), color="k", lw=1.0,
                                                  label=f"{BASELINE}: all errors (1 - accuracy)")
                 for ln in cell["lines"]:
-                    sty = variant_style(ln["variant"], ln["kind"], ln["role"], data["families"])
+                    sty = remedies.variant_style(ln["variant"], ln["kind"], ln["role"], data["families"])
                     n = A(data["lengths"])
-                    label = variant_label(ln["variant"], ln["kind"], ln["role"])
+                    label = remedies.variant_label(ln["variant"], ln["kind"], ln["role"])
                     (h,) = a.plot(n, A(ln["error"]), color=sty["color"], ls=sty["ls"], marker=sty["marker"],
                                   label=f"error left after {label}")
                     handles.setdefault(ln["variant"], h)
-                handles["train"] = a.axvline(data["train_max"], color="0.5", ls="--", lw=0.8,
-                                             label=f"longest training set ($N = {data['train_max']}$)")
+                handles.update(remedies.guide_lines(a, data["train_max"]))
             for a in axrow[len(row["cells"]):]:
                 a.set_visible(False)
         _style.label_first_column(axes, "error rate")
-        for a in np.ravel(axes):
-            spec = a.get_subplotspec()
-            if spec is not None and not spec.is_last_row():
-                a.set_xlabel("")
+        _style.label_last_row(axes, "set size $N$")
         order = ["ranking_error", "dispersion_error", "total", *(v for v in handles if v not in
                                                                  ("ranking_error", "dispersion_error", "total",
                                                                   "train")), "train"]

@@ -16,21 +16,7 @@ from __future__ import annotations
 
 from varsim.figures import figure_main
 
-from . import _style
-from .remedies import (
-    FAIL_COLOR,
-    FAMILIES,
-    draw_gain,
-    family_variants,
-    header,
-    panel_key,
-    panels_of,
-    recipes_of,
-    significance_entries,
-    source_of,
-    variant_label,
-    variant_style,
-)
+from . import _style, remedies
 
 NAME = "fig_remedies_primary"
 SOURCE = "remedies"  # the data it draws: a key of varsim.figures.SOURCES
@@ -40,43 +26,30 @@ SLOT = 0.76
 
 def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, source=None) -> dict:
     """Per panel (task, key encoding): per remedy and control, the difference at the primary length per recipe."""
-    src = source_of(quick, source)
+    src = remedies.source_of(quick, source)
     summary, st = src["summary"], src["settings"]
     ep = summary.get("primary_endpoint")
     if not ep:
         raise ValueError(f"remedies_results: {src['source']} has no pre-registered primary endpoint")
-    recipes = recipes_of(summary)
+    recipes = remedies.recipes_of(summary)
     roles = {g["variant"]: (g["kind"], g["role"]) for g in summary["groups"]}
-    families = family_variants(summary)
-    rows = {(panel_key(r), r["recipe"], r["variant"]): r for r in summary["primary"]}
-    rows.update({(panel_key(r), r["recipe"], r["variant"]): r for r in summary["controls"]})
+    families = remedies.family_variants(summary)
+    rows = {(remedies.panel_key(r), r["recipe"], r["variant"]): r for r in summary["primary"]}
+    rows.update({(remedies.panel_key(r), r["recipe"], r["variant"]): r for r in summary["controls"]})
     controls = list(dict.fromkeys(r["variant"] for r in summary["controls"]))
-    labels = [v for k, _ in FAMILIES for v in families[k]] + controls
-    panels = panels_of(summary)
+    labels = [v for k, _ in remedies.FAMILIES for v in families[k]] + controls
+    panels = remedies.panels_of(summary)
     for p in panels:
-        key = panel_key(p)
+        key = remedies.panel_key(p)
         p["series"] = []
         for v in labels:
             got = [rows.get((key, r["key"], v)) for r in recipes]
             if not any(got):
                 continue
-            kind, role = roles[v]
-            s = {"variant": v, "kind": kind, "role": role,
-                 **{k: [None if r is None else r[k] for r in got] for k in ("mean_diff", "ci_low", "ci_high", "n")}}
-            if role == "remedy":
-                s["p_holm"] = [None if r is None else r["p_holm"] for r in got]
-                s["significant"] = [None if r is None else r["significant"] for r in got]
-            else:
-                s["p_ttest"] = [None if r is None else r["p_ttest"] for r in got]
-                s["behaves"] = [None if r is None else r["behaves"] for r in got]
-            p["series"].append(s)
-    return {"name": NAME, **header(src, quick), "seeds": st["seeds"], "length": ep["length"],
+            p["series"].append(remedies.gain_series(v, *roles[v], got))
+    return {"name": NAME, **remedies.header(src, quick), "seeds": st["seeds"], "length": ep["length"],
             "alpha": summary["alpha"], "confidence": summary["confidence"], "correction": ep["correction"],
             "recipes": recipes, "families": families, "panels": panels}
-
-
-def _dodge(j: int, k: int) -> float:
-    return (j - (k - 1) / 2) * SLOT / max(k, 1)
 
 
 def draw(data: dict, ax=None, *, style=None, footer: bool = False):
@@ -85,7 +58,7 @@ def draw(data: dict, ax=None, *, style=None, footer: bool = False):
     from matplotlib.lines import Line2D
 
     conf = int(round(100 * data["confidence"]))
-    fams = [(k, words) for k, words in FAMILIES if data["families"].get(k)]
+    fams = [(k, words) for k, words in remedies.FAMILIES if data["families"].get(k)]
     x = np.arange(len(data["recipes"]), dtype=float)
     # short recipe names under the ticks (a narrow column has room for about 7 characters each)
     ticks = [r["label"].replace("constant", "const.").replace("cosine", "cos.").replace(", ", "\n")
@@ -103,35 +76,28 @@ def draw(data: dict, ax=None, *, style=None, footer: bool = False):
                 nulls = [s for s in p["series"] if s["role"] == "negative_control" and s["kind"] == kind]
                 ceilings = [s for s in p["series"] if s["role"] == "positive_control"]
                 for s in ceilings:
-                    sty = variant_style(s["variant"], s["kind"], s["role"], data["families"])
+                    sty = remedies.variant_style(s["variant"], s["kind"], s["role"], data["families"])
                     for i, (m, lo, hi, ok) in enumerate(zip(s["mean_diff"], s["ci_low"], s["ci_high"], s["behaves"])):
                         if m is None:
                             continue
-                        color = sty["color"] if ok else FAIL_COLOR
+                        color = sty["color"] if ok else remedies.FAIL_COLOR
                         failed |= not ok
                         a.fill_between([x[i] - SLOT / 2, x[i] + SLOT / 2], lo, hi, color=color, alpha=0.15, lw=0)
                         a.hlines(m, x[i] - SLOT / 2, x[i] + SLOT / 2, color=color, lw=2.0)
                     handles.setdefault(s["variant"], (Line2D([], [], color=sty["color"], lw=2.0),
-                                                      variant_label(s["variant"], s["kind"], s["role"])))
+                                                      remedies.variant_label(s["variant"], s["kind"], s["role"])))
                 dodged = nulls + mine
                 for j, s in enumerate(dodged):
-                    sty = variant_style(s["variant"], s["kind"], s["role"], data["families"])
-                    failed |= draw_gain(a, x + _dodge(j, len(dodged)), s, sty, ms)
-                    handles.setdefault(s["variant"], (
-                        Line2D([], [], color=sty["color"], ls="none", marker=sty["marker"], ms=ms,
-                               mew=1.5 if s["role"] != "remedy" else 1.0),
-                        variant_label(s["variant"], s["kind"], s["role"])))
+                    sty = remedies.variant_style(s["variant"], s["kind"], s["role"], data["families"])
+                    failed |= remedies.draw_gain(a, x + remedies.dodge(j, len(dodged), SLOT), s, sty, ms)
+                    handles.setdefault(s["variant"], remedies.gain_entry(s, sty, ms))
                 _style.categories(a, ticks)
-        for a in np.ravel(axes):
-            spec = a.get_subplotspec()
-            a.set_xlabel("training recipe" if spec is None or spec.is_last_row() else "")
+        _style.label_last_row(axes, "training recipe")
         _style.label_first_column(axes, f"gain over softmax\nat N = {data['length']}")
         order = [v for k, _ in fams for v in data["families"][k]]
         entries = [handles[v] for v in order if v in handles] + [h for v, h in handles.items() if v not in order]
-        entries += significance_entries(data["alpha"], failed)
-        _style.legend_below(fig, [h for h, _ in entries], [t for _, t in entries], fontsize="small",
-                            title=f"filled: significant after {data['correction']}; grey: the controls",
-                            title_fontsize="small")
+        remedies.gain_legend(fig, entries, data["alpha"], failed,
+                             f"filled: significant after {data['correction']}; grey: the controls")
         _style.suptitle(fig, f"Primary endpoint: accuracy gain over softmax at N = {data['length']} per training "
                         f"recipe (mean, {conf}% t interval, {data['seeds']} paired seeds)")
         return _style.finish(fig, data, footer=footer)

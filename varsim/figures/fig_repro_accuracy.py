@@ -46,6 +46,16 @@ def header(rep: dict, quick: bool) -> dict:
             "smoke_test": rep["smoke_test"], "smoke_reason": "tiny models, 400 steps: they do not learn"}
 
 
+def cells_by_panel(rep: dict, norms=None):
+    """Per (task, architecture) of the grid, in its order: ``(task, architecture, [(norm, records), ...])``, the
+    cells of ``norms`` (default: the grid's) that have records."""
+    st = rep["settings"]
+    for task in st["tasks"]:
+        for arch in st["architectures"]:
+            cells = [(norm, rep["cells"].get((task, arch, norm), [])) for norm in norms or st["norms"]]
+            yield task, arch, [(norm, recs) for norm, recs in cells if recs]
+
+
 def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, source=None) -> dict:
     """Per task and architecture: accuracy vs N per norm, and paired differences with Holm-adjusted p-values."""
     rep = source_of(quick, seed, source)

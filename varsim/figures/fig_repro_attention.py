@@ -14,7 +14,7 @@ import numpy as np
 from varsim.figures import figure_main
 
 from . import _style
-from .fig_repro_accuracy import header, norm_style, source_of
+from .fig_repro_accuracy import cells_by_panel, header, norm_style, source_of
 
 NAME = "fig_repro_attention"
 SOURCE = "reproduction"  # the data it draws: a key of varsim.figures.SOURCES
@@ -25,17 +25,13 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, sourc
     res = source_of(quick, seed, source)
     st = res["settings"]
     panels = []
-    for task in st["tasks"]:
-        for arch in st["architectures"]:
-            lines = []
-            for norm in st["norms"]:
-                recs = res["cells"].get((task, arch, norm), [])
-                if not recs:
-                    continue
-                w = np.array([r["probes"]["attn_correct"]["max_head"] for r in recs], dtype=float)  # (seeds, L)
-                lines.append({"norm": norm, "mean": w.mean(axis=0).tolist(), "min": w.min(axis=0).tolist(),
-                              "max": w.max(axis=0).tolist()})
-            panels.append({"task": task, "architecture": arch, "lines": lines})
+    for task, arch, cells in cells_by_panel(res):
+        lines = []
+        for norm, recs in cells:
+            w = np.array([r["probes"]["attn_correct"]["max_head"] for r in recs], dtype=float)  # (seeds, L)
+            lines.append({"norm": norm, "mean": w.mean(axis=0).tolist(), "min": w.min(axis=0).tolist(),
+                          "max": w.max(axis=0).tolist()})
+        panels.append({"task": task, "architecture": arch, "lines": lines})
     return {"name": NAME, **header(res, quick), "seeds": st["seeds"],
             "lengths": st["probe_lengths"], "panels": panels}
 

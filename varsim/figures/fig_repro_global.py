@@ -15,7 +15,7 @@ import numpy as np
 from varsim.figures import figure_main
 
 from . import _style
-from .fig_repro_accuracy import header, norm_style, source_of
+from .fig_repro_accuracy import cells_by_panel, header, norm_style, source_of
 
 NAME = "fig_repro_global"
 SOURCE = "reproduction"  # the data it draws: a key of varsim.figures.SOURCES
@@ -29,24 +29,20 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, sourc
     res = source_of(quick, seed, source)
     st = res["settings"]
     rows = []
-    for task in st["tasks"]:
-        for arch in st["architectures"]:
-            lines = []
-            for norm in NORMS:
-                recs = res["cells"].get((task, arch, norm), [])
-                if not recs:
+    for task, arch, cells in cells_by_panel(res, NORMS):
+        lines = []
+        for norm, recs in cells:
+            for stage, _, _ in STAGES:
+                if stage == "post" and norm == "none":
                     continue
-                for stage, _, _ in STAGES:
-                    if stage == "post" and norm == "none":
-                        continue
-                    entry = {"norm": norm, "stage": stage}
-                    for stat in ("mean", "var"):
-                        per_seed = np.array([r["probes"]["global"][stage][stat] for r in recs], dtype=float)
-                        entry[stat] = per_seed.mean(axis=0).tolist()
-                        entry[f"{stat}_min"] = per_seed.min(axis=0).tolist()
-                        entry[f"{stat}_max"] = per_seed.max(axis=0).tolist()
-                    lines.append(entry)
-            rows.append({"task": task, "architecture": arch, "lines": lines})
+                entry = {"norm": norm, "stage": stage}
+                for stat in ("mean", "var"):
+                    per_seed = np.array([r["probes"]["global"][stage][stat] for r in recs], dtype=float)
+                    entry[stat] = per_seed.mean(axis=0).tolist()
+                    entry[f"{stat}_min"] = per_seed.min(axis=0).tolist()
+                    entry[f"{stat}_max"] = per_seed.max(axis=0).tolist()
+                lines.append(entry)
+        rows.append({"task": task, "architecture": arch, "lines": lines})
     return {"name": NAME, **header(res, quick), "seeds": st["seeds"],
             "lengths": st["probe_lengths"], "rows": rows}
 

@@ -15,7 +15,7 @@ import numpy as np
 from varsim.figures import figure_main
 
 from . import _style
-from .fig_repro_accuracy import header, norm_style, source_of
+from .fig_repro_accuracy import cells_by_panel, header, norm_style, source_of
 
 NAME = "fig_repro_std"
 SOURCE = "reproduction"  # the data it draws: a key of varsim.figures.SOURCES
@@ -29,20 +29,16 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, sourc
     slopes = {(g["task"], g["architecture"], g["norm"]): g.get("probe_slopes") or {}
               for g in res["summary"]["groups"]}
     panels = []
-    for task in st["tasks"]:
-        for arch in st["architectures"]:
-            for stage in STAGES:
-                lines = []
-                for norm in st["norms"]:
-                    recs = res["cells"].get((task, arch, norm), [])
-                    if not recs:
-                        continue
-                    curves = np.array([r["probes"]["std_coordinate"][stage] for r in recs], dtype=float)  # (S, L)
-                    with np.errstate(divide="ignore"):
-                        geo = np.exp(np.mean(np.log(curves), axis=0))
-                    fit = slopes[(task, arch, norm)].get(f"{stage}_coordinate")
-                    lines.append({"norm": norm, "std": geo.tolist(), "per_seed": curves.tolist(), "slope": fit})
-                panels.append({"task": task, "architecture": arch, "stage": stage, "lines": lines})
+    for task, arch, cells in cells_by_panel(res):
+        for stage in STAGES:
+            lines = []
+            for norm, recs in cells:
+                curves = np.array([r["probes"]["std_coordinate"][stage] for r in recs], dtype=float)  # (S, L)
+                with np.errstate(divide="ignore"):
+                    geo = np.exp(np.mean(np.log(curves), axis=0))
+                fit = slopes[(task, arch, norm)].get(f"{stage}_coordinate")
+                lines.append({"norm": norm, "std": geo.tolist(), "per_seed": curves.tolist(), "slope": fit})
+            panels.append({"task": task, "architecture": arch, "stage": stage, "lines": lines})
     return {"name": NAME, **header(res, quick), "seeds": st["seeds"],
             "probe_sets": st["probe_sets"], "lengths": st["probe_lengths"], "panels": panels}
 

@@ -33,12 +33,8 @@ _FULL = {False: (2 ** np.arange(4, 9), 10_000), True: (np.array([16, 64]), 500)}
 
 
 def _series(result) -> dict:
-    return {
-        "n": result.n,
-        "var": result.var,
-        "var_se": result.var_se,
-        "sequences": result.sequences,
-    }
+    """The fields of a simulation result that a curve of the figure keeps."""
+    return {k: getattr(result, k) for k in ("n", "var", "var_se", "sequences")}
 
 
 #: the parameters of :func:`compute` (``varsim figures --only fig_variance_vs_n --param name=value``)
@@ -83,8 +79,6 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, sourc
     from varsim.sim import simulate
     from varsim.theory import decay_exponent, expected_ipr
 
-    from ._style import computed_footer
-
     p = resolve(PARAMS, quick, betas=betas, d_k=d_k, n_min=n_min, n_max=n_max, sequences=sequences,
                 full_sampler=full_sampler, target_rse=target_rse)
     betas, d_k, full_sampler, target_rse = p["betas"], p["d_k"], p["full_sampler"], p["target_rse"]
@@ -113,15 +107,12 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, sourc
             "exact_at_mc": {"logits_rb": expected_ipr(rb.n.astype(float), beta),
                             "full": None if full is None else expected_ipr(full.n.astype(float), beta)},
         })
-    data = {"name": NAME, "quick": bool(quick), "seed": int(seed), "d_k": d_k, "d_v": D_V, "tau": TAU,
-            "value_scale": 1.0, "sequences": {"logits_rb": m_logits, "full": m_full if full_sampler else None},
-            "target_rse": target_rse,
-            "params": {"betas": list(betas), "d_k": d_k, "n_min": int(n_logits[0]), "n_max": int(n_logits[-1]),
-                       "sequences": m_logits, "full_sampler": bool(full_sampler), "target_rse": target_rse},
-            "curves": curves, "footer": computed_footer(seed, quick), "smoke_reason": "few sequences, short N range"}
-    if out is not None:
-        _style.write_data(out, data)
-    return data
+    return _style.computed_data(NAME, seed, quick, {
+        "d_k": d_k, "d_v": D_V, "tau": TAU, "value_scale": 1.0,
+        "sequences": {"logits_rb": m_logits, "full": m_full if full_sampler else None}, "target_rse": target_rse,
+        "params": {"betas": list(betas), "d_k": d_k, "n_min": int(n_logits[0]), "n_max": int(n_logits[-1]),
+                   "sequences": m_logits, "full_sampler": bool(full_sampler), "target_rse": target_rse},
+        "curves": curves}, out)
 
 
 def draw(data: dict, ax=None, *, style=None, footer: bool = False, ratio: bool = True, exponent: bool = True):

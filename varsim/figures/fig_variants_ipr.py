@@ -90,8 +90,6 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, sourc
     from varsim.theory.remedies import variant_theory
     from varsim.variants import get_variant
 
-    from ._style import computed_footer
-
     p = resolve(PARAMS, quick, betas=betas, n_min=n_min, n_max=n_max, sequences=sequences, target_rse=target_rse)
     betas, sequences, target_rse = tuple(float(b) for b in p["betas"]), p["sequences"], p["target_rse"]
     n_grid = 4 ** np.arange(math.ceil(math.log(p["n_min"], 4) - 1e-12), math.floor(math.log(p["n_max"], 4) + 1e-12) + 1)
@@ -126,14 +124,10 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, sourc
                 "bound": None if th.ipr_lower is None else {"lower": th.ipr_lower[0], "upper": th.ipr_upper[0]},
             })
         panels.append({"beta": beta, "series": series})
-    data = {"name": NAME, "quick": bool(quick), "seed": int(seed), "betas": list(betas), "sequences": sequences,
-            "target_rse": target_rse,
-            "sampler": "logits", "estimator": "rao_blackwell", "sweep_elapsed_s": sweep["elapsed_s"],
-            "panels": panels, "params": {**p, "betas": list(betas)}, "footer": computed_footer(seed, quick),
-            "smoke_reason": f"few sequences, N <= {int(n_grid[-1])}"}
-    if out is not None:
-        _style.write_data(out, data)
-    return data
+    return _style.computed_data(NAME, seed, quick, {
+        "betas": list(betas), "sequences": sequences, "target_rse": target_rse, "sampler": "logits",
+        "estimator": "rao_blackwell", "sweep_elapsed_s": sweep["elapsed_s"], "panels": panels,
+        "params": {**p, "betas": list(betas)}}, out, smoke_reason=f"few sequences, N <= {int(n_grid[-1])}")
 
 
 def _mc_label(data: dict) -> str:

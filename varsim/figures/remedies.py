@@ -251,6 +251,14 @@ def header(src: dict, quick: bool) -> dict:
             "smoke_reason": f"tiny models, {steps} training steps: they do not learn"}
 
 
+def accuracy_fields(src: dict) -> dict:
+    """The fields of a figure of accuracy vs N from a loaded source: the seeds, the lengths, the longest training
+    set and the confidence of the intervals."""
+    summary, st = src["summary"], src["settings"]
+    return {"seeds": st["seeds"], "lengths": summary["lengths"], "train_max": st["train"].get("train_max", 16),
+            "confidence": summary.get("confidence", 0.95)}
+
+
 def source_of(quick: bool, source) -> dict:
     """The loaded remedies source (``source`` from :func:`varsim.figures.make`)."""
     if source is None:
@@ -359,6 +367,19 @@ def variant_label(label: str, kind: str, role: str) -> str:
     return label + (" (inference-only)" if kind == "inference" else "")
 
 
+def gain_series(variant: str, kind: str, role: str, got: list) -> dict:
+    """A variant's paired gains over the x positions from its primary or control row at each (``got``; None where
+    it has none): mean, interval and n, and a remedy's Holm test or a control's own test."""
+    test = ("p_holm", "significant") if role == "remedy" else ("p_ttest", "behaves")
+    return {"variant": variant, "kind": kind, "role": role,
+            **{k: [None if r is None else r[k] for r in got] for k in ("mean_diff", "ci_low", "ci_high", "n", *test)}}
+
+
+def dodge(j: int, k: int, slot: float) -> float:
+    """The x offset of the ``j``-th of ``k`` series dodged inside a slot of width ``slot``."""
+    return (j - (k - 1) / 2) * slot / max(k, 1)
+
+
 def draw_gain(ax, xs, series: dict, style: dict, ms: float) -> bool:
     """Draw one series of paired gains at the x positions ``xs`` (a primary or control row per x: ``mean_diff``,
     ``ci_low``, ``ci_high``, and ``significant`` for a remedy or ``behaves`` for a control) with its intervals: a
@@ -382,6 +403,15 @@ def draw_gain(ax, xs, series: dict, style: dict, ms: float) -> bool:
     return bool(bad.any())
 
 
+def gain_entry(series: dict, style: dict, ms: float) -> tuple:
+    """The legend entry ``(handle, label)`` of a series drawn by :func:`draw_gain`."""
+    from matplotlib.lines import Line2D
+
+    handle = Line2D([], [], color=style["color"], ls="none", marker=style["marker"], ms=ms,
+                    mew=1.5 if series["role"] != "remedy" else 1.0)
+    return handle, variant_label(series["variant"], series["kind"], series["role"])
+
+
 def significance_entries(alpha: float, failed: bool) -> list[tuple]:
     """The legend entries ``(handle, label)`` that explain :func:`draw_gain`'s markers: filled, open, and the
     failing-control colour when one failed."""
@@ -393,6 +423,39 @@ def significance_entries(alpha: float, failed: bool) -> list[tuple]:
     if failed:
         entries.append((Patch(color=FAIL_COLOR), "control that fails its own test"))
     return entries
+
+
+def accuracy_band(ax, n, line: dict, style: dict, label: str, **kw):
+    """A line of :func:`accuracy_line` on ``ax``: its mean vs N (``n``) with its interval as a band; the line's
+    handle."""
+    from . import _style
+
+    (h,) = ax.plot(n, _style.array(line["mean"]), color=style["color"], ls=style["ls"], marker=style["marker"],
+                   label=label, **kw)
+    ax.fill_between(n, _style.array(line["ci_low"]), _style.array(line["ci_high"]), color=style["color"],
+                    alpha=0.12, lw=0)
+    return h
+
+
+def guide_lines(ax, train_max: int, chance: float | None = None) -> dict:
+    """The guides of an accuracy panel: chance (dotted black, when given) and the longest training set (dashed
+    grey); their handles by name."""
+    out = {}
+    if chance is not None:
+        out["chance"] = ax.axhline(chance, color="k", ls=":", lw=1.0, label="chance")
+    out["train"] = ax.axvline(train_max, color="0.5", ls="--", lw=0.8,
+                              label=f"longest training set ($N = {train_max}$)")
+    return out
+
+
+def gain_legend(fig, entries: list, alpha: float, failed: bool, title: str):
+    """The legend below a figure of paired gains: ``entries`` ``(handle, label)``, then what its markers mean
+    (:func:`significance_entries`)."""
+    from . import _style
+
+    entries = [*entries, *significance_entries(alpha, failed)]
+    return _style.legend_below(fig, [h for h, _ in entries], [t for _, t in entries], fontsize="small", title=title,
+                               title_fontsize="small")
 
 
 def log2_axis(ax, lengths) -> None:

@@ -33,7 +33,7 @@ import math
 import numpy as np
 
 from .layers import linear_backward, linear_forward
-from .weightmaps import AttentionSpec
+from .weightmaps import AttentionSpec, softmax_inplace, softmax_vjp
 
 __all__ = [
     "attention_forward",
@@ -105,11 +105,8 @@ def attention_forward(q: np.ndarray, k: np.ndarray, v: np.ndarray, key_mask: np.
         if not np.all(np.any(key_mask, axis=-1)):
             raise ValueError("key_mask leaves a query row with no key to attend to")
         np.copyto(w, -np.inf, where=~key_mask)
-    if spec is None:  # plain softmax, in place
-        w -= w.max(axis=-1, keepdims=True)  # max-subtraction: exp never overflows, whatever the logits
-        np.exp(w, out=w)
-        w /= w.sum(axis=-1, keepdims=True)
-        u, map_cache = w, None
+    if spec is None:  # plain softmax, in place (max-subtracted: exp never overflows, whatever the logits)
+        u, map_cache = softmax_inplace(w), None
     else:
         u, w, map_cache = spec.forward(w, key_mask, theta)  # u: effective weights (ipr_norm), else u = w
     out = u @ v  # (B, H, Tq, Dh)
@@ -123,11 +120,8 @@ def attention_backward(dout: np.ndarray, cache):
     dw = dout @ v.swapaxes(-1, -2)  # (B, H, Tq, T)
     dv = u.swapaxes(-1, -2) @ dout  # (B, H, T, Dh)
     dtheta = None
-    if spec is None:
-        # softmax backward: ds = w * (dw - sum_j w_j dw_j); masked keys have w = 0, hence ds = 0
-        ds = dw
-        ds -= np.sum(w * dw, axis=-1, keepdims=True)
-        ds *= w
+    if spec is None:  # softmax backward, in place: ds = w * (dw - sum_j w_j dw_j)
+        ds = softmax_vjp(w, dw, overwrite=True)
     else:
         ds, dtheta = spec.backward(dw, map_cache)
     ds *= scale
@@ -275,10 +269,7 @@ def query_attention_forward(
         np.copyto(w, -np.inf, where=~key_mask[:, None, :])
     map_cache = None
     if spec is None:  # plain softmax, in place
-        w -= w.max(axis=-1, keepdims=True)  # max-subtraction
-        np.exp(w, out=w)
-        w /= w.sum(axis=-1, keepdims=True)
-        uw = w
+        uw = softmax_inplace(w)
     else:  # the maps act on (B, H, Tq, T): one query row
         m4 = None if key_mask is None else key_mask[:, None, None, :]
         uw4, w4, map_cache = spec.forward(w[:, :, None, :], m4, theta)
@@ -316,11 +307,8 @@ def query_attention_backward(dheads: np.ndarray, cache):
     # xbar = uw x (B, H, T) @ (B, T, D)
     dw = dxbar @ x.swapaxes(1, 2)  # (B, H, T)
     dtheta = None
-    if spec is None:
-        # softmax backward, then the logits w = scale * u x^T
-        ds = dw
-        ds -= np.sum(w * dw, axis=-1, keepdims=True)
-        ds *= w
+    if spec is None:  # softmax backward in place, then the logits w = scale * u x^T
+        ds = softmax_vjp(w, dw, overwrite=True)
     else:
         if usum is not None:  # d(sum u)/du = 1 for every key
             dw += (dheads.reshape(b, h, dh) * b_qkv[2 * d :].reshape(h, dh)).sum(axis=-1)[:, :, None]

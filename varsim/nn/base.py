@@ -8,7 +8,8 @@ cost module: ``attention_bytes``, ``eval_chunk``, ``EVAL_CHUNK_TOKENS``) and ``m
     _parameter_table()                          (name, shape, init) rows in the stable order (its params module)
     _inputs(batch, training)                    the batch validated and turned into the model's inputs
     _forward(batch, record, inference, focus)   -> (logits (B, C), cache); ``record``: the analysis' entries
-    _backward(dlogits, cache)                   -> gradients {name: array}, mirroring ``_forward``
+    _head_backward, _block_backward, _embed_backward   the backward of each part, run in reverse by ``_backward``
+                                                       (the head's passes a tied head's gradient to the embedding)
     _query_weights(chunk, cache)                -> (B, H, N) the last block's query-row weights over the items
 
 and may refine ``_check_config`` (refuse a config before allocating) and ``_focus`` (the set model's oracle control).
@@ -252,6 +253,17 @@ class Model:
         """-> ``(logits (B, n_outputs), cache)``; refuses set sizes whose attention would exceed the memory budget."""
         logits, cache = self._forward(batch)
         return logits, (logits.shape, cache)
+
+    def _backward(self, dlogits, cache) -> dict[str, np.ndarray]:
+        """``_forward`` in reverse: the head, the blocks from last to first, the embedding; gradients {name: array}
+        (``cache``: the embedding's, the blocks' and the head's caches)."""
+        embed_cache, block_caches, head_cache = cache
+        grads: dict[str, np.ndarray] = {}
+        dx, from_head = self._head_backward(dlogits, head_cache, grads)  # the last block's query row
+        for i in range(self.config.n_blocks - 1, -1, -1):
+            dx = self._block_backward(i, dx, block_caches[i], grads)  # (B, T, D)
+        self._embed_backward(dx, embed_cache, grads, from_head)
+        return grads
 
     def backward(self, dlogits, cache) -> dict[str, np.ndarray]:
         """Gradients of sum(logits * dlogits) with respect to every parameter: same names, order, shapes, dtype."""

@@ -424,15 +424,6 @@ class Decoder(Model):
         logits, head_cache = self._head_forward(x)  # (B, C)
         return logits, (embed_cache, caches, head_cache)
 
-    def _backward(self, dlogits, cache):
-        embed_cache, caches, head_cache = cache
-        grads: dict[str, np.ndarray] = {}
-        dx, dw_tied = self._head_backward(dlogits, head_cache, grads)  # (B, 1, D): the last block's query row
-        for i in range(self.config.n_blocks - 1, -1, -1):
-            dx = self._block_backward(i, dx, caches[i], grads)  # (B, T, D)
-        self._embed_backward(dx, embed_cache, grads, dw_tied)
-        return grads
-
     def _query_weights(self, chunk, cache):
         """The last block's query-row (last position's) weights over the items in item order (B, H, N): an item of
         several tokens gets the sum of its tokens' weights; 0 at padding."""

@@ -192,7 +192,8 @@ class Transformer(Model):
             h[:, 0] = p["query"]  # the learned query token replaces the MLP's output on the (all-zero) row 0
         return h, (lin_cache, emb_cache, act_cache, rest_cache, sel)
 
-    def _embed_backward(self, dx, cache, grads):
+    def _embed_backward(self, dx, cache, grads, from_head=None):
+        """The embedding's gradients (``from_head`` is None: the set model's head ties no weights)."""
         c = self.config
         lin_cache, emb_cache, act_cache, rest_cache, sel = cache
         if c.task_spec.learned_query:
@@ -304,12 +305,12 @@ class Transformer(Model):
         return logits, (fln, mlp_cache)
 
     def _head_backward(self, dlogits, cache, grads):
-        """-> d(query token's state) (B, D)."""
+        """-> ``(d(query token's state) (B, D), None)``: no tied weights to pass to the embedding."""
         fln, mlp_cache = cache
         dz = self._mlp_backward("head", dlogits, mlp_cache, grads)
         if self.config.pre_ln:
             dz = self._layernorm_backward("final_ln", dz, fln, grads)
-        return dz
+        return dz, None
 
     # ------------------------------------------------------------------------------------------------------------
     # The model: inputs, embedding, blocks, head; and back
@@ -344,15 +345,6 @@ class Transformer(Model):
         block_caches.append(cache)
         logits, head_cache = self._head_forward(q)  # (B, C)
         return logits, (embed_cache, block_caches, head_cache)
-
-    def _backward(self, dlogits, cache):
-        embed_cache, block_caches, head_cache = cache
-        grads: dict[str, np.ndarray] = {}
-        dx = self._head_backward(dlogits, head_cache, grads)  # (B, D): the last block's query row
-        for i in range(self.config.n_blocks - 1, -1, -1):
-            dx = self._block_backward(i, dx, block_caches[i], grads)  # (B, T, D)
-        self._embed_backward(dx, embed_cache, grads)
-        return grads
 
     def _query_weights(self, chunk, cache):
         """The last block's query-row weights over the items (B, H, N), 0 at padding."""

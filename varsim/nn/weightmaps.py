@@ -94,7 +94,7 @@ def key_counts(key_mask, z_shape, dtype) -> np.ndarray:
     return np.count_nonzero(key_mask, axis=-1, keepdims=True).astype(dtype)
 
 
-def _softmax_(y: np.ndarray) -> np.ndarray:
+def softmax_inplace(y: np.ndarray) -> np.ndarray:
     """Max-subtracted softmax over the last axis, in place (``-inf`` entries get exactly 0)."""
     y -= y.max(axis=-1, keepdims=True)
     np.exp(y, out=y)
@@ -102,9 +102,10 @@ def _softmax_(y: np.ndarray) -> np.ndarray:
     return y
 
 
-def _softmax_vjp(w: np.ndarray, dw: np.ndarray) -> np.ndarray:
-    """``w (dw - sum_j w_j dw_j)``: the vector-Jacobian product of the softmax (masked keys: w = 0, so 0)."""
-    dy = dw - np.sum(w * dw, axis=-1, keepdims=True)
+def softmax_vjp(w: np.ndarray, dw: np.ndarray, *, overwrite: bool = False) -> np.ndarray:
+    """``w (dw - sum_j w_j dw_j)``: the vector-Jacobian product of the softmax (masked keys: w = 0, so 0);
+    ``overwrite``: computed in place in ``dw``."""
+    dy = np.subtract(dw, np.sum(w * dw, axis=-1, keepdims=True), out=dw if overwrite else None)
     dy *= w
     return dy
 
@@ -125,22 +126,22 @@ def _head_view(theta: np.ndarray, ndim: int) -> np.ndarray:
 
 
 def _fwd_softmax(z, key_mask, n, p, theta):
-    return _softmax_(z), None
+    return softmax_inplace(z), None
 
 
 def _bwd_softmax(dw, w, cache):
-    return _softmax_vjp(w, dw), None
+    return softmax_vjp(w, dw), None
 
 
 def _scaled_forward(z, key_mask, f):
     """``softmax(f z)`` for a factor ``f`` (broadcastable per row); masked keys stay masked whatever ``f`` (also 0)."""
     with np.errstate(invalid="ignore"):  # f = 0 (n = 1) times a masked -inf is NaN: re-masked next
         y = z * f
-    return _softmax_(_remask(y, key_mask))
+    return softmax_inplace(_remask(y, key_mask))
 
 
 def _bwd_scaled(dw, w, f):
-    dy = _softmax_vjp(w, dw)
+    dy = softmax_vjp(w, dw)
     dy *= f
     return dy, None
 
@@ -169,7 +170,7 @@ def _fwd_ssmax(z, key_mask, n, p, theta):
 
 def _bwd_ssmax(dw, w, cache):
     z, f, logn = cache
-    dy = _softmax_vjp(w, dw)
+    dy = softmax_vjp(w, dw)
     # d/ds_h of softmax(s_h ln(n) z): dy . z ln(n), summed over rows and batch of head h
     ds = (np.sum(dy * z, axis=-1, keepdims=True) * logn).sum(axis=tuple(i for i in range(dy.ndim) if i != 1))
     dy *= f
@@ -216,7 +217,7 @@ def _fwd_topk(z, key_mask, n, p, theta):
     k = p["k"]
     size = z.shape[-1]
     if k >= size:
-        return _softmax_(z), None
+        return softmax_inplace(z), None
     kth = z.max(axis=-1, keepdims=True) if k == 1 else np.partition(z, size - k, axis=-1)[..., size - k:size - k + 1]
     keep = z >= kth
     tied = np.nonzero((np.count_nonzero(keep, axis=-1) > k) & np.isfinite(kth[..., 0]))  # rows with ties
@@ -228,7 +229,7 @@ def _fwd_topk(z, key_mask, n, p, theta):
         rows.fill(-np.inf)
         np.put_along_axis(rows, idx, top, axis=-1)
         z[tied] = rows
-    return _softmax_(z), None
+    return softmax_inplace(z), None
 
 
 def _fwd_entmax15(z, key_mask, n, p, theta):
@@ -260,13 +261,13 @@ def _reference(name):
 def _fwd_permuted_softmax(z, key_mask, n, p, theta):
     perm = key_permutation(z.shape[-1])
     w = np.empty_like(z)
-    w[..., perm] = _softmax_(z[..., perm])
+    w[..., perm] = softmax_inplace(z[..., perm])
     return w, perm
 
 
 def _bwd_permuted_softmax(dw, w, perm):
     dz = np.empty_like(dw)
-    dz[..., perm] = _softmax_vjp(w[..., perm], dw[..., perm])  # its sum in the permuted order too
+    dz[..., perm] = softmax_vjp(w[..., perm], dw[..., perm])  # its sum in the permuted order too
     return dz, None
 
 

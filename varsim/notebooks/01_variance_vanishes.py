@@ -249,18 +249,10 @@ def explore(beta=1.0, log2_n=10):
     plt.show()
 
 
-import os
+from varsim.notebooks import interact  # sliders in a live notebook; the static figures below stand in elsewhere
 
-if os.environ.get("VARSIM_STATIC_PAGE"):  # the documentation site: no kernel behind the page
-    print("static page: the sliders need a live notebook; the figures below are the static fallback")
-else:
-    try:
-        import ipywidgets as widgets
-
-        widgets.interact(explore, beta=widgets.FloatSlider(value=1.0, min=0.0, max=4.0, step=0.1),
-                         log2_n=widgets.IntSlider(value=10, min=1, max=20, description="log2 N"))
-    except ImportError:
-        print("ipywidgets is not installed: static figures only (pip install ipywidgets for the sliders)")
+interact(explore, lambda widgets: {"beta": widgets.FloatSlider(value=1.0, min=0.0, max=4.0, step=0.1),
+                                   "log2_n": widgets.IntSlider(value=10, min=1, max=20, description="log2 N")})
 
 # %%
 # static fallback: the same figure at a few fixed values

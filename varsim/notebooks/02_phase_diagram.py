@@ -270,19 +270,11 @@ def explore(beta=BETA, log10_n=float(np.log10(N))):
     plt.show()
 
 
-import os
+from varsim.notebooks import interact  # sliders in a live notebook; the static figures below stand in elsewhere
 
-if os.environ.get("VARSIM_STATIC_PAGE"):  # the documentation site: no kernel behind the page
-    print("static page: the sliders need a live notebook; the figures below are the static fallback")
-else:
-    try:
-        import ipywidgets as widgets
-
-        widgets.interact(explore, beta=widgets.FloatSlider(value=min(BETA, 5.0), min=0.25, max=5.0, step=0.25),
-                         log10_n=widgets.FloatSlider(value=min(np.log10(N), 12.0), min=0.5, max=12.0, step=0.5,
-                                                     description="log10 N"))
-    except ImportError:
-        print("ipywidgets is not installed: static figures only (pip install ipywidgets for the sliders)")
+interact(explore, lambda widgets: {
+    "beta": widgets.FloatSlider(value=min(BETA, 5.0), min=0.25, max=5.0, step=0.25),
+    "log10_n": widgets.FloatSlider(value=min(np.log10(N), 12.0), min=0.5, max=12.0, step=0.5, description="log10 N")})
 
 # %%
 # static fallback: the three phases at N = 1000

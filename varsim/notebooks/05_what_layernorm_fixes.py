@@ -624,18 +624,10 @@ def explore(beta=BETA, log2_n=12):
     plt.show()
 
 
-import os
+from varsim.notebooks import interact  # sliders in a live notebook; the static figures below stand in elsewhere
 
-if os.environ.get("VARSIM_STATIC_PAGE"):  # the documentation site: no kernel behind the page
-    print("static page: the sliders need a live notebook; the figures below are the static fallback")
-else:
-    try:
-        import ipywidgets as widgets
-
-        widgets.interact(explore, beta=widgets.FloatSlider(value=min(BETA, 4.0), min=0.1, max=4.0, step=0.1),
-                         log2_n=widgets.IntSlider(value=12, min=2, max=16, description="log2 N"))
-    except ImportError:
-        print("ipywidgets is not installed: static figures only (pip install ipywidgets for the sliders)")
+interact(explore, lambda widgets: {"beta": widgets.FloatSlider(value=min(BETA, 4.0), min=0.1, max=4.0, step=0.1),
+                                   "log2_n": widgets.IntSlider(value=12, min=2, max=16, description="log2 N")})
 
 # %%
 # static fallback: a short and a long sequence at your beta

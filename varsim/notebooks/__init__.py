@@ -12,7 +12,7 @@ import re
 from importlib import resources
 from pathlib import Path
 
-__all__ = ["notebooks_dir", "list_notebooks"]
+__all__ = ["notebooks_dir", "list_notebooks", "interact"]
 
 
 def notebooks_dir() -> Path:
@@ -30,3 +30,19 @@ def list_notebooks() -> list[tuple[Path, str]]:
         raise ValueError(f"demo: no notebooks in {str(notebooks_dir())!r}; the varsim installation is incomplete, "
                          "reinstall it")
     return out
+
+
+def interact(explore, sliders) -> None:
+    """Sliders for ``explore`` in a live notebook (``sliders(ipywidgets)``: one per keyword argument); on the docs site
+    (``VARSIM_STATIC_PAGE``: no kernel) or without ipywidgets, one line says so and the static figures stand in."""
+    import os
+
+    if os.environ.get("VARSIM_STATIC_PAGE"):
+        print("static page: the sliders need a live notebook; the figures below are the static fallback")
+        return
+    try:
+        import ipywidgets as widgets
+    except ImportError:
+        print("ipywidgets is not installed: static figures only (pip install ipywidgets for the sliders)")
+        return
+    widgets.interact(explore, **sliders(widgets))

@@ -92,6 +92,35 @@ def _normalise(seq, s1, s2, acc_v, acc_k, a_mat, noise, sigma, coupled, o_out, y
 
 
 @nb.njit(**_INLINE)
+def _f32_buffer(n):
+    """A float32 draw buffer of ``n`` and its bits."""
+    buf = np.empty(n, np.float32)
+    return buf, buf.view(np.uint32)
+
+
+@nb.njit(**_INLINE)
+def _scale_into(q, scale, x):
+    """``q = scale * x`` in float64 (the sequence's scaled query)."""
+    for j in range(q.size):
+        q[j] = scale * np.float64(x[j])
+
+
+@nb.njit(**_INLINE)
+def _value_rows(core, start, nb_, d_k, d_v, kbuf, vbuf, a_mat, noise, coupled):
+    """The kept value rows ``A k_i + c eps_i`` of a block of ``nb_`` keys from key ``start`` (``eps`` alone
+    uncoupled)."""
+    for i in range(nb_):
+        for c_ in range(d_v):
+            val = np.float64(vbuf[i * d_v + c_])
+            if coupled:
+                ak = 0.0
+                for j in range(d_k):
+                    ak += a_mat[c_, j] * np.float64(kbuf[i * d_k + j])
+                val = ak + noise * val
+            core[start + i, c_] = val
+
+
+@nb.njit(**_INLINE)
 def full_sampler(state, p, tables, o_out, y2_out, keep, finish, extra):
     """Run a full-sampler chunk (``p`` a ``FullSampler``): ``o_out`` float64[n_seq, d_v], ``y2_out`` float64[n_seq];
     ``keep``, ``finish`` and ``extra`` as in the module docstring (``finish`` is not called without ``keep``)."""
@@ -109,12 +138,9 @@ def full_sampler(state, p, tables, o_out, y2_out, keep, finish, extra):
     sigma = p.sigma
     zw, zk, zf = tables
     raw, r32, bad, flags = _scratch(max(KEY_BLOCK * max(d_k, d_v), d_k))
-    kbuf = np.empty(bad.size, np.float32)
-    vbuf = np.empty(bad.size, np.float32)
-    qbuf = np.empty(bad.size, np.float32)
-    kbuf_bits = kbuf.view(np.uint32)
-    vbuf_bits = vbuf.view(np.uint32)
-    qbuf_bits = qbuf.view(np.uint32)
+    kbuf, kbuf_bits = _f32_buffer(bad.size)
+    vbuf, vbuf_bits = _f32_buffer(bad.size)
+    qbuf, qbuf_bits = _f32_buffer(bad.size)
     q = np.empty(d_k)
     s, core, e, bits, pw = _block_buffers(n_keys, KEY_BLOCK, keep, d_v)
     acc_v = np.empty(d_v)
@@ -123,11 +149,9 @@ def full_sampler(state, p, tables, o_out, y2_out, keep, finish, extra):
         # -- phase 1: the (scaled) query of this sequence
         if random_query:
             _draw(state, raw, r32, bad, flags, qbuf, qbuf_bits, d_k, GAUSSIAN, zw, zk, zf)
-            for j in range(d_k):
-                q[j] = scale * np.float64(qbuf[j])
+            _scale_into(q, scale, qbuf)
         else:
-            for j in range(d_k):
-                q[j] = scale * q_fixed[j]
+            _scale_into(q, scale, q_fixed)
         m = -np.inf
         s1 = 0.0
         s2 = 0.0
@@ -148,17 +172,8 @@ def full_sampler(state, p, tables, o_out, y2_out, keep, finish, extra):
                 mb = max(mb, dot)
             # -- phase 3: draw the block's value noise
             _draw(state, raw, r32, bad, flags, vbuf, vbuf_bits, nb_ * d_v, value_dist, zw, zk, zf)
-            if keep:
-                # -- phase 4 (keep): the value rows A k_i + c eps_i
-                for i in range(nb_):
-                    for c_ in range(d_v):
-                        val = np.float64(vbuf[i * d_v + c_])
-                        if coupled:
-                            ak = 0.0
-                            for j in range(d_k):
-                                ak += a_mat[c_, j] * np.float64(kbuf[i * d_k + j])
-                            val = ak + noise * val
-                        core[start + i, c_] = val
+            if keep:  # -- phase 4 (keep): the value rows A k_i + c eps_i
+                _value_rows(core, start, nb_, d_k, d_v, kbuf, vbuf, a_mat, noise, coupled)
                 continue
             # -- phase 4: online softmax; the running maximum grows: rescale what was accumulated under the old one
             m, s1, s2 = _raise_max(m, mb, s1, s2, acc_v, acc_k, coupled)
@@ -197,10 +212,8 @@ def logits_sampler(state, p, tables, o_out, y2_out, keep, finish, extra):
     sigma = p.sigma
     zw, zk, zf = tables
     raw, r32, bad, flags = _scratch(max(LOGIT_BLOCK * max(d_v, 1), d_k))
-    gbuf = np.empty(bad.size, np.float32)
-    vbuf = np.empty(bad.size, np.float32)
-    gbuf_bits = gbuf.view(np.uint32)
-    vbuf_bits = vbuf.view(np.uint32)
+    gbuf, gbuf_bits = _f32_buffer(bad.size)
+    vbuf, vbuf_bits = _f32_buffer(bad.size)
     s, core, e, bits, pw = _block_buffers(n_keys, LOGIT_BLOCK, keep, d_v)
     acc_v = np.empty(max(d_v, 1))
     for seq in range(n_seq):

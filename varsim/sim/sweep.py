@@ -374,66 +374,91 @@ def run_sweep(grid: SweepGrid, *, output=None, seed=SEED_DEFAULT, scheduler: str
     would refuse, a total estimated work above ``grid.max_work``, an unwritable ``output`` or one that is not a
     sweep file or was made with other settings or another seed.
     """
-    from varsim._common.atomic import atomic_write_json, check_writable, is_special_file
-    from varsim._common.progress import Progress
-    from varsim._common.runlock import file_lock
     from varsim._common.seeding import resolve_seed
-    from varsim.jobs.executor import check_executor_args, run_jobs
+    from varsim.jobs.executor import check_executor_args
 
     if not isinstance(grid, SweepGrid):
         raise ValueError(f"grid must be a SweepGrid, got {type(grid).__name__}")
     root = resolve_seed(seed, rng)
-    entropy = root.entropy
     check_executor_args(scheduler, workers)
     if not isinstance(progress, bool):
         raise ValueError(f"progress must be True or False, got {progress!r}")
     settings = grid.settings()
     cells = sweep_cells(grid)
-    done: dict[str, dict] = {}
-    # A device or FIFO (-o /dev/stdout) is written through once at the end: nothing to resume from or merge with.
-    stream = output is not None and is_special_file(output)
-    if output is not None:
-        check_writable(output, "output")
-        if not stream:
-            with file_lock(output):
-                done = _stored_cells(output, settings, entropy)
-    todo = [c for c in cells if cell_key(c) not in done]
+    store = _SweepFile(output, settings, root.entropy, grid, [cell_key(c) for c in cells])
+    todo = [c for c in cells if cell_key(c) not in store.done]
     _preflight(todo, grid)
 
     base = list(root.spawn_key)
-    jobs = [{"cell": c, "settings": settings, "entropy": entropy, "spawn_key": base + list(cell_spawn_key(c)),
-             "max_work": grid.max_work} for c in todo]
-    grid_keys = [cell_key(c) for c in cells]
-    grid_set = set(grid_keys)
-    extra_keys = [k for k in done if k not in grid_set]
-    state = {"last": 0.0}
+    jobs = [{"cell": c, "settings": settings, "entropy": root.entropy,
+             "spawn_key": base + list(cell_spawn_key(c)), "max_work": grid.max_work} for c in todo]
+    start = time.perf_counter()
+    _run_cells(jobs, store, scheduler=scheduler, workers=workers, progress=progress)
+    out = _record(settings, root.entropy, [store.done[k] for k in store.grid_keys], grid)
+    out["resumed"] = len(cells) - len(jobs)
+    out["elapsed_s"] = round(time.perf_counter() - start, 3)
+    return out
 
-    def ordered() -> list[dict]:
-        return [done[k] for k in grid_keys if k in done] + [done[k] for k in extra_keys]
 
-    def save(force: bool = False) -> None:
-        if output is None or (stream and not force):
+class _SweepFile:
+    """A sweep's records by cell key (``done``) and their file ``output``: read to resume, saved (at most every
+    :data:`_SAVE_INTERVAL` seconds unless forced) merged under its lock with what another sweep wrote there, so no
+    cell is lost. A device or FIFO (``-o /dev/stdout``) is written once at the end: nothing to resume or merge."""
+
+    def __init__(self, output, settings: dict, entropy, grid: SweepGrid, grid_keys: list):
+        from varsim._common.atomic import check_writable, is_special_file
+        from varsim._common.runlock import file_lock
+
+        self.output, self.settings, self.entropy, self.grid = output, settings, entropy, grid
+        self.grid_keys, self.grid_set = grid_keys, set(grid_keys)
+        self.stream = output is not None and is_special_file(output)
+        self.done: dict[str, dict] = {}
+        if output is not None:
+            check_writable(output, "output")
+            if not self.stream:
+                with file_lock(output):
+                    self.done = _stored_cells(output, settings, entropy)
+        self.extra_keys = [k for k in self.done if k not in self.grid_set]
+        self.last = 0.0
+
+    def ordered(self) -> list[dict]:
+        """The records in grid order, then those of other grids found in the file."""
+        return [self.done[k] for k in self.grid_keys if k in self.done] + [self.done[k] for k in self.extra_keys]
+
+    def save(self, force: bool = False) -> None:
+        """Write the records to ``output`` (none: nothing), merged with the file's."""
+        from varsim._common.atomic import atomic_write_json
+        from varsim._common.runlock import file_lock
+
+        if self.output is None or (self.stream and not force):
             return
         now = time.perf_counter()
-        if force or now - state["last"] >= _SAVE_INTERVAL:
-            if stream:
-                atomic_write_json(output, _record(settings, entropy, ordered(), grid))
-            else:  # merge with what another sweep on the same file wrote meanwhile: no cell is lost
-                with file_lock(output):
-                    for key, cell in _stored_cells(output, settings, entropy).items():
-                        if key not in done:
-                            done[key] = cell
-                            if key not in grid_set:
-                                extra_keys.append(key)
-                    atomic_write_json(output, _record(settings, entropy, ordered(), grid))
-            state["last"] = now
+        if not force and now - self.last < _SAVE_INTERVAL:
+            return
+        if self.stream:
+            atomic_write_json(self.output, _record(self.settings, self.entropy, self.ordered(), self.grid))
+        else:  # merge with what another sweep on the same file wrote meanwhile
+            with file_lock(self.output):
+                for key, cell in _stored_cells(self.output, self.settings, self.entropy).items():
+                    if key not in self.done:
+                        self.done[key] = cell
+                        if key not in self.grid_set:
+                            self.extra_keys.append(key)
+                atomic_write_json(self.output, _record(self.settings, self.entropy, self.ordered(), self.grid))
+        self.last = now
 
-    start = time.perf_counter()
+
+def _run_cells(jobs: list, store: _SweepFile, *, scheduler, workers, progress: bool) -> None:
+    """Simulate the cells of ``jobs`` into ``store`` (saved as they come, and once more at the end, even on an error
+    or Ctrl-C); in local processes the cells that compile a kernel first run here, one per kernel."""
+    from varsim._common.progress import Progress
+    from varsim.jobs.executor import run_jobs
+
     with Progress(len(jobs), "sweep", enabled=progress) as bar:
         def on_result(i: int, rec: dict) -> None:
-            done[rec["key"]] = rec
+            store.done[rec["key"]] = rec
             bar.update()
-            save()
+            store.save()
 
         try:
             first = _compile_first(jobs) if scheduler is None and (workers is None or workers > 1) else []
@@ -443,8 +468,4 @@ def run_sweep(grid: SweepGrid, *, output=None, seed=SEED_DEFAULT, scheduler: str
             if rest:
                 run_jobs(run_cell, rest, scheduler=scheduler, workers=workers, on_result=on_result)
         finally:
-            save(force=bool(jobs))  # keep what finished, even on an error or Ctrl-C
-    out = _record(settings, entropy, [done[k] for k in grid_keys], grid)
-    out["resumed"] = len(cells) - len(jobs)
-    out["elapsed_s"] = round(time.perf_counter() - start, 3)
-    return out
+            store.save(force=bool(jobs))  # keep what finished, even on an error or Ctrl-C

@@ -64,12 +64,17 @@ class DictionaryLookup(Task):
         return get_key_encoding(key_encoding).n_features(vocab["key_vocab"])
 
     def write_features(self, arrays, vocab, key_encoding, items, query):
+        self._write_pairs(arrays, vocab, key_encoding, items, items, query)
+
+    def _write_pairs(self, arrays, vocab, key_encoding, key_rows, value_rows, query):
+        """The key codes into ``key_rows`` and ``query``, each value's one-hot into ``value_rows`` (after the key
+        code's features), and the query flag."""
         enc = get_key_encoding(key_encoding)
         k0 = enc.n_features(vocab["key_vocab"])
         if k0:
             enc.write(arrays["query"], query[..., :k0])
-            enc.write(arrays["key"], items[..., :k0])
-        np.put_along_axis(items, k0 + arrays["value"][..., None], 1.0, axis=-1)
+            enc.write(arrays["key"], key_rows[..., :k0])
+        np.put_along_axis(value_rows, k0 + arrays["value"][..., None], 1.0, axis=-1)
         query[..., -1] = 1.0
 
 

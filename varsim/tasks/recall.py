@@ -14,11 +14,8 @@ Batch: ``key`` int64 (B, N), ``value`` int64 (B, N), ``query`` int64 (B,), ``mas
 
 from __future__ import annotations
 
-import numpy as np
-
 from ._task import register_task
 from .dictionary import DictionaryLookup
-from .keys import get_key_encoding
 
 __all__ = ["RECALL"]
 
@@ -29,14 +26,8 @@ class AssociativeRecall(DictionaryLookup):
     item_tokens = 2
 
     def write_features(self, arrays, vocab, key_encoding, items, query):
-        enc = get_key_encoding(key_encoding)
-        k0 = enc.n_features(vocab["key_vocab"])
-        key_rows, value_rows = items[:, 0::2], items[:, 1::2]  # (B, N, F) views: token 2i the key, 2i+1 the value
-        if k0:
-            enc.write(arrays["query"], query[..., :k0])
-            enc.write(arrays["key"], key_rows[..., :k0])
-        np.put_along_axis(value_rows, k0 + arrays["value"][..., None], 1.0, axis=-1)
-        query[..., -1] = 1.0
+        # (B, N, F) views: token 2i the key, 2i+1 the value
+        self._write_pairs(arrays, vocab, key_encoding, items[:, 0::2], items[:, 1::2], query)
 
 
 RECALL = register_task(AssociativeRecall())

@@ -247,3 +247,16 @@ def reference_cases(*, masks: bool = True, float32: bool = True) -> tuple[Attent
     True
     """
     return tuple(c for c in REFERENCE_CASES if (masks or c.mask == "none") and (float32 or c.dtype == "float64"))
+
+
+def as_cases(cases) -> tuple[AttentionCase, ...]:
+    """``cases`` as a non-empty tuple of :class:`AttentionCase`: one case, a sequence of them, or None (the standard
+    battery); anything else is a ValueError."""
+    if cases is None:
+        cases = reference_cases()
+    elif isinstance(cases, AttentionCase):
+        cases = (cases,)
+    cases = tuple(cases)
+    if not cases or not all(isinstance(c, AttentionCase) for c in cases):
+        raise ValueError("cases must be an AttentionCase, a non-empty sequence of them, or None")
+    return cases

@@ -15,6 +15,7 @@ estimate, its SE, the reference and the z-score, the configuration, and the ``rn
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import math
 import numbers
 
@@ -51,6 +52,9 @@ _PILOT_SEQUENCES = 64
 _MIN_SEQUENCES = 256
 _PILOT_KEY = 0x70696C6F  # the pilot's stream: child of the root, never equal to a (N, chunk, 1) stream of the run
 _ROUND = 32  # budgets are multiples of 32: whole chunks for the batch-means SEs
+#: the options of :func:`check_statistic` that go to :func:`varsim.sim.measure_variance`
+_SAMPLING = ("d_k", "d_v", "query", "query_norm", "key_dist", "value_dist", "value_mean", "value_scale",
+             "coordinate")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -246,8 +250,6 @@ def check_statistic(
     >>> [(r.n, r.passed) for r in results]
     [(32, True), (128, True)]
     """
-    from varsim.sim import measure_variance
-
     if not callable(attention_fn):
         raise ValueError(f"attention_fn must be callable, got {type(attention_fn).__name__}")
     statistic = check_choice("statistic", statistic, tuple(STATISTICS))
@@ -264,49 +266,55 @@ def check_statistic(
     if early_stop is not None:
         early_stop = check_real("early_stop", early_stop, minimum=n_sigma)
     root = resolve_seed(None, rng)
-    seed_text = describe_seed(root)
     sampling = dict(d_k=d_k, d_v=d_v, query=query, query_norm=query_norm, key_dist=key_dist, value_dist=value_dist,
                     value_mean=value_mean, value_scale=value_scale, coordinate=coordinate)
     fn = _Guarded(attention_fn)
+    tolerance = {"n_sigma": n_sigma, "rel_tol": rel_tol, "early_stop": early_stop}
+    budget = {"n_sequences": n_sequences, "max_sequences": max_sequences, "max_work": max_work, "rel_se": rel_se}
+    return [_check_length(fn, statistic, n_keys, _expected_at(expected, n_keys, statistic), root, sampling,
+                          **tolerance, **budget) for n_keys in grid]
+
+
+def _check_length(fn, statistic: str, n_keys: int, ref: float, root, sampling: dict, *, n_sigma: float,
+                  rel_tol: float, early_stop, n_sequences, max_sequences: int, max_work: float,
+                  rel_se: float) -> CheckResult:
+    """:func:`check_statistic` at one length: the budget (a pilot run on its own stream unless ``n_sequences`` is
+    given; a pilot already far off ends the check), the measurement on the root stream (reproducible with
+    ``measure_variance(..., seed=root)``), the verdict."""
+    from varsim.sim import measure_variance
+
+    seed_text = describe_seed(root)
     field, se_field, _ = STATISTICS[statistic]
-    out = []
-    for n_keys in grid:
-        ref = _expected_at(expected, n_keys, statistic)
-        budget, capped = _PILOT_SEQUENCES, False  # what had run when a non-finite output stops the check
-        try:
-            # phase 1: the budget (a pilot run on its own stream unless n_sequences is given)
-            if n_sequences is None:
-                cap = max(_ROUND, min(max_sequences, int(max_work // (n_keys * (int(d_k) + int(d_v))))))
-                pilot = measure_variance(fn, [n_keys], n_sequences=_PILOT_SEQUENCES,
-                                         seed=child_sequence(root, _PILOT_KEY), **sampling)
-                _need_field(pilot, statistic)
-                est, se = float(getattr(pilot, field)[0]), float(getattr(pilot, se_field)[0])
-                if early_stop is not None and se > 0 and abs(est - ref) > max(early_stop * se,
-                                                                              n_sigma * se + rel_tol * abs(ref)):
-                    out.append(CheckResult(
-                        statistic, n_keys, est, se, ref, (est - ref) / se, n_sigma * se + rel_tol * abs(ref), False,
-                        _PILOT_SEQUENCES, False, seed_text, seed=describe_seed(child_sequence(root, _PILOT_KEY)),
-                        note=f"stopped after the pilot: {STATISTICS[statistic][2]} = {est:.6g} +- {se:.3g} (SE, "
-                             f"{_PILOT_SEQUENCES} sequences), expected {ref:.6g}, z = {(est - ref) / se:+.1f} "
-                             f"(|z| > early_stop = {early_stop:g})"))
-                    continue
-                budget, capped = _budget(statistic, pilot, ref, rel_se, cap)
-            else:
-                budget, capped = n_sequences, False
-            # phase 2: the measurement, on the root stream (reproducible with measure_variance(..., seed=root))
-            res = measure_variance(fn, [n_keys], n_sequences=budget, seed=root, **sampling)
-            _need_field(res, statistic)
-        except _NonFinite as exc:
-            out.append(CheckResult(statistic, n_keys, math.nan, math.nan, ref, math.nan, math.nan, False, budget,
-                                   capped, seed_text, note=str(exc)))
-            continue
-        est, se = float(getattr(res, field)[0]), float(getattr(res, se_field)[0])
-        tol = n_sigma * se + rel_tol * abs(ref)
-        diff = est - ref
-        z = diff / se if se > 0 else (0.0 if diff == 0 else math.copysign(math.inf, diff))
-        out.append(CheckResult(statistic, n_keys, est, se, ref, z, tol, bool(abs(diff) <= tol), budget, capped,
-                               seed_text))
-    return out
+    budget, capped = _PILOT_SEQUENCES, False  # what had run when a non-finite output stops the check
+    try:
+        if n_sequences is None:
+            width = int(sampling["d_k"]) + int(sampling["d_v"])  # numbers drawn per key
+            cap = max(_ROUND, min(max_sequences, int(max_work // (n_keys * width))))
+            pilot = measure_variance(fn, [n_keys], n_sequences=_PILOT_SEQUENCES,
+                                     seed=child_sequence(root, _PILOT_KEY), **sampling)
+            _need_field(pilot, statistic)
+            est, se = float(getattr(pilot, field)[0]), float(getattr(pilot, se_field)[0])
+            if early_stop is not None and se > 0 and abs(est - ref) > max(early_stop * se,
+                                                                          n_sigma * se + rel_tol * abs(ref)):
+                return CheckResult(
+                    statistic, n_keys, est, se, ref, (est - ref) / se, n_sigma * se + rel_tol * abs(ref), False,
+                    _PILOT_SEQUENCES, False, seed_text, seed=describe_seed(child_sequence(root, _PILOT_KEY)),
+                    note=f"stopped after the pilot: {STATISTICS[statistic][2]} = {est:.6g} +- {se:.3g} (SE, "
+                         f"{_PILOT_SEQUENCES} sequences), expected {ref:.6g}, z = {(est - ref) / se:+.1f} "
+                         f"(|z| > early_stop = {early_stop:g})")
+            budget, capped = _budget(statistic, pilot, ref, rel_se, cap)
+        else:
+            budget, capped = n_sequences, False
+        res = measure_variance(fn, [n_keys], n_sequences=budget, seed=root, **sampling)
+        _need_field(res, statistic)
+    except _NonFinite as exc:
+        return CheckResult(statistic, n_keys, math.nan, math.nan, ref, math.nan, math.nan, False, budget, capped,
+                           seed_text, note=str(exc))
+    est, se = float(getattr(res, field)[0]), float(getattr(res, se_field)[0])
+    tol = n_sigma * se + rel_tol * abs(ref)
+    diff = est - ref
+    z = diff / se if se > 0 else (0.0 if diff == 0 else math.copysign(math.inf, diff))
+    return CheckResult(statistic, n_keys, est, se, ref, z, tol, bool(abs(diff) <= tol), budget, capped, seed_text)
 
 
 def _need_field(res, statistic):
@@ -354,11 +362,9 @@ def assert_statistic_matches(attention_fn, statistic: str, expected, n, **option
 
 def _failure_message(attention_fn, statistic, results, failed, options) -> str:
     label = STATISTICS[statistic][2]
-    n_sigma = options.get("n_sigma", 5.0)
-    rel_tol = options.get("rel_tol", 0.01)
-    sampling = {k: options.get(k, v) for k, v in (
-        ("d_k", 16), ("d_v", 8), ("query", "fixed"), ("query_norm", None), ("key_dist", "gaussian"),
-        ("value_dist", "gaussian"), ("value_mean", 0.0), ("value_scale", 1.0), ("coordinate", 0))}
+    defaults = {k: p.default for k, p in inspect.signature(check_statistic).parameters.items()}
+    n_sigma, rel_tol = (options.get(k, defaults[k]) for k in ("n_sigma", "rel_tol"))
+    sampling = {k: options.get(k, defaults[k]) for k in _SAMPLING}
     config = ", ".join(f"{k}={v!r}" for k, v in sampling.items())
     first = failed[0]
     lines = [
@@ -381,22 +387,15 @@ def assert_variance_matches(attention_fn, expected, n, **options) -> list[CheckR
     ----------
     attention_fn : callable
         ``attention_fn(q (S, d_k), K (S, N, d_k), V (S, N, d_v)) -> o (S, d_v)`` or ``(o, w)``.
-    expected : float or callable
-        The reference: a number, or ``expected(N) -> number``.
-    n : int or sequence of int
-        Sequence lengths.
-    **options
-        Those of :func:`check_statistic` (sampling, budget, tolerance, ``rng``).
+    expected, n, **options
+        As for :func:`assert_statistic_matches`: the reference, the lengths, and the options of
+        :func:`check_statistic` (sampling, budget, tolerance, ``rng``).
 
     Returns
     -------
     list of CheckResult
-        The results, when every length passes.
-
-    Raises
-    ------
-    AssertionError
-        When any length fails, with a message that says where and how to reproduce it.
+        The results, when every length passes (else ``AssertionError``, with a message that says where and how to
+        reproduce it).
 
     See Also
     --------
@@ -421,12 +420,9 @@ def assert_ipr_matches(attention_fn, expected, n, **options) -> list[CheckResult
     ----------
     attention_fn : callable
         Must return ``(o, w)`` with the weights ``w (S, N)``.
-    expected : float or callable
-        The reference: a number, or ``expected(N) -> number``.
-    n : int or sequence of int
-        Sequence lengths.
-    **options
-        Those of :func:`check_statistic`.
+    expected, n, **options
+        As for :func:`assert_statistic_matches`: the reference, the lengths, and the options of
+        :func:`check_statistic`.
 
     Returns
     -------
@@ -456,12 +452,9 @@ def assert_mean_matches(attention_fn, expected, n, **options) -> list[CheckResul
     ----------
     attention_fn : callable
         As for :func:`check_statistic`.
-    expected : float or callable
-        The reference: a number, or ``expected(N) -> number``.
-    n : int or sequence of int
-        Sequence lengths.
-    **options
-        Those of :func:`check_statistic` (``coordinate`` picks the coordinate).
+    expected, n, **options
+        As for :func:`assert_statistic_matches`: the reference, the lengths, and the options of
+        :func:`check_statistic` (``coordinate`` picks the coordinate).
 
     Returns
     -------

@@ -25,7 +25,7 @@ import numpy as np
 from varsim._common.validate import check_int
 
 from .arrays import KEYWORDS, Adapted, adapt, fn_name, to_numpy
-from .cases import AttentionCase, reference_cases
+from .cases import as_cases
 from .mutants import CORRECT, MUTANTS, Kernel
 from .precision import FLOAT_DTYPES, round_to
 from .same_draw import check_against_reference
@@ -304,66 +304,72 @@ def power_report(attention_fn=None, cases=None, *, array="numpy", dtype: str | N
     >>> report.caught, report.false_alarms
     (('dropped_key', 'output_scaled_1.03'), (0, 2))
     """
+    like = _configuration(attention_fn, array=array, dtype=dtype, layout=layout, accepts=accepts, device=device)
     if attention_fn is None:
-        like = Adapted(lambda q, K, V: q, layout=layout, accepts=accepts)
-        like.lib = _Emulated(dtype)
-        like.dtype = dtype
-        if dtype is not None and dtype not in FLOAT_DTYPES:
-            raise ValueError(f"dtype: expected one of {FLOAT_DTYPES} or None, got {dtype!r}")
         returns_weights = True if returns_weights is None else bool(returns_weights)
-    else:
-        like = adapt(attention_fn, array=array, dtype=dtype, layout=layout, device=device,
-                     accepts=None if accepts is KEYWORDS else accepts)
-    if cases is None:
-        cases = reference_cases()
-    elif isinstance(cases, AttentionCase):
-        cases = (cases,)
-    cases = tuple(cases)
-    if not cases or not all(isinstance(c, AttentionCase) for c in cases):
-        raise ValueError("cases must be an AttentionCase, a non-empty sequence of them, or None")
+    cases = as_cases(cases)
     if returns_weights is None:
         returns_weights = _returns_weights(like, cases)
     seeds = tuple(range(check_int("seeds", seeds, minimum=1))) if isinstance(seeds, int) else tuple(seeds)
     if not seeds:
         raise ValueError("seeds: need at least one seed")
-    names = list(CORRECT) + list(MUTANTS) if kernels is None else list(kernels)
-    unknown = [n for n in names if n not in CORRECT and n not in MUTANTS]
-    if unknown:
-        raise ValueError(f"kernels: unknown name(s) {unknown}; expected some of {list(CORRECT) + list(MUTANTS)}")
-    correct = [n for n in names if n in CORRECT] or list(CORRECT)
-    bugs = [n for n in names if n in MUTANTS]
-
-    def run(kernel, seed):
-        try:
-            rep = check_against_reference(_plant(kernel, like, returns_weights), cases, rng=seed, **check_options)
-        except (AssertionError, TypeError, ValueError, FloatingPointError) as exc:  # the user's test would fail
-            return True, False, np.inf, f"raised {type(exc).__name__}"
-        ran = [r.ratio for r in rep.results if not r.skipped]
-        return rep.verdict != "pass", rep.verdict == "low_precision", max(ran), ""
-
-    base = {}
-    rows = []
+    correct, bugs = _kernel_names(kernels)
+    base, rows = {}, []
     for name in correct:
         k = CORRECT[name]
-        out = [run(k, s) for s in seeds]
+        out = [_run_planted(k, like, returns_weights, cases, s, check_options) for s in seeds]
         for s, o in zip(seeds, out):
             base[s] = max(base.get(s, 0.0), o[2])
-        rows.append(PowerRow(name, k.description, True, len(seeds), sum(o[0] for o in out),
-                             sum(o[1] for o in out), tuple(1.0 for _ in seeds),
-                             error="; ".join(sorted({o[3] for o in out if o[3]})),
-                             caught_at=tuple(o[0] for o in out)))
+        rows.append(_row(name, k, True, out, tuple(1.0 for _ in seeds)))
     for name in bugs:
         k = MUTANTS[name]
         why = _not_applicable(k, like, cases)
         if why:
             rows.append(PowerRow(name, k.description, False, 0, 0, 0, (), not_applicable=why))
             continue
-        out = [run(k, s) for s in seeds]
+        out = [_run_planted(k, like, returns_weights, cases, s, check_options) for s in seeds]
         excess = tuple(o[2] / base[s] if base[s] > 0 else (np.inf if o[2] > 0 else 1.0) for s, o in zip(seeds, out))
-        rows.append(PowerRow(name, k.description, False, len(seeds), sum(o[0] for o in out),
-                             sum(o[1] for o in out), excess, error="; ".join(sorted({o[3] for o in out if o[3]})),
-                             caught_at=tuple(o[0] for o in out)))
+        rows.append(_row(name, k, False, out, excess))
     config = (f"{fn_name(like) if attention_fn is not None else 'configuration'}: array {like.lib.name}, dtype "
               f"{like.dtype or 'of the cases'}, layout {like.layout}, keywords {sorted(like.accepts)}, "
               f"{'o and w' if returns_weights else 'o only'}, {len(cases)} cases")
     return PowerReport(config, tuple(rows), seeds)
+
+
+def _configuration(attention_fn, *, array, dtype, layout, accepts, device) -> Adapted:
+    """``attention_fn`` adapted, or without a function the configuration alone, computed in NumPy at ``dtype``."""
+    if attention_fn is not None:
+        return adapt(attention_fn, array=array, dtype=dtype, layout=layout, device=device,
+                     accepts=None if accepts is KEYWORDS else accepts)
+    like = Adapted(lambda q, K, V: q, layout=layout, accepts=accepts)
+    like.lib = _Emulated(dtype)
+    like.dtype = dtype
+    if dtype is not None and dtype not in FLOAT_DTYPES:
+        raise ValueError(f"dtype: expected one of {FLOAT_DTYPES} or None, got {dtype!r}")
+    return like
+
+
+def _kernel_names(kernels) -> tuple[list, list]:
+    """The correct kernels (all of them when ``kernels`` names none) and the bugs of ``kernels`` (default: all)."""
+    names = list(CORRECT) + list(MUTANTS) if kernels is None else list(kernels)
+    unknown = [n for n in names if n not in CORRECT and n not in MUTANTS]
+    if unknown:
+        raise ValueError(f"kernels: unknown name(s) {unknown}; expected some of {list(CORRECT) + list(MUTANTS)}")
+    return [n for n in names if n in CORRECT] or list(CORRECT), [n for n in names if n in MUTANTS]
+
+
+def _run_planted(kernel: Kernel, like: Adapted, returns_weights: bool, cases, seed, check_options) -> tuple:
+    """The same-draw check of ``kernel`` planted into ``like`` at one seed: ``(caught, low_precision, worst ratio,
+    error)``; a check that raises is caught, as the user's test would fail."""
+    try:
+        rep = check_against_reference(_plant(kernel, like, returns_weights), cases, rng=seed, **check_options)
+    except (AssertionError, TypeError, ValueError, FloatingPointError) as exc:  # the user's test would fail
+        return True, False, np.inf, f"raised {type(exc).__name__}"
+    ran = [r.ratio for r in rep.results if not r.skipped]
+    return rep.verdict != "pass", rep.verdict == "low_precision", max(ran), ""
+
+
+def _row(name: str, kernel: Kernel, correct: bool, out: list, excess: tuple) -> PowerRow:
+    """The report's row of one kernel from its :func:`_run_planted` results per seed."""
+    return PowerRow(name, kernel.description, correct, len(out), sum(o[0] for o in out), sum(o[1] for o in out),
+                    excess, error="; ".join(sorted({o[3] for o in out if o[3]})), caught_at=tuple(o[0] for o in out))

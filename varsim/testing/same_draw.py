@@ -24,7 +24,7 @@ from varsim._common.validate import check_choice, check_real
 from ._rng import describe_seed
 from .arrays import Adapted, adapt, causal_mask, fn_name
 from .attention import softmax_attention_nd
-from .cases import AttentionCase, reference_cases
+from .cases import AttentionCase, as_cases
 from .precision import DEFAULT_TOL_FACTOR, PRECISION_ORDER, TOLERANCES, error_scale
 
 __all__ = ["CaseResult", "ReferenceReport", "check_against_reference", "assert_matches_reference",
@@ -330,13 +330,7 @@ def check_against_reference(attention_fn, cases=None, *, reference=None, toleran
     tol_factor = DEFAULT_TOL_FACTOR[tolerance] if tol_factor is None else tol_factor
     tol_factor = check_real("tol_factor", tol_factor, minimum=0.0, strict_min=True)
     atol = check_real("atol", atol, minimum=0.0)
-    if cases is None:
-        cases = reference_cases()
-    elif isinstance(cases, AttentionCase):
-        cases = (cases,)
-    cases = tuple(cases)
-    if not cases or not all(isinstance(c, AttentionCase) for c in cases):
-        raise ValueError("cases must be an AttentionCase, a non-empty sequence of them, or None")
+    cases = as_cases(cases)
     root = resolve_seed(None, rng)
     results = tuple(_run_case(fn, ref, c, root, tolerance, tol_factor, atol) for c in cases)
     if all(r.skipped for r in results):

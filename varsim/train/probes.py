@@ -85,35 +85,46 @@ def probe_length_shift(
     for n in lengths:
         check_set_size(task, int(n), name="lengths", **spec.vocab_of(task_kwargs))
     keys = {k: f"block{block}.{k}" for k in PROBE_KEYS}
+    per_length = [_activations(model, task, spec, int(n), i, n_sets=n_sets, max_items=max_items, seed=seed,
+                               keys=keys, task_kwargs=task_kwargs) for i, n in enumerate(lengths)]
+    out = _statistics(per_length, block=block, n_sets=n_sets, hist_lengths=hist_lengths)
+    out["slopes"] = _slopes(out, out["coordinate"])
+    return out
 
-    per_length = []
-    for i, n in enumerate(int(v) for v in lengths):
-        pre, post, nxt, w_heads = [], [], [], []
-        done, chunk = 0, 0
-        while done < n_sets:
-            b = min(_sets_per_chunk(n, max_items), n_sets - done)
-            batch = make_batch(task, b, n, child_generator(seed, i, chunk), **task_kwargs)
-            out = model.analysis(batch)
-            missing = [v for v in keys.values() if v not in out]
-            if missing:
-                raise ValueError(f"model.analysis did not return {missing}")
-            pre.append(np.asarray(out[keys["attn_pre_norm"]], dtype=np.float64))  # (b, D)
-            post.append(np.asarray(out[keys["attn_post_norm"]], dtype=np.float64))  # (b, D)
-            nxt.append(np.asarray(out[keys["next_input"]], dtype=np.float64))  # (b, D)
-            weights = np.asarray(out[keys["attn_weights"]], dtype=np.float64)  # (b, H, N)
-            idx = spec.correct_item(batch)  # (b,)
-            w_heads.append(weights[np.arange(b), :, idx])  # (b, H)
-            done += b
-            chunk += 1
-        pre_a, post_a, nxt_a, w_a = (np.concatenate(x) for x in (pre, post, nxt, w_heads))
-        per_length.append({"n": n, "pre": pre_a, "post": post_a, "next": nxt_a, "w": w_a})
 
-    first = per_length[0]
-    coord = int(np.argmax(first["pre"].std(axis=0, ddof=1)))
+def _activations(model, task: str, spec, n: int, i: int, *, n_sets: int, max_items: int, seed, keys: dict,
+                 task_kwargs: dict) -> dict:
+    """The activations at set size ``n`` (the ``i``-th length) over ``n_sets`` sets, in chunks of ``max_items`` items
+    at most: ``pre``, ``post``, ``next`` (S, D) and ``w`` (S, H), each head's weight on the correct item."""
+    pre, post, nxt, w_heads = [], [], [], []
+    done, chunk = 0, 0
+    while done < n_sets:
+        b = min(_sets_per_chunk(n, max_items), n_sets - done)
+        batch = make_batch(task, b, n, child_generator(seed, i, chunk), **task_kwargs)
+        out = model.analysis(batch)
+        missing = [v for v in keys.values() if v not in out]
+        if missing:
+            raise ValueError(f"model.analysis did not return {missing}")
+        pre.append(np.asarray(out[keys["attn_pre_norm"]], dtype=np.float64))  # (b, D)
+        post.append(np.asarray(out[keys["attn_post_norm"]], dtype=np.float64))  # (b, D)
+        nxt.append(np.asarray(out[keys["next_input"]], dtype=np.float64))  # (b, D)
+        weights = np.asarray(out[keys["attn_weights"]], dtype=np.float64)  # (b, H, N)
+        idx = spec.correct_item(batch)  # (b,)
+        w_heads.append(weights[np.arange(b), :, idx])  # (b, H)
+        done += b
+        chunk += 1
+    pre_a, post_a, nxt_a, w_a = (np.concatenate(x) for x in (pre, post, nxt, w_heads))
+    return {"n": n, "pre": pre_a, "post": post_a, "next": nxt_a, "w": w_a}
+
+
+def _statistics(per_length: list, *, block: int, n_sets: int, hist_lengths) -> dict:
+    """:func:`probe_length_shift`'s result but the slopes, from each length's :func:`_activations` (histograms: of the
+    coordinate with the largest std at the first length)."""
+    coord = int(np.argmax(per_length[0]["pre"].std(axis=0, ddof=1)))
     out = {
         "block": block,
         "n_sets": n_sets,
-        "lengths": [int(n) for n in lengths],
+        "lengths": [rec["n"] for rec in per_length],
         "coordinate": coord,
         "std_pre": [],
         "std_post": [],
@@ -144,8 +155,6 @@ def probe_length_shift(
             out["hist"]["lengths"].append(rec["n"])
             out["hist"]["pre"].append(rec["pre"][:, coord].tolist())
             out["hist"]["post"].append(rec["post"][:, coord].tolist())
-
-    out["slopes"] = _slopes(out, coord)
     return out
 
 
