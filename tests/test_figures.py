@@ -337,9 +337,22 @@ def test_all_figures_without_committed_records_skip_the_reproduction_ones(tmp_pa
 # Command line
 
 
-def test_cli_figures_writes_one_figure_and_ends_with_a_summary(capsys, tmp_path):
+def test_cli_figures_writes_one_figure_and_ends_with_a_summary(tiny_repro, capsys, tmp_path, monkeypatch):
     """The files are written and the output ends with a table naming each figure, where its numbers came from and
-    the seconds it took (catches a run that prints nothing a reader can check, or a wrong data origin)."""
+    the seconds it took (catches a run that prints nothing a reader can check, or a wrong data origin). The quick
+    reproduction the command asks for is stood in for by the tiny one (tests/test_reproduce.py runs the quick grid
+    itself): the records it would write are copied, in seconds less."""
+    import varsim.experiments
+
+    calls = []
+
+    def quick_reproduction(outdir, **kwargs):
+        calls.append(kwargs)
+        shutil.copytree(tiny_repro, outdir, dirs_exist_ok=True)
+        return {"failed": []}
+
+    monkeypatch.setattr(varsim.experiments, "run_reproduction", quick_reproduction)
+    monkeypatch.setattr(rp, "_QUICK_CACHE", {})
     rc = main(["figures", "--quick", "--outdir", str(tmp_path), "--only", "fig_decay_exponent", "fig_repro_std",
                "--no-progress"])
     out = capsys.readouterr().out.splitlines()
@@ -350,6 +363,7 @@ def test_cli_figures_writes_one_figure_and_ends_with_a_summary(capsys, tmp_path)
     rows = {line.split()[0]: line for line in out[1:3]}
     assert "simulated, quick" in rows["fig_decay_exponent"] and "reproduction: quick" in rows["fig_repro_std"]
     assert out[3].startswith("2 figures in") and out[4] == f"wrote 6 files (JSON, PNG, PDF per figure) into {tmp_path}"
+    assert [(c["quick"], c["root_seed"]) for c in calls] == [(True, 0)]
 
 
 @pytest.mark.parametrize("args, needle", [
