@@ -75,13 +75,14 @@ def test_parallel_jobs_write_the_files_of_a_serial_run(quick_run, tmp_path):
     assert list(written) == names and sorted(seen) == sorted([(n, figures._data_from(
         json.loads((tmp_path / "par" / f"{n}.json").read_text()), figures.data_source(n), True, False))
         for n in names])
-    serial = figures.make(["fig_probe_layers", "fig_probe_slopes"], outdir=tmp_path / "ser", quick=True,
-                          progress=False)
+    probe = figures._source("probe", {"quick": True, "probe_results": None})  # the serial run's data, not drawn
+    serial = {n: json.loads(json.dumps(_style.jsonable(figures.load(n).compute(True, 0, source=probe))))
+              for n in ["fig_probe_layers", "fig_probe_slopes"]}
     for name in names:
         assert [p.name for p in written[name]] == [f"{name}.json", f"{name}.png", f"{name}.pdf"]
         assert all(p.is_file() for p in written[name])
         stored = json.loads((tmp_path / "par" / f"{name}.json").read_text())
-        expected = data[name] if name in data else json.loads(serial[name][0].read_text())
+        expected = data[name] if name in data else serial[name]
         assert stored == expected, name
 
 
@@ -246,7 +247,8 @@ def test_compact_records_keep_what_the_figures_use(tiny_repro):
 
 def test_compact_directory_round_trips_and_is_the_default_source(tiny_repro, tmp_path, monkeypatch):
     """write_compact -> load_compact gives the same records; with it as the committed directory, the default source
-    draws every reproduction figure, and the footer names the committed records and the runs' commit."""
+    draws from it, and the footer names the committed records and the runs' commit (every reproduction figure is
+    drawn from these records by :func:`test_reproduction_figures_from_a_results_directory`)."""
     dest = tmp_path / "committed"
     rp.write_compact(tiny_repro, dest)
     assert sorted(p.name for p in dest.iterdir()) == ["runs.json", "settings.json", "summary.json", "table.md"]
@@ -254,8 +256,8 @@ def test_compact_directory_round_trips_and_is_the_default_source(tiny_repro, tmp
     assert loaded["runs"] == rp.compact_results(tiny_repro)["runs"]
     monkeypatch.setattr(rp, "COMMITTED_DIR", dest)
     out = tmp_path / "figs"
-    written = figures.make(REPRO, outdir=out, progress=False)
-    assert list(written) == REPRO
+    written = figures.make(["fig_repro_accuracy"], outdir=out, progress=False)
+    assert list(written) == ["fig_repro_accuracy"]
     data = json.loads((out / "fig_repro_accuracy.json").read_text())
     commit = loaded["runs"][0]["provenance"]["git_commit"]
     assert data["footer"].startswith("committed records: 8 runs") and (commit or "unknown")[:10] in data["footer"]
@@ -337,9 +339,22 @@ def test_all_figures_without_committed_records_skip_the_reproduction_ones(tmp_pa
 # Command line
 
 
-def test_cli_figures_writes_one_figure_and_ends_with_a_summary(capsys, tmp_path):
+def test_cli_figures_writes_one_figure_and_ends_with_a_summary(tiny_repro, capsys, tmp_path, monkeypatch):
     """The files are written and the output ends with a table naming each figure, where its numbers came from and
-    the seconds it took (catches a run that prints nothing a reader can check, or a wrong data origin)."""
+    the seconds it took (catches a run that prints nothing a reader can check, or a wrong data origin). The quick
+    reproduction the command asks for is stood in for by the tiny one (tests/test_reproduce.py runs the quick grid
+    itself): the records it would write are copied, in seconds less."""
+    import varsim.experiments
+
+    calls = []
+
+    def quick_reproduction(outdir, **kwargs):
+        calls.append(kwargs)
+        shutil.copytree(tiny_repro, outdir, dirs_exist_ok=True)
+        return {"failed": []}
+
+    monkeypatch.setattr(varsim.experiments, "run_reproduction", quick_reproduction)
+    monkeypatch.setattr(rp, "_QUICK_CACHE", {})
     rc = main(["figures", "--quick", "--outdir", str(tmp_path), "--only", "fig_decay_exponent", "fig_repro_std",
                "--no-progress"])
     out = capsys.readouterr().out.splitlines()
@@ -350,6 +365,7 @@ def test_cli_figures_writes_one_figure_and_ends_with_a_summary(capsys, tmp_path)
     rows = {line.split()[0]: line for line in out[1:3]}
     assert "simulated, quick" in rows["fig_decay_exponent"] and "reproduction: quick" in rows["fig_repro_std"]
     assert out[3].startswith("2 figures in") and out[4] == f"wrote 6 files (JSON, PNG, PDF per figure) into {tmp_path}"
+    assert [(c["quick"], c["root_seed"]) for c in calls] == [(True, 0)]
 
 
 @pytest.mark.parametrize("args, needle", [

@@ -71,9 +71,9 @@ def _rendered(fig) -> np.ndarray:
     return np.asarray(Image.open(buf).convert("L"), dtype=np.uint8)
 
 
-def blank_width(fig) -> float:
-    """Fraction of the saved image's pixel columns with nothing drawn (all near-white), outside the axes' own gaps."""
-    img = _rendered(fig)
+def blank_width(img: np.ndarray) -> float:
+    """Fraction of the saved image's pixel columns (``img``, from :func:`_rendered`) with nothing drawn (all
+    near-white), outside the axes' own gaps."""
     return float(np.mean(np.all(img > 245, axis=0)))
 
 
@@ -81,10 +81,10 @@ def blank_width(fig) -> float:
 BLOCK = 3
 
 
-def largest_blank_block(fig) -> float:
-    """Fraction of the saved image's area covered by its largest rectangle of background (near-white) pixels: the
-    maximal rectangle over each row's histogram of blank heights, on blocks of :data:`BLOCK` pixels."""
-    img = _rendered(fig)
+def largest_blank_block(img: np.ndarray) -> float:
+    """Fraction of the saved image's area (``img``, from :func:`_rendered`) covered by its largest rectangle of
+    background (near-white) pixels: the maximal rectangle over each row's histogram of blank heights, on blocks of
+    :data:`BLOCK` pixels."""
     h, w = (img.shape[0] // BLOCK) * BLOCK, (img.shape[1] // BLOCK) * BLOCK
     blank = np.all((img[:h, :w] > 245).reshape(h // BLOCK, BLOCK, w // BLOCK, BLOCK), axis=(1, 3))
     heights = np.zeros(blank.shape[1] + 1, dtype=np.int64)  # a zero sentinel at the end empties the stack
@@ -188,8 +188,10 @@ def test_figure_fills_its_canvas_without_overlapping_text(datasets, name, style)
         try:
             if style == "column":
                 assert fig.get_figwidth() == pytest.approx(3.3)
-            assert blank_width(fig) <= 0.10, f"{name} ({style}): {blank_width(fig):.0%} of the width is blank"
-            block = largest_blank_block(fig)
+            img = _rendered(fig)  # saved once: both blank checks read the same image
+            blank = blank_width(img)
+            assert blank <= 0.10, f"{name} ({style}): {blank:.0%} of the width is blank"
+            block = largest_blank_block(img)
             assert block <= 0.10, f"{name} ({style}): a blank block covers {block:.0%} of the figure"
             assert long_titles(fig) == [], f"{name} ({style}): titles too long or broken"
             assert lines_across_categories(fig) == [], f"{name} ({style}): categories joined by lines"
@@ -204,7 +206,7 @@ def test_the_checks_catch_blank_space_and_overlaps():
         fig, ax = _style.plt.subplots(figsize=(4, 3))
         ax.plot([1, 2], [1, 2], label="x")
         ax.legend(loc="upper left", bbox_to_anchor=(2.0, 1.0))
-        assert blank_width(fig) > 0.10
+        assert blank_width(_rendered(fig)) > 0.10
         ax.text(0.5, 0.5, "one label", transform=ax.transAxes)
         ax.text(0.52, 0.5, "another label", transform=ax.transAxes)
         assert ("one label", "another label") in overlapping_texts(fig)
@@ -219,7 +221,8 @@ def test_the_checks_catch_blank_blocks_long_titles_and_joined_categories():
         for ax in axes:
             ax.plot([1, 2], [1, 2], label="a long legend entry")
         axes[0].legend(loc="upper left", bbox_to_anchor=(1.02, 1.0))
-        assert blank_width(fig) <= 0.10 < largest_blank_block(fig)
+        img = _rendered(fig)
+        assert blank_width(img) <= 0.10 < largest_blank_block(img)
         axes[0].set_title("one\ntwo\nthree\nfour")
         axes[1].set_title("gain at $N =\n 1024$")
         axes[2].set_title("gain at N =\n1024")

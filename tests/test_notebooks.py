@@ -139,24 +139,43 @@ def test_notebook_and_its_solutions_execute_with_their_assertions(name, tmp_path
     _check_ran(_execute(nb, tmp_path))
 
 
+#: the notebooks with sliders (ipywidgets), which draw a static figure instead on the documentation site
+WIDGETS = {n for n in ALL if "ipywidgets" in (NOTEBOOKS / n).read_text()}
+
+
 def _alternatives():
     for name in ALL:
         for k, values in enumerate(ALTERNATIVES.get(name, [])):
             slow = k > 0 or name in SLOW_ALTERNATIVES
-            yield pytest.param(name, values, id=f"{name[:2]}-{k}", marks=[pytest.mark.slow] if slow else [])
+            yield pytest.param(name, values, k == 0 and name in WIDGETS, id=f"{name[:2]}-{k}",
+                               marks=[pytest.mark.slow] if slow else [])
 
 
-@pytest.mark.parametrize("name, values", list(_alternatives()))
-def test_notebook_runs_with_other_parameters(name, values, tmp_path):
+@pytest.mark.parametrize("name, values, static", list(_alternatives()))
+def test_notebook_runs_with_other_parameters(name, values, static, tmp_path):
     """A student changes the parameters cell: other sensible values (including the ones that broke the first
     versions: beta = (0.5, 3.0) in notebook 1, BETA = 2 and MARGIN = 5 in notebook 5) run without an error, and every
-    check in the notebook follows them."""
+    check in the notebook follows them.
+
+    The default run of a notebook with sliders is also the static page's (``static``): the docs build runs the
+    notebooks with VARSIM_STATIC_PAGE=1 (a static page cannot drive sliders), and they must draw their static fallback
+    without creating a widget; their sliders run with the solutions
+    (:func:`test_notebook_and_its_solutions_execute_with_their_assertions`) and in the slow sets."""
     nb = _notebook(name)
     cell = _parameters_cell(nb)
     for key, value in values.items():
         assert re.search(rf"^{key} = ", cell.source, re.M), f"{name}: no parameter {key}"
         cell.source += f"\n{key} = {value}"
-    _check_ran(_execute(nb, tmp_path))
+    res = _execute(nb, tmp_path, **({"VARSIM_STATIC_PAGE": "1"} if static else {}))
+    _check_ran(res)
+    if static:
+        assert "static page: the sliders need a live notebook" in res.stdout and "interactive(" not in res.stdout
+
+
+def test_every_notebook_with_sliders_has_a_static_page_run():
+    """Each notebook with sliders is run in static-page mode by a default test (its first set of other values)."""
+    static = {p.values[0] for p in _alternatives() if p.values[2] and not p.marks}
+    assert WIDGETS and static == WIDGETS
 
 
 def test_every_notebook_is_a_lesson():
@@ -243,11 +262,3 @@ def test_a_failing_cell_fails_the_run_and_is_named(tmp_path):
     with pytest.raises(pytest.fail.Exception) as info:
         _execute(nb, tmp_path)
     assert "cell 1 of the notebook raised" in str(info.value) and "planted" in str(info.value)
-
-
-@pytest.mark.parametrize("name", [n for n in ALL if "ipywidgets" in (NOTEBOOKS / n).read_text()])
-def test_static_page_mode_skips_the_sliders(name, tmp_path):
-    """The docs build runs the notebooks with VARSIM_STATIC_PAGE=1 (a static page cannot drive sliders): they run
-    and draw their static fallback without creating a widget."""
-    res = _execute(_notebook(name), tmp_path, VARSIM_STATIC_PAGE="1")
-    assert "static page: the sliders need a live notebook" in res.stdout and "interactive(" not in res.stdout

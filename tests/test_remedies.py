@@ -265,9 +265,9 @@ def test_cli_preset_flag_is_parsed(slice_dir, capsys):
 def test_dask_matches_local_and_reused_selection_training_is_exact(slice_dir, tmp_path):
     """The remedies slice on a Dask LocalCluster (no checkpoints: every main run trains) gives the same selection
     and main records, number for number, as the local run, whose main runs of the selection seed start from their
-    lr-selection twin's finished training (``timing.train_reused_from``). Catches a reuse that takes the wrong lr's
-    or seed's training (the accuracies and probes would differ), a reuse of a different config, and randomness keyed
-    by worker or executor."""
+    lr-selection twin's finished training (``timing.train_reused_from``); resumed through Dask, it skips every
+    finished run. Catches a reuse that takes the wrong lr's or seed's training (the accuracies and probes would
+    differ), a reuse of a different config, randomness keyed by worker or executor, and a resume that redoes runs."""
     distributed = pytest.importorskip("distributed")
     out, _ = slice_dir
     reused = {}
@@ -281,7 +281,12 @@ def test_dask_matches_local_and_reused_selection_training_is_exact(slice_dir, tm
                                   host="127.0.0.1", dashboard_address=None) as cluster:
         remote = run_reproduction(tmp_path / "dask", settings=SLICE, scheduler=cluster.scheduler_address,
                                   progress=False)
-    assert remote["failed"] == []
+        assert remote["failed"] == [] and remote["completed"]
+        assert not (tmp_path / "dask" / "checkpoints").exists()  # off by default on Dask
+        # Resuming through Dask skips the finished runs as the local path does.
+        again = run_reproduction(tmp_path / "dask", settings=SLICE, scheduler=cluster.scheduler_address,
+                                 progress=False)
+        assert again["completed"] == [] and len(again["skipped"]) == len(remote["completed"])
     for sub in ("select", ""):
         a, b = run_records(out, sub), run_records(tmp_path / "dask", sub)
         assert sorted(a) == sorted(b) and a

@@ -13,6 +13,7 @@ from varsim.jobs import executor
 SETTINGS = ReproductionSettings.quick(tasks=("argmax", "dictionary"), norms=("none", "layernorm"), seeds=2)
 
 
+@pytest.mark.slow  # the same property on the remedies slice, resume included, runs by default (test_remedies.py)
 def test_dask_local_cluster_matches_local_executor(tmp_path):
     """Records computed on a Dask LocalCluster equal, number for number, those of the local process pool.
 
