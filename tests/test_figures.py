@@ -52,6 +52,21 @@ def test_the_figures_tested_here_are_registered_and_unknown_names_refused():
         figures.load("fig_nope")
 
 
+@pytest.mark.parametrize("name", list(figures.FIGURES))
+def test_a_figure_module_run_as_main_makes_just_its_figure_and_exits_with_the_status(name, monkeypatch):
+    """``python -m varsim.figures.NAME ARGS`` is ``varsim figures --only NAME ARGS``, and its status the exit code
+    (a module whose last line lost ``__name__`` would return without making anything)."""
+    import runpy
+    import sys
+
+    calls = []
+    monkeypatch.setattr(figures, "main", lambda argv: calls.append(argv) or 3)
+    monkeypatch.setattr(sys, "argv", ["fig", "--quick"])
+    with pytest.raises(SystemExit) as exit_:
+        runpy.run_module(figures.FIGURES[name], run_name="__main__")
+    assert exit_.value.code == 3 and calls == [["--only", name, "--quick"]]
+
+
 def test_quick_mode_writes_png_and_pdf_for_each_figure(quick_run):
     outdir, written, _ = quick_run
     assert list(written) == CORE

@@ -439,12 +439,16 @@ def main(argv=None) -> int:
         return 2
 
 
-def figure_main(name: str):
-    """The ``main(argv=None) -> int`` of figure module ``name``: :func:`main` with ``--only name``."""
+def figure_main(name: str, module: str | None = None):
+    """The ``main(argv=None) -> int`` of figure module ``name``: :func:`main` with ``--only name``; called as a
+    figure module's last line with its ``__name__`` as ``module``, it also runs ``main`` and exits when that module
+    is ``__main__`` (``python -m varsim.figures.NAME``)."""
 
     def main_one(argv=None) -> int:
         return main(["--only", name, *(sys.argv[1:] if argv is None else argv)])
 
+    if module == "__main__":
+        raise SystemExit(main_one())
     return main_one
 
 

@@ -102,8 +102,4 @@ def draw(data: dict, ax=None, *, style=None, footer: bool = False):
 
 
 #: ``python -m varsim.figures.fig_probe_decomposition [options]``: make just this figure
-main = figure_main(NAME)
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+main = figure_main(NAME, __name__)

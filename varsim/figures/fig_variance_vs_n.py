@@ -198,8 +198,4 @@ def draw(data: dict, ax=None, *, style=None, footer: bool = False, ratio: bool =
 
 
 #: ``python -m varsim.figures.fig_variance_vs_n [options]``: make just this figure
-main = figure_main(NAME)
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+main = figure_main(NAME, __name__)

@@ -115,13 +115,14 @@ def evaluate(
 
     Examples
     --------
-    >>> import tempfile
-    >>> from varsim.train import TrainConfig, evaluate, train
-    >>> run = tempfile.mkdtemp() + "/argmax"
-    >>> _ = train(TrainConfig(task="argmax", steps=10, checkpoint_every=10, log_every=5), run, progress=False)
-    >>> ev = evaluate(run, lengths=(16, 256), n_examples=64, progress=False)
-    >>> ev["lengths"], len(ev["accuracy"]), ev["attention"]["name"]
-    ([16, 256], 2, 'softmax')
+    A model in memory (here an untrained one: its accuracy is near chance); :func:`varsim.train.train`'s example
+    evaluates a run directory.
+
+    >>> from varsim.nn import ModelConfig, build_model
+    >>> from varsim.train import evaluate
+    >>> ev = evaluate(build_model(ModelConfig(task="argmax")), lengths=(16, 256), n_examples=64, progress=False)
+    >>> ev["lengths"], len(ev["accuracy"]), ev["attention"]["name"], ev["checkpoint"]
+    ([16, 256], 2, 'softmax', None)
     """
     model, config_dict, ckpt, step = _resolve_model(checkpoint_or_model)
     trained = {"name": model.config.attention, "params": dict(model.config.attention_params)}
