@@ -76,13 +76,13 @@ Usage::
 from __future__ import annotations
 
 import math
-import numbers
 from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
 
 from varsim._common.registry import Registry
+from varsim._common.validate import check_int, check_real
 
 __all__ = [
     "Param",
@@ -146,23 +146,8 @@ class Param:
             if not isinstance(value, (bool, np.bool_)):
                 raise ValueError(f"{label} must be True or False, got {value!r}")
             return bool(value)
-        if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
-            raise ValueError(f"{label} must be a real number, got {value!r}")
-        fvalue = float(value)
-        if not math.isfinite(fvalue):
-            raise ValueError(f"{label} must be finite, got {value!r}")
-        if self.kind == "int":
-            if not fvalue.is_integer():
-                raise ValueError(f"{label} must be an integer, got {value!r}")
-            fvalue = int(value)
-        if self.minimum is not None:
-            if self.strict and not fvalue > self.minimum:
-                raise ValueError(f"{label} must be > {self.minimum:g}, got {value!r}")
-            if not self.strict and fvalue < self.minimum:
-                raise ValueError(f"{label} must be >= {self.minimum:g}, got {value!r}")
-        if self.maximum is not None and fvalue > self.maximum:
-            raise ValueError(f"{label} must be <= {self.maximum:g}, got {value!r}")
-        return fvalue
+        fvalue = check_real(label, value, minimum=self.minimum, maximum=self.maximum, strict_min=self.strict)
+        return check_int(label, value) if self.kind == "int" else fvalue
 
 
 def _check_param_values(label: str, owner: str, params: tuple[Param, ...], given: dict) -> dict:
@@ -585,8 +570,7 @@ def ipr_norm(o, w, v, eps: float = 0.0) -> np.ndarray:
     if v.shape[:-1] != w.shape or o.shape != v.shape[:-2] + v.shape[-1:]:
         raise ValueError(f"ipr_norm: shapes o {o.shape}, w {w.shape}, v {v.shape} do not match (..., d_v), (..., N), "
                          f"(..., N, d_v)")
-    if not (isinstance(eps, numbers.Real) and math.isfinite(eps) and eps >= 0):
-        raise ValueError(f"ipr_norm parameter 'eps' must be a finite number >= 0, got {eps!r}")
+    eps = check_real("ipr_norm parameter 'eps'", eps, minimum=0.0)
     vbar = v.mean(axis=-2)
     y2 = np.sum(w * w, axis=-1, keepdims=True)
     return (o - w.sum(axis=-1, keepdims=True) * vbar) / np.sqrt(y2 + eps)

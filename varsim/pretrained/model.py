@@ -179,9 +179,6 @@ class PretrainedModel:
             return np.asarray(self._embed_rows(ids), dtype=np.float32)
         return self.tensor("embed")[ids]
 
-    def clear_cache(self) -> None:
-        self._cache.clear()
-
     # ---- tokenization --------------------------------------------------------------------------------------
     def encode(self, text: str) -> np.ndarray:
         """Token ids of ``text`` without any special tokens."""

@@ -411,13 +411,3 @@ def adapt(fn, *, array="numpy", dtype: str | None = None, layout: str = "batch",
     if isinstance(fn, Adapted):
         return fn
     return Adapted(fn, array=array, dtype=dtype, layout=layout, accepts=accepts, device=device)
-
-
-def finfo_eps(dtype: str) -> float:
-    """Machine epsilon of a floating dtype name (bfloat16: 2^-7)."""
-    if dtype == "bfloat16":
-        return 2.0**-7
-    try:
-        return float(np.finfo(np.dtype(dtype)).eps)
-    except (TypeError, ValueError):
-        return float(np.finfo(np.float64).eps)

@@ -216,7 +216,7 @@ def _log_domain(q, K, V, tau, m, dtype, acc):
     return np.matmul(w, V.astype(acc)), w
 
 
-def _flash(block=32, rescale_acc=True, rescale_den=True, lse_dtype=None):
+def _flash(block=32, rescale_acc=True, rescale_den=True):
     """Flash-attention style: blocks of keys, a running max, a running sum and an accumulator rescaled when the max
     grows; probabilities rounded to the dtype before the product with the values; one division at the end."""
 

@@ -35,7 +35,7 @@ import math
 
 import numpy as np
 
-__all__ = ["TOLERANCES", "DEFAULT_TOL_FACTOR", "round_to", "unit_roundoff", "tiny", "more_precise", "error_scale",
+__all__ = ["TOLERANCES", "DEFAULT_TOL_FACTOR", "round_to", "unit_roundoff", "tiny", "error_scale",
            "FLOAT_DTYPES", "PRECISION_ORDER"]
 
 FLOAT_DTYPES = ("float64", "float32", "float16", "bfloat16")
@@ -85,11 +85,6 @@ def unit_roundoff(dtype: str) -> float:
 def tiny(dtype: str) -> float:
     """The smallest positive (subnormal) number of the dtype."""
     return _TINY[dtype]
-
-
-def more_precise(a: str, b: str) -> str:
-    """The more precise of two dtype names."""
-    return a if PRECISION_ORDER[a] <= PRECISION_ORDER[b] else b
 
 
 def round_to(x, dtype: str) -> np.ndarray:
