@@ -84,6 +84,18 @@ def test_t_interval_matches_scipy():
     assert one["mean"] == 0.5 and math.isnan(one["ci_low"])
 
 
+def test_t_interval_series_takes_each_column_over_the_seeds_that_have_a_value():
+    """Per column the t interval of that column's values (None: a seed without one) cut to [0, 1], and a column with
+    none is None with n 0. Catches a None counted as a value, a column taken over one seed or the wrong axis, and an
+    uncut interval."""
+    rows = [[0.71, 0.99, None], [0.64, None, None], [0.80, 0.98, None], [0.77, 0.999, None]]
+    out = stats.t_interval_series(rows, keys=("mean", "ci_low", "ci_high", "n"))
+    first = stats.t_interval([0.71, 0.64, 0.80, 0.77])
+    assert out["mean"][0] == first["mean"] and out["ci_low"][0] == first["ci_low"] and out["n"] == [4, 3, 0]
+    assert stats.t_interval([0.99, 0.98, 0.999])["ci_high"] > 1.0 and out["ci_high"][1] == 1.0
+    assert out["mean"][2] is None and out["ci_low"][2] is None
+
+
 def test_paired_t_matches_scipy_ttest_rel():
     rng = np.random.default_rng(3)
     a, b = rng.normal(size=7), rng.normal(size=7)

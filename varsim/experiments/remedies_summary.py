@@ -98,24 +98,6 @@ def _ranking_rows(rec: dict) -> dict | None:
     return out
 
 
-def _mean_series(rows: list, confidence: float) -> dict:
-    """Per column: mean over the rows that have a value (None skipped) with a t interval, cut to [0, 1]."""
-    from varsim.experiments.stats import clip_interval, t_interval
-
-    out = {k: [] for k in (*_KEYS, "n")}
-    for j in range(len(rows[0])):
-        vals = [r[j] for r in rows if r[j] is not None]
-        if not vals:
-            for k in out:
-                out[k].append(None if k != "n" else 0)
-            continue
-        c = clip_interval(t_interval(vals, confidence=confidence), 0.0, 1.0)
-        for k in _KEYS:
-            out[k].append(c[k])
-        out["n"].append(len(vals))
-    return out
-
-
 def _group_entry(settings, group, label, by_seed, lengths, confidence) -> dict:
     from varsim.experiments.stats import clip_interval, t_interval, t_interval_series
 
@@ -134,8 +116,8 @@ def _group_entry(settings, group, label, by_seed, lengths, confidence) -> dict:
     g["accuracy"] = {**t_interval_series(rows, confidence=confidence, keys=_KEYS), "per_seed": rows}
     rank = [_ranking_rows(r) for r in recs]
     if all(x is not None for x in rank):
-        g["ranking"] = {k: {**_mean_series([x[k] for x in rank], confidence), "per_seed": [x[k] for x in rank]}
-                        for k in rank[0]}
+        g["ranking"] = {k: {**t_interval_series([x[k] for x in rank], confidence=confidence, keys=(*_KEYS, "n")),
+                            "per_seed": [x[k] for x in rank]} for k in rank[0]}
     w = [r["probes"]["attn_correct"]["max_head"] for r in recs]
     g["weight_correct"] = {**t_interval_series(w, confidence=confidence, keys=_KEYS), "per_seed": w}
     slopes = {}

@@ -202,8 +202,12 @@ def clip_interval(d: dict, lo: float, hi: float) -> dict:
 
 
 def t_interval_series(rows, *, confidence: float = 0.95, keys=("mean", "sd", "ci_low", "ci_high")) -> dict:
-    """Per column of ``rows`` (one row per seed, one column per N): :func:`t_interval` cut to [0, 1]; returns
-    ``{key: [value per column]}`` for ``keys``."""
-    cols = [clip_interval(t_interval([r[j] for r in rows], confidence=confidence), 0.0, 1.0)
-            for j in range(len(rows[0]))]
+    """Per column of ``rows`` (one row per seed, one column per N): :func:`t_interval` of the values the column has
+    (None: a seed without one) cut to [0, 1]; returns ``{key: [value per column]}`` for ``keys`` (``"n"``: how many
+    values; a column without any gives None, and ``n`` 0)."""
+    empty = {"n": 0, "mean": None, "sd": None, "ci_low": None, "ci_high": None}
+    cols = []
+    for j in range(len(rows[0])):
+        vals = [r[j] for r in rows if r[j] is not None]
+        cols.append(clip_interval(t_interval(vals, confidence=confidence), 0.0, 1.0) if vals else empty)
     return {k: [c[k] for c in cols] for k in keys}

@@ -126,7 +126,7 @@ class _Guarded:
 
     def __init__(self, fn):
         self.fn = fn
-        self.__qualname__ = _name(fn)
+        self.__qualname__ = fn_name(fn)
 
     def __call__(self, q, K, V):
         out = self.fn(q, K, V)
@@ -143,10 +143,6 @@ class _Guarded:
                     f"softmax without max-subtraction overflows at large logits)"
                 )
         return out
-
-
-def _name(fn) -> str:
-    return fn_name(fn)
 
 
 def _expected_at(expected, n: int, statistic: str) -> float:
@@ -368,7 +364,7 @@ def _failure_message(attention_fn, statistic, results, failed, options) -> str:
     config = ", ".join(f"{k}={v!r}" for k, v in sampling.items())
     first = failed[0]
     lines = [
-        f"{label} of attention_fn {_name(attention_fn)} does not match the reference at {len(failed)} of "
+        f"{label} of attention_fn {fn_name(attention_fn)} does not match the reference at {len(failed)} of "
         f"{len(results)} length(s) (tolerance {n_sigma:g} SE + {100 * rel_tol:g}% of the reference):",
         *("  " + r.describe() for r in results),
         f"configuration: {config}",
