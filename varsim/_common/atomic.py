@@ -92,8 +92,8 @@ def _naming(exc: OSError, path: Path) -> OSError:
     return OSError(exc.errno, exc.strerror, str(path))
 
 
-def atomic_write_with(path, writer: Callable[[Any], None], *, binary: bool = True) -> Path:
-    """Call ``writer(fileobj)`` on a temporary file next to ``path``, fsync it, then rename over ``path``.
+def atomic_write_with(path, writer: Callable[[Any], None]) -> Path:
+    """Call ``writer(fileobj)`` on a temporary binary file next to ``path``, fsync it, then rename over ``path``.
 
     A device or FIFO at ``path`` (``/dev/stdout``, ``/dev/full``, a pipe) is written through, never replaced by a
     regular file; a write error there (``/dev/full``: no space left) propagates as the ``OSError`` it is, naming
@@ -102,7 +102,7 @@ def atomic_write_with(path, writer: Callable[[Any], None], *, binary: bool = Tru
     p = Path(path)
     if is_special_file(p):
         try:
-            with open(p, "wb" if binary else "w", **({} if binary else {"encoding": "utf-8"})) as fh:
+            with open(p, "wb") as fh:
                 writer(fh)
                 fh.flush()
         except OSError as exc:
@@ -117,7 +117,7 @@ def atomic_write_with(path, writer: Callable[[Any], None], *, binary: bool = Tru
         except FileNotFoundError:
             mode = 0o666 & ~_current_umask()
         os.fchmod(fd, mode)
-        with os.fdopen(fd, "wb" if binary else "w", **({} if binary else {"encoding": "utf-8"})) as fh:
+        with os.fdopen(fd, "wb") as fh:
             writer(fh)
             fh.flush()
             os.fsync(fh.fileno())
