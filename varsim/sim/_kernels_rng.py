@@ -30,7 +30,7 @@ import numpy as np
 from varsim._common.numba_cache import install as _install_cache
 
 from ._rngstate import FIX, LANES
-from ._ziggurat import LAYER_BITS, LAYERS
+from ._ziggurat import LAYER_BITS, LAYERS, kernel_tables
 
 _install_cache()  # before any @njit(cache=True): the cache stamp covers the modules a kernel compiles in
 
@@ -67,6 +67,9 @@ _EXP_FLOOR = -708.0  # exp below this is replaced by exp(-708) ~ 3e-308: invisib
 _INV_FACT = tuple(1.0 / math.factorial(i) for i in range(14))
 _BIAS = np.int64(1023)
 
+# the tables as the slow path's compiled-in constants (the fast path reads the same arrays, passed as arguments)
+_ZW, _ZK, _ZF = kernel_tables()
+
 _JIT = dict(nogil=True, cache=True)
 _FAST = dict(nogil=True, cache=True, fastmath={"reassoc", "contract"})
 # Per-request helpers (and the ziggurat slow path) are inlined into the chunk kernels at Numba-IR level: an
@@ -74,7 +77,7 @@ _FAST = dict(nogil=True, cache=True, fastmath={"reassoc", "contract"})
 _INLINE = dict(nogil=True, cache=True, inline="always")
 
 
-@nb.njit(**_INLINE)
+@nb.njit(**_JIT)
 def _xoshiro_step(a0, a1, a2, a3):
     """One xoshiro256++ step on a state held in four uint64 registers: ``(output word, new state)``."""
     x = a0 + a3
@@ -89,7 +92,7 @@ def _xoshiro_step(a0, a1, a2, a3):
     return out, a0, a1, a2, a3
 
 
-@nb.njit(**_INLINE)
+@nb.njit(**_JIT)
 def _fill_words(state, raw, n_words):
     """Advance the bulk lanes ``n_words / LANES`` steps, writing words lane-interleaved into ``raw``."""
     s0 = state[0]
@@ -110,52 +113,44 @@ def _fill_words(state, raw, n_words):
             s3[lane] = a3
 
 
-@nb.njit(**_INLINE)
-def _next_fix(state):
-    """One word from the scalar fix-up lane (same xoshiro256++ step)."""
-    a0 = state[0, FIX]
-    a1 = state[1, FIX]
-    a2 = state[2, FIX]
-    a3 = state[3, FIX]
-    out, a0, a1, a2, a3 = _xoshiro_step(a0, a1, a2, a3)
-    state[0, FIX] = a0
-    state[1, FIX] = a1
-    state[2, FIX] = a2
-    state[3, FIX] = a3
-    return out
+@nb.njit(**_JIT)
+def _open_uniform(a0, a1, a2, a3):
+    """A float64 uniform on the open interval (0, 1) from the fix-up lane ``(a0, .., a3)``: ``(u, new lane)``."""
+    word, a0, a1, a2, a3 = _xoshiro_step(a0, a1, a2, a3)
+    return (np.float64(word >> _U11) + 0.5) * _TWO_M53, a0, a1, a2, a3
 
 
-@nb.njit(**_INLINE)
-def _open_uniform(state):
-    """A float64 uniform on the open interval (0, 1) from the fix-up lane."""
-    return (np.float64(_next_fix(state) >> _U11) + 0.5) * _TWO_M53
-
-
-@nb.njit(**_INLINE)
-def _zig_slow(r32, state, zw, zk, zf):
-    """Finish a ziggurat draw whose fast test failed: tail (layer 0) or wedge, restarting as needed."""
-    tail_edge = zf[_TAIL]
+@nb.njit(**_JIT)
+def _zig_slow(r32, a0, a1, a2, a3):
+    """Finish a ziggurat draw whose fast test failed: tail (layer 0) or wedge, restarting as needed, with the fix-up
+    lane ``(a0, .., a3)``: ``(float32 variate, new lane)``. Scalars only (the tables are compiled-in constants), so a
+    call costs no reference counting; rare enough (~0.4% of draws) not to be inlined."""
+    tail_edge = _ZF[_TAIL]
     while True:
         idx = r32 & _ZLAYER64
         negative = (r32 & _ZSIGN64) != 0
         u = r32 >> _ZSHIFT64
-        x = np.float32(np.float32(u) * zw[idx])
-        if u < zk[idx]:
-            return -x if negative else x
+        x = np.float32(np.float32(u) * _ZW[idx])
+        if u < _ZK[idx]:
+            return (-x if negative else x), a0, a1, a2, a3
         if idx == 0:
             # Marsaglia's exact tail method beyond the base-strip edge r = x[1]
             while True:
-                xx = -math.log(_open_uniform(state)) / tail_edge
-                yy = -math.log(_open_uniform(state))
+                u1, a0, a1, a2, a3 = _open_uniform(a0, a1, a2, a3)
+                u2, a0, a1, a2, a3 = _open_uniform(a0, a1, a2, a3)
+                xx = -math.log(u1) / tail_edge
+                yy = -math.log(u2)
                 if yy + yy > xx * xx:
                     y = np.float32(tail_edge + xx)
-                    return -y if negative else y
+                    return (-y if negative else y), a0, a1, a2, a3
         else:
-            y = zf[idx] + _open_uniform(state) * (zf[idx + 1] - zf[idx])
+            u1, a0, a1, a2, a3 = _open_uniform(a0, a1, a2, a3)
+            y = _ZF[idx] + u1 * (_ZF[idx + 1] - _ZF[idx])
             xd = np.float64(x)
             if y < math.exp(-0.5 * xd * xd):
-                return -x if negative else x
-        r32 = _next_fix(state) & _M32
+                return (-x if negative else x), a0, a1, a2, a3
+        word, a0, a1, a2, a3 = _xoshiro_step(a0, a1, a2, a3)
+        r32 = word & _M32
 
 
 @nb.njit(**_JIT)
@@ -202,7 +197,8 @@ def _draw(state, scratch, out, out_bits, n, dist, zw, zk, zf):
             if flags[g] != 0:
                 for j in range(8 * g, min(8 * g + 8, n)):
                     if bad[j] != 0:
-                        out[j] = _zig_slow(np.uint64(r32[j]), state, zw, zk, zf)
+                        out[j], state[0, FIX], state[1, FIX], state[2, FIX], state[3, FIX] = _zig_slow(
+                            np.uint64(r32[j]), state[0, FIX], state[1, FIX], state[2, FIX], state[3, FIX])
     elif dist == UNIFORM:
         for j in range(n_slots):
             out[j] = np.float32(_SQRT3 * ((np.float64(r32[j] >> _U8_32) * 2.0 + 1.0) * _TWO_M24 - 1.0))
