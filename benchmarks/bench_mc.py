@@ -10,10 +10,16 @@ implementations) at d_k = d_v = 64 and N in {64, 1024, 16384} for
 - a plain NumPy float64 brute force (``standard_normal`` K and V, softmax, weighted sum),
 - a PyTorch CPU float32 brute force (``normal_`` into preallocated K and V, ``bmm``), if torch is installed,
 
-then the ratios against the speed targets (:data:`TARGETS`: full >= 8x NumPy and >= 2.5x torch, logits + RB >=
-200M keys/s), and the wall time to reach a 1% relative SE of Var(o_j) at N = 16384 (beta = 1) for both varsim
-samplers. All implementations run in this one process on the same machine with the same thread count; the numbers
-are only comparable within one run.
+then the ratios against the speed targets (:data:`TARGETS`: full >= 8x torch at 2 threads and >= 8x NumPy, logits +
+RB >= 200M keys/s), the generator's limit and each varsim path's share of it, and the wall time to reach a 1%
+relative SE of Var(o_j) at N = 16384 (beta = 1) for both varsim samplers.
+
+The generator's limit: float32 Gaussian normals per second from varsim's own generator and ziggurat alone
+(``_kernels_rng._draw``, requests of 2048 normals, the full sampler's block of 32 keys x 64 coordinates, no
+softmax), on 1 thread and on ``--threads`` threads (one independent state per thread), per core. A path's share is
+its normals per second (full: d_k + d_v = 128 per key; logits with values: 1 + d_v = 65; logits + Rao-Blackwell:
+1) over the limit at the same thread count. All implementations run in this one process on the same machine with the
+same thread count; the numbers are only comparable within one run.
 """
 
 from __future__ import annotations
@@ -22,12 +28,56 @@ import argparse
 import math
 import os
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
 D = 64
 GRID = (64, 1024, 16384)
-TARGETS = {"full_vs_torch": 2.5, "full_vs_numpy": 8.0, "logits_rb_keys_per_s": 200e6}
+TARGETS = {"full_vs_torch": 8.0, "full_vs_numpy": 8.0, "logits_rb_keys_per_s": 200e6}
+NORMALS_PER_KEY = {"full": 2 * D, "logits": 1 + D, "logits_rb": 1}  # Gaussian variates each path draws per key
+REQUEST = 32 * D  # normals per request in the limit measurement (the full sampler's block of keys)
+
+
+def generator_limit(threads: int, seconds: float = 1.0) -> float:
+    """Float32 normals per second of wall time from the package's generator + ziggurat alone (``_draw``), on
+    ``threads`` threads each with its own state; best of three runs of about ``seconds``."""
+    import numba as nb
+
+    from varsim.sim._kernels_rng import GAUSSIAN, _draw, _scratch
+    from varsim.sim._rngstate import new_state
+    from varsim.sim._ziggurat import kernel_tables
+
+    @nb.njit(nogil=True)
+    def draws(state, reps, zw, zk, zf):
+        scratch = _scratch(REQUEST)
+        out = np.empty(2 * scratch[0].size, np.float32)
+        bits = out.view(np.uint32)
+        total = 0.0
+        for _ in range(reps):
+            _draw(state, scratch, out, bits, REQUEST, GAUSSIAN, zw, zk, zf)
+            total += out[0]
+        return total
+
+    tables = kernel_tables()
+    states = [new_state(99, k) for k in range(threads)]
+    draws(states[0], 1, *tables)
+    reps = 64
+    while True:  # size a run to about `seconds`
+        t0 = time.perf_counter()
+        draws(states[0], reps, *tables)
+        elapsed = time.perf_counter() - t0
+        if elapsed > seconds / 4:
+            break
+        reps *= 4
+    reps = max(1, int(reps * seconds / elapsed))
+    best = math.inf
+    with ThreadPoolExecutor(max_workers=threads) as pool:
+        for _ in range(3):
+            t0 = time.perf_counter()
+            list(pool.map(lambda st: draws(st, reps, *tables), states))
+            best = min(best, time.perf_counter() - t0)
+    return threads * reps * REQUEST / best
 
 
 def _sequences(n: int, keys_budget: float, minimum: int = 32) -> int:
@@ -177,6 +227,15 @@ def main(argv=None) -> int:
         print("  " + "   ".join(parts))
     print("\nkeys per CPU-second (all threads of this process; robust to outside load, counts torch's spin-waits)")
     table(cpu)
+
+    one, many = generator_limit(1), generator_limit(args.threads)
+    print(f"\ngenerator limit (varsim's xoshiro256++ lanes + ziggurat alone, float32 normals): {one / 1e6:.0f}M/s on 1 "
+          f"thread, {many / 1e6:.0f}M/s on {args.threads} threads ({many / args.threads / 1e6:.0f}M/s per core; "
+          f"1 -> {args.threads} threads: {many / one:.2f}x)")
+    head = f"share of the limit at {args.threads} threads"
+    print(f"{head:<36}" + "".join(f"{'N=' + str(n):>14}" for n in GRID))
+    for k, per_key in NORMALS_PER_KEY.items():
+        print(f"{labels[k]:<36}" + "".join(f"{v * per_key / many:>14.2f}" for v in wall[k]))
 
     print("\ntime to 1% relative SE of Var(o_j) at N = 16384, beta = 1 (d = 64)")
     for sampler, estimator in (("full", "sample"), ("logits", "rao_blackwell")):

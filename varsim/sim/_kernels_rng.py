@@ -14,10 +14,11 @@ Why this design: generating random numbers dominates a brute-force simulation. T
 the xoshiro step vectorises (~0.1 ns per word); the ziggurat's fast path is a table lookup, a multiply and a compare;
 and two float32 variates come out of every 64-bit word.
 
-Development note: Numba's on-disk cache checks only the timestamp of the file that defines a kernel, and the chunk
-kernels in ``_kernels_attn.py`` and ``_kernels_map.py`` inline these functions (through ``_kernels_draws``); after
-editing this file, delete ``varsim/sim/__pycache__/*.nbi`` / ``*.nbc`` (or touch those two files) so they are
-recompiled.
+Compile time: Numba's IR-level inlining (``inline="always"``) deep-copies the callee's IR at every call site, which
+made most of a chunk kernel's compile time. Only ``_draw`` (whose array arguments would otherwise cost reference
+counting per request) and ``_exp_shifted`` (which must take its caller's fast-math flags) are inlined that way; the
+generator step, the word fill and the slow path are ordinary functions, compiled once and called (the slow path takes
+scalars only).
 """
 
 from __future__ import annotations
@@ -72,8 +73,8 @@ _ZW, _ZK, _ZF = kernel_tables()
 
 _JIT = dict(nogil=True, cache=True)
 _FAST = dict(nogil=True, cache=True, fastmath={"reassoc", "contract"})
-# Per-request helpers (and the ziggurat slow path) are inlined into the chunk kernels at Numba-IR level: an
-# ordinary call costs two atomic reference-count updates per array argument, ~50-100 ns, as much as ~100 draws.
+# The per-request routine is inlined into the chunk kernels at Numba-IR level: an ordinary call costs two atomic
+# reference-count updates per array argument, ~50-100 ns, as much as ~100 draws (one fill call per request is cheap).
 _INLINE = dict(nogil=True, cache=True, inline="always")
 
 
