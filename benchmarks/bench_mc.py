@@ -1,6 +1,7 @@
 """Throughput of the Monte Carlo samplers against brute force, and time to a 1% relative standard error.
 
     python benchmarks/bench_mc.py [--threads 2] [--seconds 1.5] [--repeats 3] [--quick]
+    python benchmarks/bench_mc.py --compile     # only: CPU seconds of each chunk kernel's cold compilation
 
 Prints keys/s (sequences x N per second of wall time, best of ``--repeats``, the repeats interleaved across the
 implementations) at d_k = d_v = 64 and N in {64, 1024, 16384} for
@@ -174,13 +175,56 @@ def time_to_one_percent(sampler: str, estimator: str, threads: int, pilot: int) 
     return m, rel, secs
 
 
+def compile_seconds() -> None:
+    """Print the CPU seconds of each sim chunk kernel's first call with an empty Numba cache (a clean clone's first
+    run), in the order a first ``varsim figures`` meets them; later kernels reuse what earlier ones compiled (the
+    generator's functions). Must run before Numba is imported."""
+    import tempfile
+
+    if "numba" in __import__("sys").modules:
+        raise SystemExit("--compile must set NUMBA_CACHE_DIR before Numba is imported")
+    os.environ["NUMBA_CACHE_DIR"] = tempfile.mkdtemp(prefix="bench_mc_numba_")
+    from varsim.sim import _kernels_attn as KA
+    from varsim.sim import _kernels_map as KM
+    from varsim.sim._kernel_args import FullSampler, LogitsSampler
+    from varsim.sim._rngstate import new_state
+    from varsim.sim._variant_codes import pack
+    from varsim.sim._ziggurat import kernel_tables
+
+    tables, state, d = kernel_tables(), new_state(1), 8
+    full = FullSampler(70, np.ones(d), False, 0.3, 0, 0, False, np.zeros((3, d)), 1.0, np.zeros(3), 1.0)
+    logits = LogitsSampler(70, 1.0, False, d, 0.3, 0, np.zeros(3), 1.0)
+    wmap = pack("topk", {"k": 3}, 70)
+    calls = {
+        "full_chunk": lambda: KA.full_chunk(state, full, tables, np.empty((4, 3)), np.empty(4)),
+        "logits_chunk": lambda: KA.logits_chunk(state, logits, tables, np.empty((4, 3)), np.empty(4)),
+        "map_logits_chunk": lambda: KM.map_logits_chunk(state, logits, wmap, tables, np.empty((4, 3)), np.empty(4),
+                                                        np.empty(4)),
+        "map_full_chunk": lambda: KM.map_full_chunk(state, full, wmap, tables, np.empty((4, 3)), np.empty(4),
+                                                    np.empty(4)),
+    }
+    print(f"cold compilation, CPU s (load average before start = {os.getloadavg()[0]:.2f})")
+    total = 0.0
+    for name, call in calls.items():
+        t0 = time.thread_time()
+        call()
+        secs = time.thread_time() - t0
+        total += secs
+        print(f"  {name:<18} {secs:6.1f}")
+    print(f"  {'total':<18} {total:6.1f}")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--keys", type=float, default=None, help="keys per brute-force measurement (default 2^22)")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--quick", action="store_true", help="small sizes, one repeat (smoke test)")
+    ap.add_argument("--compile", action="store_true", help="only the cold compile CPU seconds of the chunk kernels")
     args = ap.parse_args(argv)
+    if args.compile:
+        compile_seconds()
+        return 0
     import numba
 
     numba.set_num_threads(args.threads)
