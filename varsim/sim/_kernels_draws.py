@@ -25,9 +25,10 @@ What happens to a block is chosen by ``keep``, a constant of the calling kernel:
   ``A k_i + c eps_i`` are kept, and ``finish(seq, logits, core, p, o_out, y2_out, extra)`` reduces them.
 
 The routines are inlined at Numba-IR level (``inline="always"``) once per chunk, so they compile with the calling
-kernel's flags (fast-math in the streaming kernels, strict in the map kernels), the branch not taken is removed, and
-nothing is passed per block (a call costs two atomic reference-count updates per array argument, as much as ~100
-draws). They compile only inside a kernel; importing this module compiles nothing. An edit here recompiles the
+kernel's flags (fast-math in the streaming kernels, strict in the map kernels; the float64 results depend on them)
+and the branch not taken is removed. Each request calls ``_kernels_rng._draw``, an ordinary compiled function (IR
+inlining copies the callee's IR at every call site, which once made most of the compile time). They compile only
+inside a kernel; importing this module compiles nothing. An edit here recompiles the
 kernels that inline it: their cache stamp covers every module of the package they import
 (``varsim._common.numba_cache``).
 """
