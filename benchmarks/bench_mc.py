@@ -1,6 +1,7 @@
 """Throughput of the Monte Carlo samplers against brute force, and time to a 1% relative standard error.
 
     python benchmarks/bench_mc.py [--threads 2] [--seconds 1.5] [--repeats 3] [--quick]
+    python benchmarks/bench_mc.py --compile     # only: CPU seconds of each chunk kernel's cold compilation
 
 Prints keys/s (sequences x N per second of wall time, best of ``--repeats``, the repeats interleaved across the
 implementations) at d_k = d_v = 64 and N in {64, 1024, 16384} for
@@ -10,10 +11,16 @@ implementations) at d_k = d_v = 64 and N in {64, 1024, 16384} for
 - a plain NumPy float64 brute force (``standard_normal`` K and V, softmax, weighted sum),
 - a PyTorch CPU float32 brute force (``normal_`` into preallocated K and V, ``bmm``), if torch is installed,
 
-then the ratios against the speed targets (:data:`TARGETS`: full >= 8x NumPy and >= 2.5x torch, logits + RB >=
-200M keys/s), and the wall time to reach a 1% relative SE of Var(o_j) at N = 16384 (beta = 1) for both varsim
-samplers. All implementations run in this one process on the same machine with the same thread count; the numbers
-are only comparable within one run.
+then the ratios against the speed targets (:data:`TARGETS`: full >= 8x torch at 2 threads and >= 8x NumPy, logits +
+RB >= 200M keys/s), the generator's limit and each varsim path's share of it, and the wall time to reach a 1%
+relative SE of Var(o_j) at N = 16384 (beta = 1) for both varsim samplers.
+
+The generator's limit: float32 Gaussian normals per second from varsim's own generator and ziggurat alone
+(``_kernels_rng._draw``, requests of 2048 normals, the full sampler's block of 32 keys x 64 coordinates, no
+softmax), on 1 thread and on ``--threads`` threads (one independent state per thread), per core. A path's share is
+its normals per second (full: d_k + d_v = 128 per key; logits with values: 1 + d_v = 65; logits + Rao-Blackwell:
+1) over the limit at the same thread count. All implementations run in this one process on the same machine with the
+same thread count; the numbers are only comparable within one run.
 """
 
 from __future__ import annotations
@@ -22,12 +29,56 @@ import argparse
 import math
 import os
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
 D = 64
 GRID = (64, 1024, 16384)
-TARGETS = {"full_vs_torch": 2.5, "full_vs_numpy": 8.0, "logits_rb_keys_per_s": 200e6}
+TARGETS = {"full_vs_torch": 8.0, "full_vs_numpy": 8.0, "logits_rb_keys_per_s": 200e6}
+NORMALS_PER_KEY = {"full": 2 * D, "logits": 1 + D, "logits_rb": 1}  # Gaussian variates each path draws per key
+REQUEST = 32 * D  # normals per request in the limit measurement (the full sampler's block of keys)
+
+
+def generator_limit(threads: int, seconds: float = 1.0) -> float:
+    """Float32 normals per second of wall time from the package's generator + ziggurat alone (``_draw``), on
+    ``threads`` threads each with its own state; best of three runs of about ``seconds``."""
+    import numba as nb
+
+    from varsim.sim._kernels_rng import GAUSSIAN, _draw, _scratch
+    from varsim.sim._rngstate import new_state
+    from varsim.sim._ziggurat import kernel_tables
+
+    @nb.njit(nogil=True)
+    def draws(state, reps, zw, zk, zf):
+        scratch = _scratch(REQUEST)
+        out = np.empty(2 * scratch[0].size, np.float32)
+        bits = out.view(np.uint32)
+        total = 0.0
+        for _ in range(reps):
+            _draw(state, scratch, out, bits, REQUEST, GAUSSIAN, zw, zk, zf)
+            total += out[0]
+        return total
+
+    tables = kernel_tables()
+    states = [new_state(99, k) for k in range(threads)]
+    draws(states[0], 1, *tables)
+    reps = 64
+    while True:  # size a run to about `seconds`
+        t0 = time.perf_counter()
+        draws(states[0], reps, *tables)
+        elapsed = time.perf_counter() - t0
+        if elapsed > seconds / 4:
+            break
+        reps *= 4
+    reps = max(1, int(reps * seconds / elapsed))
+    best = math.inf
+    with ThreadPoolExecutor(max_workers=threads) as pool:
+        for _ in range(3):
+            t0 = time.perf_counter()
+            list(pool.map(lambda st: draws(st, reps, *tables), states))
+            best = min(best, time.perf_counter() - t0)
+    return threads * reps * REQUEST / best
 
 
 def _sequences(n: int, keys_budget: float, minimum: int = 32) -> int:
@@ -124,13 +175,56 @@ def time_to_one_percent(sampler: str, estimator: str, threads: int, pilot: int) 
     return m, rel, secs
 
 
+def compile_seconds() -> None:
+    """Print the CPU seconds of each sim chunk kernel's first call with an empty Numba cache (a clean clone's first
+    run), in the order a first ``varsim figures`` meets them; later kernels reuse what earlier ones compiled (the
+    generator's functions). Must run before Numba is imported."""
+    import tempfile
+
+    if "numba" in __import__("sys").modules:
+        raise SystemExit("--compile must set NUMBA_CACHE_DIR before Numba is imported")
+    os.environ["NUMBA_CACHE_DIR"] = tempfile.mkdtemp(prefix="bench_mc_numba_")
+    from varsim.sim import _kernels_attn as KA
+    from varsim.sim import _kernels_map as KM
+    from varsim.sim._kernel_args import FullSampler, LogitsSampler
+    from varsim.sim._rngstate import new_state
+    from varsim.sim._variant_codes import pack
+    from varsim.sim._ziggurat import kernel_tables
+
+    tables, state, d = kernel_tables(), new_state(1), 8
+    full = FullSampler(70, np.ones(d), False, 0.3, 0, 0, False, np.zeros((3, d)), 1.0, np.zeros(3), 1.0)
+    logits = LogitsSampler(70, 1.0, False, d, 0.3, 0, np.zeros(3), 1.0)
+    wmap = pack("topk", {"k": 3}, 70)
+    calls = {
+        "full_chunk": lambda: KA.full_chunk(state, full, tables, np.empty((4, 3)), np.empty(4)),
+        "logits_chunk": lambda: KA.logits_chunk(state, logits, tables, np.empty((4, 3)), np.empty(4)),
+        "map_logits_chunk": lambda: KM.map_logits_chunk(state, logits, wmap, tables, np.empty((4, 3)), np.empty(4),
+                                                        np.empty(4)),
+        "map_full_chunk": lambda: KM.map_full_chunk(state, full, wmap, tables, np.empty((4, 3)), np.empty(4),
+                                                    np.empty(4)),
+    }
+    print(f"cold compilation, CPU s (load average before start = {os.getloadavg()[0]:.2f})")
+    total = 0.0
+    for name, call in calls.items():
+        t0 = time.thread_time()
+        call()
+        secs = time.thread_time() - t0
+        total += secs
+        print(f"  {name:<18} {secs:6.1f}")
+    print(f"  {'total':<18} {total:6.1f}")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--keys", type=float, default=None, help="keys per brute-force measurement (default 2^22)")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--quick", action="store_true", help="small sizes, one repeat (smoke test)")
+    ap.add_argument("--compile", action="store_true", help="only the cold compile CPU seconds of the chunk kernels")
     args = ap.parse_args(argv)
+    if args.compile:
+        compile_seconds()
+        return 0
     import numba
 
     numba.set_num_threads(args.threads)
@@ -177,6 +271,15 @@ def main(argv=None) -> int:
         print("  " + "   ".join(parts))
     print("\nkeys per CPU-second (all threads of this process; robust to outside load, counts torch's spin-waits)")
     table(cpu)
+
+    one, many = generator_limit(1), generator_limit(args.threads)
+    print(f"\ngenerator limit (varsim's xoshiro256++ lanes + ziggurat alone, float32 normals): {one / 1e6:.0f}M/s on 1 "
+          f"thread, {many / 1e6:.0f}M/s on {args.threads} threads ({many / args.threads / 1e6:.0f}M/s per core; "
+          f"1 -> {args.threads} threads: {many / one:.2f}x)")
+    head = f"share of the limit at {args.threads} threads"
+    print(f"{head:<36}" + "".join(f"{'N=' + str(n):>14}" for n in GRID))
+    for k, per_key in NORMALS_PER_KEY.items():
+        print(f"{labels[k]:<36}" + "".join(f"{v * per_key / many:>14.2f}" for v in wall[k]))
 
     print("\ntime to 1% relative SE of Var(o_j) at N = 16384, beta = 1 (d = 64)")
     for sampler, estimator in (("full", "sample"), ("logits", "rao_blackwell")):

@@ -25,9 +25,10 @@ What happens to a block is chosen by ``keep``, a constant of the calling kernel:
   ``A k_i + c eps_i`` are kept, and ``finish(seq, logits, core, p, o_out, y2_out, extra)`` reduces them.
 
 The routines are inlined at Numba-IR level (``inline="always"``) once per chunk, so they compile with the calling
-kernel's flags (fast-math in the streaming kernels, strict in the map kernels), the branch not taken is removed, and
-nothing is passed per block (a call costs two atomic reference-count updates per array argument, as much as ~100
-draws). They compile only inside a kernel; importing this module compiles nothing. An edit here recompiles the
+kernel's flags (fast-math in the streaming kernels, strict in the map kernels; the float64 results depend on them)
+and the branch not taken is removed. Each request calls ``_kernels_rng._draw``, an ordinary compiled function (IR
+inlining copies the callee's IR at every call site, which once made most of the compile time). They compile only
+inside a kernel; importing this module compiles nothing. An edit here recompiles the
 kernels that inline it: their cache stamp covers every module of the package they import
 (``varsim._common.numba_cache``).
 """
@@ -137,10 +138,11 @@ def full_sampler(state, p, tables, o_out, y2_out, keep, finish, extra):
     noise = p.noise
     sigma = p.sigma
     zw, zk, zf = tables
-    raw, r32, bad, flags = _scratch(max(KEY_BLOCK * max(d_k, d_v), d_k))
-    kbuf, kbuf_bits = _f32_buffer(bad.size)
-    vbuf, vbuf_bits = _f32_buffer(bad.size)
-    qbuf, qbuf_bits = _f32_buffer(bad.size)
+    scratch = _scratch(max(KEY_BLOCK * max(d_k, d_v), d_k))
+    slots = 2 * scratch[0].size  # variates of the largest request, padding included
+    kbuf, kbuf_bits = _f32_buffer(slots)
+    vbuf, vbuf_bits = _f32_buffer(slots)
+    qbuf, qbuf_bits = _f32_buffer(slots)
     q = np.empty(d_k)
     s, core, e, bits, pw = _block_buffers(n_keys, KEY_BLOCK, keep, d_v)
     acc_v = np.empty(d_v)
@@ -148,7 +150,7 @@ def full_sampler(state, p, tables, o_out, y2_out, keep, finish, extra):
     for seq in range(n_seq):
         # -- phase 1: the (scaled) query of this sequence
         if random_query:
-            _draw(state, raw, r32, bad, flags, qbuf, qbuf_bits, d_k, GAUSSIAN, zw, zk, zf)
+            _draw(state, scratch, qbuf, qbuf_bits, d_k, GAUSSIAN, zw, zk, zf)
             _scale_into(q, scale, qbuf)
         else:
             _scale_into(q, scale, q_fixed)
@@ -161,7 +163,7 @@ def full_sampler(state, p, tables, o_out, y2_out, keep, finish, extra):
             # -- phase 2: draw a block of keys and form its logits q.k_i
             nb_ = min(KEY_BLOCK, n_keys - start)
             off = start if keep else 0
-            _draw(state, raw, r32, bad, flags, kbuf, kbuf_bits, nb_ * d_k, key_dist, zw, zk, zf)
+            _draw(state, scratch, kbuf, kbuf_bits, nb_ * d_k, key_dist, zw, zk, zf)
             mb = -np.inf
             for i in range(nb_):
                 dot = 0.0
@@ -171,7 +173,7 @@ def full_sampler(state, p, tables, o_out, y2_out, keep, finish, extra):
                 s[off + i] = dot
                 mb = max(mb, dot)
             # -- phase 3: draw the block's value noise
-            _draw(state, raw, r32, bad, flags, vbuf, vbuf_bits, nb_ * d_v, value_dist, zw, zk, zf)
+            _draw(state, scratch, vbuf, vbuf_bits, nb_ * d_v, value_dist, zw, zk, zf)
             if keep:  # -- phase 4 (keep): the value rows A k_i + c eps_i
                 _value_rows(core, start, nb_, d_k, d_v, kbuf, vbuf, a_mat, noise, coupled)
                 continue
@@ -211,16 +213,17 @@ def logits_sampler(state, p, tables, o_out, y2_out, keep, finish, extra):
     value_dist = p.value_dist
     sigma = p.sigma
     zw, zk, zf = tables
-    raw, r32, bad, flags = _scratch(max(LOGIT_BLOCK * max(d_v, 1), d_k))
-    gbuf, gbuf_bits = _f32_buffer(bad.size)
-    vbuf, vbuf_bits = _f32_buffer(bad.size)
+    scratch = _scratch(max(LOGIT_BLOCK * max(d_v, 1), d_k))
+    slots = 2 * scratch[0].size  # variates of the largest request, padding included
+    gbuf, gbuf_bits = _f32_buffer(slots)
+    vbuf, vbuf_bits = _f32_buffer(slots)
     s, core, e, bits, pw = _block_buffers(n_keys, LOGIT_BLOCK, keep, d_v)
     acc_v = np.empty(max(d_v, 1))
     for seq in range(n_seq):
         # -- phase 1: the logit scale of this sequence (random query: beta = scale |q|, |q|^2 ~ chi^2_{d_k})
         beta = beta_fixed
         if random_query:
-            _draw(state, raw, r32, bad, flags, gbuf, gbuf_bits, d_k, GAUSSIAN, zw, zk, zf)
+            _draw(state, scratch, gbuf, gbuf_bits, d_k, GAUSSIAN, zw, zk, zf)
             r2 = 0.0
             for j in range(d_k):
                 g = np.float64(gbuf[j])
@@ -234,14 +237,14 @@ def logits_sampler(state, p, tables, o_out, y2_out, keep, finish, extra):
             # -- phase 2: draw a block of logits beta g_i (and the block's value noise)
             nb_ = min(LOGIT_BLOCK, n_keys - start)
             off = start if keep else 0
-            _draw(state, raw, r32, bad, flags, gbuf, gbuf_bits, nb_, GAUSSIAN, zw, zk, zf)
+            _draw(state, scratch, gbuf, gbuf_bits, nb_, GAUSSIAN, zw, zk, zf)
             block_max = -np.inf
             for i in range(nb_):
                 si = beta * np.float64(gbuf[i])
                 s[off + i] = si
                 block_max = max(block_max, si)
             if d_v > 0:
-                _draw(state, raw, r32, bad, flags, vbuf, vbuf_bits, nb_ * d_v, value_dist, zw, zk, zf)
+                _draw(state, scratch, vbuf, vbuf_bits, nb_ * d_v, value_dist, zw, zk, zf)
             if keep:
                 # -- phase 3 (keep): the value rows eps_i
                 for i in range(nb_):

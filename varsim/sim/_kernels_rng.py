@@ -14,10 +14,15 @@ Why this design: generating random numbers dominates a brute-force simulation. T
 the xoshiro step vectorises (~0.1 ns per word); the ziggurat's fast path is a table lookup, a multiply and a compare;
 and two float32 variates come out of every 64-bit word.
 
-Development note: Numba's on-disk cache checks only the timestamp of the file that defines a kernel, and the chunk
-kernels in ``_kernels_attn.py`` and ``_kernels_map.py`` inline these functions (through ``_kernels_draws``); after
-editing this file, delete ``varsim/sim/__pycache__/*.nbi`` / ``*.nbc`` (or touch those two files) so they are
-recompiled.
+Compile time: Numba's IR-level inlining (``inline="always"``) deep-copies the callee's IR at every call site, which
+made most of a chunk kernel's compile time. Only ``_exp_shifted`` (which must take its caller's fast-math flags) is
+inlined that way; the generator step, the word fill, the slow path and the per-request ``_draw`` are ordinary
+functions, compiled once and called (the slow path takes scalars only). A call per request costs reference counting
+on its array arguments, which measured below the noise (full sampler at d_k = 8, d_v = 3 and at d = 16 and 64: the
+same keys per CPU-second as with ``_draw`` inlined). They now compile with their own strict flags instead of the
+streaming kernels' contraction: the uniform's products are exact either way, and only the wedge ordinate of the slow
+path could have rounded differently in its last bit (a decision changed with probability ~1e-16 per wedge test; none
+in 1765 kernel calls hashed before and after).
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ import numpy as np
 from varsim._common.numba_cache import install as _install_cache
 
 from ._rngstate import FIX, LANES
-from ._ziggurat import LAYER_BITS, LAYERS
+from ._ziggurat import LAYER_BITS, LAYERS, kernel_tables
 
 _install_cache()  # before any @njit(cache=True): the cache stamp covers the modules a kernel compiles in
 
@@ -67,14 +72,14 @@ _EXP_FLOOR = -708.0  # exp below this is replaced by exp(-708) ~ 3e-308: invisib
 _INV_FACT = tuple(1.0 / math.factorial(i) for i in range(14))
 _BIAS = np.int64(1023)
 
+# the tables as the slow path's compiled-in constants (the fast path reads the same arrays, passed as arguments)
+_ZW, _ZK, _ZF = kernel_tables()
+
 _JIT = dict(nogil=True, cache=True)
 _FAST = dict(nogil=True, cache=True, fastmath={"reassoc", "contract"})
-# Per-request helpers (and the ziggurat slow path) are inlined into the chunk kernels at Numba-IR level: an
-# ordinary call costs two atomic reference-count updates per array argument, ~50-100 ns, as much as ~100 draws.
-_INLINE = dict(nogil=True, cache=True, inline="always")
 
 
-@nb.njit(**_INLINE)
+@nb.njit(**_JIT)
 def _xoshiro_step(a0, a1, a2, a3):
     """One xoshiro256++ step on a state held in four uint64 registers: ``(output word, new state)``."""
     x = a0 + a3
@@ -89,7 +94,7 @@ def _xoshiro_step(a0, a1, a2, a3):
     return out, a0, a1, a2, a3
 
 
-@nb.njit(**_INLINE)
+@nb.njit(**_JIT)
 def _fill_words(state, raw, n_words):
     """Advance the bulk lanes ``n_words / LANES`` steps, writing words lane-interleaved into ``raw``."""
     s0 = state[0]
@@ -110,85 +115,83 @@ def _fill_words(state, raw, n_words):
             s3[lane] = a3
 
 
-@nb.njit(**_INLINE)
-def _next_fix(state):
-    """One word from the scalar fix-up lane (same xoshiro256++ step)."""
-    a0 = state[0, FIX]
-    a1 = state[1, FIX]
-    a2 = state[2, FIX]
-    a3 = state[3, FIX]
-    out, a0, a1, a2, a3 = _xoshiro_step(a0, a1, a2, a3)
-    state[0, FIX] = a0
-    state[1, FIX] = a1
-    state[2, FIX] = a2
-    state[3, FIX] = a3
-    return out
+@nb.njit(**_JIT)
+def _open_uniform(a0, a1, a2, a3):
+    """A float64 uniform on the open interval (0, 1) from the fix-up lane ``(a0, .., a3)``: ``(u, new lane)``."""
+    word, a0, a1, a2, a3 = _xoshiro_step(a0, a1, a2, a3)
+    return (np.float64(word >> _U11) + 0.5) * _TWO_M53, a0, a1, a2, a3
 
 
-@nb.njit(**_INLINE)
-def _open_uniform(state):
-    """A float64 uniform on the open interval (0, 1) from the fix-up lane."""
-    return (np.float64(_next_fix(state) >> _U11) + 0.5) * _TWO_M53
-
-
-@nb.njit(**_INLINE)
-def _zig_slow(r32, state, zw, zk, zf):
-    """Finish a ziggurat draw whose fast test failed: tail (layer 0) or wedge, restarting as needed."""
-    tail_edge = zf[_TAIL]
+@nb.njit(**_JIT)
+def _zig_slow(r32, a0, a1, a2, a3):
+    """Finish a ziggurat draw whose fast test failed: tail (layer 0) or wedge, restarting as needed, with the fix-up
+    lane ``(a0, .., a3)``: ``(float32 variate, new lane)``. Scalars only (the tables are compiled-in constants), so a
+    call costs no reference counting; rare enough (~0.4% of draws) not to be inlined."""
+    tail_edge = _ZF[_TAIL]
     while True:
         idx = r32 & _ZLAYER64
         negative = (r32 & _ZSIGN64) != 0
         u = r32 >> _ZSHIFT64
-        x = np.float32(np.float32(u) * zw[idx])
-        if u < zk[idx]:
-            return -x if negative else x
+        x = np.float32(np.float32(u) * _ZW[idx])
+        if u < _ZK[idx]:
+            return (-x if negative else x), a0, a1, a2, a3
         if idx == 0:
             # Marsaglia's exact tail method beyond the base-strip edge r = x[1]
             while True:
-                xx = -math.log(_open_uniform(state)) / tail_edge
-                yy = -math.log(_open_uniform(state))
+                u1, a0, a1, a2, a3 = _open_uniform(a0, a1, a2, a3)
+                u2, a0, a1, a2, a3 = _open_uniform(a0, a1, a2, a3)
+                xx = -math.log(u1) / tail_edge
+                yy = -math.log(u2)
                 if yy + yy > xx * xx:
                     y = np.float32(tail_edge + xx)
-                    return -y if negative else y
+                    return (-y if negative else y), a0, a1, a2, a3
         else:
-            y = zf[idx] + _open_uniform(state) * (zf[idx + 1] - zf[idx])
+            u1, a0, a1, a2, a3 = _open_uniform(a0, a1, a2, a3)
+            y = _ZF[idx] + u1 * (_ZF[idx + 1] - _ZF[idx])
             xd = np.float64(x)
             if y < math.exp(-0.5 * xd * xd):
-                return -x if negative else x
-        r32 = _next_fix(state) & _M32
+                return (-x if negative else x), a0, a1, a2, a3
+        word, a0, a1, a2, a3 = _xoshiro_step(a0, a1, a2, a3)
+        r32 = word & _M32
 
 
 @nb.njit(**_JIT)
 def _scratch(n_variates):
-    """Scratch buffers for requests of up to ``n_variates``: raw words, their uint32 view, repair flags, the flags
-    viewed as uint64 (8 at a time). Views are made once per chunk, not per request (a view costs reference-count
-    traffic)."""
+    """Scratch of requests of up to ``n_variates``: raw words and their uint32 view, each slot's ziggurat width and
+    limit, repair flags and the flags viewed as uint64 (8 at a time). Views are made once per chunk, not per request
+    (a view costs reference-count traffic)."""
     n_words = ((n_variates + 2 * LANES - 1) // (2 * LANES)) * LANES
     raw = np.empty(n_words, np.uint64)
     bad = np.zeros(2 * n_words, np.uint8)
-    return raw, raw.view(np.uint32), bad, bad.view(np.uint64)
+    return raw, raw.view(np.uint32), np.empty(2 * n_words, np.float32), np.empty(2 * n_words, np.uint32), bad, \
+        bad.view(np.uint64)
 
 
-@nb.njit(**_INLINE)
-def _draw(state, raw, r32, bad, flags, out, out_bits, n, dist, zw, zk, zf):
+@nb.njit(**_JIT)
+def _draw(state, scratch, out, out_bits, n, dist, zw, zk, zf):
     """Fill ``out[:n]`` with ``n`` float32 variates of distribution ``dist`` (one request).
 
-    ``raw``, ``r32`` (its uint32 view, little-endian: variate ``2i`` is the low half of word ``i``), ``bad`` and
-    ``flags`` come from ``_scratch``; ``out`` has room for ``2 * padded_words(n)`` variates (slots past ``n`` are
-    scratch) and ``out_bits`` is ``out.view(np.uint32)``.
+    ``scratch`` comes from ``_scratch`` (``r32`` views the raw words little-endian: variate ``2i`` is the low half of
+    word ``i``); ``out`` has room for ``2 * padded_words(n)`` variates (slots past ``n`` are scratch) and ``out_bits``
+    is ``out.view(np.uint32)``.
     """
+    raw, r32, width, limit, bad, flags = scratch
     n_words = ((n + 2 * LANES - 1) // (2 * LANES)) * LANES
     _fill_words(state, raw, n_words)
     n_slots = 2 * n_words
     if dist == GAUSSIAN:
-        # fast path for every slot (|x| = u * w[layer]), flagging the ~0.4% of slots it cannot decide; the sign
-        # goes in afterwards as a bit flip, a separate loop that vectorises (25% faster than a select per draw)
+        # fast path for every slot (|x| = u * w[layer]), flagging the ~0.4% of slots it cannot decide. The table
+        # look-ups are a scalar loop of their own (vector gathers are slower on some CPUs, and the compiler then
+        # keeps the whole loop scalar); what follows vectorises: the product, the test, and the sign put in as a
+        # bit flip (25% faster than a select per draw)
         for j in range(n_slots):
-            r = r32[j]
-            idx = r & _ZLAYER
-            u = r >> _ZSHIFT
-            out[j] = np.float32(u) * zw[idx]
-            bad[j] = 1 if u >= zk[idx] else 0
+            idx = r32[j] & _ZLAYER
+            width[j] = zw[idx]
+            limit[j] = zk[idx]
+        for j in range(n_slots):
+            u = r32[j] >> _ZSHIFT
+            out[j] = np.float32(u) * width[j]
+            bad[j] = 1 if u >= limit[j] else 0
         for j in range(n_slots):
             out_bits[j] ^= (r32[j] & _ZSIGN) << _SIGN_SHIFT
         # repair flagged slots in index order; skip clean runs of 8 slots with one 64-bit test
@@ -196,7 +199,8 @@ def _draw(state, raw, r32, bad, flags, out, out_bits, n, dist, zw, zk, zf):
             if flags[g] != 0:
                 for j in range(8 * g, min(8 * g + 8, n)):
                     if bad[j] != 0:
-                        out[j] = _zig_slow(np.uint64(r32[j]), state, zw, zk, zf)
+                        out[j], state[0, FIX], state[1, FIX], state[2, FIX], state[3, FIX] = _zig_slow(
+                            np.uint64(r32[j]), state[0, FIX], state[1, FIX], state[2, FIX], state[3, FIX])
     elif dist == UNIFORM:
         for j in range(n_slots):
             out[j] = np.float32(_SQRT3 * ((np.float64(r32[j] >> _U8_32) * 2.0 + 1.0) * _TWO_M24 - 1.0))
@@ -238,9 +242,9 @@ def _exp_shifted(s, m, e, bits, pw, n):
 @nb.njit(**_JIT)
 def draw_variates(state, n, dist, zw, zk, zf):
     """Test entry point: one request of ``n`` variates as a new float32 array (advances ``state``)."""
-    raw, r32, bad, flags = _scratch(n)
-    out = np.empty(2 * raw.size, np.float32)
-    _draw(state, raw, r32, bad, flags, out, out.view(np.uint32), n, dist, zw, zk, zf)
+    scratch = _scratch(n)
+    out = np.empty(2 * scratch[0].size, np.float32)
+    _draw(state, scratch, out, out.view(np.uint32), n, dist, zw, zk, zf)
     return out[:n].copy()
 
 
