@@ -184,7 +184,7 @@ class Transformer(Model):
             h += e
         act_cache = rest_cache = None
         if c.item_mlp_depth > 1:
-            h, act_cache = activation_forward(h, c.activation)
+            h, act_cache = activation_forward(h, c.activation, overwrite=True)  # h: a fresh array
             h, rest_cache = mlp_forward(h, self._layers("embed", c.item_mlp_depth)[1:], c.activation)  # (B, T, D)
         if sel is not None:
             h = _scatter_rows(h, sel, b, t)
@@ -205,7 +205,7 @@ class Transformer(Model):
         dh = dx
         if c.item_mlp_depth > 1:
             dh = self._mlp_backward("embed", dx, rest_cache, grads, first=1)
-            dh = activation_backward(dh, act_cache, c.activation)
+            dh = activation_backward(dh, act_cache, c.activation, overwrite=True)  # dh: a fresh dx
         if emb_cache is not None:
             grads["embed.key_table"] = embedding_backward(dh, emb_cache)
         feats, w, _ = lin_cache
