@@ -22,6 +22,7 @@ from varsim._common.registry import lookup
 __all__ = [
     "linear_forward",
     "linear_backward",
+    "linear_bias_relu",
     "embedding_forward",
     "embedding_backward",
     "relu_forward",
@@ -78,6 +79,17 @@ def linear_backward(dout: np.ndarray, cache):
     dw = x2.T @ d2  # (Din, Dout)
     db = d2.sum(axis=0) if has_bias else None  # (Dout,)
     return dx, dw, db
+
+
+def linear_bias_relu(x: np.ndarray, w: np.ndarray, b: np.ndarray):
+    """``relu(linear_forward(x, w, b))`` bit for bit, the bias add and the ReLU fused into one pass over the output
+    -> ``(out, linear cache)``; ``out`` is also ReLU's cache."""
+    from ._layer_kernels import bias_relu
+
+    out, cache = linear_forward(x, w, None)
+    _check_width("b", b, w.shape[1], "w.shape[1]")
+    bias_relu(out.reshape(-1, w.shape[1]), b)
+    return out, (x, w, True)
 
 
 # ----------------------------------------------------------------------------------------------------------------------
@@ -165,10 +177,14 @@ def mlp_forward(x: np.ndarray, layers, activation: str = "relu"):
     h = x
     last = len(layers) - 1
     for i, (w, b) in enumerate(layers):
-        h, lin_cache = linear_forward(h, w, b)  # (..., D_{i+1})
         act_cache = None
-        if i < last:
-            h, act_cache = _ACT_FORWARD[activation](h, overwrite=True)  # h: linear_forward's fresh output
+        if i < last and activation == "relu" and b is not None:  # bias and ReLU in one pass (same bits)
+            h, lin_cache = linear_bias_relu(h, w, b)
+            act_cache = h
+        else:
+            h, lin_cache = linear_forward(h, w, b)  # (..., D_{i+1})
+            if i < last:
+                h, act_cache = _ACT_FORWARD[activation](h, overwrite=True)  # h: linear_forward's fresh output
         caches.append((lin_cache, act_cache))
     return h, (caches, activation)
 
