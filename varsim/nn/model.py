@@ -204,8 +204,7 @@ class Transformer(Model):
         lin_cache, emb_cache, act_cache, rest_cache, sel = cache
         if c.task_spec.learned_query:
             grads["query"] = dx[:, 0].sum(axis=0)
-            dx = dx.copy()
-            dx[:, 0] = 0.0
+            dx[:, 0] = 0.0  # dx: the first block's fresh gradient, read by nothing else
         if sel is not None:
             dx = _gather_rows(dx, sel)  # (M, D)
         dh = dx
