@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -46,3 +47,36 @@ def test_entmax15_kernel_equals_reference_and_registry(case, dtype):
     np.testing.assert_allclose(got.sum(axis=1), 1.0, rtol=rtol * 10)
     if mask.shape[0]:
         assert np.all(got[~mask] == 0)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_bias_relu_kernel_equals_reference_bitwise(dtype):
+    """The fused bias + ReLU pass gives NumPy's two passes bit for bit, NaN, infinities and signed zeros included
+    (catches a kernel that adds in another dtype, or keeps -0.0 where ``np.maximum`` writes +0.0, or drops a NaN)."""
+    from varsim.nn._layer_kernels import bias_relu, bias_relu_reference
+
+    rng = np.random.default_rng(3)
+    out = rng.standard_normal((37, 11)).astype(dtype) * 1e3
+    out[0, :6] = [np.nan, np.inf, -np.inf, -0.0, 0.0, 1e-45]
+    b = rng.standard_normal(11).astype(dtype)
+    b[:6] = [1.0, -np.inf, np.inf, -0.0, -0.0, -0.0]
+    got, want = out.copy(), out.copy()
+    bias_relu(got, b)
+    with np.errstate(invalid="ignore"):  # inf - inf
+        bias_relu_reference(want, b)
+    assert got.dtype == want.dtype
+    assert got.tobytes() == want.tobytes()
+
+
+def test_linear_bias_relu_equals_linear_then_relu_bitwise():
+    """``linear_bias_relu`` is ``relu(linear_forward(...))`` bit for bit, with the same caches."""
+    from varsim.nn.layers import linear_bias_relu, linear_forward, relu_forward
+
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((3, 5, 7)).astype(np.float32)
+    w = rng.standard_normal((7, 9)).astype(np.float32)
+    b = rng.standard_normal(9).astype(np.float32)
+    got, cache = linear_bias_relu(x, w, b)
+    want, _ = relu_forward(linear_forward(x, w, b)[0])
+    assert got.shape == want.shape and got.tobytes() == want.tobytes()
+    assert cache[0] is x and cache[1] is w and cache[2] is True

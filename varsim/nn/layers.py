@@ -22,6 +22,7 @@ from varsim._common.registry import lookup
 __all__ = [
     "linear_forward",
     "linear_backward",
+    "linear_bias_relu",
     "embedding_forward",
     "embedding_backward",
     "relu_forward",
@@ -80,6 +81,17 @@ def linear_backward(dout: np.ndarray, cache):
     return dx, dw, db
 
 
+def linear_bias_relu(x: np.ndarray, w: np.ndarray, b: np.ndarray):
+    """``relu(linear_forward(x, w, b))`` bit for bit, the bias add and the ReLU fused into one pass over the output
+    -> ``(out, linear cache)``; ``out`` is also ReLU's cache."""
+    from ._layer_kernels import bias_relu
+
+    out, cache = linear_forward(x, w, None)
+    _check_width("b", b, w.shape[1], "w.shape[1]")
+    bias_relu(out.reshape(-1, w.shape[1]), b)
+    return out, (x, w, True)
+
+
 # ----------------------------------------------------------------------------------------------------------------------
 # Embedding: out = table[ids]
 
@@ -106,43 +118,48 @@ def embedding_backward(dout: np.ndarray, cache):
 # Activations (elementwise, any shape)
 
 
-def relu_forward(x: np.ndarray):
-    out = np.maximum(x, 0)
+def relu_forward(x: np.ndarray, *, overwrite: bool = False):
+    """``max(x, 0)``; ``overwrite``: computed in place in ``x`` (a fresh array of the caller's)."""
+    out = np.maximum(x, 0, out=x if overwrite else None)
     return out, out  # out > 0 exactly where x > 0, so the output doubles as the cache
 
 
-def relu_backward(dout: np.ndarray, cache):
+def relu_backward(dout: np.ndarray, cache, *, overwrite: bool = False):
+    """``dout * (out > 0)``; ``overwrite``: computed in place in ``dout``."""
     out = cache
-    return dout * (out > 0)
+    return np.multiply(dout, out > 0, out=dout if overwrite else None)
 
 
 _GELU_C = math.sqrt(2.0 / math.pi)
 _GELU_A = 0.044715
 
 
-def gelu_forward(x: np.ndarray):
-    """GELU, tanh approximation (as GPT-2 and llm.c): 0.5 x (1 + tanh(c (x + a x^3)))."""
+def gelu_forward(x: np.ndarray, *, overwrite: bool = False):
+    """GELU, tanh approximation (as GPT-2 and llm.c): 0.5 x (1 + tanh(c (x + a x^3))); ``x`` stays in the cache, so
+    ``overwrite`` leaves it alone."""
     t = np.tanh(_GELU_C * (x + _GELU_A * x**3))
     return 0.5 * x * (1.0 + t), (x, t)
 
 
-def gelu_backward(dout: np.ndarray, cache):
+def gelu_backward(dout: np.ndarray, cache, *, overwrite: bool = False):
+    """``overwrite``: the product computed in place in ``dout``."""
     x, t = cache
     dudx = _GELU_C * (1.0 + 3.0 * _GELU_A * x * x)
-    return dout * (0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * dudx)
+    return np.multiply(dout, 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * dudx, out=dout if overwrite else None)
 
 
 _ACT_FORWARD = {"relu": relu_forward, "gelu": gelu_forward}
 _ACT_BACKWARD = {"relu": relu_backward, "gelu": gelu_backward}
 
 
-def activation_forward(x: np.ndarray, name: str):
-    """Dispatch to ``relu_forward`` or ``gelu_forward`` by name."""
-    return lookup(_ACT_FORWARD, name, param="activation")(x)
+def activation_forward(x: np.ndarray, name: str, *, overwrite: bool = False):
+    """Dispatch to ``relu_forward`` or ``gelu_forward`` by name (``overwrite``: may compute in place in ``x``)."""
+    return lookup(_ACT_FORWARD, name, param="activation")(x, overwrite=overwrite)
 
 
-def activation_backward(dout: np.ndarray, cache, name: str):
-    return lookup(_ACT_BACKWARD, name, param="activation")(dout, cache)
+def activation_backward(dout: np.ndarray, cache, name: str, *, overwrite: bool = False):
+    """Dispatch to ``relu_backward`` or ``gelu_backward`` by name (``overwrite``: may compute in place in ``dout``)."""
+    return lookup(_ACT_BACKWARD, name, param="activation")(dout, cache, overwrite=overwrite)
 
 
 # ----------------------------------------------------------------------------------------------------------------------
@@ -160,10 +177,14 @@ def mlp_forward(x: np.ndarray, layers, activation: str = "relu"):
     h = x
     last = len(layers) - 1
     for i, (w, b) in enumerate(layers):
-        h, lin_cache = linear_forward(h, w, b)  # (..., D_{i+1})
         act_cache = None
-        if i < last:
-            h, act_cache = _ACT_FORWARD[activation](h)
+        if i < last and activation == "relu" and b is not None:  # bias and ReLU in one pass (same bits)
+            h, lin_cache = linear_bias_relu(h, w, b)
+            act_cache = h
+        else:
+            h, lin_cache = linear_forward(h, w, b)  # (..., D_{i+1})
+            if i < last:
+                h, act_cache = _ACT_FORWARD[activation](h, overwrite=True)  # h: linear_forward's fresh output
         caches.append((lin_cache, act_cache))
     return h, (caches, activation)
 
@@ -176,7 +197,7 @@ def mlp_backward(dout: np.ndarray, cache):
     for i in range(len(caches) - 1, -1, -1):
         lin_cache, act_cache = caches[i]
         if act_cache is not None:
-            dh = _ACT_BACKWARD[activation](dh, act_cache)
+            dh = _ACT_BACKWARD[activation](dh, act_cache, overwrite=True)  # dh: linear_backward's fresh dx
         dh, dw, db = linear_backward(dh, lin_cache)
         grads[i] = (dw, db)
     return dh, grads

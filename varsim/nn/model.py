@@ -59,6 +59,7 @@ from .layers import (
     activation_forward,
     embedding_backward,
     embedding_forward,
+    linear_bias_relu,
     linear_forward,
     mlp_forward,
 )
@@ -177,14 +178,19 @@ class Transformer(Model):
         if sel is not None:  # padded items: rows of zeros, never attended to
             feats = _gather_rows(feats, sel)  # (M, n_in)
             keys_all = None if keys_all is None else keys_all.reshape(-1)[sel]
-        h, lin_cache = linear_forward(feats, p["embed.0.w"], p["embed.0.b"])  # (B, T, F) or (B, T, D)
-        emb_cache = None
+        emb_cache = act_cache = rest_cache = None
+        fused = keys_all is None and c.item_mlp_depth > 1 and c.activation == "relu"
+        if fused:  # bias and ReLU in one pass (the same bits)
+            h, lin_cache = linear_bias_relu(feats, p["embed.0.w"], p["embed.0.b"])  # (B, T, F)
+            act_cache = h
+        else:
+            h, lin_cache = linear_forward(feats, p["embed.0.w"], p["embed.0.b"])  # (B, T, F) or (B, T, D)
         if keys_all is not None:  # learned key rows: a one-hot key block of the first layer's input
             e, emb_cache = embedding_forward(keys_all, p["embed.key_table"])  # (B, T, F)
             h += e
-        act_cache = rest_cache = None
         if c.item_mlp_depth > 1:
-            h, act_cache = activation_forward(h, c.activation)
+            if not fused:
+                h, act_cache = activation_forward(h, c.activation, overwrite=True)  # h: a fresh array
             h, rest_cache = mlp_forward(h, self._layers("embed", c.item_mlp_depth)[1:], c.activation)  # (B, T, D)
         if sel is not None:
             h = _scatter_rows(h, sel, b, t)
@@ -198,14 +204,13 @@ class Transformer(Model):
         lin_cache, emb_cache, act_cache, rest_cache, sel = cache
         if c.task_spec.learned_query:
             grads["query"] = dx[:, 0].sum(axis=0)
-            dx = dx.copy()
-            dx[:, 0] = 0.0
+            dx[:, 0] = 0.0  # dx: the first block's fresh gradient, read by nothing else
         if sel is not None:
             dx = _gather_rows(dx, sel)  # (M, D)
         dh = dx
         if c.item_mlp_depth > 1:
             dh = self._mlp_backward("embed", dx, rest_cache, grads, first=1)
-            dh = activation_backward(dh, act_cache, c.activation)
+            dh = activation_backward(dh, act_cache, c.activation, overwrite=True)  # dh: a fresh dx
         if emb_cache is not None:
             grads["embed.key_table"] = embedding_backward(dh, emb_cache)
         feats, w, _ = lin_cache

@@ -143,9 +143,13 @@ class Adam:
         sqrt_bc2 = math.sqrt(1.0 - b2**self.t)
         from varsim.nn._optim_kernels import adam_update
 
+        constants = [scale, 1.0 - lr * self.weight_decay, self.weight_decay, b1, 1.0 - b1, b2, 1.0 - b2, sqrt_bc2,
+                     self.eps, step_size]  # CONSTANTS of varsim.nn._optim_kernels
+        by_dtype: dict = {}  # the constants rounded once per parameter dtype
         for k, p in self.params.items():
-            c = np.array([scale, 1.0 - lr * self.weight_decay, self.weight_decay, b1, 1.0 - b1, b2, 1.0 - b2,
-                          sqrt_bc2, self.eps, step_size], dtype=p.dtype)  # CONSTANTS of varsim.nn._optim_kernels
+            c = by_dtype.get(p.dtype)
+            if c is None:
+                c = by_dtype[p.dtype] = np.array(constants, dtype=p.dtype)
             flat = p.reshape(-1)  # a view of a contiguous parameter
             adam_update(flat, np.ascontiguousarray(grads[k], dtype=p.dtype).reshape(-1), self.m[k].reshape(-1),
                         self.v[k].reshape(-1), self.decayed[k] and self.weight_decay != 0.0, self.decoupled, c)
