@@ -26,6 +26,13 @@ X_MAX = 2.5  # right end of the ln N / beta^2 axis
 #: each Monte Carlo point stops at this relative standard error of Var (``simulate(target_rse=...)``), so a local
 #: slope between neighbours N and 4N has an SE of about 0.01, a hundredth of the exponent axis; ``sequences`` caps it
 TARGET_RSE = 0.01
+#: the Monte Carlo grid's default end. In the intermediate phase sum w^2 is heavy-tailed: its relative variance
+#: (``ipr_second_moment / expected_ipr**2 - 1``) is 4.5 at beta = 3, N = 2^16 and grows to 7.9 at 2^18 and 14 at
+#: 2^20, where 1% would take 140 000 sequences; at the 6000-sequence cap the points at 2^18 and 2^20 of beta = 3
+#: and 4 reached only 2.0-4.7% (slope SEs up to 0.045) and took 93% of the figure's Monte Carlo (keys drawn). Up
+#: to 2^16 the betas' points still span all three phases between them (beta = 2 reaches ln N / beta^2 = 2.4,
+#: beta = 3 1.2, beta = 4 0.69) and every point is within 3% at the cap.
+N_MAX = 2**16
 _K_STEP = 2  # the MC grid's N are powers of 2^_K_STEP
 
 
@@ -49,7 +56,7 @@ PARAMS = (
           "depend on beta only)", minimum=1, maximum=2**16),
     Param("n_min", "int", 4, "smallest sequence length N of the Monte Carlo grid (powers of four from there)",
           minimum=2, maximum=2**30),
-    Param("n_max", "int", 2**20, "largest sequence length N (each beta also stops where ln N / beta^2 reaches the "
+    Param("n_max", "int", N_MAX, "largest sequence length N (each beta also stops where ln N / beta^2 reaches the "
           "axis' end, 2.5)", quick=2**12, minimum=8, maximum=2**30),
     Param("sequences", "int", 6_000, "most Monte Carlo sequences per N", quick=1_000, minimum=32, maximum=10**9),
     Param("target_rse", "real", TARGET_RSE, "stop each point at this relative standard error of Var",
@@ -61,9 +68,10 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, sourc
             d_k: int = D_K, n_min=None, n_max=None, sequences=None, target_rse=TARGET_RSE, out=None) -> dict:
     """Exact exponent curves and MC local slopes for every beta in ``betas``; plain data for :func:`draw`.
 
-    The Monte Carlo grid is ``N = n_min 4^j <= n_max`` (default 4 to 2^20, quick 2^12), cut for each beta where
-    ``ln N / beta^2`` passes the axis' end; at most ``sequences`` per N (default 6000, quick 1000), each point stopped
-    at ``target_rse`` (None: always the cap); ``d_k`` sets the query norm. Every parameter is declared in
+    The Monte Carlo grid is ``N = n_min 4^j <= n_max`` (default 4 to :data:`N_MAX` = 2^16, quick 2^12), cut for each
+    beta where ``ln N / beta^2`` passes the axis' end; at most ``sequences`` per N (default 6000, quick 1000), each
+    point stopped at ``target_rse`` (None: always the cap; ``mc.rse`` is what each point reached); ``d_k`` sets the
+    query norm. Every parameter is declared in
     :data:`PARAMS` (a bad value is a ValueError naming it). ``out``: also write the data as JSON there."""
     from varsim._common.seeding import child_sequence
     from varsim.sim import simulate
@@ -94,6 +102,7 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, sourc
         curves.append({
             "beta": beta,
             "mc": {"n": res.n, "var": res.var, "var_se": res.var_se, "sequences": res.sequences,
+                   "rse": res.var_se / res.var,
                    "x_mid": ln_mid / beta**2, "slope": slope, "slope_se": slope_se,
                    "exact_at_mid": decay_exponent(np.exp(ln_mid), beta)},
             "exact": {"x": x_dense, "exponent": decay_exponent(n_dense, beta),
