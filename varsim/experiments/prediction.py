@@ -45,17 +45,18 @@ def _inference_maps() -> dict:
 INFERENCE_MAPS = ("logn_temperature", "adaptive_temperature", "critical", "topk1")
 
 
-def subset_specs(encodings=ENCODINGS) -> list[dict]:
-    """The grid's softmax run specs of the subset, seed-major."""
+def subset_specs(encodings=ENCODINGS, attentions=("softmax",), seeds=None) -> list[dict]:
+    """The grid's run specs of the subset, seed-major: ``attentions``, labels of the grid's trained attentions;
+    ``seeds``, the seed indices kept (None: all)."""
     from varsim.experiments.remedies import remedies_settings
     from varsim.experiments.settings import job_specs
 
-    specs = [s for s in job_specs(remedies_settings()) if s.get("attention") == "softmax"
-             and (s.get("key_encoding") or "none") in encodings]
+    specs = [s for s in job_specs(remedies_settings()) if s.get("attention") in attentions
+             and (s.get("key_encoding") or "none") in encodings and (seeds is None or s["seed_index"] in seeds)]
     return sorted(specs, key=lambda s: (s["seed_index"], s["run_id"]))
 
 
-def train_runs(outdir, encodings=ENCODINGS) -> None:
+def train_runs(outdir, encodings=ENCODINGS, attentions=("softmax",), seeds=None) -> None:
     """Train (or resume) every run of the subset into ``outdir/<run_id>``, printing one line per run."""
     import time
 
@@ -63,7 +64,7 @@ def train_runs(outdir, encodings=ENCODINGS) -> None:
     from varsim.experiments.worker import _train
 
     limit_blas_threads(1)
-    for spec in subset_specs(encodings):
+    for spec in subset_specs(encodings, attentions, seeds):
         t, c = time.perf_counter(), time.process_time()
         _, summary, _, _ = _train(spec, Path(outdir) / spec["run_id"])
         print(spec["run_id"], summary["status"], f"wall {time.perf_counter() - t:.1f} s cpu "
