@@ -272,3 +272,15 @@ def test_measure_refuses_a_map_the_account_does_not_cover(attention, output, mes
     config = TrainConfig.from_dict({"task": "argmax", "model": model.config.to_dict()})
     with pytest.raises(ValueError, match=f"checkpoint: .*{message}"):
         measure(model, config, n_sets=64, min_accuracy=0.0)
+
+
+def test_figure_method_labels_follow_the_training_maximum_and_the_fit_lengths():
+    """The figure's legend names the carry-over's training maximum and the logistic fit's lengths from the
+    experiment's constants (not a hard-coded "N = 16"). Catches a label that ignores its arguments."""
+    from varsim.experiments.prediction import LENGTHS, LOGISTIC_FIT_LENGTHS
+    from varsim.figures.prediction import METHODS, method_labels
+
+    other = method_labels(32, (32, 64, 128, 256))
+    assert other["carry"] == "accuracy at N = 32 carried over"
+    assert other["logistic"] == "logistic in ln N, fitted on N = 32, 64, 128, 256"
+    assert METHODS == method_labels(LENGTHS[0], LOGISTIC_FIT_LENGTHS)
