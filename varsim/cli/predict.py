@@ -66,7 +66,11 @@ def run(args) -> int:
     if args.json:
         print(json.dumps(result, indent=2))
         return 0
-    print(f"{result['task']} checkpoint {args.checkpoint}: accuracy {result['accuracy_n0']:.3f} at the training "
+    own_params = result["maps"][result["attention"]]["params"]
+    print(f"{result['task']} checkpoint {args.checkpoint}: weight map {result['attention']}"
+          + (f" ({', '.join(f'{k} {v:g}' if isinstance(v, float) else f'{k} {v}' for k, v in own_params.items())})"
+             if own_params else "")
+          + f"; accuracy {result['accuracy_n0']:.3f} at the training "
           f"maximum N = {result['n0']}; best head {result['best_head']}; readout tau {result['tau']:.3f}, sigma "
           f"{result['sigma']:.3g}, lapse {result['lapse']:.3f}; kappa {result['kappa']:g}")
     labels = list(result["prediction"])
