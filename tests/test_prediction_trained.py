@@ -77,3 +77,24 @@ def test_analyze_trained_uses_the_frozen_kappa_and_complete_seeds(tmp_path, summ
     text = P.render_trained(res)
     assert "| ssmax | [0, 1] | 0.010" in text and f"excluded ['{bad}']" in text
     assert P.render_trained(json.loads(json.dumps(res))) == text  # the same from the written JSON (string keys)
+
+
+def test_the_committed_trained_analysis_is_of_the_committed_measurements():
+    """The committed analysis of the trained remedies: every run's measured accuracies are the committed remedies
+    summary's per-seed values of its variant, its kappa is the committed softmax analysis's, and its Markdown is
+    render_trained of its JSON. Catches a stale copy after the summary or the softmax analysis changes, and tables
+    edited by hand."""
+    from varsim._common.jsonio import read_json
+    from varsim.figures.prediction import COMMITTED_DIR, COMMITTED_FILES
+
+    assert {"analysis_trained.json", "analysis_trained.md"} <= set(COMMITTED_FILES)
+    res = read_json(COMMITTED_DIR / "analysis_trained.json")
+    summary = read_json(P.Path(P.__file__).resolve().parents[1] / "figures" / "data" / "remedies" / "summary.json")
+    groups = P._summary_groups(summary)
+    assert res["kappa"] == read_json(SOFTMAX)["kappa"]
+    for v, d in res["variants"].items():
+        assert d["per_run"]
+        for x in d["per_run"]:
+            g = groups[(x["task"], x["recipe"], x["encoding"], v)]
+            assert x["measured"] == g["accuracy"]["per_seed"][g["seeds"].index(x["seed"])], x["run_id"]
+    assert (COMMITTED_DIR / "analysis_trained.md").read_text() == P.render_trained(res)

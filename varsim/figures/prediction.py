@@ -4,12 +4,13 @@ predictor (:mod:`varsim.train.predict`, :mod:`varsim.experiments.prediction`, ``
 The analysis ships with the package (:data:`COMMITTED_DIR`, one copy in the repository: here):
 ``analysis_test.json`` (what ``python -m varsim.experiments.prediction analyze DIR`` writes: per held-out run the
 measured accuracy and every method's prediction at each N, the fitted readout scale kappa, the primary metric),
-``analysis_test.md`` (its tables, included by the docs page) and ``analysis_explore_readout_any.json`` (the
-exploratory readout, not pre-registered). The measured accuracies in the analysis are those of the committed remedies
-summary (:data:`varsim.figures.remedies.COMMITTED_DIR`), which also gives the lengths, the test-set size at each
-length (for the binomial standard errors) and the chance levels: :class:`PredictionSource` reads both and refuses an
-analysis whose measured accuracies are not the summary's (a stale copy). Drawing needs no computation, so quick mode
-draws the same numbers (no smoke-test stamp).
+``analysis_test.md`` (its tables, included by the docs page), ``analysis_explore_readout_any.json`` (the
+exploratory readout, not pre-registered) and ``analysis_trained.json`` / ``.md`` (the trained remedies' held-out
+test, amendment 2: ``python -m varsim.experiments.prediction analyze-trained DIR``). The measured accuracies in the
+analysis are those of the committed remedies summary (:data:`varsim.figures.remedies.COMMITTED_DIR`), which also
+gives the lengths, the test-set size at each length (for the binomial standard errors) and the chance levels:
+:class:`PredictionSource` reads both and refuses an analysis whose measured accuracies are not the summary's (a stale
+copy). Drawing needs no computation, so quick mode draws the same numbers (no smoke-test stamp).
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ __all__ = ["COMMITTED_DIR", "COMMITTED_FILES", "ANALYSIS_FILE", "METHODS", "meth
 COMMITTED_DIR = Path(__file__).resolve().parent / "data" / "prediction"
 #: the held-out analysis the figure draws
 ANALYSIS_FILE = "analysis_test.json"
-COMMITTED_FILES = (ANALYSIS_FILE, "analysis_test.md", "analysis_explore_readout_any.json")
+COMMITTED_FILES = (ANALYSIS_FILE, "analysis_test.md", "analysis_explore_readout_any.json", "analysis_trained.json",
+                   "analysis_trained.md")
 
 
 def method_labels(train_max: int, fit_lengths) -> dict:
