@@ -176,3 +176,111 @@ def test_cli_refusals_are_one_line_exit_2(untrained_checkpoints, capsys, which, 
     rc = main(["predict", str(untrained_checkpoints[which]), "--sets", "64", "--sims", "16", *argv])
     err = capsys.readouterr().err
     assert rc == 2 and message in err and err.count("\n") == 1
+
+
+def _model(task, attention, params=None, output="none", seed=3):
+    """A small one-block model of ``attention`` in float64, its parameters sharpened (and its query/key biases and
+    learned per-head map parameter set apart per head), so that a wrong scale, head or length shows."""
+    from varsim.nn.architectures import build_model
+    from varsim.nn.config import ModelConfig
+    from varsim.nn.set_params import theta_name
+
+    cfg = ModelConfig(task=task, d_model=16, n_heads=4, dtype="float64", attention=attention,
+                      attention_params=params or {}, attention_output=output)
+    model = build_model(cfg, seed=seed)
+    rng = np.random.default_rng(seed)
+    for p in model.params.values():
+        p *= 3.0
+    model.params["block0.attn.b_qkv"][:] = rng.normal(0.0, 1.0, model.params["block0.attn.b_qkv"].shape)
+    theta = theta_name(cfg, 0)
+    if theta is not None:
+        model.params[theta][:] = [0.2, 0.5, 0.9, 1.4]
+    return model
+
+
+@pytest.mark.parametrize("attention, params", [("softmax", {}), ("ssmax", {}), ("logn", {"n0": 16.0, "clamp": False}),
+                                               ("entmax15", {})])
+@pytest.mark.parametrize("task", ["argmax", "dictionary"])
+def test_own_map_of_the_item_logits_is_the_models_weights_at_every_length(task, attention, params):
+    """At the training maximum N = 16 and at N = 64, each head's map (own_map: the registered map, its parameters,
+    the head's learned SSMax scale) applied to the item logits at that N equals the model's own weights. Catches a
+    learned scale read from the wrong head or left at its initial value, and a map applied at the wrong length."""
+    from varsim.tasks import make_batch
+    from varsim.train.predict import own_map
+    from varsim.variants import weights
+
+    model = _model(task, attention, params)
+    for n in (16, 64):
+        batch = make_batch(task, 32, n, np.random.default_rng(n), **model.config.vocab)
+        z, _, _ = item_logits(model, batch)
+        _, w = model.logits_and_weights(batch)
+        for h in range(z.shape[1]):
+            name, p = own_map(model, h)
+            np.testing.assert_allclose(weights(name, z[:, h], n, **p), w[:, h], rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("attention, params", [("ssmax", {"s": 0.7}), ("logn", {"n0": 16.0, "clamp": False}),
+                                               ("entmax15", {}), ("softmax", {})])
+def test_simulation_applies_the_map_at_the_long_length(attention, params):
+    """A pool of 4 sets of 16 one-dimensional items under the query 1, simulated at N = 64 = the whole pool: every
+    simulated set is the pool (permuted), so the correct item's weight and S2 are the map of the pool's logits at
+    N = 64, exactly. Catches the map applied at the training maximum n0 = 16 instead of N (SSMax, log-N)."""
+    from varsim.variants import weights
+
+    stats = _synthetic_argmax(np.random.default_rng(8), n_sets=4)
+    sim = simulate(stats, [64], maps={attention: (attention, params)}, n_sim=8, seed=9)
+    z = stats.items[:, 0]
+    c = int(np.argmax(stats.priority))
+    w = weights(attention, z, 64, **params)
+    np.testing.assert_allclose(sim.w_c[attention][0], w[c], rtol=1e-12)
+    np.testing.assert_allclose(sim.s2[attention][0], (w * w).sum() - w[c] ** 2, rtol=1e-9, atol=1e-15)
+
+
+@pytest.mark.parametrize("attention", ["softmax", "ssmax", "entmax15"])
+def test_scaled_scores_multiply_every_heads_logits(attention):
+    """The readout intervention: the copy's weights are each head's own map of f times the item logits, its learned
+    parameters kept; for a softmax model the same as the log-N map at n0' = 16^(1/f) (the pre-registered form).
+    Catches a query bias left unscaled, and a copy that resets SSMax's learned scale."""
+    from varsim.tasks import make_batch
+    from varsim.train.predict import own_map, scaled_scores
+    from varsim.variants import weights
+
+    model = _model("argmax", attention)
+    batch = make_batch("argmax", 32, 16, np.random.default_rng(0), **model.config.vocab)
+    z, _, _ = item_logits(model, batch)
+    f = 0.35
+    _, w = scaled_scores(model, f).logits_and_weights(batch)
+    for h in range(z.shape[1]):
+        name, p = own_map(model, h)
+        np.testing.assert_allclose(w[:, h], weights(name, f * z[:, h], **p), rtol=1e-9, atol=1e-12)
+    if attention == "softmax":
+        _, wl = model.with_attention("logn", {"n0": 16.0 ** (1.0 / f), "clamp": False}).logits_and_weights(batch)
+        np.testing.assert_allclose(w, wl, rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("attention, output, message", [
+    ("sigmoid", "none", "not its map 'sigmoid' of per-item logits"),
+    ("softmax", "ipr_norm", "output normalization 'ipr_norm'"),
+])
+def test_measure_refuses_a_map_the_account_does_not_cover(attention, output, message):
+    """A map that is not invariant to the per-row key-bias term the item logits leave out (sigmoid), and an output
+    normalization (the readout then does not read the weights): ValueError naming the checkpoint."""
+    from varsim.train import TrainConfig
+    from varsim.train.predict import measure
+
+    model = _model("argmax", attention, output=output)
+    config = TrainConfig.from_dict({"task": "argmax", "model": model.config.to_dict()})
+    with pytest.raises(ValueError, match=f"checkpoint: .*{message}"):
+        measure(model, config, n_sets=64, min_accuracy=0.0)
+
+
+def test_figure_method_labels_follow_the_training_maximum_and_the_fit_lengths():
+    """The figure's legend names the carry-over's training maximum and the logistic fit's lengths from the
+    experiment's constants (not a hard-coded "N = 16"). Catches a label that ignores its arguments."""
+    from varsim.experiments.prediction import LENGTHS, LOGISTIC_FIT_LENGTHS
+    from varsim.figures.prediction import METHODS, method_labels
+
+    other = method_labels(32, (32, 64, 128, 256))
+    assert other["carry"] == "accuracy at N = 32 carried over"
+    assert other["logistic"] == "logistic in ln N, fitted on N = 32, 64, 128, 256"
+    assert METHODS == method_labels(LENGTHS[0], LOGISTIC_FIT_LENGTHS)

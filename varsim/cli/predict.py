@@ -1,5 +1,6 @@
-"""``varsim predict``: a one-block softmax checkpoint's accuracy at long N, and each inference-time map's, predicted
-from statistics at its training maximum only (:mod:`varsim.train.predict`; docs/experiments/prediction.md).
+"""``varsim predict``: a one-block checkpoint's accuracy at long N (its own weight map: softmax or a trained remedy,
+with its learned parameters), and each inference-time map's, predicted from statistics at its training maximum only
+(:mod:`varsim.train.predict`; docs/experiments/prediction.md).
 
 Examples::
 
@@ -7,7 +8,8 @@ Examples::
     varsim predict runs/argmax --lengths 256 1024 --maps softmax topk1 --json
     varsim predict runs/argmax --kappa 0.5 --json > prediction.json
 
-Refused with a one-line error (exit 2): a checkpoint that is not a one-block, softmax-trained set transformer; a model
+Refused with a one-line error (exit 2): a checkpoint that is not a one-block set transformer whose weights are its
+map of per-item logits (an output normalization is refused too); a model
 whose accuracy at its training maximum is below 0.9 (it has not learned the task); a length below the training
 maximum.
 """
@@ -28,7 +30,8 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--lengths", type=count_option(), nargs="+", metavar="N",
                         help="set sizes to predict, each >= the training maximum (default n0, 2 n0, ... 16384)")
     parser.add_argument("--maps", nargs="+", choices=MAP_LABELS, default=list(MAP_LABELS),
-                        help="weight maps applied to the trained logits (default: all)")
+                        help="weight maps applied to the trained logits in place of the model's own map, which is "
+                             "always predicted (default: all)")
     parser.add_argument("--kappa", type=real_option(0.0, 1e3, strict_min=True), default=1.0,
                         help="readout threshold scale (default 1: no fitted constant)")
     parser.add_argument("--sets", type=count_option(), default=2048,
@@ -63,13 +66,17 @@ def run(args) -> int:
     if args.json:
         print(json.dumps(result, indent=2))
         return 0
-    print(f"{result['task']} checkpoint {args.checkpoint}: accuracy {result['accuracy_n0']:.3f} at the training "
+    own_params = result["maps"][result["attention"]]["params"]
+    print(f"{result['task']} checkpoint {args.checkpoint}: weight map {result['attention']}"
+          + (f" ({', '.join(f'{k} {v:g}' if isinstance(v, float) else f'{k} {v}' for k, v in own_params.items())})"
+             if own_params else "")
+          + f"; accuracy {result['accuracy_n0']:.3f} at the training "
           f"maximum N = {result['n0']}; best head {result['best_head']}; readout tau {result['tau']:.3f}, sigma "
           f"{result['sigma']:.3g}, lapse {result['lapse']:.3f}; kappa {result['kappa']:g}")
     labels = list(result["prediction"])
     print(f"{'N':>7} " + " ".join(f"{k:>20}" for k in labels) + f" {'rank ok':>8} {'disp err':>8}")
-    soft = result["prediction"].get("softmax")
+    own = result["prediction"][result["attention"]]
     for i, n in enumerate(result["lengths"]):
-        extra = f" {soft['ranking_correct'][i]:>8.3f} {soft['dispersion_error'][i]:>8.3f}" if soft else ""
+        extra = f" {own['ranking_correct'][i]:>8.3f} {own['dispersion_error'][i]:>8.3f}"
         print(f"{n:>7} " + " ".join(f"{result['prediction'][k]['accuracy'][i]:>20.3f}" for k in labels) + extra)
     return 0

@@ -12,6 +12,11 @@ Three steps, each resumable, run by ``python -m varsim.experiments.prediction {t
   per run under ``DIR/predictions``. Uses nothing measured beyond the training length.
 - :func:`analyze`: kappa fitted on the development recipe, the primary metric and baselines on the held-out recipes,
   with per-seed intervals; the gains; per-cell tables (JSON and Markdown).
+
+The trained remedies (amendment 2 of the pre-registration): ``--attentions ssmax logn entmax15 --seeds 0 1 2`` on
+``train`` and ``predict`` (each run's own map with its learned parameters, :func:`varsim.train.predict.own_map`), then
+``analyze-trained``, :func:`analyze_trained`: kappa frozen at the committed softmax analysis's fit, every run held
+out, the primary metric per variant, and each remedy's predicted gain over softmax.
 """
 
 from __future__ import annotations
@@ -20,14 +25,17 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["DEV_RECIPE", "KAPPAS", "LENGTHS", "PRIMARY_LENGTH", "INFERENCE_MAPS", "subset_specs", "train_runs",
-           "predict_runs", "explore_runs", "analyze", "baseline_carry", "baseline_logistic"]
+__all__ = ["DEV_RECIPE", "KAPPAS", "LENGTHS", "PRIMARY_LENGTH", "INFERENCE_MAPS", "TRAINED_REMEDIES",
+           "LOGISTIC_FIT_LENGTHS", "subset_specs", "train_runs", "predict_runs", "explore_runs", "analyze",
+           "analyze_trained", "render_trained", "baseline_carry", "baseline_logistic"]
 
 DEV_RECIPE = "cosine_lr1e3"
 #: the readout scales kappa searched on the development runs: 2^(k/8), k = -8 .. 16
 KAPPAS = tuple(2.0 ** (k / 8.0) for k in range(-8, 17))
 LENGTHS = tuple(2 ** k for k in range(4, 15))
 PRIMARY_LENGTH = 1024
+#: the lengths the logistic baseline (b) is fitted on (pre-registered)
+LOGISTIC_FIT_LENGTHS = (16, 32, 64)
 ENCODINGS = ("none", "binary")  # argmax (no key encoding) and the dictionary's binary key code
 SEED_KEY = 34
 N_SETS, N_SIM = 2048, 1024
@@ -43,19 +51,22 @@ def _inference_maps() -> dict:
 
 
 INFERENCE_MAPS = ("logn_temperature", "adaptive_temperature", "critical", "topk1")
+#: the grid's trained remedies of amendment 2 (labels of its trained attentions)
+TRAINED_REMEDIES = ("ssmax", "logn", "entmax15")
 
 
-def subset_specs(encodings=ENCODINGS) -> list[dict]:
-    """The grid's softmax run specs of the subset, seed-major."""
+def subset_specs(encodings=ENCODINGS, attentions=("softmax",), seeds=None) -> list[dict]:
+    """The grid's run specs of the subset, seed-major: ``attentions``, labels of the grid's trained attentions;
+    ``seeds``, the seed indices kept (None: all)."""
     from varsim.experiments.remedies import remedies_settings
     from varsim.experiments.settings import job_specs
 
-    specs = [s for s in job_specs(remedies_settings()) if s.get("attention") == "softmax"
-             and (s.get("key_encoding") or "none") in encodings]
+    specs = [s for s in job_specs(remedies_settings()) if s.get("attention") in attentions
+             and (s.get("key_encoding") or "none") in encodings and (seeds is None or s["seed_index"] in seeds)]
     return sorted(specs, key=lambda s: (s["seed_index"], s["run_id"]))
 
 
-def train_runs(outdir, encodings=ENCODINGS) -> None:
+def train_runs(outdir, encodings=ENCODINGS, attentions=("softmax",), seeds=None) -> None:
     """Train (or resume) every run of the subset into ``outdir/<run_id>``, printing one line per run."""
     import time
 
@@ -63,7 +74,7 @@ def train_runs(outdir, encodings=ENCODINGS) -> None:
     from varsim.experiments.worker import _train
 
     limit_blas_threads(1)
-    for spec in subset_specs(encodings):
+    for spec in subset_specs(encodings, attentions, seeds):
         t, c = time.perf_counter(), time.process_time()
         _, summary, _, _ = _train(spec, Path(outdir) / spec["run_id"])
         print(spec["run_id"], summary["status"], f"wall {time.perf_counter() - t:.1f} s cpu "
@@ -82,7 +93,16 @@ def _measured(groups: dict, spec: dict, variant: str, field: str = "accuracy") -
     return g["ranking"][field]["per_seed"][i]
 
 
-def predict_runs(ckptdir, summary_path, encodings=ENCODINGS) -> None:
+def _maps(variant: str, stats) -> dict:
+    """The maps a run's record predicts: its own map (label: the grid's attention label), and for the softmax runs
+    the inference-only maps the grid applied to them."""
+    from varsim.variants import BASELINE
+
+    own = {variant: (stats.attention, dict(stats.map_params))}
+    return {**own, **_inference_maps()} if variant == BASELINE else own
+
+
+def predict_runs(ckptdir, summary_path, encodings=ENCODINGS, attentions=("softmax",), seeds=None) -> None:
     """One prediction record per trained run of the subset under ``ckptdir/predictions`` (skips those written)."""
     import time
 
@@ -93,10 +113,9 @@ def predict_runs(ckptdir, summary_path, encodings=ENCODINGS) -> None:
     from varsim.train.predict import measure, simulate
 
     groups = _summary_groups(read_json(summary_path))
-    maps = _inference_maps()
     out = Path(ckptdir) / "predictions"
     out.mkdir(parents=True, exist_ok=True)
-    for spec in subset_specs(encodings):
+    for spec in subset_specs(encodings, attentions, seeds):
         path = out / f"{spec['run_id']}.json"
         run_dir = Path(ckptdir) / spec["run_id"]
         if path.exists() or not run_dir.exists():
@@ -110,7 +129,7 @@ def predict_runs(ckptdir, summary_path, encodings=ENCODINGS) -> None:
             continue
         ev = spec["eval"]
         acc16 = evaluate(model, [16], ev["examples"], ev["batch_size"], ev["seed"], progress=False)["accuracy"][0]
-        committed16 = _measured(groups, spec, "softmax")[0]
+        committed16 = _measured(groups, spec, spec["attention"])[0]
         seed = np.random.SeedSequence([SEED_KEY, spec["seed_index"]])
         rec = {"format": PREDICTION_FORMAT, "run_id": spec["run_id"], "task": spec["task"], "recipe": spec["recipe"],
                "encoding": spec.get("key_encoding"), "seed_index": spec["seed_index"],
@@ -120,9 +139,11 @@ def predict_runs(ckptdir, summary_path, encodings=ENCODINGS) -> None:
         except ValueError as exc:
             rec["refused"] = str(exc)
         else:
+            maps = _maps(spec["attention"], stats)
             rec.update(best_head=stats.best_head, tau=stats.tau, sigma=stats.sigma, lapse=stats.lapse,
                        accuracy_n0=stats.accuracy_n0,
-                       lengths=list(LENGTHS), kappas=list(KAPPAS))
+                       lengths=list(LENGTHS), kappas=list(KAPPAS),
+                       map={"attention": stats.attention, "params": stats.map_params})
             for kind, gaussian in (("measured", False), ("gaussian", True)):
                 sim = simulate(stats, LENGTHS, maps=maps, n_sim=N_SIM, gaussian=gaussian, seed=seed)
                 rec[kind] = [sim.table(k) for k in KAPPAS]
@@ -200,13 +221,13 @@ def _t(values) -> dict:
     return {"mean": r["mean"], "ci_low": r["ci_low"], "ci_high": r["ci_high"], "n": int(v.size)}
 
 
-def _records(ckptdir) -> tuple[list, list, list]:
+def _records(ckptdir, attentions=("softmax",)) -> tuple[list, list, list]:
     """The prediction records of the subset: the run ids excluded (identity check failed, or refused), then the
     kept ``(spec, record)`` pairs of the development recipe and of the held-out ones."""
     from varsim._common.jsonio import read_json
 
     recs = []
-    for spec in subset_specs():
+    for spec in subset_specs(attentions=attentions):
         p = Path(ckptdir) / "predictions" / f"{spec['run_id']}.json"
         if p.exists():
             recs.append((spec, read_json(p)))
@@ -245,22 +266,24 @@ def _complete_seeds(rows: list) -> tuple[list, list, list]:
     return cells, seeds, [(s, r) for s, r in rows if s["seed_index"] in seeds]
 
 
-def _run_row(s: dict, r: dict, groups: dict, kappa_idx: dict, lengths: list, li: int) -> dict:
-    """One run of the analysis: its measured accuracy, every method's prediction, the inference maps' gains and the
-    ranking/dispersion split at the primary length, measured and predicted."""
+def _run_row(s: dict, r: dict, groups: dict, kappa_idx: dict, lengths: list, li: int, maps=INFERENCE_MAPS) -> dict:
+    """One run of the analysis: its measured accuracy, every method's prediction, the gains of the inference
+    ``maps`` and the ranking/dispersion split at the primary length, measured and predicted (of the run's own
+    attention, ``s["attention"]``)."""
     from varsim.tasks import chance_level
 
-    meas = _measured(groups, s, "softmax")
+    v = s["attention"]
+    meas = _measured(groups, s, v)
     measured, gaussian = r["measured"][kappa_idx["measured"]], r["gaussian"][kappa_idx["gaussian"]]
     preds = {
-        "predictor": measured["softmax"]["accuracy"],
-        "predictor_kappa1": r["measured"][KAPPAS.index(1.0)]["softmax"]["accuracy"],
+        "predictor": measured[v]["accuracy"],
+        "predictor_kappa1": r["measured"][KAPPAS.index(1.0)][v]["accuracy"],
         "carry": baseline_carry(meas, lengths),
-        "logistic": baseline_logistic(meas, lengths, (16, 32, 64), chance_level(s["task"])),
-        "gaussian": gaussian["softmax"]["accuracy"],
+        "logistic": baseline_logistic(meas, lengths, LOGISTIC_FIT_LENGTHS, chance_level(s["task"])),
+        "gaussian": gaussian[v]["accuracy"],
     }
     gains = {}
-    for m in INFERENCE_MAPS:
+    for m in maps:
         mm = _measured(groups, s, m)
         gains[m] = {"measured": mm[li] - meas[li],
                     "predicted": measured[m]["accuracy"][li] - preds["predictor"][li],
@@ -272,14 +295,15 @@ def _run_row(s: dict, r: dict, groups: dict, kappa_idx: dict, lengths: list, li:
         "seed": s["seed_index"], "tau": r["tau"], "sigma": r["sigma"], "lapse": r["lapse"],
         "best_head": r["best_head"],
         "measured": meas, "predictions": preds, "gains": gains,
-        **{f: {"measured": _measured(groups, s, "softmax", f)[li], "predicted": measured["softmax"][f][li]}
+        **{f: {"measured": _measured(groups, s, v, f)[li], "predicted": measured[v][f][li]}
            for f in ("ranking_correct", "dispersion_error")},
     }
 
 
-def _metrics(per_run: list, seeds: list, lengths: list, li: int) -> dict:
+def _metrics(per_run: list, seeds: list, lengths: list, li: int, maps=INFERENCE_MAPS) -> dict:
     """The per-seed means of every error over the runs, as t intervals over the seeds: each method's MAE per N and
-    at the primary length, the gains' MAE, the ranking and dispersion MAE, and the paired differences."""
+    at the primary length, the gains' MAE (of the inference ``maps``; none: no gain fields), the ranking and
+    dispersion MAE, and the paired differences."""
     def per_seed(fn):
         return [float(np.mean([fn(x) for x in per_run if x["seed"] == sd])) for sd in seeds]
 
@@ -292,12 +316,13 @@ def _metrics(per_run: list, seeds: list, lengths: list, li: int) -> dict:
     prim = {m: per_seed(lambda x, m=m: abs(x["predictions"][m][li] - x["measured"][li])) for m in methods}
     out["primary"] = {m: _t(v) for m, v in prim.items()}
     out["primary_vs"] = {b: _t(np.subtract(prim["predictor"], prim[b])) for b in ("carry", "logistic", "gaussian")}
-    gm = {kind: per_seed(lambda x, kind=kind: np.mean([abs(x["gains"][m][kind] - x["gains"][m]["measured"])
-                                                      for m in INFERENCE_MAPS]))
-          for kind in ("predicted", "gaussian")}
-    gm["zero"] = per_seed(lambda x: np.mean([abs(x["gains"][m]["measured"]) for m in INFERENCE_MAPS]))
-    out["gain_mae"] = {k: _t(v) for k, v in gm.items()}
-    out["gain_vs"] = {b: _t(np.subtract(gm["predicted"], gm[b])) for b in ("zero", "gaussian")}
+    if maps:
+        gm = {kind: per_seed(lambda x, kind=kind: np.mean([abs(x["gains"][m][kind] - x["gains"][m]["measured"])
+                                                          for m in maps]))
+              for kind in ("predicted", "gaussian")}
+        gm["zero"] = per_seed(lambda x: np.mean([abs(x["gains"][m]["measured"]) for m in maps]))
+        out["gain_mae"] = {k: _t(v) for k, v in gm.items()}
+        out["gain_vs"] = {b: _t(np.subtract(gm["predicted"], gm[b])) for b in ("zero", "gaussian")}
     for f, key in (("ranking_correct", "ranking_mae"), ("dispersion_error", "dispersion_mae")):
         out[key] = _t(per_seed(lambda x, f=f: abs(x[f]["predicted"] - x[f]["measured"])))
     return out
@@ -320,6 +345,110 @@ def analyze(ckptdir, summary_path, *, dev_only: bool = False) -> dict:
     return {"excluded": bad, "n_dev": len(dev), "n_test": len(test), **kappa_fields,
             "seeds": seeds, "cells": [list(c) for c in cells], "per_run": per_run,
             **_metrics(per_run, seeds, lengths, li)}
+
+
+def analyze_trained(ckptdir, summary_path, softmax_analysis_path) -> dict:
+    """The trained remedies' held-out test (amendment 2): kappa frozen at the fit recorded in the softmax analysis
+    ``softmax_analysis_path`` (what :func:`analyze` wrote), every run held out; per variant of
+    :data:`TRAINED_REMEDIES` its complete seeds, per-run rows and metrics (:func:`_metrics`, without inference maps),
+    and the predicted gain over softmax at the primary length where the softmax run of the same cell and seed index
+    is in that analysis; then the metrics of all variants pooled (the seeds complete in every variant)."""
+    from varsim._common.jsonio import read_json
+
+    summary = read_json(summary_path)
+    groups = _summary_groups(summary)
+    lengths = list(summary["lengths"])
+    if lengths != list(LENGTHS):
+        raise ValueError(f"summary: lengths {lengths} differ from the predictor's {list(LENGTHS)}")
+    li = lengths.index(PRIMARY_LENGTH)
+    soft = read_json(softmax_analysis_path, what="softmax prediction analysis")
+    kappa = dict(soft["kappa"])
+    kappa_idx = {kind: KAPPAS.index(k) for kind, k in kappa.items()}
+    soft_runs = {(x["task"], x["recipe"], x["encoding"], x["seed"]): x for x in soft["per_run"]}
+    bad, dev, test = _records(ckptdir, TRAINED_REMEDIES)
+    variants, pooled = {}, []
+    for v in TRAINED_REMEDIES:
+        cells, seeds, rows = _complete_seeds([(s, r) for s, r in dev + test if s["attention"] == v])
+        per_run = [_run_row(s, r, groups, kappa_idx, lengths, li, maps=()) for s, r in rows]
+        for (s, r), x in zip(rows, per_run):
+            x["map_params"] = r["map"]["params"]
+            sm = soft_runs.get((s["task"], s["recipe"], s.get("key_encoding"), s["seed_index"]))
+            if sm is not None:
+                x["gain_over_softmax"] = {
+                    "measured": x["measured"][li] - _measured(groups, s, "softmax")[li],
+                    "predicted": x["predictions"]["predictor"][li] - sm["predictions"]["predictor"][li]}
+        res = {"seeds": seeds, "cells": [list(c) for c in cells], "per_run": per_run}
+        if per_run:
+            res.update(_metrics(per_run, seeds, lengths, li, maps=()))
+            with_gain = [x for x in per_run if "gain_over_softmax" in x]
+            gseeds = sorted({x["seed"] for x in with_gain})
+            if with_gain:
+                def per_seed(fn, with_gain=with_gain):
+                    return [float(np.mean([fn(x["gain_over_softmax"]) for x in with_gain if x["seed"] == sd]))
+                            for sd in gseeds]
+                pred = per_seed(lambda g: abs(g["predicted"] - g["measured"]))
+                zero = per_seed(lambda g: abs(g["measured"]))
+                res["gain_over_softmax"] = {"runs": len(with_gain), "predicted": _t(pred), "zero": _t(zero),
+                                            "predicted_vs_zero": _t(np.subtract(pred, zero))}
+        variants[v] = res
+        pooled.append((set(seeds), per_run))
+    seeds = sorted(set.intersection(*[sd for sd, _ in pooled])) if pooled else []
+    rows = [x for _, per_run in pooled for x in per_run if x["seed"] in seeds]
+    return {"excluded": bad, "kappa": kappa, "kappa_source": "frozen: the softmax analysis's development fit",
+            "n_runs": len(dev) + len(test), "variants": variants,
+            "pooled": {"seeds": seeds, "runs": len(rows), **(_metrics(rows, seeds, lengths, li, maps=()) if rows
+                                                             else {})}}
+
+
+def render_trained(res: dict) -> str:
+    """Markdown tables of :func:`analyze_trained`'s result."""
+    li = list(LENGTHS).index(PRIMARY_LENGTH)
+    methods = ("predictor", "carry", "logistic", "gaussian", "predictor_kappa1")
+    lines = [f"kappa frozen at {res['kappa']['measured']:g} (Gaussian {res['kappa']['gaussian']:g}); "
+             f"{res['n_runs']} runs kept, excluded {res['excluded'] or 'none'}.", "",
+             "| variant | seeds | " + " | ".join(methods) + " | predictor - carry | predictor - logistic | "
+             "predictor - Gaussian |", "|---" * (2 + len(methods) + 3) + "|"]
+    for v, d in [*res["variants"].items(), ("pooled", res["pooled"])]:
+        if "primary" not in d:
+            lines.append(f"| {v} | none complete |" + " |" * (len(methods) + 3))
+            continue
+        lines.append(f"| {v} | {d['seeds']} | " + " | ".join(_fmt_t(d["primary"][m]) for m in methods) + " | "
+                     + " | ".join(_fmt_t(d["primary_vs"][b]) for b in ("carry", "logistic", "gaussian")) + " |")
+    lines += ["", "| variant | ranking-correct MAE | dispersion-error MAE | gain over softmax: predicted MAE | "
+              "zero-gain MAE | predicted - zero |", "|---" * 6 + "|"]
+    for v, d in res["variants"].items():
+        if "primary" not in d:
+            continue
+        g = d.get("gain_over_softmax")
+        gain = (f"{_fmt_t(g['predicted'])} | {_fmt_t(g['zero'])} | {_fmt_t(g['predicted_vs_zero'])}" if g
+                else "| |")
+        lines.append(f"| {v} | {_fmt_t(d['ranking_mae'])} | {_fmt_t(d['dispersion_mae'])} | {gain} |")
+    lines += ["", "| N | " + " | ".join(f"{v} predictor / logistic / Gaussian" for v in res["variants"]) + " |",
+              "|---" * (1 + len(res["variants"])) + "|"]
+    for n in [n for n in LENGTHS[2:]]:
+        cells = []
+        for d in res["variants"].values():
+            row = d.get("mae", {}).get(n) or d.get("mae", {}).get(str(n))
+            cells.append(" / ".join(f"{row[m]['mean']:.3f}" for m in ("predictor", "logistic", "gaussian"))
+                         if row else "")
+        lines.append(f"| {n} | " + " | ".join(cells) + " |")
+    lines += ["", "| variant | cell | seed | map parameters (best head) | tau | sigma | measured | predictor | carry | "
+              "logistic | Gaussian | rank ok meas/pred | disp. err meas/pred | gain over softmax meas/pred |",
+              "|---" * 14 + "|"]
+    for v, d in res["variants"].items():
+        for x in d["per_run"]:
+            p, g = x["predictions"], x.get("gain_over_softmax")
+            mp = ", ".join(f"{k} {val:.3g}" if isinstance(val, float) else f"{k} {val}"
+                           for k, val in x["map_params"].items())
+            lines.append(
+                f"| {v} | {x['task']} {x['encoding'] or ''} {x['recipe']} | {x['seed']} | "
+                f"{mp} | {x['tau']:.3f} | {x['sigma']:.3g} | {x['measured'][li]:.3f} | "
+                f"{p['predictor'][li]:.3f} | {p['carry'][li]:.3f} | {p['logistic'][li]:.3f} | "
+                f"{p['gaussian'][li]:.3f} | "
+                f"{x['ranking_correct']['measured']:.3f} / {x['ranking_correct']['predicted']:.3f} | "
+                f"{x['dispersion_error']['measured']:.3f} / {x['dispersion_error']['predicted']:.3f} | "
+                + (f"{g['measured']:+.3f} / {g['predicted']:+.3f} |" if g else " |"))
+    return "\n".join(lines) + "\n"
 
 
 def _fmt_t(d: dict) -> str:
@@ -375,21 +504,33 @@ def main(argv=None) -> int:
     from varsim._common.atomic import atomic_write_json, atomic_write_text
 
     ap = argparse.ArgumentParser(prog="python -m varsim.experiments.prediction", description=__doc__.split("\n")[0])
-    ap.add_argument("step", choices=("train", "predict", "explore", "analyze"))
+    ap.add_argument("step", choices=("train", "predict", "explore", "analyze", "analyze-trained"))
     ap.add_argument("dir", help="checkpoint directory (one folder per run; predictions under DIR/predictions)")
     ap.add_argument("--summary", default=str(Path(__file__).resolve().parents[1] / "figures" / "data" / "remedies"
                                              / "summary.json"), help="the committed remedies summary")
     ap.add_argument("--dev-only", action="store_true", help="analyze: the development runs only")
     ap.add_argument("--explore-dir", help="explore: where the exploratory readout's records go")
+    ap.add_argument("--attentions", nargs="+", default=["softmax"],
+                    help="train, predict: the grid's trained attentions (default softmax; amendment 2: "
+                         + " ".join(TRAINED_REMEDIES) + ")")
+    ap.add_argument("--seeds", nargs="+", type=int, help="train, predict: the seed indices (default all)")
+    ap.add_argument("--softmax-analysis", default=str(Path(__file__).resolve().parents[1] / "figures" / "data"
+                                                      / "prediction" / "analysis_test.json"),
+                    help="analyze-trained: the committed softmax analysis (its kappa, its softmax predictions)")
     args = ap.parse_args(argv)
     if args.step == "train":
-        train_runs(args.dir)
+        train_runs(args.dir, attentions=tuple(args.attentions), seeds=args.seeds)
     elif args.step == "predict":
-        predict_runs(args.dir, args.summary)
+        predict_runs(args.dir, args.summary, attentions=tuple(args.attentions), seeds=args.seeds)
     elif args.step == "explore":
         if not args.explore_dir:
             ap.error("explore needs --explore-dir")
         explore_runs(args.dir, args.explore_dir)
+    elif args.step == "analyze-trained":
+        res = analyze_trained(args.dir, args.summary, args.softmax_analysis)
+        atomic_write_json(Path(args.dir) / "analysis_trained.json", res)
+        atomic_write_text(Path(args.dir) / "analysis_trained.md", render_trained(res))
+        print(render_trained(res))
     else:
         res = analyze(args.dir, args.summary, dev_only=args.dev_only)
         tag = "dev" if args.dev_only else "test"

@@ -4,32 +4,56 @@ predictor (:mod:`varsim.train.predict`, :mod:`varsim.experiments.prediction`, ``
 The analysis ships with the package (:data:`COMMITTED_DIR`, one copy in the repository: here):
 ``analysis_test.json`` (what ``python -m varsim.experiments.prediction analyze DIR`` writes: per held-out run the
 measured accuracy and every method's prediction at each N, the fitted readout scale kappa, the primary metric),
-``analysis_test.md`` (its tables, included by the docs page) and ``analysis_explore_readout_any.json`` (the
-exploratory readout, not pre-registered). The measured accuracies in the analysis are those of the committed remedies
-summary (:data:`varsim.figures.remedies.COMMITTED_DIR`), which also gives the lengths, the test-set size at each
-length (for the binomial standard errors) and the chance levels: :class:`PredictionSource` reads both and refuses an
-analysis whose measured accuracies are not the summary's (a stale copy). Drawing needs no computation, so quick mode
-draws the same numbers (no smoke-test stamp).
+``analysis_test.md`` (its tables, included by the docs page), ``analysis_explore_readout_any.json`` (the
+exploratory readout, not pre-registered) and ``analysis_trained.json`` / ``.md`` (the trained remedies' held-out
+test, amendment 2: ``python -m varsim.experiments.prediction analyze-trained DIR``). The measured accuracies in the
+analysis are those of the committed remedies summary (:data:`varsim.figures.remedies.COMMITTED_DIR`), which also
+gives the lengths, the test-set size at each length (for the binomial standard errors) and the chance levels:
+:class:`PredictionSource` reads both and refuses an analysis whose measured accuracies are not the summary's (a stale
+copy). Drawing needs no computation, so quick mode draws the same numbers (no smoke-test stamp).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["COMMITTED_DIR", "COMMITTED_FILES", "ANALYSIS_FILE", "METHODS", "read_analysis", "PredictionSource",
-           "source_of"]
+__all__ = ["COMMITTED_DIR", "COMMITTED_FILES", "ANALYSIS_FILE", "METHODS", "method_labels", "read_analysis",
+           "PredictionSource", "source_of"]
 
 #: The committed analysis of the predictor's pre-registered test, shipped with the package.
 COMMITTED_DIR = Path(__file__).resolve().parent / "data" / "prediction"
 #: the held-out analysis the figure draws
 ANALYSIS_FILE = "analysis_test.json"
-COMMITTED_FILES = (ANALYSIS_FILE, "analysis_test.md", "analysis_explore_readout_any.json")
-#: the predictions of each run, in the analysis's keys, with how the figure names them: the predictor and the three
-#: pre-registered baselines
-METHODS = {"predictor": "predictor (measured logits)",
-           "carry": "accuracy at N = 16 carried over",
-           "logistic": "logistic in ln N, fitted on N = 16, 32, 64",
-           "gaussian": "predictor with Gaussian logits"}
+COMMITTED_FILES = (ANALYSIS_FILE, "analysis_test.md", "analysis_explore_readout_any.json", "analysis_trained.json",
+                   "analysis_trained.md")
+
+
+def method_labels(train_max: int, fit_lengths) -> dict:
+    """The predictions of each run, in the analysis's keys, with how the figure names them: the predictor and the
+    three pre-registered baselines (carry-over of the accuracy at the training maximum ``train_max``, the logistic fit
+    on ``fit_lengths``)."""
+    return {"predictor": "predictor (measured logits)",
+            "carry": f"accuracy at N = {int(train_max)} carried over",
+            "logistic": f"logistic in ln N, fitted on N = {', '.join(str(int(n)) for n in fit_lengths)}",
+            "gaussian": "predictor with Gaussian logits"}
+
+
+def _train_max() -> int:
+    """The analysis's first length: the training maximum, whose accuracy the carry-over baseline carries
+    (:class:`PredictionSource` checks it against the remedies summary's ``train_max``)."""
+    from varsim.experiments.prediction import LENGTHS
+
+    return LENGTHS[0]
+
+
+def _methods() -> dict:
+    from varsim.experiments.prediction import LOGISTIC_FIT_LENGTHS
+
+    return method_labels(_train_max(), LOGISTIC_FIT_LENGTHS)
+
+
+#: :func:`method_labels` of the analysis's training maximum and the logistic baseline's fit lengths
+METHODS = _methods()
 _RUN_FIELDS = ("run_id", "task", "recipe", "encoding", "seed", "measured", "predictions")
 
 
@@ -98,6 +122,10 @@ class PredictionSource:
         analysis = read_analysis(self.path)
         remedies = RemediesSource().load()
         summary = remedies["summary"]
+        train_max = summary["settings"]["train"].get("train_max", summary["lengths"][0])
+        if int(train_max) != _train_max():
+            raise ValueError(f"prediction analysis {str(self.path)!r}: the remedies summary's training maximum N = "
+                             f"{train_max} is not the analysis's first length N = {_train_max()}")
         softmax = {(g["task"], g["recipe"], g["encoding"]): g for g in summary["groups"]
                    if g["variant"] == "softmax" and g.get("depth", 1) == 1}
         for run in analysis["per_run"]:

@@ -1,4 +1,4 @@
-"""Predict a one-block softmax model's accuracy at long N, and each inference-time map's, from training lengths only.
+"""Predict a one-block model's accuracy at long N, and each inference-time map's, from training lengths only.
 
 The account (issue 34; pre-registered in ``docs/experiments/prediction_preregistration.md``). The class is read from
 the query token's state, whose attention output in head ``h`` is ``w_c v_c + sum_{i != c} w_i v_i``. Two things go
@@ -19,33 +19,38 @@ Everything the prediction uses is measured on sets of exactly the training maxim
 2. the exact pre-softmax logit of ``h*`` for every item of ``n_sets`` measurement sets: in a one-block model without
    positions an item's logit depends only on the item and the query, not on N (checked against the model's weights);
 3. ``tau, sigma, lapse``: the readout's requirement, by maximum likelihood on an intervention at ``n0``: every
-   head's logits multiplied by ``f`` in :data:`TEMPERATURES` (the ``logn`` map with ``n0' = n0^(1/f)``), which
-   lowers ``w_c`` and raises ``S2``, and whether the model still answers.
+   head's logits multiplied by ``f`` in :data:`TEMPERATURES` (:func:`scaled_scores`: the query projection scaled,
+   the model's own map applied), which lowers ``w_c`` and raises ``S2``, and whether the model still answers.
+
+The model's weight map may be any registered map of those logits at the set's length N (:func:`own_map`: softmax,
+or a trained remedy such as SSMax with its learned per-head scale, log-N scaling, 1.5-entmax): the map, its
+parameters and, for a map with a learned per-head parameter, the best head's learned value, are read from the model
+(the model's ``attention_spec``), and step 2 checks that the map of the logits is the model's weights in every head.
 
 :func:`simulate` then builds long sets from the measured items by the task's composition law (:data:`COMPOSITIONS`:
 argmax, the item of largest priority among N drawn from the pool; dictionary, the base example's pair and N - 1
 other items scored under its query), applies each weight map's NumPy reference (:func:`varsim.variants.weights`) to
-the best head's logits, and :meth:`Simulation.table` reads accuracy, the ranking-correct fraction and the dispersion
-error for a readout scale ``kappa``. ``gaussian=True`` replaces the measured logits by independent Gaussians of the
+the best head's logits at the long set's N (by default the model's own map; for a softmax model also the inference
+maps), and :meth:`Simulation.table` reads accuracy, the ranking-correct fraction and the dispersion error for a
+readout scale ``kappa``. ``gaussian=True`` replaces the measured logits by independent Gaussians of the
 same moments (the ablation of the pre-registration). Examples whose top item is wrong score the chance level.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from varsim._common.seeding import resolve_seed
 from varsim._common.validate import check_int
 
-__all__ = ["TEMPERATURES", "COMPOSITIONS", "TrainingLengthStats", "Simulation", "item_logits", "measure",
-           "fit_readout", "simulate", "predict", "readout_probability"]
+__all__ = ["TEMPERATURES", "COMPOSITIONS", "TrainingLengthStats", "Simulation", "item_logits", "own_map",
+           "scaled_scores", "measure", "fit_readout", "simulate", "predict", "readout_probability"]
 
 #: the intervention's logit factors at n0 (pre-registered)
 TEMPERATURES = (1.0, 0.75, 0.5, 0.35, 0.25, 0.18, 0.12, 0.08, 0.05)
-_SOFTMAX_MAPS = {"softmax": ("softmax", {})}
 
 
 @dataclass
@@ -57,7 +62,8 @@ class TrainingLengthStats:
     ``correct`` (n_sets,) the flat pool index of each set's correct item; ``item_set`` (P,) the set of each pool item;
     ``priority``/``key`` (P,) the task's item fields the composition law reads (None where absent); ``query_key``
     (n_sets,) the dictionary's query keys (None otherwise); ``tau, sigma, lapse`` the readout fit; ``accuracy_n0`` the
-    model's accuracy on the measurement sets; ``readout`` the intervention's per-example arrays."""
+    model's accuracy on the measurement sets; ``readout`` the intervention's per-example arrays; ``attention`` the
+    model's weight map and ``map_params`` its parameters in the best head (:func:`own_map`)."""
 
     task: str
     n0: int
@@ -75,6 +81,13 @@ class TrainingLengthStats:
     lapse: float
     accuracy_n0: float
     readout: dict
+    attention: str = "softmax"
+    map_params: dict = field(default_factory=dict)
+
+    @property
+    def own_maps(self) -> dict:
+        """``{attention: (map name, params)}``: the model's own map in the best head (:func:`simulate`'s default)."""
+        return {self.attention: (self.attention, dict(self.map_params))}
 
     def correct_logits(self) -> np.ndarray:
         """(n_sets,) the correct item's logit in its own set."""
@@ -96,14 +109,39 @@ def _check_model(model, config) -> None:
     if mc.n_blocks != 1:
         raise ValueError(f"checkpoint: the predictor needs one block (an item's logit must not depend on N), got "
                          f"n_blocks={mc.n_blocks}")
-    if (mc.attention or "softmax") != "softmax":
-        raise ValueError(f"checkpoint: the predictor needs a softmax-trained model, got attention {mc.attention!r}")
+    if mc.attention_output != "none":
+        raise ValueError(f"checkpoint: the predictor reads the weights themselves, got the output normalization "
+                         f"{mc.attention_output!r}")
+
+
+def own_map(model, head: int) -> tuple[str, dict]:
+    """``(name, params)``: the model's weight map as :func:`varsim.variants.weights` applies it to head ``head``'s
+    logits, so that ``weights(name, z[:, head], n, **params)`` is the model's weights at any N: the map's validated
+    parameters, and for a map with a learned per-head parameter (SSMax's ``s``) the head's learned value."""
+    spec = model.config.attention_spec
+    params = dict(spec.params)
+    if spec.trained_param is not None:
+        from varsim.nn.set_params import theta_name
+
+        params[spec.trained_param] = float(model.params[theta_name(model.config, 0)][head])
+    return spec.name, params
+
+
+def scaled_scores(model, f: float):
+    """A copy of the one-block ``model`` whose every head's pre-map scores (its query-key products) are multiplied by
+    ``f``: the query projection scaled; the model's own weight map (and learned parameters) kept."""
+    out = model.with_attention(model.config.attention, model.config.attention_params)
+    d = model.config.d_model
+    out.params["block0.attn.w_qkv"][:, :d] *= f
+    out.params["block0.attn.b_qkv"][:d] *= f
+    return out
 
 
 def item_logits(model, batch) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(z (B, H, N), u (B, H, D), items (B, N, D))``: the single block's exact pre-softmax logits of the query over
     the items (``-inf`` at padding), without the key-bias term (the same for every item; softmax drops it), so that
-    ``softmax(z)`` is the model's weights and ``z[b, h, i] = items[b, i] @ u[b, h]``; ``u`` each head's query pulled
+    ``softmax(z)`` is a softmax model's weights (each head's :func:`own_map` of ``z`` in general) and
+    ``z[b, h, i] = items[b, i] @ u[b, h]``; ``u`` each head's query pulled
     back to token space, scaled by ``1/sqrt(d_head)``; ``items`` the item states the block attends over."""
     c, p = model.config, model.params
     feats, keys_all, mask = model._inputs(batch, training=False)
@@ -187,10 +225,13 @@ def measure(model, config, *, n_sets: int = 2048, min_accuracy: float = 0.9, see
     correct = correct_item(task, batch)
     z, u, items = item_logits(model, batch)
     class_logits, weights = model.logits_and_weights(batch)
-    zs = z - z.max(axis=-1, keepdims=True)
-    soft = np.exp(zs) / np.exp(zs).sum(axis=-1, keepdims=True)
-    if not np.allclose(soft, weights, rtol=1e-3, atol=1e-5):  # the model may run in float32
-        raise ValueError("checkpoint: the model's weights are not a softmax of per-item logits (unsupported model)")
+    from varsim.variants import weights as map_weights
+
+    for h in range(z.shape[1]):
+        name, params = own_map(model, h)
+        if not np.allclose(map_weights(name, z[:, h], **params), weights[:, h], rtol=1e-3, atol=1e-5):  # float32
+            raise ValueError(f"checkpoint: the model's weights are not its map {name!r} of per-item logits "
+                             "(unsupported model)")
     rows = np.arange(n_sets)
     head = int(np.argmax(weights[rows, :, correct].mean(axis=0)))
     hit = np.argmax(class_logits, axis=1) == target
@@ -203,8 +244,7 @@ def measure(model, config, *, n_sets: int = 2048, min_accuracy: float = 0.9, see
         if f == 1.0:
             lw, w = class_logits, weights
         else:
-            lw, w = model.with_attention("logn", {"n0": float(n0) ** (1.0 / f), "clamp": False}).logits_and_weights(
-                batch)
+            lw, w = scaled_scores(model, f).logits_and_weights(batch)
         wc, s2, top = _weights_stats(w[:, head], correct)
         readout["f"].append(np.full(n_sets, f))
         readout["w_c"].append(wc)
@@ -212,6 +252,7 @@ def measure(model, config, *, n_sets: int = 2048, min_accuracy: float = 0.9, see
         readout["top_ok"].append(top)
         readout["hit"].append(np.argmax(lw, axis=1) == target)
     readout = {k: np.concatenate(v) for k, v in readout.items()}
+    name, params = own_map(model, head)
     ok = readout["top_ok"]
     tau, sigma, lapse = fit_readout(readout["w_c"][ok], readout["s2"][ok], readout["hit"][ok])
     d = items.shape[-1]
@@ -223,7 +264,7 @@ def measure(model, config, *, n_sets: int = 2048, min_accuracy: float = 0.9, see
         priority=np.asarray(batch["priority"]).reshape(-1) if "priority" in batch else None,
         key=np.asarray(batch["key"]).reshape(-1) if "key" in batch else None,
         query_key=np.asarray(batch["query"]) if "query" in batch else None,
-        tau=tau, sigma=sigma, lapse=lapse, accuracy_n0=acc, readout=readout)
+        tau=tau, sigma=sigma, lapse=lapse, accuracy_n0=acc, readout=readout, attention=name, map_params=params)
 
 
 # ----------------------------------------------------------------------------------------------------------------------
@@ -304,11 +345,12 @@ class Simulation:
 def simulate(stats: TrainingLengthStats, lengths, *, maps: dict | None = None, n_sim: int = 1024,
              gaussian: bool = False, chunk: int = 32, seed: int = 0, rng=None) -> Simulation:
     """Long sets at each N of ``lengths`` (each >= the training maximum n0) from ``stats``, each map's weights of the
-    best head: module docstring. ``maps``: label -> (weight map name, params) (default: softmax only)."""
+    best head at that N: module docstring. ``maps``: label -> (weight map name, params) (default: the model's own map,
+    ``stats.own_maps``)."""
     from varsim._common.seeding import child_generator
     from varsim.variants import weights as map_weights
 
-    maps = dict(_SOFTMAX_MAPS if maps is None else maps)
+    maps = dict(stats.own_maps if maps is None else maps)
     lengths = [check_int("lengths", n, minimum=1) for n in lengths]
     if not lengths or min(lengths) < stats.n0:
         raise ValueError(f"lengths must be >= the training maximum {stats.n0}, got {lengths}")
@@ -336,7 +378,7 @@ def simulate(stats: TrainingLengthStats, lengths, *, maps: dict | None = None, n
                 pool = stats.items @ stats.queries[bases].T  # (P, m): every pool item under each base's query
                 z = pool[idx, np.arange(bases.size)[:, None]]
             for label, (name, params) in maps.items():
-                w = map_weights(name, z, **params)
+                w = map_weights(name, z, n, **params)
                 wc, s2, ok = _weights_stats(w, col)
                 sl = slice(start, start + bases.size)
                 res["w_c"][label][li, sl], res["s2"][label][li, sl], top[label][li, sl] = wc, s2, ok
@@ -346,8 +388,9 @@ def simulate(stats: TrainingLengthStats, lengths, *, maps: dict | None = None, n
 
 def predict(checkpoint, lengths, *, maps: dict | None = None, kappa: float = 1.0, n_sets: int = 2048,
             n_sim: int = 1024, seed: int = 0) -> dict:
-    """Load ``checkpoint`` (file or run directory), measure it at its training maximum and predict each map's accuracy,
-    ranking-correct fraction and dispersion error at ``lengths``. JSON-able."""
+    """Load ``checkpoint`` (file or run directory), measure it at its training maximum and predict the accuracy,
+    ranking-correct fraction and dispersion error at ``lengths`` of the model's own map (labelled by its name, first)
+    and of each map of ``maps`` applied in its place. JSON-able."""
     from varsim.train.checkpoint import load_checkpoint
 
     model, config, _ = load_checkpoint(checkpoint)
@@ -356,8 +399,9 @@ def predict(checkpoint, lengths, *, maps: dict | None = None, kappa: float = 1.0
     if not lengths or min(lengths) < config.train_max:
         raise ValueError(f"lengths must be >= the training maximum {config.train_max}, got {lengths}")
     stats = measure(model, config, n_sets=n_sets, seed=seed)
-    sim = simulate(stats, lengths, maps=maps, n_sim=n_sim, seed=seed)
-    return {"task": stats.task, "n0": stats.n0, "best_head": stats.best_head, "accuracy_n0": stats.accuracy_n0,
+    sim = simulate(stats, lengths, maps={**stats.own_maps, **(maps or {})}, n_sim=n_sim, seed=seed)
+    return {"task": stats.task, "attention": stats.attention, "n0": stats.n0, "best_head": stats.best_head,
+            "accuracy_n0": stats.accuracy_n0,
             "tau": stats.tau, "sigma": stats.sigma, "lapse": stats.lapse, "kappa": kappa, "lengths": lengths,
             "maps": {k: {"attention": v[0], "params": v[1]} for k, v in sim.maps.items()},
             "prediction": sim.table(kappa)}
