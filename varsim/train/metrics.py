@@ -83,7 +83,8 @@ def read_metrics(path) -> list[dict]:
     >>> import pathlib, tempfile
     >>> from varsim.train import read_metrics
     >>> log = pathlib.Path(tempfile.mkdtemp()) / "metrics.jsonl"
-    >>> _ = log.write_text('{"step": 5, "loss": 2.3}\\n{"step": 10, "loss": 2.1}\\n{"step": 15, "lo')  # last line torn
+    >>> with open(log, "a") as f:  # a run killed while appending its third record
+    ...     _ = f.write('{"step": 5, "loss": 2.3}\\n{"step": 10, "loss": 2.1}\\n{"step": 15, "lo')
     >>> [r["step"] for r in read_metrics(log)]
     [5, 10]
     """
