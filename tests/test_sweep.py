@@ -129,6 +129,8 @@ def test_resume_refuses_other_settings_seed_or_a_foreign_file(tmp_path):
     (dict(target_rse=0.0), "target_rse"),
     (dict(target_rse=float("nan")), "target_rse"),
     (dict(target_rse=float("inf")), "target_rse"),
+    (dict(max_cell_logits=0), "max_cell_logits"),
+    (dict(max_cell_logits=2.5), "max_cell_logits"),
 ])
 def test_bad_grid_raises_one_line(kwargs, match):
     args = dict(variants={"softmax": {}}, betas=[1.0], n_grid=[16], n_sequences=64)
@@ -382,6 +384,22 @@ def test_target_rse_stops_cells_and_is_recorded(tmp_path):
         run_sweep(SweepGrid(variants={"softmax": {}}, betas=[1.0], n_grid=[16, 1024], n_sequences=4000,
                             target_rse=0.01), output=out, seed=2, workers=1)
     assert "target_rse" not in SweepGrid(variants={"softmax": {}}, **TINY).settings()
+
+
+def test_max_cell_logits_caps_the_sequences_of_long_cells(tmp_path):
+    """``max_cell_logits`` caps a cell of length N at ``max_cell_logits // N`` sequences (at least the 32 a standard
+    error needs) and leaves shorter cells at ``n_sequences``; the settings record the budget, so a resume with
+    another budget is refused."""
+    grid = SweepGrid(variants={"softmax": {}}, betas=[1.0], n_grid=[16, 1024, 4096], n_sequences=128,
+                     max_cell_logits=2**16)
+    out = tmp_path / "sweep.json"
+    res = run_sweep(grid, output=out, seed=2, workers=1)
+    assert res["settings"]["max_cell_logits"] == 2**16
+    assert {c["n"]: c["sequences"] for c in res["cells"]} == {16: 128, 1024: 64, 4096: 32}
+    with pytest.raises(ValueError, match="other settings"):
+        run_sweep(SweepGrid(variants={"softmax": {}}, betas=[1.0], n_grid=[16, 1024, 4096], n_sequences=128,
+                            max_cell_logits=2**15), output=out, seed=2, workers=1)
+    assert "max_cell_logits" not in SweepGrid(variants={"softmax": {}}, **TINY).settings()
 
 
 def test_a_local_pool_compiles_each_attention_map_once_in_this_process(monkeypatch):

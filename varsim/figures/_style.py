@@ -234,7 +234,7 @@ def legend_clear_of_data(ax, loc: str = "lower left", **kw):
 
     legend = ax.legend(loc=loc, **kw)
     fig = ax.get_figure(root=True)
-    fig.canvas.draw()
+    fig.draw_without_rendering()
     renderer = fig.canvas.get_renderer()
     box = legend.get_window_extent(renderer).transformed(ax.transAxes.inverted())
     lower = loc.startswith("lower")
@@ -395,7 +395,7 @@ def _declutter_log_labels(fig) -> None:
     logs = [axis for ax in fig.axes for axis in (ax.xaxis, ax.yaxis) if axis.get_scale() == "log"]
     if not logs:
         return
-    fig.canvas.draw()
+    fig.draw_without_rendering()
     renderer = fig.canvas.get_renderer()
     for axis in logs:
         boxes = [tick.label1.get_window_extent(renderer) for tick in axis._update_ticks()
@@ -439,7 +439,7 @@ def _pin_figure_legends(fig) -> None:
     figure legends to the cropped canvas edge, which would put an "outside lower center" legend over the footer."""
     if not fig.legends or not fig.axes:
         return
-    fig.canvas.draw()
+    fig.draw_without_rendering()
     fig.set_layout_engine("none")
     ax = fig.axes[0]
     renderer = fig.canvas.get_renderer()

@@ -11,8 +11,9 @@ The registry gives each map's label, marker and row (its family, :data:`varsim.v
 the controls' is drawn, at its default parameters.
 
 Softmax's weights flatten (E[sum w^2] -> e^{beta^2}/N); a variant whose curve stays level keeps the output variance
-``sigma_v^2 E[sum w^2]`` from vanishing. Full mode: 16 <= N <= 65536, each cell to a 2% relative standard error or 1000
-sequences, whichever comes first; quick mode (tests): N <= 1024, at most 128 sequences, stamped as a smoke test.
+``sigma_v^2 E[sum w^2]`` from vanishing. Full mode: 16 <= N <= 65536, each cell to a 2% relative standard error, 1000
+sequences or 2^24 logits (N x sequences), whichever comes first; quick mode (tests): N <= 1024, at most 128 sequences,
+stamped as a smoke test. Each point's error bar is the standard error it reached.
 """
 
 from __future__ import annotations
@@ -34,6 +35,10 @@ BETAS = (1.0, 2.0)
 #: each cell stops at this relative standard error of E[sum w^2] (``SweepGrid(target_rse=...)``): 2% is under a
 #: hundredth of a decade, less than a marker on these log-log panels; the sequences below are the caps
 TARGET_RSE = 0.02
+#: and at this many logits (N x sequences): without it the N = 4^8 cells, which mostly reach the sequence cap before
+#: the target (heavy-tailed sum w^2), take three quarters of the figure's Monte Carlo; with it they stop at 256
+#: sequences, a relative SE of at most about 8% (a thirtieth of a decade)
+CELL_LOGITS = 2**24
 # points of each exact line; quick mode is for the tests (seconds)
 _DENSE_POINTS = {False: 20, True: 10}
 _COLORS = _style.COLORS + ("#000000", "#7F7F7F", "#8C564B")
@@ -76,21 +81,25 @@ PARAMS = (
     Param("sequences", "int", 1000, "most Monte Carlo sequences per cell", quick=128, minimum=32, maximum=10**9),
     Param("target_rse", "real", TARGET_RSE, "stop each cell at this relative standard error of E[sum w^2]",
           minimum=0.0, maximum=1.0, strict_min=True, none="no target: every cell runs the cap"),
+    Param("cell_logits", "int", CELL_LOGITS, "most logits (N x sequences) per cell, at least 32 sequences",
+          minimum=32, maximum=10**12, none="no budget in logits: every cell may run the sequence cap"),
 )
 
 
 def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, source=None, betas=BETAS, n_min=None,
-            n_max=None, sequences=None, target_rse=TARGET_RSE, out=None) -> dict:
+            n_max=None, sequences=None, target_rse=TARGET_RSE, cell_logits=CELL_LOGITS, out=None) -> dict:
     """Run the sweep (all variants x betas x N) and the exact lines; returns plain data for :func:`draw`.
 
     N runs over the powers of four in ``[n_min, n_max]`` (default 16 to 4^8, quick 4^5), each cell to ``target_rse``
-    (None: always the cap) or ``sequences`` (default 1000, quick 128). Every parameter is declared in :data:`PARAMS`
+    (None: always the cap), ``sequences`` (default 1000, quick 128) or ``cell_logits`` logits (``N x sequences``,
+    default 2^24; None: no such budget), whichever comes first. Every parameter is declared in :data:`PARAMS`
     (a bad value is a ValueError naming it). ``out``: also write the data as JSON there."""
     from varsim.sim.sweep import SweepGrid, run_sweep
     from varsim.theory.remedies import variant_theory
     from varsim.variants import get_variant
 
-    p = resolve(PARAMS, quick, betas=betas, n_min=n_min, n_max=n_max, sequences=sequences, target_rse=target_rse)
+    p = resolve(PARAMS, quick, betas=betas, n_min=n_min, n_max=n_max, sequences=sequences, target_rse=target_rse,
+                cell_logits=cell_logits)
     betas, sequences, target_rse = tuple(float(b) for b in p["betas"]), p["sequences"], p["target_rse"]
     n_grid = 4 ** np.arange(math.ceil(math.log(p["n_min"], 4) - 1e-12), math.floor(math.log(p["n_max"], 4) + 1e-12) + 1)
     if n_grid.size < 2:
@@ -98,7 +107,7 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, sourc
                          f"n_max={p['n_max']}")
     dense_points = _DENSE_POINTS[bool(quick)]
     grid = SweepGrid(variants=_grid_variants(betas), betas=list(betas), n_grid=[int(v) for v in n_grid],
-                     n_sequences=sequences, target_rse=target_rse)
+                     n_sequences=sequences, target_rse=target_rse, max_cell_logits=p["cell_logits"])
     # quick mode runs in this process (no worker start-up); full mode on one worker process per core
     sweep = run_sweep(grid, seed=seed, workers=1 if quick else None, progress=bool(progress))
     n_dense = np.geomspace(n_grid[0], n_grid[-1], dense_points)
@@ -125,7 +134,8 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, sourc
             })
         panels.append({"beta": beta, "series": series})
     return _style.computed_data(NAME, seed, quick, {
-        "betas": list(betas), "sequences": sequences, "target_rse": target_rse, "sampler": "logits",
+        "betas": list(betas), "sequences": sequences, "target_rse": target_rse, "cell_logits": p["cell_logits"],
+        "sampler": "logits",
         "estimator": "rao_blackwell", "sweep_elapsed_s": sweep["elapsed_s"], "panels": panels,
         "params": {**p, "betas": list(betas)}}, out, smoke_reason=f"few sequences, N <= {int(n_grid[-1])}")
 
@@ -134,7 +144,10 @@ def _mc_label(data: dict) -> str:
     """The legend's words for the Monte Carlo points: their precision target and cap, or the fixed count."""
     if data.get("target_rse") is None:
         return f"MC ± SE, {data['sequences']} sequences per point (logits sampler + RB)"
-    return (f"MC ± SE to {100 * data['target_rse']:g}% relative SE, at most {data['sequences']} sequences "
+    budget = data.get("cell_logits")
+    logits = "" if budget is None else f" or $2^{{{math.log2(budget):g}}}$ logits" if math.log2(budget).is_integer() \
+        else f" or {budget:.3g} logits"
+    return (f"MC ± SE to {100 * data['target_rse']:g}% relative SE, at most {data['sequences']} sequences{logits} "
             f"(logits sampler + RB)")
 
 

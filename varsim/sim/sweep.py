@@ -89,7 +89,9 @@ class SweepGrid:
     ``max_work``: bound on the whole sweep's estimated work (default :data:`varsim.sim.DEFAULT_MAX_WORK`).
     ``target_rse``: stop each cell once ``var_se / var`` is at most this (``simulate(target_rse=...)``; then
     ``n_sequences`` is the cap per cell and each cell record gives the ``sequences`` it used); None: always
-    ``n_sequences``.
+    ``n_sequences``. ``max_cell_logits``: a cell of length N runs at most ``max_cell_logits // N`` sequences,
+    and at least the 32 its standard error needs (a budget in logits, so the longest cells do not take most of the
+    sweep); None: ``n_sequences`` at every N.
     """
 
     variants: dict
@@ -104,6 +106,7 @@ class SweepGrid:
     value_scale: float = 1.0
     max_work: float | None = field(default=None, compare=False)
     target_rse: float | None = None
+    max_cell_logits: int | None = None
 
     def __post_init__(self):
         from varsim.variants import get_variant
@@ -141,14 +144,18 @@ class SweepGrid:
         if self.target_rse is not None:
             object.__setattr__(self, "target_rse", check_real("target_rse", self.target_rse, minimum=0.0,
                                                               strict_min=True, maximum=1.0))
+        if self.max_cell_logits is not None:
+            object.__setattr__(self, "max_cell_logits", check_int("max_cell_logits", self.max_cell_logits, minimum=1))
 
     def settings(self) -> dict:
-        """The simulation settings shared by every cell (a resumed file must have the same); ``target_rse`` only
-        when set, so files of fixed-count sweeps keep their settings."""
+        """The simulation settings shared by every cell (a resumed file must have the same); ``target_rse`` and
+        ``max_cell_logits`` only when set, so files of fixed-count sweeps keep their settings."""
         out = {"n_sequences": self.n_sequences, "sampler": self.sampler, "estimator": self.estimator,
                "d_k": self.d_k, "d_v": self.d_v, "value_mean": self.value_mean, "value_scale": self.value_scale}
         if self.target_rse is not None:
             out["target_rse"] = self.target_rse
+        if self.max_cell_logits is not None:
+            out["max_cell_logits"] = self.max_cell_logits
         return out
 
     def to_dict(self) -> dict:
@@ -196,10 +203,22 @@ def _finite(x):
     return x if math.isfinite(x) else None
 
 
+def cell_sequences(cell: dict, settings: dict) -> int:
+    """The most sequences a cell runs: ``n_sequences``, or fewer where ``max_cell_logits`` caps its ``N x sequences``
+    (never below the ``2 * MIN_CHUNKS`` sequences of a batch-means standard error)."""
+    from varsim.sim._config import MIN_CHUNKS
+
+    budget = settings.get("max_cell_logits")
+    if budget is None:
+        return settings["n_sequences"]
+    return min(settings["n_sequences"], max(2 * MIN_CHUNKS, budget // cell["n"]))
+
+
 def _simulate_kwargs(cell: dict, settings: dict) -> dict:
     return dict(
         d_k=settings["d_k"], d_v=settings["d_v"], tau=cell["beta"], query="fixed",  # |q| = sqrt(d_k): beta = tau
-        value_mean=settings["value_mean"], value_scale=settings["value_scale"], n_sequences=settings["n_sequences"],
+        value_mean=settings["value_mean"], value_scale=settings["value_scale"],
+        n_sequences=cell_sequences(cell, settings),
         sampler=settings["sampler"], estimator=settings["estimator"], attention=cell["attention"],
         target_rse=settings.get("target_rse"), **cell["params"],
     )
@@ -302,7 +321,7 @@ def _cell_work(cell: dict, settings: dict) -> float:
     from varsim.sim import estimate_cost
 
     work, _ = estimate_cost([cell["n"]], d_k=settings["d_k"], d_v=settings["d_v"],
-                            n_sequences=settings["n_sequences"], sampler=settings["sampler"],
+                            n_sequences=cell_sequences(cell, settings), sampler=settings["sampler"],
                             draws_values=not (settings["sampler"] == "logits"
                                               and settings["estimator"] == "rao_blackwell"))
     return work
