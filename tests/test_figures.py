@@ -354,6 +354,20 @@ def test_all_figures_without_committed_records_skip_the_reproduction_ones(tmp_pa
 # Command line
 
 
+def test_cli_figures_computes_in_one_process_per_core_unless_told(monkeypatch, tmp_path, capsys):
+    """``varsim figures`` hands make() ``jobs=0`` (one worker process per available core) by default and the given
+    ``--jobs`` otherwise; figure parameters run serially without being refused for a --jobs never given."""
+    seen = []
+    monkeypatch.setattr(figures, "make", lambda names, **kw: seen.append(kw["jobs"]) or {})
+    for extra, jobs in (([], 0), (["--jobs", "1"], 1), (["--jobs", "3"], 3)):
+        assert main(["figures", "--only", "fig_probe_layers", "--outdir", str(tmp_path), *extra]) == 0
+        assert seen[-1] == jobs, (extra, seen)
+    monkeypatch.undo()
+    assert main(["figures", "--only", "fig_probe_layers", "--style", "column", "--outdir", str(tmp_path / "column"),
+                 "--no-progress"]) == 0, capsys.readouterr().err
+    assert (tmp_path / "column" / "fig_probe_layers.png").exists()
+
+
 def test_cli_figures_writes_one_figure_and_ends_with_a_summary(tiny_repro, capsys, tmp_path, monkeypatch):
     """The files are written and the output ends with a table naming each figure, where its numbers came from and
     the seconds it took (catches a run that prints nothing a reader can check, or a wrong data origin). The quick

@@ -65,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
     params = {key: getattr(args, opt) for opt, key in _PARAMS.items() if getattr(args, opt) is not None}
     if not params and not texts and args.style is None and not args.footer:
         return run_args(args)
-    if args.jobs != 1:
+    if args.jobs not in (None, 1):
         raise ValueError("jobs: --jobs draws the figures as they are; with figure parameters, --style or --footer "
                          "they are drawn one after the other (leave --jobs out)")
     from varsim.figures import DEFAULT_OUTDIR

@@ -355,9 +355,10 @@ def register(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
                         help="draw the decoder figures (fig_decoder_*) from these `varsim reproduce DIR --preset "
                              "decoder` (or decoder_constant) directories, one per training recipe, instead of the "
                              "committed summaries of the last full decoder runs; the accuracy figure draws the first")
-    parser.add_argument("--jobs", type=threads_option(0), default=1, metavar="J",
-                        help="compute independent figures in J worker processes (0: one per available core; default "
-                             "1: one after the other); the files are the same")
+    parser.add_argument("--jobs", type=threads_option(0), default=None, metavar="J",
+                        help="compute independent figures in J worker processes (default and 0: one per available "
+                             "core; 1: one after the other, as figure parameters, --style and --footer always are); "
+                             "the files are the same")
     parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                         help="live status on stderr (default: when stderr is a terminal; when stdout is not a "
                              "terminal, one line per finished figure with its seconds goes there instead)")
@@ -420,7 +421,7 @@ def run_args(args: argparse.Namespace) -> int:
         remedies_results=args.remedies_results,
         decoder_results=getattr(args, "decoder_results", None),
         on_figure=on_figure,
-        jobs=getattr(args, "jobs", 1),
+        jobs=0 if getattr(args, "jobs", None) is None else args.jobs,
     )
     outdir = Path(DEFAULT_OUTDIR if args.outdir is None else args.outdir)
     print(summary_table(rows))
