@@ -385,7 +385,7 @@ def test_cli_figures_writes_one_figure_and_ends_with_a_summary(tiny_repro, capsy
     monkeypatch.setattr(varsim.experiments, "run_reproduction", quick_reproduction)
     monkeypatch.setattr(rp, "_QUICK_CACHE", {})
     rc = main(["figures", "--quick", "--outdir", str(tmp_path), "--only", "fig_decay_exponent", "fig_repro_std",
-               "--no-progress"])
+               "--no-progress", "--jobs", "1"])  # in this process, where the stand-in is
     out = capsys.readouterr().out.splitlines()
     assert rc == 0
     for name in ("fig_decay_exponent", "fig_repro_std"):
