@@ -328,16 +328,21 @@ def _metrics(per_run: list, seeds: list, lengths: list, li: int, maps=INFERENCE_
     return out
 
 
-def analyze(ckptdir, summary_path, *, dev_only: bool = False) -> dict:
-    """kappa on the development runs, then (unless ``dev_only``) the held-out test: module docstring."""
+def _read_summary(summary_path) -> tuple[dict, list, int]:
+    """The remedies summary's groups, its lengths (refused unless the predictor's) and the primary length's index."""
     from varsim._common.jsonio import read_json
 
     summary = read_json(summary_path)
-    groups = _summary_groups(summary)
     lengths = list(summary["lengths"])
     if lengths != list(LENGTHS):
         raise ValueError(f"summary: lengths {lengths} differ from the predictor's {list(LENGTHS)}")
-    li = lengths.index(PRIMARY_LENGTH)
+    return _summary_groups(summary), lengths, lengths.index(PRIMARY_LENGTH)
+
+
+def analyze(ckptdir, summary_path, *, dev_only: bool = False) -> dict:
+    """kappa on the development runs, then (unless ``dev_only``) the held-out test: module docstring."""
+
+    groups, lengths, li = _read_summary(summary_path)
     bad, dev, test = _records(ckptdir)
     kappa_idx, kappa_fields = _fit_kappa(dev, groups, li)
     cells, seeds, rows = _complete_seeds(dev if dev_only else test)
@@ -355,12 +360,7 @@ def analyze_trained(ckptdir, summary_path, softmax_analysis_path) -> dict:
     is in that analysis; then the metrics of all variants pooled (the seeds complete in every variant)."""
     from varsim._common.jsonio import read_json
 
-    summary = read_json(summary_path)
-    groups = _summary_groups(summary)
-    lengths = list(summary["lengths"])
-    if lengths != list(LENGTHS):
-        raise ValueError(f"summary: lengths {lengths} differ from the predictor's {list(LENGTHS)}")
-    li = lengths.index(PRIMARY_LENGTH)
+    groups, lengths, li = _read_summary(summary_path)
     soft = read_json(softmax_analysis_path, what="softmax prediction analysis")
     kappa = dict(soft["kappa"])
     kappa_idx = {kind: KAPPAS.index(k) for kind, k in kappa.items()}

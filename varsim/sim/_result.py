@@ -25,6 +25,22 @@ _INT_FIELDS = ("n", "sequences")
 _SCALAR_FIELDS = ("slope", "slope_se")
 
 
+def _array_field(value, name: str, source: str):
+    """One array field of :meth:`SimulationResult.from_dict`: a list of numbers (null entries are NaN; integers where
+    the field counts) as a NumPy array, None for an absent optional field; malformed input raises naming ``source``."""
+    if value is None:
+        if name in ARRAY_FIELDS:
+            raise ValueError(f"{source}: field {name!r} must not be null")
+        return None
+    if not isinstance(value, list) or not all(
+        v is None or (isinstance(v, (int, float)) and not isinstance(v, bool)) for v in value
+    ):
+        raise ValueError(f"{source}: field {name!r} must be a list of numbers")
+    if name in _INT_FIELDS and any(v is None or v != int(v) for v in value):
+        raise ValueError(f"{source}: field {name!r} must be a list of integers")
+    return np.array([np.nan if v is None else v for v in value], dtype=np.int64 if name in _INT_FIELDS else np.float64)
+
+
 @dataclass(eq=False)  # arrays have no single truth value; compare fields explicitly
 class SimulationResult:
     """Monte Carlo statistics of ``o = softmax(tau q.K^T / sqrt(d_k)) V`` for each sequence length ``N``.
@@ -142,24 +158,13 @@ class SimulationResult:
         kwargs = {}
         n_len = None
         for name in ARRAY_FIELDS + OPTIONAL_ARRAY_FIELDS:
-            value = data.get(name)  # optional fields added later (wsum*) may be absent from older files
-            if value is None:
-                if name in ARRAY_FIELDS:
-                    raise ValueError(f"{source}: field {name!r} must not be null")
-                kwargs[name] = None
+            # optional fields added later (wsum*) may be absent from older files
+            kwargs[name] = arr = _array_field(data.get(name), name, source)
+            if arr is None:
                 continue
-            if not isinstance(value, list) or not all(
-                v is None or (isinstance(v, (int, float)) and not isinstance(v, bool)) for v in value
-            ):
-                raise ValueError(f"{source}: field {name!r} must be a list of numbers")
-            if name in _INT_FIELDS and any(v is None or v != int(v) for v in value):
-                raise ValueError(f"{source}: field {name!r} must be a list of integers")
-            arr = np.array([np.nan if v is None else v for v in value],
-                           dtype=np.int64 if name in _INT_FIELDS else np.float64)
             n_len = arr.size if n_len is None else n_len
             if arr.size != n_len:
                 raise ValueError(f"{source}: field {name!r} has length {arr.size}, expected {n_len}")
-            kwargs[name] = arr
         for name in _SCALAR_FIELDS:
             value = data[name]
             if value is not None and (not isinstance(value, (int, float)) or isinstance(value, bool)):
