@@ -218,6 +218,16 @@ def test_cli_sweep_json_output(capsys):
     assert all(c["theory"] == "bound" for c in data["cells"])
 
 
+def test_cli_sweep_passes_the_precision_target_and_the_logit_budget(capsys):
+    """--target-rse and --max-cell-logits reach the grid (recorded in the settings) and cap the long cell."""
+    code = main(["sweep", "--attention", "softmax", "--beta", "1", "--n", "16", "4096", "--sequences", "128",
+                 "--target-rse", "0.5", "--max-cell-logits", str(2**17), "--workers", "1", "--json"])
+    assert code == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["settings"]["target_rse"] == 0.5 and data["settings"]["max_cell_logits"] == 2**17
+    assert {c["n"]: c["sequences"] <= m for c, m in zip(data["cells"], (128, 32))} == {16: True, 4096: True}
+
+
 @pytest.mark.parametrize("argv, match", [
     (["--attention", "nope"], "unknown attention 'nope'"),
     (["--attention", "softmax", "--ssmax-s", "0.5"], "--ssmax-s applies to --attention ssmax"),
@@ -228,6 +238,8 @@ def test_cli_sweep_json_output(capsys):
     (["--n", "0"], "n"),
     (["--sequences", "8"], "n_sequences"),
     (["--n", "1e12"], "max_work"),
+    (["--target-rse", "0"], "--target-rse"),
+    (["--max-cell-logits", "0"], "--max-cell-logits"),
     (["-o", "/nonexistent-dir/x.json"], "output"),
     (["--workers", "2", "--scheduler", "tcp://127.0.0.1:1"], "workers"),
 ])

@@ -54,7 +54,13 @@ def register(parser: argparse.ArgumentParser) -> None:
         "variant parameters (each takes one or more values; default: the variant's)"), multi=True)
 
     add = parser.add_argument_group("Monte Carlo").add_argument
-    add("--sequences", type=count_option(), default=4000, metavar="M", help="sequences per cell (default 4000)")
+    add("--sequences", type=count_option(), default=4000, metavar="M",
+        help="sequences per cell (default 4000); with --target-rse or --max-cell-logits, the most per cell")
+    add("--target-rse", type=real_option(0.0, 1.0, strict_min=True), default=None, metavar="R",
+        help="stop each cell at this relative standard error of Var(o_j) (default: every cell runs --sequences)")
+    add("--max-cell-logits", type=count_option(), default=None, metavar="L",
+        help="run a cell of length N for at most L // N sequences (at least 32): a budget in logits, so the longest "
+             "cells do not take most of the sweep (default: none)")
     add("--sampler", default="logits", metavar="NAME", help="logits (default, exact for Gaussian keys) | full")
     add("--estimator", default="rao_blackwell", metavar="NAME", help="rao_blackwell (default) | sample")
     add("--d-k", type=count_option(), default=64, metavar="D", help="key dimension of the full sampler (default 64)")
@@ -97,7 +103,8 @@ def build_grid(args: argparse.Namespace):
 
     return SweepGrid(variants=_variants(args), betas=args.beta, n_grid=parse_grid(args.n, "n"),
                      n_sequences=args.sequences, sampler=args.sampler, estimator=args.estimator, d_k=args.d_k,
-                     d_v=args.d_v, value_mean=args.value_mean, value_scale=args.value_scale, max_work=args.max_work)
+                     d_v=args.d_v, value_mean=args.value_mean, value_scale=args.value_scale, max_work=args.max_work,
+                     target_rse=args.target_rse, max_cell_logits=args.max_cell_logits)
 
 
 def format_table(record: dict) -> str:
