@@ -263,8 +263,9 @@ if learned and LENGTHS[-1] >= 8 * max(slope, 1):
 #   becomes a threshold, $w_c > \kappa\tau$.
 #
 # `measure` reads the model on 2048 sets of exactly `TRAIN_MAX` items (the best head, every item's score, $\tau$,
-# $\sigma$ and the lapse); `simulate` builds the long sets from the measured items and scores them with softmax, an
-# example whose top item is wrong at chance. $\kappa = 1$ takes the readout fit as it is; the predictor's
+# $\sigma$ and the lapse); `simulate` builds the long sets from the measured items and weights them with the model's
+# own map (softmax here; a trained SSMax, log-N or 1.5-entmax model with its own), an example whose top item is wrong
+# at chance. $\kappa = 1$ takes the readout fit as it is; the predictor's
 # pre-registered test on 36 held-out models of the remedies grid fitted one constant, $\kappa = 0.5$, on other
 # models (its development runs) before it was tested.
 #
