@@ -219,13 +219,18 @@ def test_cli_sweep_json_output(capsys):
 
 
 def test_cli_sweep_passes_the_precision_target_and_the_logit_budget(capsys):
-    """--target-rse and --max-cell-logits reach the grid (recorded in the settings) and cap the long cell."""
-    code = main(["sweep", "--attention", "softmax", "--beta", "1", "--n", "16", "4096", "--sequences", "128",
-                 "--target-rse", "0.5", "--max-cell-logits", str(2**17), "--workers", "1", "--json"])
-    assert code == 0
+    """--max-cell-logits caps the long cell at L // N sequences and --target-rse stops each cell at that relative SE,
+    each recorded in the settings."""
+    base = ["sweep", "--attention", "softmax", "--beta", "1", "--n", "16", "4096", "--sequences", "128",
+            "--workers", "1", "--json"]
+    assert main(base + ["--max-cell-logits", str(2**17)]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert data["settings"]["target_rse"] == 0.5 and data["settings"]["max_cell_logits"] == 2**17
-    assert {c["n"]: c["sequences"] <= m for c, m in zip(data["cells"], (128, 32))} == {16: True, 4096: True}
+    assert data["settings"]["max_cell_logits"] == 2**17
+    assert {c["n"]: c["sequences"] for c in data["cells"]} == {16: 128, 4096: 32}
+    assert main(base + ["--target-rse", "0.05"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["settings"]["target_rse"] == 0.05
+    assert all(c["sequences"] < 128 and c["var_se"] / c["var"] <= 0.05 for c in data["cells"])
 
 
 @pytest.mark.parametrize("argv, match", [
