@@ -16,9 +16,10 @@ largest difference between the two models' logits and gradients before training 
 the goals of ``TRAIN_GOAL`` and ``EVAL_GOAL`` (at N = 4096) are met.
 
 Then: evaluation throughput of the one-block model (``Transformer.predict``) at N = ``--eval-n`` with batch 64, in
-examples per second (the median of ``--eval-repeats`` evaluations; also per CPU-second, robust to other load), and
-the peak resident memory of the process (``resource.getrusage``) plus the peak of NumPy
-allocations during evaluation (``tracemalloc``).
+examples per second (the median of ``--eval-repeats`` evaluations; also per CPU-second, robust to other load), two
+ways on ``--threads`` cores: that many worker threads of one BLAS thread each (how ``varsim evaluate`` runs by
+default; the goal is judged on it) and one worker with that many BLAS threads; and the peak resident memory of the
+process (``resource.getrusage``) plus the peak of NumPy allocations during evaluation (``tracemalloc``).
 
 torch is optional (``pip install torch``, CPU wheel): without it only the varsim columns are printed.
 """
@@ -220,29 +221,49 @@ def bench_step(name: str, kw: dict, repeats: int, torch_ok: bool) -> dict:
     return row
 
 
-def bench_eval(n: int, repeats: int, batch_size: int = 64) -> dict:
+def bench_eval(n: int, repeats: int, threads: int, batch_size: int = 64) -> list[dict]:
+    """The one-block model's ``predict`` at set size ``n``, two ways on ``threads`` cores: ``threads`` worker threads
+    with one BLAS thread each (``varsim evaluate``'s default, one worker per core) and one worker with ``threads``
+    BLAS threads; the same predictions (checked). Timed one way after the other, not alternately: OpenBLAS's idle
+    threads spin for a while after a multi-threaded call (about 0.1 s), and would take a core from the workers
+    that follow."""
     import resource
     import statistics
     import tracemalloc
 
+    from varsim._common.blas import blas_threads
+
     model = Transformer(ModelConfig(task="argmax", dtype="float32"), seed=0)
     batch = make_batch("argmax", batch_size, n, np.random.default_rng(1))
-    model.predict(make_batch("argmax", 2, n, np.random.default_rng(2)))  # warm-up
+    ways = {f"{threads} workers x 1 BLAS thread": (threads, 1), f"1 worker x {threads} BLAS threads": (1, threads)}
+
+    def run(way):
+        workers, blas = ways[way]
+        with blas_threads(blas):
+            return model.predict(batch, workers=workers)
+
+    first = [run(way) for way in ways]  # warm-up; both give the same predictions
+    assert all(np.array_equal(first[0], other) for other in first[1:]), "the ways disagree"
+    rows = {way: {"way": way, "walls": [], "cpus": []} for way in ways}
+    for way in ways:  # untraced (tracemalloc slows allocation)
+        time.sleep(1.0)  # OpenBLAS's threads idle
+        for _ in range(repeats):
+            t0, c0 = time.perf_counter(), time.process_time()
+            run(way)
+            rows[way]["walls"].append(time.perf_counter() - t0)
+            rows[way]["cpus"].append(time.process_time() - c0)
     tracemalloc.start()
-    model.predict(batch)
+    run(next(iter(ways)))
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
-    walls, cpus = [], []
-    for _ in range(repeats):  # untraced timing (tracemalloc slows allocation)
-        t0, c0 = time.perf_counter(), time.process_time()
-        model.predict(batch)
-        walls.append(time.perf_counter() - t0)
-        cpus.append(time.process_time() - c0)
-    dt = statistics.median(walls)
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB -> MiB (Linux)
-    return {"n": n, "batch": batch_size, "examples_per_s": batch_size / dt, "seconds": dt,
-            "examples_per_cpu_s": batch_size / statistics.median(cpus), "numpy_peak_mib": peak / 2**20,
-            "max_rss_mib": rss}
+    out = []
+    for row in rows.values():
+        dt = statistics.median(row["walls"])
+        out.append({"way": row["way"], "n": n, "batch": batch_size, "examples_per_s": batch_size / dt, "seconds": dt,
+                    "examples_per_cpu_s": batch_size / statistics.median(row["cpus"]), "numpy_peak_mib": peak / 2**20,
+                    "max_rss_mib": rss})
+    return out
 
 
 def main() -> int:
@@ -272,13 +293,18 @@ def main() -> int:
     if torch_ok:
         met = all(r["ratio"] <= TRAIN_GOAL for r in rows)
         print(f"goal: ratio <= {TRAIN_GOAL} on every model: {'met' if met else 'not met'}")
-    e = bench_eval(eval_n, 3 if args.quick else args.eval_repeats)
-    print(f"evaluation (predict), 1 block D=64, N={e['n']}, batch {e['batch']}: {e['examples_per_s']:.1f} examples/s "
-          f"(median {e['seconds']:.3f} s; {e['examples_per_cpu_s']:.0f} examples per CPU-second); peak NumPy "
-          f"allocations {e['numpy_peak_mib']:.0f} MiB; process max RSS {e['max_rss_mib']:.0f} MiB")
+    evals = bench_eval(eval_n, 3 if args.quick else args.eval_repeats, args.threads)
+    for e in evals:
+        print(f"evaluation (predict), 1 block D=64, N={e['n']}, batch {e['batch']}, {e['way']}: "
+              f"{e['examples_per_s']:.1f} examples/s (median {e['seconds']:.3f} s; {e['examples_per_cpu_s']:.0f} "
+              "examples per CPU-second)")
+    e = evals[0]
+    print(f"peak NumPy allocations {e['numpy_peak_mib']:.0f} MiB ({e['way']}); process max RSS "
+          f"{e['max_rss_mib']:.0f} MiB")
     if e["n"] == EVAL_GOAL_N:
         met = e["examples_per_s"] >= EVAL_GOAL
-        print(f"goal: >= {EVAL_GOAL:.0f} examples/s at N = {EVAL_GOAL_N}: {'met' if met else 'not met'}")
+        print(f"goal: >= {EVAL_GOAL:.0f} examples/s at N = {EVAL_GOAL_N} ({e['way']}, as varsim evaluate runs): "
+              f"{'met' if met else 'not met'}")
     return 0
 
 

@@ -128,6 +128,7 @@ EVAL_CASES = [
     (["{argmax}", "--lengths", "16", "--examples", "0"], "--examples"),
     (["{argmax}", "--lengths", "16", "--batch-size", "-3"], "--batch-size"),
     (["{argmax}", "--lengths", "16", "--threads", "-1"], "threads"),
+    (["{argmax}", "--lengths", "16", "--workers", "-1"], "--workers"),
     (["{argmax}", "--lengths", "16", "--max-hours", "0"], "--max-hours"),
     (["{argmax}", "--lengths", "16", "--seed", "-5"], "seed"),
     (["{missing}"], "does not exist"),

@@ -449,3 +449,49 @@ def test_norm_registry_refuses_unknown_and_duplicate_names():
             norms.get_norm("nope")
     finally:
         norms.NORMS.pop("shift2", None)  # the registry is the module's own: leave it as found
+
+
+@pytest.mark.parametrize("architecture", ["set_transformer", "decoder"])
+def test_workers_give_the_same_bits_in_chunk_order(architecture, monkeypatch):
+    """predict/logits_and_weights with several threads return what one thread does, bit for bit, in example order
+    (float32, several chunks of different examples: catches chunks gathered as they finish, or a chunk dropped)."""
+    from varsim._common.blas import blas_threads
+    from varsim.nn import build_model, decoder_cost
+
+    monkeypatch.setattr(set_cost, "EVAL_CHUNK_TOKENS", 20)
+    monkeypatch.setattr(decoder_cost, "EVAL_CHUNK_TOKENS", 30)
+    extra = {} if architecture == "set_transformer" else dict(architecture="decoder", max_positions=64)
+    cfg = tiny("dictionary", dtype="float32", n_blocks=2, **extra)
+    m = build_model(cfg, seed=5)
+    batch = batch_for(cfg, 23, (1, 7), seed=6)
+    assert len(m._chunks(batch)[0]) >= 6
+    with blas_threads(1):
+        one = m.logits_and_weights(batch)
+        for workers in (2, 3, 64):
+            many = m.logits_and_weights(batch, workers=workers)
+            for a, b in zip(one, many):
+                np.testing.assert_array_equal(a, b)
+            np.testing.assert_array_equal(m.predict(batch, workers=workers), m.predict(batch))
+
+
+def test_workers_are_refused_when_bad_and_held_to_the_memory_budget(monkeypatch):
+    """workers < 1 is refused naming it; chunks that fill the memory budget alone run one at a time."""
+    from varsim.nn import base
+
+    cfg = tiny("argmax", n_blocks=2)
+    batch = batch_for(cfg, 6, 40, seed=0)
+    with pytest.raises(ValueError, match="workers"):
+        Transformer(cfg, seed=0).predict(batch, workers=0)
+    pools = []
+
+    class Recorder(base.ThreadPoolExecutor):
+        def __init__(self, workers):
+            pools.append(workers)
+            super().__init__(workers)
+
+    monkeypatch.setattr(base, "ThreadPoolExecutor", Recorder)
+    monkeypatch.setattr(set_cost, "EVAL_CHUNK_TOKENS", 41)  # one example per chunk
+    need = Transformer(cfg, seed=0)._attention_bytes(1, 40, training=False)
+    wide, tight = Transformer(cfg, seed=0), Transformer(cfg, seed=0, memory_budget=2 * need)
+    np.testing.assert_array_equal(wide.predict(batch, workers=4), tight.predict(batch, workers=4))
+    assert pools == [4, 2]

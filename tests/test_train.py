@@ -73,6 +73,8 @@ def test_evaluate_output_shape_intervals_and_pairing(trained):
     assert ev["config"] == cfg.to_dict() and "versions" in ev["provenance"]
     ev2 = evaluate(model, lengths=[4, 64, 512], n_examples=100, batch_size=32, seed=3)
     assert ev2["correct"] == ev["correct"]
+    ev3 = evaluate(model, lengths=[4, 64, 512], n_examples=100, batch_size=32, seed=3, workers=2)
+    assert ev3["correct"] == ev["correct"] and ev3["ranking"] == ev["ranking"]  # threads change no bit
     assert ev["accuracy"][0] > ev["accuracy"][2]  # accuracy falls with the set size (the paper's phenomenon)
     json.dumps(ev)  # JSON-serializable as is
     assert DEFAULT_LENGTHS == tuple(2**k for k in range(4, 15))
@@ -88,6 +90,8 @@ def test_evaluate_bad_input(trained):
         evaluate(d, lengths=[4], n_examples=0)
     with pytest.raises(ValueError, match="batch_size"):
         evaluate(d, lengths=[4], batch_size=-1)
+    with pytest.raises(ValueError, match="workers"):
+        evaluate(d, lengths=[4], workers=0)
     with pytest.raises(ValueError, match="checkpoint_or_model"):
         evaluate(42)
     with pytest.raises(ValueError, match="does not exist"):

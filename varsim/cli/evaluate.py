@@ -44,6 +44,9 @@ def register(parser: argparse.ArgumentParser) -> None:
                         help="test-set seed (default 0; same seed = same examples)")
     parser.add_argument("--threads", type=threads_option(0), default=1,
                         help="BLAS threads (default 1, the fastest for this small model; 0: NumPy's own default)")
+    parser.add_argument("--workers", type=threads_option(0), default=0,
+                        help="threads evaluating a batch's chunks at once (default 0: one per core; the results "
+                             "do not depend on it)")
     parser.add_argument("--max-hours", type=real_option(0.0, strict_min=True, allow_inf=True), default=None,
                         help="refuse an evaluation estimated to take longer than this (default 2; inf: no bound)")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
@@ -102,6 +105,7 @@ RUN_FILES = ("config.json", "metrics.jsonl", "summary.json")
 
 def run(args) -> int:
     from varsim._common.atomic import atomic_write_json
+    from varsim.jobs.executor import default_workers
     from varsim.train import DEFAULT_LENGTHS, evaluate
 
     attention = attention_kwargs(args)
@@ -115,6 +119,7 @@ def run(args) -> int:
         seed=args.seed,
         progress=args.progress,
         blas_threads=args.threads or None,
+        workers=args.workers or default_workers(),
         max_hours=args.max_hours,
         **attention,
     )

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+from concurrent.futures import ThreadPoolExecutor
 from types import ModuleType
 
 import numpy as np
@@ -175,9 +176,10 @@ class Model:
             raise ValueError(f"focus: the {self.config.architecture} model cannot point its query at one item")
         return None
 
-    def _chunks(self, batch, focus=None):
+    def _chunks(self, batch, focus=None) -> tuple[list, int]:
         """Split a batch into consecutive example ranges of at most the cost module's ``EVAL_CHUNK_TOKENS`` tokens
-        (and within the memory budget): ``(chunk, focus of its examples or None)``."""
+        (and within the memory budget): ``([(chunk, focus of its examples or None), ...], how many chunks fit in
+        the memory budget at once)``."""
         focus = self._focus(batch, focus)
         mask = np.asarray(batch.get("mask")) if isinstance(batch, dict) else None
         if mask is None or mask.ndim != 2:
@@ -188,10 +190,24 @@ class Model:
         need = self._attention_bytes(1, n, training=False)
         if need:
             per = max(1, min(per, self.memory_budget // need))
-        for start in range(0, b, per):
-            stop = min(b, start + per)
-            yield ({k: (np.asarray(v)[start:stop] if np.ndim(v) >= 1 else v) for k, v in batch.items()},
-                   None if focus is None else focus[start:stop])
+        at_once = max(1, self.memory_budget // (per * need)) if need else b
+        return [({k: (np.asarray(v)[start:stop] if np.ndim(v) >= 1 else v) for k, v in batch.items()},
+                 None if focus is None else focus[start:stop])
+                for start, stop in ((s, min(b, s + per)) for s in range(0, b, per))], at_once
+
+    def _map_chunks(self, fn, batch, focus, workers) -> list:
+        """``fn(chunk, focus)`` for each chunk of :meth:`_chunks`, in chunk order; with ``workers`` > 1 in that many
+        threads (at most as many chunks as the memory budget holds at once). The chunks do not depend on
+        ``workers``, and each is computed alone, so the results are the same bits for every ``workers`` (with the
+        same BLAS thread count: pair ``workers`` with ``varsim._common.blas.blas_threads(1)``, as
+        :func:`varsim.train.evaluate` does)."""
+        workers = check_positive_int("workers", workers)
+        chunks, at_once = self._chunks(batch, focus)
+        workers = min(workers, at_once, len(chunks))
+        if workers == 1:
+            return [fn(chunk, f) for chunk, f in chunks]
+        with ThreadPoolExecutor(workers) as pool:  # NumPy's gemms and ufuncs and the Numba kernels release the GIL
+            return list(pool.map(lambda item: fn(*item), chunks))
 
     # ------------------------------------------------------------------------------------------------------------
     # Layers both models name the same way: forward and backward pairs reading and writing named parameters
@@ -302,28 +318,30 @@ class Model:
     # ------------------------------------------------------------------------------------------------------------
     # Evaluation paths (chunked, no cache kept)
 
-    def predict(self, batch, focus=None) -> np.ndarray:
-        """Predicted class (B,) int64; memory bounded by the chunk size, not by the batch size.
+    def predict(self, batch, focus=None, *, workers: int = 1) -> np.ndarray:
+        """Predicted class (B,) int64; memory bounded by the chunk size, not by the batch size. ``workers``: threads
+        evaluating the chunks at once (the same result for any number; see :meth:`_map_chunks`).
 
         ``focus`` (the set transformer only): None, or (B,) item indices: the query token then attends only to that
         item of each example, in every block (weight exactly 1 whatever the weight map; the items' own rows are
         unchanged). With the task's correct item (:meth:`varsim.tasks.Task.correct_item`) this is the ``oracle``
         control of :data:`varsim.variants.CONTROLS` (``with_attention("oracle")`` gives a copy that does it by
         itself)."""
-        out = [np.argmax(self._forward(chunk, inference=True, focus=f)[0], axis=1)
-               for chunk, f in self._chunks(batch, focus)]
+        out = self._map_chunks(lambda chunk, f: np.argmax(self._forward(chunk, inference=True, focus=f)[0], axis=1),
+                               batch, focus, workers)
         return np.concatenate(out).astype(np.int64, copy=False)
 
-    def logits_and_weights(self, batch, focus=None) -> tuple[np.ndarray, np.ndarray]:
+    def logits_and_weights(self, batch, focus=None, *, workers: int = 1) -> tuple[np.ndarray, np.ndarray]:
         """``(logits (B, n_outputs), weights (B, H, N))``: the class scores and the last block's query-row attention
         weights over the items in item order (an item of several tokens gets the sum of its tokens' weights; 0 at
-        padding), from the forward pass :meth:`predict` runs (``focus`` as there). What the ranking decomposition
-        (:mod:`varsim.train.ranking`) reads, without :meth:`analysis`'s records."""
-        logits, weights = [], []
-        for chunk, f in self._chunks(batch, focus):
+        padding), from the forward pass :meth:`predict` runs (``focus`` and ``workers`` as there). What the ranking
+        decomposition (:mod:`varsim.train.ranking`) reads, without :meth:`analysis`'s records."""
+
+        def one(chunk, f):
             z, cache = self._forward(chunk, inference=True, focus=f)
-            logits.append(z)
-            weights.append(self._query_weights(chunk, cache))
+            return z, self._query_weights(chunk, cache)
+
+        logits, weights = zip(*self._map_chunks(one, batch, focus, workers))
         return np.concatenate(logits, axis=0), np.concatenate(weights, axis=0)
 
     def analysis(self, batch, focus=None) -> dict[str, np.ndarray]:
@@ -339,7 +357,7 @@ class Model:
         ``logits`` (B, n_outputs).
         """
         parts: dict[str, list] = {}
-        for chunk, f in self._chunks(batch, focus):
+        for chunk, f in self._chunks(batch, focus)[0]:
             record: dict[str, np.ndarray] = {}
             logits, _ = self._forward(chunk, record=record, inference=True, focus=f)
             record["logits"] = logits
