@@ -2,21 +2,35 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 
 import numpy as np
 
+#: seconds of rest before each block: longer than the idle spin of OpenBLAS's and OpenMP's worker threads (about
+#: 0.1 s), which would otherwise take cores from the contender timed next
+PAUSE_S = 0.3
 
-def interleaved_medians(steps: dict, repeats: int, warmup: int = 10) -> dict:
-    """Median seconds per call of each step function, timed alternately so that load from other processes on the
-    machine affects every contender alike."""
-    for _ in range(warmup):
-        for step in steps.values():
-            step()
+
+def blocked_medians(steps: dict, repeats: int, block: int = 20, warmup: int = 3, contexts: dict | None = None) -> dict:
+    """Median seconds per call of each step function over ``repeats`` timed calls, in blocks of ``block`` calls that
+    take turns (so that slow drifts of other load on the machine reach every contender alike), each block after a
+    pause of ``PAUSE_S`` and ``warmup`` untimed calls. ``contexts`` maps a step to a callable giving the context
+    manager it runs in (e.g. its thread count).
+
+    Not call by call: two libraries in one process whose thread pools take turns every few milliseconds slow each
+    other down (a pool's threads spin for a while after each call). Timed call by call, the PyTorch twin of the
+    2-block model of ``bench_train.py`` took 42 ms a step instead of 16 ms."""
+    contexts = contexts or {}
     times = {k: [] for k in steps}
-    for _ in range(repeats):
+    while any(len(v) < repeats for v in times.values()):
         for k, step in steps.items():
-            t0 = time.perf_counter()
-            step()
-            times[k].append(time.perf_counter() - t0)
+            time.sleep(PAUSE_S)
+            with contexts.get(k, contextlib.nullcontext)():
+                for _ in range(warmup):
+                    step()
+                for _ in range(min(block, repeats - len(times[k]))):
+                    t0 = time.perf_counter()
+                    step()
+                    times[k].append(time.perf_counter() - t0)
     return {k: float(np.median(v)) for k, v in times.items()}

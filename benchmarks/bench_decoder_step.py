@@ -8,8 +8,9 @@ What is timed, per configuration (float32, batch 64, pre-norm, H = 4 heads, ReLU
            here to give the same logits and gradients), forward + ``F.cross_entropy`` + ``backward()`` +
            ``torch.optim.Adam.step``; its inputs are built once outside the timed loop (favouring torch slightly).
 Both run in this process with the same number of threads (OPENBLAS_NUM_THREADS / OMP_NUM_THREADS set before NumPy is
-imported, ``torch.set_num_threads``; 1 by default, as varsim trains), timed alternately step by step so that other
-load on the machine hits both alike. The table gives the median step time over ``--repeats`` steps after a warm-up,
+imported, ``torch.set_num_threads``; 1 by default, as varsim trains), timed in alternating blocks of steps
+(``_timing.blocked_medians``: other load on the machine hits both alike, and neither library's idle threads slow the
+other). The table gives the median step time over ``--repeats`` steps after a warm-up,
 the ratio varsim / torch (<= 1.0: varsim is as fast or faster) and the largest difference of the two models' logits
 and gradients before training (the twin check). Needs torch (an optional CPU wheel).
 """
@@ -36,7 +37,7 @@ if ARGS is not None:
         os.environ[var] = str(ARGS.threads)  # before NumPy loads OpenBLAS
 
 import numpy as np  # noqa: E402
-from _timing import interleaved_medians  # noqa: E402
+from _timing import blocked_medians  # noqa: E402
 
 from varsim.nn.decoder import Decoder  # noqa: E402
 from varsim.nn.model import ModelConfig  # noqa: E402
@@ -87,7 +88,7 @@ def bench_step(name: str, kw: dict, n: int, repeats: int) -> dict:
         F.cross_entropy(forward(*inputs), target).backward()
         topt.step()
 
-    med = interleaved_medians({"varsim": varsim_step, "torch": torch_step}, repeats)
+    med = blocked_medians({"varsim": varsim_step, "torch": torch_step}, repeats)
     return {"config": name, "params": model.n_params, "tokens": n * config.task_spec.item_tokens + 1,
             "varsim_ms": 1e3 * med["varsim"], "torch_ms": 1e3 * med["torch"],
             "ratio": med["varsim"] / med["torch"], "max_abs_diff": err}
