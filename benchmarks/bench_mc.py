@@ -32,6 +32,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
+from _timing import PAUSE_S
 
 D = 64
 GRID = (64, 1024, 16384)
@@ -144,11 +145,13 @@ def case_torch(n: int, keys_budget: float, threads: int):
 
 def measure(cases: dict, repeats: int) -> tuple[dict, dict]:
     """Best keys/s of wall time and of process CPU time per case. Repeats are interleaved across the cases, so a
-    burst of outside load hits every implementation alike instead of all repeats of one."""
+    burst of outside load hits every implementation alike instead of all repeats of one; each after a pause of
+    ``_timing.PAUSE_S``, so that the previous case's idle threads have stopped spinning."""
     wall = {k: math.inf for k in cases}
     cpu = {k: math.inf for k in cases}
     for _ in range(repeats):
         for key, (run, _keys) in cases.items():
+            time.sleep(PAUSE_S)
             t0, c0 = time.perf_counter(), time.process_time()
             run()
             wall[key] = min(wall[key], time.perf_counter() - t0)
