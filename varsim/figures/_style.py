@@ -21,20 +21,19 @@ import numpy as np  # noqa: E402
 from varsim._common.atomic import atomic_write_bytes  # noqa: E402
 from varsim._common.jsonio import jsonable  # noqa: E402  (re-exported: one home for figure data as JSON)
 
-__all__ = ["plt", "COLORS", "MARKERS", "LINESTYLES", "SMOKE_TEST_LABEL", "STYLES", "style", "style_spec", "axes_grid",
+__all__ = ["plt", "COLORS", "MARKERS", "SMOKE_TEST_LABEL", "STYLES", "style", "style_spec", "axes_grid",
            "new_figure", "finish", "save", "draw_and_save", "computed_footer", "jsonable", "array", "pm", "log2_ticks",
            "legend_below", "legend_clear_of_data", "categories", "wrap_text", "metadata_text", "write_data",
            "subplots", "suptitle", "label_first_column"]
 
-# Colour-blind-safe (Okabe-Ito) palette, one colour per curve family (never rely on colour alone: markers and line
-# styles differ too).
+# Colour-blind-safe (Okabe-Ito) palette, one colour per curve family (never rely on colour alone: markers differ
+# too).
 COLORS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9")
 #: Stamped on every figure made in quick mode (whose tiny models never learn): they must not pass for results.
 SMOKE_TEST_LABEL = "smoke test, not results"
 _SMOKE_COLOR = "#D55E00"
 MIN_FONT_SIZE = 7.5  # points; the smallest text any figure uses (legends, footers)
 MARKERS = ("o", "s", "^", "D", "v", "P")
-LINESTYLES = ("-", "--", "-.", ":", (0, (5, 1.5, 1, 1.5, 1, 1.5)), (0, (1, 1)))
 
 _RC = {
     "figure.dpi": 100,

@@ -72,11 +72,11 @@ def _spec_hash(spec: dict) -> str:
     return hashlib.sha256(json.dumps(spec, sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:16]
 
 
-def compact_run(rec: dict, *, keep_hist: bool | None = None) -> dict:
+def compact_run(rec: dict) -> dict:
     """The part of a full ``varsim reproduce`` run record the figures and the README use (a few kB).
 
-    ``keep_hist`` (default: only for seed index 0, the one ``fig_repro_hist`` draws) keeps the raw probe values of
-    the fixed coordinate. Raises KeyError/TypeError on a record without the expected fields (see
+    The raw probe values of the fixed coordinate are kept for seed index 0 only, the one ``fig_repro_hist`` draws.
+    Raises KeyError/TypeError on a record without the expected fields (see
     :func:`read_results`, which names the file).
     """
     spec, pr = rec["spec"], rec["probes"]
@@ -90,8 +90,6 @@ def compact_run(rec: dict, *, keep_hist: bool | None = None) -> dict:
         m = len(s)
         return None if m == 0 else (s[m // 2] if m % 2 else 0.5 * (s[m // 2 - 1] + s[m // 2]))
 
-    if keep_hist is None:
-        keep_hist = int(spec["seed_index"]) == 0
     out = {
         "run_id": rec["run_id"],
         "task": spec["task"],
@@ -118,7 +116,7 @@ def compact_run(rec: dict, *, keep_hist: bool | None = None) -> dict:
         "provenance": {k: rec.get("provenance", {}).get(k) for k in ("git_commit", "git_dirty", "created_utc")},
     }
     out = _round(out)
-    if keep_hist:
+    if int(spec["seed_index"]) == 0:
         h = pr["hist"]
         out["probes"]["hist"] = {"coordinate": int(h["coordinate"]), "lengths": h["lengths"],
                                  "pre": _round(h["pre"], _SIG_HIST), "post": _round(h["post"], _SIG_HIST)}

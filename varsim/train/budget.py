@@ -56,7 +56,6 @@ ELEMENT_RATE = 2.0e9  # elementwise operations per second (measured: 0.3-0.6e9 p
 STEP_OVERHEAD_S = 1e-3  # Python and NumPy call overhead of one training step (measured: 4-5 ms for a tiny model)
 TRAIN_MAX_HOURS = 24.0  # a training run is checkpointed and resumable: refuse only what surely takes a day
 EVALUATE_MAX_HOURS = 2.0  # an evaluation starts again from scratch when interrupted
-_GIB = 1024**3
 
 
 @dataclasses.dataclass(frozen=True)
