@@ -206,7 +206,7 @@ class Model:
         workers = min(workers, at_once, len(chunks))
         if workers == 1:
             return [fn(chunk, f) for chunk, f in chunks]
-        with ThreadPoolExecutor(workers) as pool:  # NumPy's gemms and ufuncs and the Numba kernels release the GIL
+        with ThreadPoolExecutor(workers) as pool:  # the large gemms, ufuncs and Numba kernels run without the GIL
             return list(pool.map(lambda item: fn(*item), chunks))
 
     # ------------------------------------------------------------------------------------------------------------
