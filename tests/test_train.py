@@ -410,6 +410,37 @@ def test_cost_checks_name_the_parameter_that_drives_the_cost():
         check_evaluation_cost(mcfg, [16, 256], 10**12, 64)
 
 
+def test_evaluation_cost_counts_the_chunks_held_at_once_and_the_cores(trained, monkeypatch):
+    """Worker threads hold a chunk's activations each (one chunk per batch at small N: nothing more) and share the
+    time among the cores they may use; evaluate() passes its workers, and as cores its workers times their BLAS
+    threads, at most the machine's. Catches a time bound that ignores the parallelism (it would refuse runs that
+    fit) and a memory bound that ignores the chunks in flight."""
+    import importlib
+
+    from varsim.train.budget import evaluation_cost
+
+    evaluate_module = importlib.import_module("varsim.train.evaluate")  # the module, not the function it exports
+
+    mcfg = ModelConfig(task="argmax")
+    one, two = evaluation_cost(mcfg, [4096], 64, 64), evaluation_cost(mcfg, [4096], 64, 64, workers=2, cores=2)
+    batch_only = evaluation_cost(mcfg, [4096], 64, 64, workers=0).step_bytes
+    assert two.step_bytes - one.step_bytes == one.step_bytes - batch_only > 0
+    assert two.seconds == pytest.approx(one.seconds / 2, rel=1e-12)
+    assert evaluation_cost(mcfg, [16], 64, 64, workers=2).step_bytes == evaluation_cost(mcfg, [16], 64, 64).step_bytes
+    seen = []
+
+    def spy(*args, **kwargs):
+        seen.append((kwargs["workers"], kwargs["cores"]))
+
+    monkeypatch.setattr(evaluate_module, "check_evaluation_cost", spy)
+    monkeypatch.setattr(evaluate_module, "default_workers", lambda: 8)
+    d, _ = trained["argmax"]
+    evaluate(d, lengths=[4], n_examples=4, workers=2)
+    evaluate(d, lengths=[4], n_examples=4, workers=3, blas_threads=None)
+    evaluate(d, lengths=[4], n_examples=4, workers=3, blas_threads=2)
+    assert seen == [(2, 2), (3, 8), (3, 6)]
+
+
 def test_evaluate_refuses_oversized_lengths_and_counts(trained):
     """`evaluate` checks its cost before drawing any example: N = 1e9 (TiB of batch arrays) and 1e12 examples
     (years) are refused naming lengths / n_examples."""

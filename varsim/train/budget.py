@@ -14,8 +14,9 @@ Two costs:
   estimate lies above the peak that ``tracemalloc`` measures and within a small factor of it.
 - **time** (seconds): the multiply-adds of forward (and backward: x3 for a training step) passes over every token
   at :data:`FLOP_RATE`, plus the elementwise work per token (activations, masks, features; it dominates for small
-  widths) at :data:`ELEMENT_RATE`, plus :data:`STEP_OVERHEAD_S` per training step. The rates are several times
-  what this code reaches on one core (``benchmarks/bench_evaluate.py`` prints measured / estimated), so the
+  widths) at :data:`ELEMENT_RATE`, plus :data:`STEP_OVERHEAD_S` per training step, divided by the cores the job
+  may use (training: one; an evaluation: its worker threads times their BLAS threads, at most the machine's). The
+  rates are above what one core can reach (``benchmarks/bench_evaluate.py`` prints measured / estimated), so the
   estimate is a lower bound and only runs that surely take longer than ``max_hours`` are refused. Training is
   checkpointed and resumable, so its default bound is longer.
 
@@ -48,12 +49,14 @@ __all__ = [
     "check_evaluation_cost",
 ]
 
-# A rate (flop/s) this NumPy code does not reach: measured 2.5-10 Gflop/s on training steps and 3-15 Gflop/s on
-# evaluation batches on one core (benchmarks/bench_evaluate.py); several times the best keeps estimated
-# times below the real ones, so only runs that surely take too long are refused.
-FLOP_RATE = 5.0e10
-ELEMENT_RATE = 2.0e9  # elementwise operations per second (measured: 0.3-0.6e9 per token element on one core)
-STEP_OVERHEAD_S = 1e-3  # Python and NumPy call overhead of one training step (measured: 4-5 ms for a tiny model)
+# Rates this NumPy code does not reach on one core, so that estimated times lie below the real ones and only runs
+# that surely take too long are refused. On the idle 2-core machine (AVX-512; benchmarks/bench_evaluate.py prints
+# measured / estimated) the 2-block training step reaches about 85 Gflop/s and the long-set evaluation about 65, and
+# the rates below gave ratios of 0.5-1.1 when they were 5x lower: they are now above a core's float32 peak
+# (2 FMA units x 16 lanes x 2 flop at 3.5 GHz = 224 Gflop/s).
+FLOP_RATE = 2.5e11
+ELEMENT_RATE = 1.0e10  # elementwise operations per second
+STEP_OVERHEAD_S = 2e-4  # Python and NumPy call overhead of one training step (measured: about 1 ms for a tiny model)
 TRAIN_MAX_HOURS = 24.0  # a training run is checkpointed and resumable: refuse only what surely takes a day
 EVALUATE_MAX_HOURS = 2.0  # an evaluation starts again from scratch when interrupted
 
@@ -62,13 +65,15 @@ EVALUATE_MAX_HOURS = 2.0  # an evaluation starts again from scratch when interru
 class Cost:
     """Estimated work of a whole job (``flops`` multiply-add flops, ``element_ops`` elementwise operations,
     ``steps`` training steps) and memory: ``peak_bytes`` (largest in use at once) and its parts ``state_bytes``
-    (parameters, gradients, optimizer moments) and ``step_bytes`` (one batch's arrays and activations)."""
+    (parameters, gradients, optimizer moments) and ``step_bytes`` (one batch's arrays and activations); ``cores``:
+    how many cores the job may use at once."""
 
     flops: float
     element_ops: float
     steps: float
     state_bytes: int
     step_bytes: int
+    cores: int = 1
 
     @property
     def peak_bytes(self) -> int:
@@ -76,8 +81,8 @@ class Cost:
 
     @property
     def seconds(self) -> float:
-        """A lower estimate of the wall time on one core."""
-        return self.flops / FLOP_RATE + self.element_ops / ELEMENT_RATE + self.steps * STEP_OVERHEAD_S
+        """A lower estimate of the wall time on ``cores`` cores."""
+        return (self.flops / FLOP_RATE + self.element_ops / ELEMENT_RATE + self.steps * STEP_OVERHEAD_S) / self.cores
 
 
 # ----------------------------------------------------------------------------------------------------------------------
@@ -113,9 +118,11 @@ def training_cost(config) -> Cost:
     return Cost(flops=flops, element_ops=elements, steps=float(config.steps), state_bytes=state, step_bytes=step)
 
 
-def evaluation_cost(model_config, lengths, n_examples: int, batch_size: int) -> Cost:
+def evaluation_cost(model_config, lengths, n_examples: int, batch_size: int, *, workers: int = 1,
+                    cores: int = 1) -> Cost:
     """The :class:`Cost` of :func:`varsim.train.evaluate` of a model with ``model_config``: ``n_examples`` at each
-    set size in ``lengths``, generated in batches of ``batch_size`` and run through the model in chunks."""
+    set size in ``lengths``, generated in batches of ``batch_size`` and run through the model in chunks, ``workers``
+    chunks at once (each holding its activations), on at most ``cores`` cores."""
     mcfg = model_config
     b = min(int(batch_size), int(n_examples))
     cost = _cost(mcfg)
@@ -125,10 +132,12 @@ def evaluation_cost(model_config, lengths, n_examples: int, batch_size: int) -> 
     for n in lengths:
         n = int(n)
         chunk = min(b, cost.eval_chunk(mcfg, n))
-        step = max(step, _batch_bytes(mcfg, b, n) + cost.activation_bytes(mcfg, chunk, n + 1, training=False))
+        at_once = min(int(workers), -(-b // chunk))
+        step = max(step, _batch_bytes(mcfg, b, n)
+                   + at_once * cost.activation_bytes(mcfg, chunk, n + 1, training=False))
         flops += float(n_examples) * cost.forward_flops(mcfg, n + 1)
         elements += float(n_examples) * cost.element_ops(mcfg, n + 1)
-    return Cost(flops=flops, element_ops=elements, steps=0.0, state_bytes=state, step_bytes=step)
+    return Cost(flops=flops, element_ops=elements, steps=0.0, state_bytes=state, step_bytes=step, cores=int(cores))
 
 
 # ----------------------------------------------------------------------------------------------------------------------
@@ -200,11 +209,12 @@ def check_training_cost(config, *, max_hours: float | None = None, memory_bytes:
 
 
 def check_evaluation_cost(model_config, lengths, n_examples: int, batch_size: int, *, max_hours: float | None = None,
-                          memory_bytes: int | None = None) -> Cost:
+                          memory_bytes: int | None = None, workers: int = 1, cores: int = 1) -> Cost:
     """Refuse (``ValueError`` naming the parameter) an evaluation that needs more memory than ``memory_bytes``
-    (default: the machine's) or surely takes longer than ``max_hours`` (default :data:`EVALUATE_MAX_HOURS`)."""
+    (default: the machine's) or surely takes longer than ``max_hours`` (default :data:`EVALUATE_MAX_HOURS`);
+    ``workers`` and ``cores`` as in :func:`evaluation_cost`."""
     lengths = [int(n) for n in lengths]
-    cost = evaluation_cost(model_config, lengths, n_examples, batch_size)
+    cost = evaluation_cost(model_config, lengths, n_examples, batch_size, workers=workers, cores=cores)
     limit = memory_limit_bytes() if memory_bytes is None else int(memory_bytes)
     longest = max(lengths)
     if cost.peak_bytes > limit:

@@ -14,6 +14,7 @@ from varsim._common.progress import Progress
 from varsim._common.provenance import provenance
 from varsim._common.seeding import SEED_DEFAULT, child_generator, resolve_seed
 from varsim._common.validate import check_int, check_int_grid
+from varsim.jobs.executor import default_workers
 from varsim.tasks import check_set_size, make_batch
 from varsim.train.budget import check_evaluation_cost
 from varsim.train.ranking import RankingTally
@@ -143,11 +144,13 @@ def evaluate(
     n_examples = check_int("n_examples", n_examples, minimum=1)
     batch_size = check_int("batch_size", batch_size, minimum=1)
     seed_seq = resolve_seed(seed, rng)
-    check_evaluation_cost(mcfg, lengths, n_examples, batch_size, max_hours=max_hours)
-    n_chunks = -(-n_examples // batch_size)
     if blas_threads is not None:
         blas_threads = check_int("blas_threads", blas_threads, minimum=1)
     workers = check_int("workers", workers, minimum=1)
+    available = default_workers()
+    check_evaluation_cost(mcfg, lengths, n_examples, batch_size, max_hours=max_hours, workers=workers,
+                          cores=min(available, workers * (blas_threads or available)))
+    n_chunks = -(-n_examples // batch_size)
     threads = _blas.blas_threads(blas_threads) if blas_threads is not None else contextlib.nullcontext()
 
     acc, correct, lows, highs, times, ranking = [], [], [], [], [], []
