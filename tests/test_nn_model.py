@@ -494,4 +494,26 @@ def test_workers_are_refused_when_bad_and_held_to_the_memory_budget(monkeypatch)
     need = Transformer(cfg, seed=0)._attention_bytes(1, 40, training=False)
     wide, tight = Transformer(cfg, seed=0), Transformer(cfg, seed=0, memory_budget=2 * need)
     np.testing.assert_array_equal(wide.predict(batch, workers=4), tight.predict(batch, workers=4))
-    assert pools == [4, 2]
+    assert pools == [3, 1]  # the threads besides the calling one: 4 workers, then the 2 chunks the budget holds
+
+
+def test_a_failing_chunk_stops_the_workers_and_reaches_the_caller(monkeypatch):
+    """An error in one chunk's forward pass is raised to the caller of predict(workers=), and the threads stop
+    taking chunks (catches a failure swallowed in a worker thread, or every remaining chunk still computed)."""
+    monkeypatch.setattr(set_cost, "EVAL_CHUNK_TOKENS", 7)  # one example per chunk
+    cfg = tiny("argmax")
+    m = Transformer(cfg, seed=0)
+    batch = batch_for(cfg, 40, 6, seed=0)
+    calls = []
+    real = m._forward
+
+    def forward(chunk, **kw):
+        calls.append(1)
+        if len(calls) == 3:
+            raise RuntimeError("planted")
+        return real(chunk, **kw)
+
+    m._forward = forward
+    with pytest.raises(RuntimeError, match="planted"):
+        m.predict(batch, workers=2)
+    assert len(calls) < 10

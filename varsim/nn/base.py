@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import itertools
 from concurrent.futures import ThreadPoolExecutor
 from types import ModuleType
 
@@ -206,8 +207,28 @@ class Model:
         workers = min(workers, at_once, len(chunks))
         if workers == 1:
             return [fn(chunk, f) for chunk, f in chunks]
-        with ThreadPoolExecutor(workers) as pool:  # the large gemms, ufuncs and Numba kernels run without the GIL
-            return list(pool.map(lambda item: fn(*item), chunks))
+        # This thread and workers - 1 others take the next chunk index from one counter (its next() is atomic) and
+        # store each result at its index: no future per chunk, whose bookkeeping holds the GIL that the large
+        # gemms, ufuncs and Numba kernels let go. The first failure stops every thread at its next chunk.
+        out: list = [None] * len(chunks)
+        order, failed = itertools.count(), []
+
+        def work():
+            for i in order:
+                if i >= len(chunks) or failed:
+                    return
+                try:
+                    out[i] = fn(*chunks[i])
+                except BaseException:
+                    failed.append(i)
+                    raise
+
+        with ThreadPoolExecutor(workers - 1) as pool:
+            others = [pool.submit(work) for _ in range(workers - 1)]
+            work()
+            for other in others:
+                other.result()
+        return out
 
     # ------------------------------------------------------------------------------------------------------------
     # Layers both models name the same way: forward and backward pairs reading and writing named parameters
