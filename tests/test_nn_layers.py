@@ -372,3 +372,18 @@ def test_bad_activation_and_eps_are_named_errors():
             standardize_forward(x, eps)
     with pytest.raises(ValueError, match="eps"):
         layernorm_forward(x, np.ones(4), np.zeros(4), -1.0)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_few_products_are_matmul_bit_for_bit(dtype):
+    """The per-example np.dot path of the query row's weighted mean (taken for a few examples of many tokens, so that
+    evaluation threads do not wait on the GIL) gives matmul's bits, for one head and several, few and many examples,
+    and non-contiguous operands (which take matmul itself)."""
+    from varsim.nn.attention import FEW_EXAMPLES, _few_products
+
+    rng = np.random.default_rng(0)
+    for b, h, t, d in [(1, 1, 4097, 64), (1, 4, 4097, 64), (3, 2, 257, 8), (FEW_EXAMPLES + 1, 4, 33, 16)]:
+        a = rng.random((b, h, t)).astype(dtype)
+        x = rng.standard_normal((b, t, d)).astype(dtype)
+        np.testing.assert_array_equal(_few_products(a, x), a @ x)
+        np.testing.assert_array_equal(_few_products(a[:, :, ::2], x[:, ::2]), a[:, :, ::2] @ x[:, ::2])

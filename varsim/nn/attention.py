@@ -222,6 +222,23 @@ def self_attention_backward(dheads: np.ndarray, cache):
 # Query-row shortcut: one query row per example attends over all T tokens
 
 
+#: at most this many examples, :func:`_few_products` multiplies them one by one
+FEW_EXAMPLES = 8
+
+
+def _few_products(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a @ b`` for (B, M, K) @ (B, K, N), the same bits. NumPy's matmul keeps the GIL when its output is small, as
+    the query row's (B, H, D) is, while ``np.dot`` lets it go; so for a few examples of many tokens (the long-set
+    evaluation, one example per chunk) each is one ``np.dot``, and the worker threads of ``Model.predict(workers=)``
+    multiply at once. Many examples, or operands not C-contiguous per example, take the one matmul."""
+    if a.shape[0] > FEW_EXAMPLES or not (a[0].flags.c_contiguous and b[0].flags.c_contiguous):
+        return a @ b
+    out = np.empty((a.shape[0], a.shape[1], b.shape[2]), dtype=np.result_type(a, b))
+    for i in range(a.shape[0]):
+        np.dot(a[i], b[i], out=out[i])
+    return out
+
+
 def query_attention_forward(
     xq: np.ndarray,
     x: np.ndarray,
@@ -274,7 +291,7 @@ def query_attention_forward(
         m4 = None if key_mask is None else key_mask[:, None, None, :]
         uw4, w4, map_cache = spec.forward(w[:, :, None, :], m4, theta)
         uw, w = uw4[:, :, 0], w4[:, :, 0]
-    xbar = uw @ x  # (B, H, D): attention-weighted mean token of each head
+    xbar = _few_products(uw, x)  # (B, H, D): attention-weighted mean token of each head
     wv = w_qkv[:, 2 * d :].reshape(d, h, dh).transpose(1, 0, 2)  # (H, D, Dh)
     out = (xbar.transpose(1, 0, 2) @ wv).transpose(1, 0, 2)  # (B, H, Dh)
     usum = None
