@@ -31,7 +31,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
 
 
 def _set_threads(n: int) -> None:
@@ -54,7 +53,7 @@ if ARGS is not None:
     _set_threads(ARGS.threads)  # before NumPy loads OpenBLAS
 
 import numpy as np  # noqa: E402
-from _timing import blocked_medians  # noqa: E402
+from _timing import blocked_medians, blocked_times  # noqa: E402
 
 from varsim.nn.model import ModelConfig, Transformer  # noqa: E402
 from varsim.nn.optim import Adam  # noqa: E402
@@ -242,31 +241,27 @@ def bench_eval(n: int, repeats: int, threads: int, batch_size: int = 64) -> list
     batch = make_batch("argmax", batch_size, n, np.random.default_rng(1))
     ways = {f"{threads} workers x 1 BLAS thread": (threads, 1), f"1 worker x {threads} BLAS threads": (1, threads)}
 
-    def run(way):
-        workers, blas = ways[way]
-        with blas_threads(blas):
-            return model.predict(batch, workers=workers)
-
-    first = [run(way) for way in ways]  # warm-up; both give the same predictions
+    steps = {way: (lambda w=workers: model.predict(batch, workers=w)) for way, (workers, _) in ways.items()}
+    contexts = {way: (lambda b=blas: blas_threads(b)) for way, (_, blas) in ways.items()}
+    first = []
+    for way, step in steps.items():  # warm-up; both give the same predictions
+        with contexts[way]():
+            first.append(step())
     assert all(np.array_equal(first[0], other) for other in first[1:]), "the ways disagree"
-    rows = {way: {"way": way, "walls": [], "cpus": []} for way in ways}
-    for way in ways:  # untraced (tracemalloc slows allocation)
-        time.sleep(1.0)  # OpenBLAS's threads idle
-        for _ in range(repeats):
-            t0, c0 = time.perf_counter(), time.process_time()
-            run(way)
-            rows[way]["walls"].append(time.perf_counter() - t0)
-            rows[way]["cpus"].append(time.process_time() - c0)
+    # untraced (tracemalloc slows allocation): all of one way after a pause, then the other
+    times = blocked_times(steps, repeats, block=repeats, warmup=0, contexts=contexts, pause=1.0)
+    way = next(iter(ways))
     tracemalloc.start()
-    run(next(iter(ways)))
+    with contexts[way]():
+        steps[way]()
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB -> MiB (Linux)
     out = []
-    for row in rows.values():
-        dt = statistics.median(row["walls"])
-        out.append({"way": row["way"], "n": n, "batch": batch_size, "examples_per_s": batch_size / dt, "seconds": dt,
-                    "examples_per_cpu_s": batch_size / statistics.median(row["cpus"]), "numpy_peak_mib": peak / 2**20,
+    for way, (walls, cpus) in times.items():
+        dt = statistics.median(walls)
+        out.append({"way": way, "n": n, "batch": batch_size, "examples_per_s": batch_size / dt, "seconds": dt,
+                    "examples_per_cpu_s": batch_size / statistics.median(cpus), "numpy_peak_mib": peak / 2**20,
                     "max_rss_mib": rss})
     return out
 
