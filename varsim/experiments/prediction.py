@@ -341,7 +341,6 @@ def _read_summary(summary_path) -> tuple[dict, list, int]:
 
 def analyze(ckptdir, summary_path, *, dev_only: bool = False) -> dict:
     """kappa on the development runs, then (unless ``dev_only``) the held-out test: module docstring."""
-
     groups, lengths, li = _read_summary(summary_path)
     bad, dev, test = _records(ckptdir)
     kappa_idx, kappa_fields = _fit_kappa(dev, groups, li)
