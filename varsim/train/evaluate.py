@@ -80,9 +80,9 @@ def evaluate(
         (``benchmarks/bench_evaluate.py`` measures it).
     workers : int
         Threads evaluating a batch's chunks at once (:meth:`varsim.nn.base.Model.predict`), each with
-        ``blas_threads`` BLAS threads: 2 on two free cores evaluated 1.4-1.7 times as fast at N >= 4096 (a batch at
-        small set sizes is a single chunk; ``benchmarks/bench_train.py``). The results are the same bits for every
-        ``workers``.
+        ``blas_threads`` BLAS threads: 2 on two free cores evaluated 1.4-1.5 times as fast as 1 at N = 16384 (a batch
+        at small set sizes is a single chunk; ``benchmarks/bench_evaluate.py``). The results are the same bits for
+        every ``workers``.
     max_hours : float, optional
         Refuse an evaluation estimated to take longer (default ``varsim.train.budget.EVALUATE_MAX_HOURS``).
     attention : str, optional
