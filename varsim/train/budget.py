@@ -50,10 +50,10 @@ __all__ = [
 ]
 
 # Rates this NumPy code does not reach on one core, so that estimated times lie below the real ones and only runs
-# that surely take too long are refused. On the idle 2-core machine (AVX-512; benchmarks/bench_evaluate.py prints
-# measured / estimated) the 2-block training step reaches about 85 Gflop/s and the long-set evaluation about 65, and
-# the rates below gave ratios of 0.5-1.1 when they were 5x lower: they are now above a core's float32 peak
-# (2 FMA units x 16 lanes x 2 flop at 3.5 GHz = 224 Gflop/s).
+# that surely take too long are refused. With rates 5x lower, benchmarks/bench_evaluate.py measured 0.5-1.1x the
+# estimate on the idle 2-core machine (AVX-512; the 2-block training step, almost all gemm, at 0.5x: about twice the
+# old FLOP_RATE); FLOP_RATE is now above a core's float32 peak (2 FMA units x 16 lanes x 2 flop at 3.5 GHz = 224
+# Gflop/s), and the script measures 2.6-5.5x.
 FLOP_RATE = 2.5e11
 ELEMENT_RATE = 1.0e10  # elementwise operations per second
 STEP_OVERHEAD_S = 2e-4  # Python and NumPy call overhead of one training step (measured: about 1 ms for a tiny model)
