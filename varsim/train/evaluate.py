@@ -136,7 +136,6 @@ def evaluate(
     control = _control(attention, attention_params, model)
     model = _override_attention(model, attention, attention_params)
     mcfg = model.config
-    task = mcfg.task_spec
     decompose = hasattr(model, "logits_and_weights")
     lengths = check_int_grid("lengths", lengths, minimum=1)
     for i, length in enumerate(lengths):
@@ -157,20 +156,7 @@ def evaluate(
     with threads, Progress(len(lengths) * n_chunks, f"evaluate {mcfg.task}", enabled=progress) as bar:
         for length in lengths:
             t0 = time.perf_counter()
-            hits = 0
-            tally = RankingTally()
-            for j in range(n_chunks):
-                size = min(batch_size, n_examples - j * batch_size)
-                batch = evaluation_batch(mcfg, int(length), j, size, seed_seq)
-                if decompose:
-                    item = task.correct_item(batch)
-                    logits, weights = model.logits_and_weights(batch, workers=workers)
-                    hit = np.argmax(logits, axis=1) == batch["target"]
-                    tally.add(weights, item, hit)
-                else:
-                    hit = model.predict(batch, workers=workers) == batch["target"]
-                hits += int(np.count_nonzero(hit))
-                bar.update(1, f"N={int(length)}")
+            hits, tally = _count_hits(model, int(length), n_examples, batch_size, seed_seq, workers, decompose, bar)
             if decompose:
                 ranking.append(tally.result())
             lo, hi = wilson_interval(hits, n_examples)
@@ -199,6 +185,24 @@ def evaluate(
         "step": step,
         "provenance": provenance(),
     }
+
+
+def _count_hits(model, length, n_examples, batch_size, seed, workers, decompose, bar):
+    """Correct answers of ``model`` on the ``n_examples`` test examples at set size ``length``, chunk by chunk, and
+    the ranking tally of the same forward passes (empty unless ``decompose``)."""
+    task = model.config.task_spec
+    hits, tally = 0, RankingTally()
+    for j in range(-(-n_examples // batch_size)):
+        batch = evaluation_batch(model.config, length, j, min(batch_size, n_examples - j * batch_size), seed)
+        if decompose:
+            logits, weights = model.logits_and_weights(batch, workers=workers)
+            hit = np.argmax(logits, axis=1) == batch["target"]
+            tally.add(weights, task.correct_item(batch), hit)
+        else:
+            hit = model.predict(batch, workers=workers) == batch["target"]
+        hits += int(np.count_nonzero(hit))
+        bar.update(1, f"N={length}")
+    return hits, tally
 
 
 def _columns(rows: list[dict]) -> dict:
