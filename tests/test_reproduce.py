@@ -33,6 +33,21 @@ def test_quick_run_writes_every_file(quick_dir):
     assert "## argmax, residual" in table and "layernorm - none" in table
 
 
+def test_progress_log_has_a_line_per_run(quick_dir):
+    """progress.log is written with progress=False too (the fixture's): a time-stamped line per finished run with its
+    seconds, then the closing line."""
+    import re
+
+    out, report = quick_dir
+    lines = (out / "progress.log").read_text().splitlines()
+    runs = [ln for ln in lines if re.match(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ \[\d+/\d+\] ", ln)]
+    assert len(runs) == report["runs"]
+    assert {ln.split("] ")[1].split(":")[0] for ln in runs} == set(report["completed"])
+    assert all(re.search(r", \d+\.\d s \(elapsed ", ln) for ln in runs)
+    assert lines[0].endswith(f"reproduce: {report['runs']} runs, 0 already finished, {report['runs']} to run")
+    assert lines[-1].split(" ", 1)[1].startswith(f"reproduce: {report['runs']} run(s) done, 0 failed, summary written")
+
+
 def test_run_records_are_sane(quick_dir):
     """Accuracies in [0, 1], Wilson intervals around them, counts consistent, probes shaped by the settings."""
     out, _ = quick_dir

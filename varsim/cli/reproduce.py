@@ -73,7 +73,8 @@ def register(parser: argparse.ArgumentParser) -> None:
                              "bitwise equal, or within tolerance on a different CPU/BLAS kernel")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
-                        help="one line per finished run on stderr (default: when it is a terminal)")
+                        help="one line per finished run on stderr (default: on; the lines also go to "
+                             "OUTDIR/progress.log either way)")
 
 
 def _names(values):

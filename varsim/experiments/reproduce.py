@@ -39,8 +39,9 @@ def run_reproduction(
     ``scheduler`` (a Dask address) or ``workers`` (local processes, default one per core) choose where the runs execute.
     ``checkpoints`` (default: on for local runs, off on Dask, whose workers may not share this
     filesystem) keeps training checkpoints in ``outdir/checkpoints`` so an interrupted run resumes mid-training.
-    ``progress`` (default: stderr is a terminal) logs one line per finished run; ``on_run(record)`` is called in
-    this process for each.
+    ``progress`` (default True) prints one line per finished run on stderr, with its seconds and the time elapsed;
+    the same lines always go to ``outdir/progress.log``, time-stamped. ``on_run(record)`` is called in this process
+    for each.
 
     Returns ``{"outdir", "runs", "skipped", "completed", "corrupt", "failed", "other_commit", "learned",
     "summary", "table", "elapsed_s"}``: ``skipped`` lists the runs already finished, ``corrupt`` the records that

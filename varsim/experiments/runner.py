@@ -33,13 +33,25 @@ from varsim.jobs.resume import results_dir, run_and_record, sort_jobs
 __all__ = ["run_grid"]
 
 
-def _log(enabled: bool, message: str) -> None:
-    if enabled:
-        print(message, file=sys.stderr, flush=True)
+class _GridLog:
+    """Where a grid's progress goes: every line is appended to ``<outdir>/progress.log`` with its UTC time (flushed
+    line by line, so ``tail -f`` follows a run in the background) and, when ``show``, printed on stderr.
+    ``log(message)`` is a progress line; ``log.say(message)`` a notice (a redone corrupt record, a failed run), which
+    reaches stderr whether or not progress is shown."""
 
+    def __init__(self, out: Path, show: bool):
+        self.path = out / "progress.log"
+        self.show = show
 
-def _say(message: str) -> None:
-    _log(True, "varsim reproduce: " + message)
+    def __call__(self, message: str, *, notice: bool = False) -> None:
+        if self.show or notice:
+            print(message, file=sys.stderr, flush=True)
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        with open(self.path, "a", encoding="utf-8") as fh:
+            fh.write(f"{stamp} {message}\n")
+
+    def say(self, message: str) -> None:
+        self("varsim reproduce: " + message, notice=True)
 
 
 def _check_scheduler(scheduler: str) -> None:
@@ -64,16 +76,16 @@ def run_grid(outdir, settings: ReproductionSettings, *, summarize: Callable[[Pat
     check_executor_args(scheduler, workers)
     if checkpoints is None:
         checkpoints = scheduler is None
-    show = sys.stderr.isatty() if progress is None else bool(progress)
+    show = True if progress is None else bool(progress)
     if on_run is not None and not callable(on_run):
         raise ValueError("on_run must be callable or None")
     with results_dir(outdir, runs_dir(outdir), "varsim reproduce") as out:  # one process per outdir at a time
         return _run_locked(out, settings, summarize=summarize, scheduler=scheduler, workers=workers,
-                           checkpoints=checkpoints, show=show, on_run=on_run, t0=t0)
+                           checkpoints=checkpoints, log=_GridLog(out, show), on_run=on_run, t0=t0)
 
 
-def _run_locked(out: Path, settings: ReproductionSettings, *, summarize, scheduler, workers, checkpoints, show,
-                on_run, t0: float) -> dict:
+def _run_locked(out: Path, settings: ReproductionSettings, *, summarize, scheduler, workers, checkpoints,
+                log: _GridLog, on_run, t0: float) -> dict:
     """The body of :func:`run_grid` once ``out`` is locked: pin the settings, sort the runs into finished,
     corrupt and to do, run the rest, summarize."""
     if scheduler is not None:  # fail on an unreachable cluster before the directory is pinned to these settings
@@ -87,18 +99,18 @@ def _run_locked(out: Path, settings: ReproductionSettings, *, summarize, schedul
     select_failed: list = []
     if settings.lr_grid:  # phase 1: the learning-rate selection runs (validation only), then the choice
         selection, select_failed = _select_phase(out, settings, scheduler=scheduler, workers=workers,
-                                                 checkpoints=checkpoints, show=show)
+                                                 checkpoints=checkpoints, log=log)
         if selection is None:
             return {"outdir": str(out), "runs": 0, "skipped": [], "completed": [], "corrupt": [],
                     "failed": select_failed, "other_commit": [], "summary": None, "table": None, "learned": [],
                     "elapsed_s": time.perf_counter() - t0}
     specs = job_specs(settings, selection and selection["chosen"])
-    finished, todo, corrupt = sort_jobs(specs, lambda rid: run_path(out, rid), load_run, CorruptRun, log=_say)
+    finished, todo, corrupt = sort_jobs(specs, lambda rid: run_path(out, rid), load_run, CorruptRun, log=log.say)
     skipped = list(finished)
     other_code = [rid for rid, rec in finished.items() if (rec.get("provenance") or {}).get("git_commit") != commit]
-    _log(show, f"reproduce: {len(specs)} runs, {len(skipped)} already finished, {len(todo)} to run")
+    log(f"reproduce: {len(specs)} runs, {len(skipped)} already finished, {len(todo)} to run")
     if other_code:  # kept (same spec), but the numbers may predate a code change: say so
-        _say(f"note: {len(other_code)} finished run(s) were made at another git commit than the current {commit!r} "
+        log.say(f"note: {len(other_code)} finished run(s) were made at another git commit than the current {commit!r} "
              f"(e.g. {other_code[0]}); use a fresh outdir to recompute them")
 
     todo.sort(key=_cost_rank)  # longest first: the last runs to finish are short ones (records do not depend on order)
@@ -107,15 +119,16 @@ def _run_locked(out: Path, settings: ReproductionSettings, *, summarize, schedul
         return str(out / "checkpoints" / spec["run_id"]) if checkpoints else None
 
     if checkpoints:
-        _set_aside_superseded(out / "checkpoints", todo, show)
+        _set_aside_superseded(out / "checkpoints", todo, log)
     reused = {}
     if checkpoints and settings.lr_grid:
         for spec in todo:
             src = _reuse_selection_training(out, settings, spec)
             if src is not None:
                 reused[spec["run_id"]] = src
-        _log(show and bool(reused), f"reproduce: {len(reused)} main runs start from the finished training of their lr "
-                                    "selection run (same config: the same weights)")
+        if reused:
+            log(f"reproduce: {len(reused)} main runs start from the finished training of their lr selection run (same "
+                "config: the same weights)")
     done = []
 
     def prepare(spec, rec) -> None:
@@ -127,13 +140,15 @@ def _run_locked(out: Path, settings: ReproductionSettings, *, summarize, schedul
         if on_run is not None:
             on_run(rec)
         acc = rec["eval"]["accuracy"]
-        _log(show, f"[{len(skipped) + len(done)}/{len(specs)}] {spec['run_id']}: "
-                   f"in-dist {rec['in_distribution']['accuracy']:.3f}, N={rec['eval']['lengths'][-1]} {acc[-1]:.3f}, "
-                   f"{rec['timing']['total_s']:.1f} s")
+        log(f"[{len(skipped) + len(done)}/{len(specs)}] {spec['run_id']}: "
+            f"in-dist {rec['in_distribution']['accuracy']:.3f}, N={rec['eval']['lengths'][-1]} {acc[-1]:.3f}, "
+            f"{rec['timing']['total_s']:.1f} s (elapsed {_minutes(time.perf_counter() - t0)})")
 
     failed = run_and_record(run_job, todo, lambda rid: run_path(out, rid), workdir_of=workdir, scheduler=scheduler,
-                            workers=workers, prepare=prepare, on_record=recorded, log=_say)
+                            workers=workers, prepare=prepare, on_record=recorded, log=log.say)
     agg = summarize(out)
+    log(f"reproduce: {len(done)} run(s) done, {len(failed)} failed, summary written (elapsed "
+        f"{_minutes(time.perf_counter() - t0)})")
     return {
         "outdir": str(out),
         "runs": len(specs),
@@ -147,6 +162,10 @@ def _run_locked(out: Path, settings: ReproductionSettings, *, summarize, schedul
         "learned": agg["learned"],
         "elapsed_s": time.perf_counter() - t0,
     }
+
+
+def _minutes(seconds: float) -> str:
+    return f"{int(seconds // 60)} min {seconds % 60:04.1f} s" if seconds >= 60 else f"{seconds:.1f} s"
 
 
 def _cost_rank(spec: dict) -> tuple:
@@ -192,7 +211,7 @@ def _reuse_selection_training(out: Path, settings: ReproductionSettings, spec: d
     return twin
 
 
-def _set_aside_superseded(base: Path, todo: list, show: bool) -> list[str]:
+def _set_aside_superseded(base: Path, todo: list, log: _GridLog) -> list[str]:
     """Move aside (to ``<run_id>.superseded``) the checkpoint directories under ``base`` of the runs to do whose
     training config is not their spec's: made for other settings, e.g. another chosen lr after a change of the
     selection rule. Resuming from them would refuse (the config differs), so the run could never be redone; set
@@ -215,12 +234,12 @@ def _set_aside_superseded(base: Path, todo: list, show: bool) -> list[str]:
         os.replace(d, dest)
         moved.append(spec["run_id"])
     if moved:
-        _log(show, f"reproduce: {len(moved)} checkpoint directories were made for another training config (e.g. "
-                   f"{moved[0]}); set aside as <run_id>.superseded")
+        log(f"reproduce: {len(moved)} checkpoint directories were made for another training config (e.g. "
+            f"{moved[0]}); set aside as <run_id>.superseded")
     return moved
 
 
-def _select_phase(out: Path, settings: ReproductionSettings, *, scheduler, workers, checkpoints, show):
+def _select_phase(out: Path, settings: ReproductionSettings, *, scheduler, workers, checkpoints, log: _GridLog):
     """Run (or resume) the lr selection runs, choose the lr per cell, write ``selection.json``.
 
     Returns ``(selection, failed)``; ``selection`` is None when some selection run failed (re-running resumes)."""
@@ -228,22 +247,22 @@ def _select_phase(out: Path, settings: ReproductionSettings, *, scheduler, worke
 
     specs = selection_specs(settings)
     select_path(out, "x").parent.mkdir(parents=True, exist_ok=True)
-    records, todo, _ = sort_jobs(specs, lambda rid: select_path(out, rid), load_select_run, CorruptRun, log=_say)
-    _log(show, f"reproduce: lr selection: {len(specs)} runs, {len(specs) - len(todo)} already finished")
+    records, todo, _ = sort_jobs(specs, lambda rid: select_path(out, rid), load_select_run, CorruptRun, log=log.say)
+    log(f"reproduce: lr selection: {len(specs)} runs, {len(specs) - len(todo)} already finished")
     if checkpoints:
-        _set_aside_superseded(out / "checkpoints" / "select", todo, show)
+        _set_aside_superseded(out / "checkpoints" / "select", todo, log)
     todo.sort(key=_cost_rank)
 
     def recorded(spec, rec) -> None:
         records[spec["run_id"]] = rec
-        _log(show, f"[select {len(records)}/{len(specs)}] {spec['run_id']}: validation "
-                   f"{rec['validation']['score']:.3f}")
+        log(f"[select {len(records)}/{len(specs)}] {spec['run_id']}: validation {rec['validation']['score']:.3f}, "
+            f"{rec['timing']['total_s']:.1f} s")
 
     def workdir(spec):
         return str(out / "checkpoints" / "select" / spec["run_id"]) if checkpoints else None
 
     failed = run_and_record(run_job, todo, lambda rid: select_path(out, rid), workdir_of=workdir,
-                            scheduler=scheduler, workers=workers, on_record=recorded, log=_say, name="selection run")
+                            scheduler=scheduler, workers=workers, on_record=recorded, log=log.say, name="selection run")
     if failed:
         return None, failed
     selection = select_lr(settings, records)
