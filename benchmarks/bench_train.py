@@ -8,7 +8,10 @@ configurations with speed targets, the third adds the dictionary task with Layer
   torch    the same architecture written with torch ops on the same parameters (checked to give the same logits and
            gradients), forward + ``F.cross_entropy`` + ``backward()`` + ``torch.optim.Adam.step`` (default settings);
            its input features are built once outside the timed loop, so the comparison favours torch slightly.
-Both run in this process with ``--threads`` threads (OPENBLAS_NUM_THREADS / OMP_NUM_THREADS set before NumPy is
+Beside them, the gemm floor: the same linear-layer products as one varsim step (shapes recorded from a
+``loss_and_grads`` call), done back to back with nothing else, at ``--threads`` and at one BLAS thread, timed in the
+same blocks; no implementation of these FLOPs on this BLAS goes below it, so where the goal (TRAIN_GOAL x torch's
+time) lies below it the script says so. Both run in this process with ``--threads`` threads (OPENBLAS_NUM_THREADS / OMP_NUM_THREADS set before NumPy is
 imported, ``torch.set_num_threads`` for torch); varsim also with one BLAS thread, as ``varsim.train.train`` runs
 (the thread count changes float32 bits, so training fixes it at 1). The three are timed in alternating blocks of
 steps (``_timing.blocked_medians``: other load on the machine hits all alike, and neither library's idle threads slow
@@ -29,6 +32,7 @@ torch is optional (``pip install torch``, CPU wheel): without it only the varsim
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 
@@ -174,7 +178,61 @@ def torch_inputs(model: Transformer, batch):
 # ----------------------------------------------------------------------------------------------------------------------
 
 
+def gemm_shapes(model: Transformer, batch: dict) -> list[tuple[int, int, int]]:
+    """``(M, K, N)`` of every product of the linear layers in one ``loss_and_grads`` call: ``x @ w`` forward,
+    ``dout @ w.T`` and ``x.T @ dout`` backward (recorded by wrapping varsim.nn's linear functions for that call).
+    The attention's own products (Q K^T and the weighted sum over 17 tokens) are left out: a few percent of the
+    FLOPs at this set size."""
+    import importlib
+    import pkgutil
+    from unittest import mock
+
+    import varsim.nn as nn
+    from varsim.nn import layers
+
+    shapes = []
+    linear_backward = layers.linear_backward
+
+    def forward(f):
+        def wrapped(x, w, *rest):
+            shapes.append((x.size // w.shape[0], w.shape[0], w.shape[1]))
+            return f(x, w, *rest)
+        return wrapped
+
+    def backward(dout, cache):
+        x, w, _ = cache
+        m = x.size // w.shape[0]
+        shapes.extend([(m, w.shape[1], w.shape[0]), (w.shape[0], m, w.shape[1])])
+        return linear_backward(dout, cache)
+
+    wrappers = {"linear_forward": forward(layers.linear_forward), "linear_bias_relu": forward(layers.linear_bias_relu),
+                "linear_backward": backward}
+    with contextlib.ExitStack() as stack:
+        for info in pkgutil.iter_modules(nn.__path__):
+            module = importlib.import_module(f"varsim.nn.{info.name}")
+            for attr, wrapper in wrappers.items():
+                if hasattr(module, attr):
+                    stack.enter_context(mock.patch.object(module, attr, wrapper))
+        model.loss_and_grads(batch)
+    return shapes
+
+
+def gemm_floor(shapes: list[tuple[int, int, int]]):
+    """A step function doing only the products of ``shapes`` (float32, back to back): the time the step cannot go
+    below with this BLAS while it does these FLOPs."""
+    rng = np.random.default_rng(0)
+    ops = [(rng.standard_normal((m, k), dtype=np.float32), rng.standard_normal((k, n), dtype=np.float32))
+           for m, k, n in shapes]
+
+    def gemms():
+        for a, b in ops:
+            a @ b
+    return gemms
+
+
 def bench_step(name: str, kw: dict, repeats: int, torch_ok: bool) -> dict:
+    from varsim._common.blas import blas_threads
+
     model = Transformer(ModelConfig(dtype="float32", **kw), seed=0)
     batch = make_batch(kw["task"], BATCH, SET_SIZE, np.random.default_rng(0))
     opt = Adam(model.params, lr=1e-3)
@@ -183,8 +241,10 @@ def bench_step(name: str, kw: dict, repeats: int, torch_ok: bool) -> dict:
         _, _, grads = model.loss_and_grads(batch)
         opt.step(grads)
 
-    steps = {"varsim": varsim_step, "varsim_1": varsim_step}
-    row = {"config": name, "params": model.n_params}
+    shapes = gemm_shapes(model, batch)
+    floor = gemm_floor(shapes)
+    steps = {"varsim": varsim_step, "varsim_1": varsim_step, "gemms": floor, "gemms_1": floor}
+    row = {"config": name, "params": model.n_params, "gflop": sum(2 * m * k * n for m, k, n in shapes) / 1e9}
     if torch_ok:
         import torch
         import torch.nn.functional as F
@@ -214,10 +274,10 @@ def bench_step(name: str, kw: dict, repeats: int, torch_ok: bool) -> dict:
 
         steps["torch"] = torch_step
         row["max_abs_diff"] = err
-    from varsim._common.blas import blas_threads
-
-    med = blocked_medians(steps, repeats, contexts={"varsim_1": lambda: blas_threads(1)})
+    one = {"varsim_1": lambda: blas_threads(1), "gemms_1": lambda: blas_threads(1)}
+    med = blocked_medians(steps, repeats, contexts=one)
     row["varsim_ms"], row["varsim_1_ms"] = 1e3 * med["varsim"], 1e3 * med["varsim_1"]
+    row["gemms_ms"], row["gemms_1_ms"] = 1e3 * med["gemms"], 1e3 * med["gemms_1"]
     if torch_ok:
         row["torch_ms"] = 1e3 * med["torch"]
         row["ratio"] = row["varsim_ms"] / row["torch_ms"]
@@ -292,11 +352,24 @@ def main() -> int:
         else:
             tail = f"{'-':>14s} {'-':>6s} {'-':>9s}"
         print(f"{name:24s} {r['params']:8d} {r['varsim_ms']:15.3f} {r['varsim_1_ms']:14.3f} {tail}")
+    print(f"\nthe gemm floor: the linear layers' products of one step alone, back to back (same blocks, same run)")
+    print(f"{'model':24s} {'GFLOP':>6s} {f'gemms ms ({t})':>14s} {'gemms ms (1)':>13s} {'goal ms':>8s} "
+          f"{f'GFLOP/s: gemms ({t})':>20s} {'(1)':>6s} {f'varsim ({t})':>12s} {'(1)':>6s}")
+    for r in rows:
+        goal = f"{TRAIN_GOAL * r['torch_ms']:8.3f}" if torch_ok else f"{'-':>8s}"
+        print(f"{r['config']:24s} {r['gflop']:6.3f} {r['gemms_ms']:14.3f} {r['gemms_1_ms']:13.3f} {goal} "
+              f"{r['gflop'] / r['gemms_ms'] * 1e3:20.1f} {r['gflop'] / r['gemms_1_ms'] * 1e3:6.1f} "
+              f"{r['gflop'] / r['varsim_ms'] * 1e3:12.1f} {r['gflop'] / r['varsim_1_ms'] * 1e3:6.1f}")
     if torch_ok:
         for key, how in (("ratio", f"varsim at {t} BLAS threads"),
                          ("ratio_1", "varsim at 1 BLAS thread, as train() runs")):
             met = all(r[key] <= TRAIN_GOAL for r in rows)
             print(f"goal: ratio <= {TRAIN_GOAL} on every model ({how}): {'met' if met else 'not met'}")
+        for r in rows:
+            for key, threads in (("gemms_ms", t), ("gemms_1_ms", 1)):
+                if TRAIN_GOAL * r["torch_ms"] < r[key]:
+                    print(f"  {r['config']}: the goal ({TRAIN_GOAL * r['torch_ms']:.2f} ms) is below the gemm floor at "
+                          f"{threads} BLAS thread(s) ({r[key]:.2f} ms): out of reach with these FLOPs and this BLAS")
     evals = bench_eval(eval_n, 3 if args.quick else args.eval_repeats, args.threads)
     for e in evals:
         print(f"evaluation (predict), 1 block D=64, N={e['n']}, batch {e['batch']}, {e['way']}: "
