@@ -11,14 +11,15 @@ configurations with speed targets, the third adds the dictionary task with Layer
 Beside them, the gemm floor: the same linear-layer products as one varsim step (shapes recorded from a
 ``loss_and_grads`` call), done back to back with nothing else, at ``--threads`` and at one BLAS thread, timed in the
 same blocks; no implementation of these FLOPs on this BLAS goes below it, so where the goal (TRAIN_GOAL x torch's
-time) lies below it the script says so. Both run in this process with ``--threads`` threads (OPENBLAS_NUM_THREADS / OMP_NUM_THREADS set before NumPy is
-imported, ``torch.set_num_threads`` for torch); varsim also with one BLAS thread, as ``varsim.train.train`` runs
-(the thread count changes float32 bits, so training fixes it at 1). The three are timed in alternating blocks of
-steps (``_timing.blocked_medians``: other load on the machine hits all alike, and neither library's idle threads slow
-the other). The table gives the median step time of ``--repeats`` steps, the ratios varsim / torch (<= 1.0 means
-varsim is as fast or faster) at ``--threads`` BLAS threads and at one, and the largest difference between the two
-models' logits and gradients before training (the twin check), then whether the goals of ``TRAIN_GOAL`` and
-``EVAL_GOAL`` (at N = 4096) are met.
+time) lies below it the script says so. Both run in this process with ``--threads`` threads (OPENBLAS_NUM_THREADS /
+OMP_NUM_THREADS set before NumPy is imported, ``torch.set_num_threads`` for torch); varsim also with one BLAS
+thread, as ``varsim.train.train`` runs (the thread count changes float32 bits, so training fixes it at 1). The five
+(varsim and the gemms at each thread count, torch) are timed in alternating blocks of steps
+(``_timing.blocked_medians``: other load on the machine hits all alike, and neither library's idle threads slow the
+other). The table gives the median step time of ``--repeats`` steps, the ratios varsim / torch (<= 1.0 means varsim
+is as fast or faster) at ``--threads`` BLAS threads and at one, and the largest difference between the two models'
+logits and gradients before training (the twin check), then whether the goals of ``TRAIN_GOAL`` and ``EVAL_GOAL``
+(at N = 4096) are met.
 
 Then: evaluation throughput of the one-block model (``Transformer.predict``) at N = ``--eval-n`` with batch 64, in
 examples per second (the median of ``--eval-repeats`` evaluations; also per CPU-second, robust to other load), two
@@ -352,7 +353,7 @@ def main() -> int:
         else:
             tail = f"{'-':>14s} {'-':>6s} {'-':>9s}"
         print(f"{name:24s} {r['params']:8d} {r['varsim_ms']:15.3f} {r['varsim_1_ms']:14.3f} {tail}")
-    print(f"\nthe gemm floor: the linear layers' products of one step alone, back to back (same blocks, same run)")
+    print("\nthe gemm floor: the linear layers' products of one step alone, back to back (same blocks, same run)")
     print(f"{'model':24s} {'GFLOP':>6s} {f'gemms ms ({t})':>14s} {'gemms ms (1)':>13s} {'goal ms':>8s} "
           f"{f'GFLOP/s: gemms ({t})':>20s} {'(1)':>6s} {f'varsim ({t})':>12s} {'(1)':>6s}")
     for r in rows:
