@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
+from varsim._common.validate import format_seconds
 from varsim.experiments.records import (
     CorruptRun,
     load_run,
@@ -76,7 +77,7 @@ def run_grid(outdir, settings: ReproductionSettings, *, summarize: Callable[[Pat
     check_executor_args(scheduler, workers)
     if checkpoints is None:
         checkpoints = scheduler is None
-    show = True if progress is None else bool(progress)
+    show = progress is None or bool(progress)
     if on_run is not None and not callable(on_run):
         raise ValueError("on_run must be callable or None")
     with results_dir(outdir, runs_dir(outdir), "varsim reproduce") as out:  # one process per outdir at a time
@@ -111,7 +112,7 @@ def _run_locked(out: Path, settings: ReproductionSettings, *, summarize, schedul
     log(f"reproduce: {len(specs)} runs, {len(skipped)} already finished, {len(todo)} to run")
     if other_code:  # kept (same spec), but the numbers may predate a code change: say so
         log.say(f"note: {len(other_code)} finished run(s) were made at another git commit than the current {commit!r} "
-             f"(e.g. {other_code[0]}); use a fresh outdir to recompute them")
+                f"(e.g. {other_code[0]}); use a fresh outdir to recompute them")
 
     todo.sort(key=_cost_rank)  # longest first: the last runs to finish are short ones (records do not depend on order)
 
@@ -142,13 +143,13 @@ def _run_locked(out: Path, settings: ReproductionSettings, *, summarize, schedul
         acc = rec["eval"]["accuracy"]
         log(f"[{len(skipped) + len(done)}/{len(specs)}] {spec['run_id']}: "
             f"in-dist {rec['in_distribution']['accuracy']:.3f}, N={rec['eval']['lengths'][-1]} {acc[-1]:.3f}, "
-            f"{rec['timing']['total_s']:.1f} s (elapsed {_minutes(time.perf_counter() - t0)})")
+            f"{rec['timing']['total_s']:.1f} s (elapsed {format_seconds(time.perf_counter() - t0)})")
 
     failed = run_and_record(run_job, todo, lambda rid: run_path(out, rid), workdir_of=workdir, scheduler=scheduler,
                             workers=workers, prepare=prepare, on_record=recorded, log=log.say)
     agg = summarize(out)
     log(f"reproduce: {len(done)} run(s) done, {len(failed)} failed, summary written (elapsed "
-        f"{_minutes(time.perf_counter() - t0)})")
+        f"{format_seconds(time.perf_counter() - t0)})")
     return {
         "outdir": str(out),
         "runs": len(specs),
@@ -162,10 +163,6 @@ def _run_locked(out: Path, settings: ReproductionSettings, *, summarize, schedul
         "learned": agg["learned"],
         "elapsed_s": time.perf_counter() - t0,
     }
-
-
-def _minutes(seconds: float) -> str:
-    return f"{int(seconds // 60)} min {seconds % 60:04.1f} s" if seconds >= 60 else f"{seconds:.1f} s"
 
 
 def _cost_rank(spec: dict) -> tuple:
