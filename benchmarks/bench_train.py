@@ -206,8 +206,8 @@ def gemm_shapes(model: Transformer, batch: dict) -> list[tuple[int, int, int]]:
         shapes.extend([(m, w.shape[1], w.shape[0]), (w.shape[0], m, w.shape[1])])
         return linear_backward(dout, cache)
 
-    wrappers = {"linear_forward": forward(layers.linear_forward), "linear_bias_relu": forward(layers.linear_bias_relu),
-                "linear_backward": backward}
+    # linear_bias_relu is not wrapped: it calls layers.linear_forward, which is
+    wrappers = {"linear_forward": forward(layers.linear_forward), "linear_backward": backward}
     with contextlib.ExitStack() as stack:
         for info in pkgutil.iter_modules(nn.__path__):
             module = importlib.import_module(f"varsim.nn.{info.name}")
