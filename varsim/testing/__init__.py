@@ -86,6 +86,9 @@ __all__ = [
     "CORRECT",
     "TOLERANCES",
 ]
+from .backward_api import *  # noqa: E402, F403 - the backward pass: check_gradients, adapters, cases, power
+
+__all__ += BACKWARD_NAMES  # noqa: F405
 
 _HYPOTHESIS_NAMES = {
     "attention_configs": "strategies", "n_grids": "strategies", "value_laws": "strategies", "seeds": "strategies",

@@ -1,0 +1,351 @@
+"""The gradient check (varsim.testing.backward): its float64 reference against finite differences, its rounding
+model against correct emulated kernels of every dtype (no false alarm, and not loose), every backward mutant caught,
+the power statement, and one-line failures for functions that misbehave. Needs no torch (the torch adapter's tests
+are at the end and skip without it)."""
+
+import math
+
+import numpy as np
+import pytest
+
+from varsim.testing import (
+    BACKWARD_MUTANTS,
+    CORRECT_BACKWARD,
+    GRADIENT_CASES,
+    GradientCase,
+    assert_gradients_match,
+    backward_power_report,
+    check_gradients,
+)
+from varsim.testing.grad_mutants import EAGER_BACKWARD, dropout_keep, grad_kernel
+from varsim.testing.grad_reference import attention_backward_reference, full_mask
+from varsim.testing.precision import FLOAT_DTYPES
+
+CASE = {c.name: c for c in GRADIENT_CASES}
+
+
+def _loss(q, K, V, dO, kw):
+    return float((attention_backward_reference(q, K, V, dO, **kw)["o"] * dO).sum())
+
+
+def _finite_difference(arrays, name, dO, kw, h=1e-6):
+    """Central differences of sum(O * dO) with respect to every element of arrays[name]."""
+    x = arrays[name]
+    grad = np.zeros_like(x)
+    for idx in np.ndindex(x.shape):
+        saved = x[idx]
+        x[idx] = saved + h
+        up = _loss(arrays["q"], arrays["K"], arrays["V"], dO, dict(kw, sink=arrays.get("sink")))
+        x[idx] = saved - h
+        down = _loss(arrays["q"], arrays["K"], arrays["V"], dO, dict(kw, sink=arrays.get("sink")))
+        x[idx] = saved
+        grad[idx] = (up - down) / (2 * h)
+    return grad
+
+
+@pytest.mark.parametrize("features", [
+    dict(),
+    dict(heads=4, kv_heads=2, mask="causal", n_queries=3, n_keys=5),
+    dict(softcap=2.0, beta=4.0, sink=True),
+    dict(mask="rows", dropout_p=0.3, heads=2, kv_heads=1),
+])
+def test_the_reference_backward_is_the_derivative_of_its_forward(features):
+    """dq, dK, dV, dsink of the analytic backward equal central finite differences of sum(O * dO) (relative 1e-6):
+    a wrong rowsum term, a missing scale, grouped gradients not summed or a missing softcap factor all fail here."""
+    case = GradientCase("fd", **{**dict(n_queries=3, n_keys=4, d_k=3, d_v=2), **features})
+    d = case.draw(0, tau=case.tau)
+    keep = dropout_keep(1, (1, case.heads, case.n_queries, case.n_keys), case.dropout_p) if case.dropout_p else None
+    kw = dict(tau=case.tau, mask=d["full"], softcap=case.softcap or None, keep=keep, dropout_p=case.dropout_p)
+    arrays = {k: d[k] for k in ("q", "K", "V")} | ({"sink": d["sink"]} if case.sink else {})
+    ref = attention_backward_reference(d["q"], d["K"], d["V"], d["dO"], **kw, sink=d["sink"])
+    for name, key in (("q", "dq"), ("K", "dk"), ("V", "dv")) + ((("sink", "dsink"),) if case.sink else ()):
+        fd = _finite_difference(arrays, name, d["dO"], kw)
+        np.testing.assert_allclose(ref[key], fd, rtol=1e-6, atol=1e-8, err_msg=f"{key} vs finite differences")
+
+
+def test_a_fully_masked_row_has_zero_output_and_gradients():
+    case = CASE["masked_row"]
+    d = case.draw(0, tau=case.tau)
+    ref = attention_backward_reference(d["q"], d["K"], d["V"], d["dO"], tau=case.tau, mask=d["full"])
+    assert all(np.isfinite(ref[k]).all() for k in ("o", "dq", "dk", "dv"))
+    assert not d["full"][0, 0, 1].any()
+    assert np.all(ref["o"][0, :, 1] == 0) and np.all(ref["dq"][0, :, 1] == 0)
+
+
+def test_the_battery_covers_what_the_issue_lists():
+    """Grouped (4 over 2) and multi-query (4 over 1) heads, L != N causal, tiles of 64 and 128 keys crossed, windows,
+    softcap beyond the cap, sinks, dropout, padding and a fully masked row."""
+    assert any(c.heads >= 4 and c.kv_heads == 2 for c in GRADIENT_CASES)
+    assert any(c.heads >= 4 and c.kv_heads == 1 for c in GRADIENT_CASES)
+    assert any(c.mask == "causal" and c.n_queries < c.n_keys for c in GRADIENT_CASES)
+    assert {65, 129} <= {c.n_keys for c in GRADIENT_CASES if c.mask == "causal"}
+    assert {"window", "padding", "rows"} <= {c.mask for c in GRADIENT_CASES}
+    assert any(c.softcap and c.beta > c.softcap for c in GRADIENT_CASES)
+    assert any(c.sink for c in GRADIENT_CASES) and any(c.dropout_p for c in GRADIENT_CASES)
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+@pytest.mark.parametrize("name", sorted(CORRECT_BACKWARD))
+def test_correct_backward_kernels_pass_and_the_model_is_not_loose(dtype, name):
+    """No false alarm over 8 seeds; and for every output the fused kernel's worst error reaches at least 5% of the
+    tolerance (3% for dsink): a model 10x too loose for one gradient would let bugs of 10x a correct kernel's error
+    pass there."""
+    kern = CORRECT_BACKWARD[name].at(dtype)
+    worst = {}
+    for s in range(8):
+        report = check_gradients(kern, dtype=dtype, rng=s)
+        assert report.passed, report.describe()
+        for r in report.results:
+            for output, ratio in r.ratios:
+                worst[output] = max(worst.get(output, 0.0), ratio)
+    if name == "fused":
+        assert set(worst) == {"o", "dq", "dk", "dv", "dsink"}
+        assert all(worst[k] >= (0.03 if k == "dsink" else 0.05) for k in worst), worst
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_the_eager_profile_covers_eager_autograd(dtype):
+    """An unfused kernel rounding every intermediate to the dtype passes under profile='eager' (8 seeds)."""
+    for s in range(8):
+        assert check_gradients(EAGER_BACKWARD.at(dtype), dtype=dtype, rng=s, profile="eager").passed
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("name", sorted(set(BACKWARD_MUTANTS) - {"dq_accumulated_in_dtype"}))
+def test_every_backward_mutant_fails_the_default_check(dtype, name):
+    report = check_gradients(BACKWARD_MUTANTS[name].at(dtype), dtype=dtype)
+    assert report.verdict == "fail", report.describe()
+
+
+def test_the_power_statement_holds_in_every_dtype():
+    """Per dtype, 4 seeds: no false alarm of a correct kernel, no bug with an error >= 10x a correct kernel's that
+    passes; the one bug not caught (dq summed in the dtype) is within 10x of a correct 16-bit kernel's error and is
+    identical to a correct kernel at 32 and 64 bits."""
+    for dtype in FLOAT_DTYPES:
+        report = backward_power_report(dtype=dtype, seeds=4)
+        assert report.false_alarms[0] == 0, report.table()
+        assert report.missed == (), report.table()
+        assert set(report.not_caught) <= {"dq_accumulated_in_dtype"}, report.table()
+        row = next(r for r in report.rows if r.name == "dq_accumulated_in_dtype")
+        assert max(row.excess) < 10.0
+
+
+def test_a_bug_needing_a_feature_the_cases_lack_is_not_applicable():
+    report = backward_power_report(dtype="float32", seeds=1, cases=[CASE["plain"]], kernels=["dsink_missing"])
+    assert report.rows[-1].not_applicable == "no case has sink"
+
+
+def test_a_top_left_causal_kernel_passes_when_told_and_fails_otherwise():
+    def top_left(q, K, V, dO, tau=1.0, causal=False):
+        m = np.tril(np.ones((q.shape[2], K.shape[2]), dtype=bool)) if causal else None
+        g = attention_backward_reference(q, K, V, dO, tau=tau, mask=m)
+        return g["dq"], g["dk"], g["dv"]
+
+    cases = [CASE["decode_causal"]]
+    assert check_gradients(top_left, cases, causal="top_left").passed
+    report = check_gradients(top_left, cases)
+    assert not report.passed and "decode_causal" in report.describe()
+
+
+def _good(q, K, V, dO, tau=1.0):
+    g = attention_backward_reference(q, K, V, dO, tau=tau)
+    return g["dq"], g["dk"], g["dv"]
+
+
+def _raises(q, K, V, dO):
+    raise RuntimeError("CUDA error: illegal memory access\nsecond line")
+
+
+def _nan(q, K, V, dO, tau=1.0):
+    dq, dk, dv = _good(q, K, V, dO, tau)
+    dq[0, 0, 0, 0] = np.nan
+    return dq, dk, dv
+
+
+def _wrong_shape(q, K, V, dO, tau=1.0):
+    dq, dk, dv = _good(q, K, V, dO, tau)
+    return dq, np.repeat(dk, q.shape[1] // K.shape[1], axis=1), dv
+
+
+def _half(q, K, V, dO, tau=1.0):
+    return tuple(g.astype(np.float16) for g in _good(q, K, V, dO, tau))
+
+
+def _mutates(q, K, V, dO, tau=1.0):
+    out = _good(q, K, V, dO, tau)
+    q *= 2.0
+    return out
+
+
+def _bad_return(q, K, V, dO):
+    return "gradients"
+
+
+@pytest.mark.parametrize("fn, expected", [
+    (_raises, "_raises raised RuntimeError: CUDA error: illegal memory access"),
+    (_nan, "dq[0, 0, 0, 0] = nan (1 non-finite value(s) in dq)"),
+    (_wrong_shape, "dk has shape (1, 4, 9, 8), expected (1, 2, 9, 8)"),
+    (_half, "dq is float16 for float32 inputs"),
+    (_mutates, "_mutates changed its input q in place"),
+    (_bad_return, "returned str; expected (dq, dK, dV), (dq, dK, dV, dsink) or a dict"),
+])
+def test_a_misbehaving_function_fails_in_one_line_naming_the_case(fn, expected):
+    with pytest.raises(AssertionError) as info:
+        assert_gradients_match(fn, [CASE["grouped"]], dtype="float32")
+    message = str(info.value)
+    worst = message.splitlines()[1]
+    assert "case 'grouped'" in worst and expected in worst, message
+    assert "Traceback" not in message and "second line" not in message
+
+
+def test_dropout_needs_the_forward_mask_and_a_plausible_one():
+    def no_mask(q, K, V, dO, tau=1.0, dropout_p=0.0, seed=0):
+        return _good(q, K, V, dO, tau)
+
+    def keeps_all(q, K, V, dO, tau=1.0, dropout_p=0.0, seed=0):
+        dq, dk, dv = _good(q, K, V, dO, tau)
+        return dict(dq=dq, dk=dk, dv=dv, dropout_mask=np.ones((1, 2, 6, 8), dtype=bool))
+
+    cases = [CASE["dropout"]]
+    assert "returned no dropout_mask" in check_gradients(no_mask, cases).worst.detail
+    assert "keeps 1.000 of the weights for dropout_p=0.25" in check_gradients(keeps_all, cases).worst.detail
+
+
+def test_skipped_cases_are_listed_and_all_skipped_is_an_error():
+    report = check_gradients(_good, [CASE["plain"], CASE["sink"]])
+    assert report.passed and "skipped sink: _good takes no sink=" in report.describe()
+    with pytest.raises(ValueError, match="cases: every case was skipped"):
+        check_gradients(_good, [CASE["sink"]])
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(dtype="float8"), "dtype"), (dict(profile="lazy"), "profile"), (dict(causal="middle"), "causal"),
+    (dict(tol_factor=0), "tol_factor"), (dict(tol_factor=math.nan), "tol_factor"), (dict(cases=[1]), "cases"),
+])
+def test_bad_arguments_are_one_line_value_errors(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        check_gradients(_good, **kwargs)
+
+
+def test_unknown_kernel_names_raise():
+    with pytest.raises(ValueError, match="unknown backward kernel 'nope'"):
+        grad_kernel("nope")
+    with pytest.raises(ValueError, match="kernels: unknown backward mutant"):
+        backward_power_report(kernels=["nope"])
+
+
+def test_full_mask_kinds():
+    assert full_mask("none", 2, 3) is None
+    np.testing.assert_array_equal(full_mask("window", 3, 3, window=2), [[1, 0, 0], [1, 1, 0], [0, 1, 1]])
+    np.testing.assert_array_equal(full_mask("top_left", 2, 3), [[1, 0, 0], [1, 1, 0]])
+    np.testing.assert_array_equal(full_mask("causal", 2, 3), [[1, 1, 0], [1, 1, 1]])
+
+
+# --- through torch autograd (skipped without torch) -------------------------------------------------------------------
+
+def _torch_attention(q, k, v, tau=1.0, mask=None, causal=False, window=0, softcap=None, sink=None, dropout_p=0.0,
+                     seed=0):
+    """Eager attention in torch: products in the dtype, softmax in float32 (Hugging Face style), every feature."""
+    import torch
+
+    H, G = q.shape[1], k.shape[1]
+    k, v = k.repeat_interleave(H // G, 1), v.repeat_interleave(H // G, 1)
+    L, N = q.shape[-2], k.shape[-2]
+    s = (q @ k.transpose(-1, -2)).float() * (tau / math.sqrt(q.shape[-1]))
+    if softcap:
+        s = softcap * torch.tanh(s / softcap)
+    m = torch.ones(L, N, dtype=torch.bool)
+    if causal:
+        pos, j = N - L + torch.arange(L)[:, None], torch.arange(N)[None]
+        m = (j <= pos) & ((j > pos - window) if window else True)
+    if mask is not None:
+        m = m & mask
+    s = s.masked_fill(~m, float("-inf"))
+    if sink is not None:
+        s = torch.cat([s, sink.float()[None, :, None, None].expand(*s.shape[:-1], 1)], -1)
+    p = torch.softmax(s, -1)
+    p = torch.nan_to_num(p[..., :-1] if sink is not None else p)
+    keep = None
+    if dropout_p:
+        keep = torch.rand(p.shape, generator=torch.Generator().manual_seed(seed)) >= dropout_p
+        p = p * keep / (1 - dropout_p)
+    o = p.to(q.dtype) @ v
+    return (o, keep) if dropout_p else o
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+def test_torch_eager_attention_passes_every_case_under_the_eager_profile(dtype):
+    pytest.importorskip("torch")
+    from varsim.testing import torch_gradients
+
+    for s in range(3):
+        report = check_gradients(torch_gradients(_torch_attention, dtype=dtype), rng=s, profile="eager")
+        assert report.passed and not any(r.skipped for r in report.results), report.describe()
+
+
+def test_torch_sdpa_passes_and_a_planted_autograd_bug_fails():
+    """PyTorch's own SDPA passes in float32 and bfloat16; a custom autograd Function whose backward forgets the
+    scale in dq fails, naming dq."""
+    torch = pytest.importorskip("torch")
+    import torch.nn.functional as F
+
+    from varsim.testing import torch_gradients
+
+    def sdpa(q, k, v, tau=1.0, causal=False):
+        return F.scaled_dot_product_attention(q, k, v, is_causal=causal and q.shape[-2] == k.shape[-2],
+                                              scale=tau / math.sqrt(q.shape[-1]), enable_gqa=True)
+
+    cases = [c for c in GRADIENT_CASES if c.mask in ("none",) or (c.mask == "causal" and c.n_queries == c.n_keys)]
+    for dtype in ("float32", "bfloat16"):
+        assert_gradients_match(torch_gradients(sdpa, dtype=dtype), cases)
+
+    class NoScaleInDq(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, q, k, v):
+            ctx.save_for_backward(q, k, v)
+            return _torch_attention(q, k, v)
+
+        @staticmethod
+        def backward(ctx, do):
+            q, k, v = ctx.saved_tensors
+            with torch.enable_grad():
+                q2, k2, v2 = (t.detach().requires_grad_() for t in (q, k, v))
+                dq, dk, dv = torch.autograd.grad(_torch_attention(q2, k2, v2), (q2, k2, v2), do)
+            return dq * math.sqrt(q.shape[-1]), dk, dv
+
+    report = check_gradients(torch_gradients(lambda q, k, v: NoScaleInDq.apply(q, k, v), dtype="float32"))
+    assert not report.passed and report.worst.detail.startswith("dq")
+
+
+def test_torch_flash_layout_and_in_place_changes():
+    torch = pytest.importorskip("torch")
+    from varsim.testing import torch_gradients
+
+    def flash_layout(q, k, v, tau=1.0):  # (B, L, H, d)
+        return _torch_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), tau=tau).transpose(1, 2)
+
+    assert_gradients_match(torch_gradients(flash_layout, dtype="float32", layout="blhd"), [CASE["grouped"]])
+
+    def scribbles(q, k, v):
+        o = _torch_attention(q, k, v)
+        with torch.no_grad():
+            k.mul_(0.5)
+        return o
+
+    detail = check_gradients(torch_gradients(scribbles, dtype="float32"), [CASE["plain"]]).worst.detail
+    assert "changed its input K in place" in detail
+
+
+def test_jax_adapter_through_vjp():
+    jax = pytest.importorskip("jax")
+    import jax.numpy as jnp
+
+    from varsim.testing import jax_gradients
+
+    def attention(q, k, v, tau=1.0):
+        r = q.shape[1] // k.shape[1]
+        k, v = jnp.repeat(k, r, axis=1), jnp.repeat(v, r, axis=1)
+        p = jax.nn.softmax(q @ jnp.swapaxes(k, -1, -2) * (tau / math.sqrt(q.shape[-1])), axis=-1)
+        return p @ v
+
+    assert_gradients_match(jax_gradients(attention, dtype="float32"), [CASE["plain"], CASE["grouped"]])

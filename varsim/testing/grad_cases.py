@@ -1,0 +1,143 @@
+"""The cases of the gradient check: small batches covering what real attention backward kernels get wrong.
+
+A :class:`GradientCase` describes one batch (shapes, grouped heads, mask, softcap, sink, dropout) and draws it with
+an output gradient ``dO``; :data:`GRADIENT_CASES` is the battery that :func:`varsim.testing.check_gradients` runs by
+default. Between them the cases have a temperature ``tau != 1``, ``d_k != d_v`` both ways, grouped-query (4 query
+heads over 2 KV heads) and multi-query heads (4 over 1), a causal mask with fewer queries than keys (bottom-right
+aligned, as FlashAttention >= 2.1 and MLX), causal lengths across a 64-key tile (65) and a 128-key tile (129), a
+causal sliding window, padding, a fully masked query row, logit softcapping with logits beyond the cap, a learned
+sink logit per head, and dropout.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+
+from varsim._common.seeding import child_generator, resolve_seed
+
+from .grad_reference import full_mask
+
+__all__ = ["GradientCase", "GRADIENT_CASES", "GRAD_MASKS", "GRAD_KEYWORDS"]
+
+GRAD_MASKS = ("none", "causal", "window", "padding", "rows")
+"""Masks of a gradient case: none; causal (bottom-right, or top-left when the check is told so); a causal sliding
+window; padding (each sequence its own number of valid keys); rows (a random mask with one fully masked query)."""
+GRAD_KEYWORDS = ("tau", "mask", "causal", "window", "softcap", "sink", "dropout_p", "seed")
+"""The keywords the gradient check passes to a function whose signature names them."""
+
+
+@dataclasses.dataclass(frozen=True)
+class GradientCase:
+    """One batch of the gradient check.
+
+    Attributes
+    ----------
+    name : str
+        Shown in failure messages.
+    batch, heads, kv_heads, n_queries, n_keys, d_k, d_v : int
+        ``q (B, H, L, d_k)``, ``K (B, G, N, d_k)``, ``V (B, G, N, d_v)``; ``G = kv_heads`` divides ``H``.
+    tau, beta : float
+        Temperature, and logit scale ``tau |q| / sqrt(d_k)`` (the queries' norm).
+    mask : {"none", "causal", "window", "padding", "rows"}
+        See :data:`GRAD_MASKS`.
+    window : int
+        Keys in the sliding window (query and ``window - 1`` keys before it), for ``mask="window"``.
+    softcap : float
+        Logit softcap (0: none).
+    sink : bool
+        Whether each head has a learned sink logit.
+    dropout_p : float
+        Dropout probability (0: none).
+    seed : int
+        Stream of the draws (combined with the check's ``rng``).
+
+    Examples
+    --------
+    >>> from varsim.testing import GRADIENT_CASES
+    >>> [c.name for c in GRADIENT_CASES][:3]
+    ['plain', 'grouped', 'multi_query_causal']
+    """
+
+    name: str
+    batch: int = 1
+    heads: int = 2
+    kv_heads: int = 2
+    n_queries: int = 5
+    n_keys: int = 7
+    d_k: int = 16
+    d_v: int = 8
+    tau: float = 0.8
+    beta: float = 2.0
+    mask: str = "none"
+    window: int = 0
+    softcap: float = 0.0
+    sink: bool = False
+    dropout_p: float = 0.0
+    seed: int = 0
+
+    @property
+    def needs(self) -> frozenset:
+        """The keywords a function must take for this case to run."""
+        need = {"padding": {"mask"}, "rows": {"mask"}, "causal": {"causal"}, "window": {"causal", "window"}}
+        out = set(need.get(self.mask, ()))
+        out |= {"softcap"} if self.softcap else set()
+        out |= {"sink"} if self.sink else set()
+        out |= {"dropout_p", "seed"} if self.dropout_p else set()
+        return frozenset(out)
+
+    def describe(self) -> str:
+        """The case in one line."""
+        extra = [f"mask={self.mask}" + (f" window={self.window}" if self.window else "")]
+        extra += [f"softcap={self.softcap:g}"] if self.softcap else []
+        extra += ["sink"] if self.sink else []
+        extra += [f"dropout_p={self.dropout_p:g}"] if self.dropout_p else []
+        return (f"case {self.name!r} (B={self.batch}, H={self.heads}, KV heads={self.kv_heads}, L={self.n_queries}, "
+                f"N={self.n_keys}, d_k={self.d_k}, d_v={self.d_v}, tau={self.tau:g}, {', '.join(extra)})")
+
+    def draw(self, rng, *, tau: float, causal: str = "bottom_right") -> dict:
+        """The case's arrays from the stream ``(rng, seed)``: ``q, K, V, dO`` (float64), ``mask`` (boolean
+        ``(B, 1, L, N)`` given to the function, or None), ``full`` (the mask the reference applies), ``sink``
+        (``(H,)`` or None) and ``seed`` (the dropout seed)."""
+        g = child_generator(resolve_seed(None, rng), self.seed)
+        B, H, G, L, N = self.batch, self.heads, self.kv_heads, self.n_queries, self.n_keys
+        q = g.standard_normal((B, H, L, self.d_k))
+        q *= (self.beta * math.sqrt(self.d_k) / tau) / np.linalg.norm(q, axis=-1, keepdims=True)
+        K = g.standard_normal((B, G, N, self.d_k))
+        V = 0.5 + g.standard_normal((B, G, N, self.d_v))
+        dO = g.standard_normal((B, H, L, self.d_v))
+        sink = self.beta * g.standard_normal(H) if self.sink else None
+        given = None
+        if self.mask == "padding":
+            valid = g.integers(1, N + 1, size=B)
+            valid[0] = N
+            given = np.broadcast_to((np.arange(N)[None, :] < valid[:, None])[:, None, None, :], (B, 1, L, N)).copy()
+        elif self.mask == "rows":
+            given = g.random((B, 1, L, N)) < 0.7
+            given[..., 0] |= ~given.any(axis=-1)  # every row attends some key ...
+            given[0, 0, min(1, L - 1)] = False  # ... but one
+        kind = "top_left" if (self.mask == "causal" and causal == "top_left") else self.mask
+        full = full_mask(kind, L, N, window=self.window, given=given)
+        return dict(q=q, K=K, V=V, dO=dO, mask=given, full=full, sink=sink, seed=int(g.integers(2**31)))
+
+
+GRADIENT_CASES = (
+    GradientCase("plain", batch=2, heads=2, kv_heads=2, n_queries=5, n_keys=7, d_k=16, d_v=8, seed=1),
+    GradientCase("grouped", heads=4, kv_heads=2, n_queries=6, n_keys=9, d_k=8, d_v=12, seed=2),
+    GradientCase("multi_query_causal", heads=4, kv_heads=1, n_queries=7, n_keys=7, d_k=8, d_v=8, mask="causal",
+                 seed=3),
+    GradientCase("decode_causal", batch=2, heads=2, kv_heads=2, n_queries=3, n_keys=12, d_k=8, d_v=16,
+                 mask="causal", seed=4),
+    GradientCase("padding", batch=2, heads=2, kv_heads=2, n_queries=4, n_keys=10, mask="padding", seed=5),
+    GradientCase("masked_row", heads=2, kv_heads=2, n_queries=4, n_keys=6, mask="rows", seed=6),
+    GradientCase("window", heads=2, kv_heads=1, n_queries=12, n_keys=12, d_k=8, d_v=8, mask="window", window=4,
+                 seed=7),
+    GradientCase("softcap", heads=2, kv_heads=2, n_queries=5, n_keys=8, beta=12.0, softcap=6.0, seed=8),
+    GradientCase("sink", batch=2, heads=2, kv_heads=2, n_queries=5, n_keys=6, sink=True, seed=9),
+    GradientCase("tile_65", heads=1, kv_heads=1, n_queries=65, n_keys=65, d_k=8, d_v=8, mask="causal", seed=10),
+    GradientCase("tile_129", heads=1, kv_heads=1, n_queries=129, n_keys=129, d_k=8, d_v=8, mask="causal", seed=11),
+    GradientCase("dropout", heads=2, kv_heads=2, n_queries=6, n_keys=8, dropout_p=0.25, seed=12),
+)
+"""The default battery of :func:`varsim.testing.check_gradients` (see the module docstring for what it covers)."""
