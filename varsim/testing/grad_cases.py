@@ -5,7 +5,8 @@ an output gradient ``dO``; :data:`GRADIENT_CASES` is the battery that :func:`var
 default. Between them the cases have a temperature ``tau != 1``, ``d_k != d_v`` both ways, grouped-query (4 query
 heads over 2 KV heads) and multi-query heads (4 over 1), a causal mask with fewer queries than keys (bottom-right
 aligned, as FlashAttention >= 2.1 and MLX), causal lengths across a 64-key tile (65) and a 128-key tile (129), a
-causal sliding window, padding, a fully masked query row, logit softcapping with logits beyond the cap, a learned
+causal sliding window, padding, a fully masked query row, logit softcapping with logits beyond the cap (under a
+causal mask, so that softcapping after the mask shows), a learned
 sink logit per head, and dropout.
 """
 
@@ -134,7 +135,8 @@ GRADIENT_CASES = (
     GradientCase("masked_row", heads=2, kv_heads=2, n_queries=4, n_keys=6, mask="rows", seed=6),
     GradientCase("window", heads=2, kv_heads=1, n_queries=12, n_keys=12, d_k=8, d_v=8, mask="window", window=4,
                  seed=7),
-    GradientCase("softcap", heads=2, kv_heads=2, n_queries=5, n_keys=8, beta=12.0, softcap=6.0, seed=8),
+    GradientCase("softcap", heads=2, kv_heads=2, n_queries=5, n_keys=8, beta=12.0, softcap=6.0, mask="causal",
+                 seed=8),
     GradientCase("sink", batch=2, heads=2, kv_heads=2, n_queries=5, n_keys=6, sink=True, seed=9),
     GradientCase("tile_65", heads=1, kv_heads=1, n_queries=65, n_keys=65, d_k=8, d_v=8, mask="causal", seed=10),
     GradientCase("tile_129", heads=1, kv_heads=1, n_queries=129, n_keys=129, d_k=8, d_v=8, mask="causal", seed=11),
