@@ -349,3 +349,13 @@ def test_jax_adapter_through_vjp():
         return p @ v
 
     assert_gradients_match(jax_gradients(attention, dtype="float32"), [CASE["plain"], CASE["grouped"]])
+
+
+def test_an_eager_kernel_checked_as_fused_is_told_about_the_eager_profile_and_a_bug_is_not():
+    """bfloat16: the eager kernel fails the fused profile at some seed and the message names profile='eager'; a real
+    bug (the group gradients averaged) gets no such note."""
+    reports = [check_gradients(EAGER_BACKWARD.at("bfloat16"), dtype="bfloat16", rng=s) for s in range(12)]
+    failing = [r for r in reports if not r.passed]
+    assert failing and all("check it with profile='eager'" in r.describe() for r in failing)
+    bug = check_gradients(BACKWARD_MUTANTS["group_grads_averaged"].at("bfloat16"), dtype="bfloat16")
+    assert not bug.passed and "profile='eager'" not in bug.describe()
