@@ -49,3 +49,16 @@ def test_every_replayed_report_is_in_the_table():
     for name in cited:
         project, number = name.rsplit("_", 1)
         assert f"#{number}" in TEXT, name
+
+
+@pytest.mark.slow
+def test_the_committed_power_table_is_what_the_code_makes_now():
+    """The page's power table (docs/site/examples/testing_backward_power.md, written by the benchmark) is what the
+    current catalogue and check give at 20 seeds: a change of either that forgets to rerun the benchmark fails."""
+    import sys
+
+    sys.path.insert(0, str(PAGE.parents[2] / "benchmarks"))
+    from bench_testing_backward import power_section
+
+    committed = (PAGE.parent / "examples" / "testing_backward_power.md").read_text().split("\n\n")[0]
+    assert power_section(20) == committed
