@@ -83,11 +83,14 @@ def _torch_kernels():
         return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=tau / math.sqrt(q.shape[-1]),
                                               enable_gqa=q.shape[1] != k.shape[1])
 
-    def eager(q, k, v, tau=1.0, mask=None, causal=False, window=0, softcap=None, sink=None, dropout_p=0.0, seed=0):
+    def eager(q, k, v, tau=1.0, mask=None, causal=False, window=0, softcap=None, sink=None, bias=None, dropout_p=0.0,
+              seed=0):
         H, G = q.shape[1], k.shape[1]
         k, v = k.repeat_interleave(H // G, 1), v.repeat_interleave(H // G, 1)
         L, N = q.shape[-2], k.shape[-2]
         s = (q @ k.transpose(-1, -2)).float() * (tau / math.sqrt(q.shape[-1]))
+        if bias is not None:
+            s = s + bias.float()
         if softcap:
             s = softcap * torch.tanh(s / softcap)
         m = torch.ones(L, N, dtype=torch.bool)

@@ -30,12 +30,12 @@ def _mask(L, N, mask, causal, window, *, align="bottom_right", window_keys=None,
     return m
 
 
-def _attend(q, K, V, dO, *, scale, m, softcap=None, sink=None, keep=None, p=0.0, bug=""):
+def _attend(q, K, V, dO, *, scale, m, softcap=None, sink=None, bias=None, keep=None, p=0.0, bug=""):
     """A small NumPy attention, forward and backward, with one of the replayed bugs switched on by ``bug``."""
     H, G = q.shape[1], K.shape[1]
     tile = bug == "kv_heads_tiled"
     Kh, Vh = (np.tile(x, (1, H // G, 1, 1)) for x in (K, V)) if tile else (expand_heads(x, H) for x in (K, V))
-    s = scale * q @ np.swapaxes(Kh, -1, -2)
+    s = scale * q @ np.swapaxes(Kh, -1, -2) + (0.0 if bias is None else bias)
     mm = np.ones(s.shape, dtype=bool) if m is None else np.broadcast_to(m, s.shape)
     if softcap and bug == "softcap_after_mask":  # -inf becomes -cap: masked keys leak into the softmax
         th = np.tanh(np.where(mm, s, -np.inf) / softcap)
@@ -77,6 +77,8 @@ def _attend(q, K, V, dO, *, scale, m, softcap=None, sink=None, keep=None, p=0.0,
     out = dict(o=O, dq=dq, dk=dk, dv=dv)
     if sink is not None:
         out["dsink"] = -(Psink[..., 0] * D[..., 0]).sum(axis=(0, 2))
+    if bias is not None:
+        out["dbias"] = np.zeros(bias.shape) if bug == "no_bias_gradient" else dS.sum(axis=0)
     return out
 
 
@@ -84,14 +86,15 @@ def kernel(bug="", *, align="bottom_right", window_keys=None, window_needs_mask=
            scale_dim="head"):
     """A kernel of the gradient check's protocol with the bug switched on (``bug=""``: the fixed kernel)."""
 
-    def fn(q, K, V, dO, tau=1.0, mask=None, causal=False, window=0, softcap=None, sink=None, dropout_p=0.0, seed=0):
+    def fn(q, K, V, dO, tau=1.0, mask=None, causal=False, window=0, softcap=None, sink=None, bias=None, dropout_p=0.0,
+           seed=0):
         L, N = q.shape[2], K.shape[2]
         wk = None if window_keys is None else window_keys(window)
         m = _mask(L, N, None if mask_ignored else mask, causal, window, align=align, window_keys=wk,
                   window_needs_mask=window_needs_mask)
         d = q.shape[-1] * (q.shape[1] if scale_dim == "model" else 1)
         keep = np.random.default_rng(seed).random((q.shape[0], q.shape[1], L, N)) >= dropout_p if dropout_p else None
-        out = _attend(q, K, V, dO, scale=tau / math.sqrt(d), m=m, softcap=softcap, sink=sink, keep=keep,
+        out = _attend(q, K, V, dO, scale=tau / math.sqrt(d), m=m, softcap=softcap, sink=sink, bias=bias, keep=keep,
                       p=dropout_p, bug=bug)
         return dict(out, dropout_mask=keep) if keep is not None else out
 
@@ -216,14 +219,11 @@ def test_pytorch_101967_nan_in_masked_out_inputs():
     assert not report.passed
 
 
-@pytest.mark.xfail(strict=True, reason="the kit's protocol has no additive bias input, so a missing bias gradient "
-                                        "cannot be planted or seen (sink logits are the only extra parameter)")
 def test_jax_27184_no_gradient_for_the_bias():
     """jax-ml/jax#27184, "the gradient of bias in jax.nn.dot_product_attention": with implementation='cudnn' the
-    bias gets no gradient."""
-    from varsim.testing.backward import accepted_keywords
-
-    assert "bias" in accepted_keywords(lambda q, K, V, dO, bias=None: None)
+    bias gets no gradient. Replayed as a backward returning a zero bias gradient."""
+    report = _replay(kernel("no_bias_gradient"), kernel(), ["bias"])
+    assert report.worst.detail.startswith("dbias")
 
 
 @pytest.mark.xfail(strict=True, reason="the kit hands NumPy arrays (and contiguous torch tensors) to the function: "

@@ -35,9 +35,10 @@ def _finite_difference(arrays, name, dO, kw, h=1e-6):
     for idx in np.ndindex(x.shape):
         saved = x[idx]
         x[idx] = saved + h
-        up = _loss(arrays["q"], arrays["K"], arrays["V"], dO, dict(kw, sink=arrays.get("sink")))
+        params = dict(kw, sink=arrays.get("sink"), bias=arrays.get("bias"))
+        up = _loss(arrays["q"], arrays["K"], arrays["V"], dO, params)
         x[idx] = saved - h
-        down = _loss(arrays["q"], arrays["K"], arrays["V"], dO, dict(kw, sink=arrays.get("sink")))
+        down = _loss(arrays["q"], arrays["K"], arrays["V"], dO, params)
         x[idx] = saved
         grad[idx] = (up - down) / (2 * h)
     return grad
@@ -46,19 +47,22 @@ def _finite_difference(arrays, name, dO, kw, h=1e-6):
 @pytest.mark.parametrize("features", [
     dict(),
     dict(heads=4, kv_heads=2, mask="causal", n_queries=3, n_keys=5),
-    dict(softcap=2.0, beta=4.0, sink=True),
+    dict(softcap=2.0, beta=4.0, sink=True, bias=True),
     dict(mask="rows", dropout_p=0.3, heads=2, kv_heads=1),
 ])
 def test_the_reference_backward_is_the_derivative_of_its_forward(features):
-    """dq, dK, dV, dsink of the analytic backward equal central finite differences of sum(O * dO) (relative 1e-6):
+    """dq, dK, dV, dsink, dbias of the analytic backward equal central finite differences of sum(O * dO) (1e-6):
     a wrong rowsum term, a missing scale, grouped gradients not summed or a missing softcap factor all fail here."""
     case = GradientCase("fd", **{**dict(n_queries=3, n_keys=4, d_k=3, d_v=2), **features})
     d = case.draw(0, tau=case.tau)
     keep = dropout_keep(1, (1, case.heads, case.n_queries, case.n_keys), case.dropout_p) if case.dropout_p else None
     kw = dict(tau=case.tau, mask=d["full"], softcap=case.softcap or None, keep=keep, dropout_p=case.dropout_p)
-    arrays = {k: d[k] for k in ("q", "K", "V")} | ({"sink": d["sink"]} if case.sink else {})
-    ref = attention_backward_reference(d["q"], d["K"], d["V"], d["dO"], **kw, sink=d["sink"])
-    for name, key in (("q", "dq"), ("K", "dk"), ("V", "dv")) + ((("sink", "dsink"),) if case.sink else ()):
+    arrays = {k: d[k] for k in ("q", "K", "V")} | ({"sink": d["sink"]} if case.sink else {}) | \
+        ({"bias": d["bias"]} if case.bias else {})
+    ref = attention_backward_reference(d["q"], d["K"], d["V"], d["dO"], **kw, sink=d["sink"], bias=d["bias"])
+    pairs = (("q", "dq"), ("K", "dk"), ("V", "dv")) + ((("sink", "dsink"),) if case.sink else ()) + \
+        ((("bias", "dbias"),) if case.bias else ())
+    for name, key in pairs:
         fd = _finite_difference(arrays, name, d["dO"], kw)
         np.testing.assert_allclose(ref[key], fd, rtol=1e-6, atol=1e-8, err_msg=f"{key} vs finite differences")
 
@@ -82,14 +86,15 @@ def test_the_battery_covers_what_the_issue_lists():
     assert {"window", "padding", "rows"} <= {c.mask for c in GRADIENT_CASES}
     assert any(c.softcap and c.beta > c.softcap for c in GRADIENT_CASES)
     assert any(c.sink for c in GRADIENT_CASES) and any(c.dropout_p for c in GRADIENT_CASES)
+    assert any(c.bias for c in GRADIENT_CASES)
 
 
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES)
 @pytest.mark.parametrize("name", sorted(CORRECT_BACKWARD))
 def test_correct_backward_kernels_pass_and_the_model_is_not_loose(dtype, name):
     """No false alarm over 8 seeds; and for every output the fused kernel's worst error reaches at least 5% of the
-    tolerance (3% for dsink): a model 10x too loose for one gradient would let bugs of 10x a correct kernel's error
-    pass there."""
+    tolerance (3% for dsink and dbias, which have few elements): a model 10x too loose for one gradient would let
+    bugs of 10x a correct kernel's error pass there."""
     kern = CORRECT_BACKWARD[name].at(dtype)
     worst = {}
     for s in range(8):
@@ -99,8 +104,8 @@ def test_correct_backward_kernels_pass_and_the_model_is_not_loose(dtype, name):
             for output, ratio in r.ratios:
                 worst[output] = max(worst.get(output, 0.0), ratio)
     if name == "fused":
-        assert set(worst) == {"o", "dq", "dk", "dv", "dsink"}
-        assert all(worst[k] >= (0.03 if k == "dsink" else 0.05) for k in worst), worst
+        assert set(worst) == {"o", "dq", "dk", "dv", "dsink", "dbias"}
+        assert all(worst[k] >= (0.03 if k in ("dsink", "dbias") else 0.05) for k in worst), worst
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
@@ -243,8 +248,8 @@ def test_full_mask_kinds():
 
 # --- through torch autograd (skipped without torch) -------------------------------------------------------------------
 
-def _torch_attention(q, k, v, tau=1.0, mask=None, causal=False, window=0, softcap=None, sink=None, dropout_p=0.0,
-                     seed=0):
+def _torch_attention(q, k, v, tau=1.0, mask=None, causal=False, window=0, softcap=None, sink=None, bias=None,
+                     dropout_p=0.0, seed=0):
     """Eager attention in torch: products in the dtype, softmax in float32 (Hugging Face style), every feature."""
     import torch
 
@@ -252,6 +257,8 @@ def _torch_attention(q, k, v, tau=1.0, mask=None, causal=False, window=0, softca
     k, v = k.repeat_interleave(H // G, 1), v.repeat_interleave(H // G, 1)
     L, N = q.shape[-2], k.shape[-2]
     s = (q @ k.transpose(-1, -2)).float() * (tau / math.sqrt(q.shape[-1]))
+    if bias is not None:
+        s = s + bias.float()
     if softcap:
         s = softcap * torch.tanh(s / softcap)
     m = torch.ones(L, N, dtype=torch.bool)

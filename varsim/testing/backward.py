@@ -1,5 +1,6 @@
-"""Gradient checks: your attention's backward pass (dQ, dK, dV, and the sink logits' gradient) against the exact
-float64 backward, on the same draws, with per-element tolerances from a rounding model of the backward.
+"""Gradient checks: your attention's backward pass (dQ, dK, dV, and the gradients of sink logits and of an additive
+bias) against the exact float64 backward, on the same draws, with per-element tolerances from a rounding model of
+the backward.
 
 ```python
 from varsim.testing import assert_gradients_match, torch_gradients
@@ -10,19 +11,21 @@ assert_gradients_match(my_numpy_backward, dtype="float32")                      
 What is checked, per case of :data:`~varsim.testing.GRADIENT_CASES` (or cases of your own): the inputs ``q, K, V``
 and an output gradient ``dO`` are drawn, rounded to your dtype, and given to your function; the float64 reference
 (:func:`~varsim.testing.grad_reference.attention_backward_reference`) runs on the very same numbers; each element of
-``dq``, ``dk``, ``dv`` (``dsink`` with sinks, ``o`` when returned) must be within ``tol_factor`` times the error a
-correct backward of your dtype makes there (:mod:`varsim.testing.grad_precision`) plus ``atol``. A failure names the
-case and the worst element; a function that raises, returns NaN, the wrong shape or a lower-precision dtype, or
-changes its inputs fails in one line naming the case.
+``dq``, ``dk``, ``dv`` (``dsink`` with sinks, ``dbias`` with a bias, ``o`` when returned) must be within
+``tol_factor`` times the error a correct backward of your dtype makes there (:mod:`varsim.testing.grad_precision`)
+plus ``atol``. A failure names the case and the worst element; a function that raises, returns NaN, the wrong shape
+or a lower-precision dtype, or changes its inputs fails in one line naming the case.
 
 Your function, the protocol: ``fn(q, K, V, dO, **keywords)`` on NumPy float64 arrays ``q (B, H, L, d_k)``,
 ``K (B, G, N, d_k)``, ``V (B, G, N, d_v)``, ``dO (B, H, L, d_v)`` holding values of ``dtype`` (``G`` KV heads:
 query head ``h`` reads KV head ``h // (H / G)``, as ``repeat_interleave``) returns ``(dq, dK, dV)``,
-``(dq, dK, dV, dsink)`` or a dict with keys among ``o, dq, dk, dv, dsink, dropout_mask``. It gets the keywords of
+``(dq, dK, dV, dsink)`` or a dict with keys among ``o, dq, dk, dv, dsink, dbias, dropout_mask``. It gets the keywords of
 :data:`~varsim.testing.grad_cases.GRAD_KEYWORDS` its signature names: ``tau`` (logits ``tau q.k / sqrt(d_k)``),
 ``mask`` (boolean ``(B, 1, L, N)``, True = attend), ``causal`` (bottom-right aligned unless the check is told
 ``causal="top_left"``), ``window`` (causal sliding window of that many keys, the query's own included), ``softcap``
-(``cap tanh(s / cap)`` before the mask), ``sink`` (a logit per query head, ``(H,)``), ``dropout_p`` and ``seed``
+(``cap tanh(s / cap)`` before the mask), ``sink`` (a logit per query head, ``(H,)``), ``bias`` (an additive
+logit bias ``(H, L, N)``, shared by the batch, added before the softcap; return its gradient as ``dbias``),
+``dropout_p`` and ``seed``
 (your function draws its own dropout mask and returns it as ``dropout_mask``, ``(B, H, L, N)``, True = kept: the
 reference then uses it). A case needing a keyword your function lacks is skipped and listed. A fully masked query
 row must give zero output and gradients (PyTorch >= 2.5, FlashAttention, MLX).
@@ -52,8 +55,9 @@ from .precision import FLOAT_DTYPES, PRECISION_ORDER, round_to
 __all__ = ["check_gradients", "assert_gradients_match", "GradientReport", "GradientCaseResult", "accepted_keywords",
            "OUTPUTS"]
 
-OUTPUTS = ("o", "dq", "dk", "dv", "dsink")
-"""The outputs compared, in this order (``o`` when the function returns it, ``dsink`` in cases with sinks)."""
+OUTPUTS = ("o", "dq", "dk", "dv", "dsink", "dbias")
+"""The outputs compared, in this order (``o`` when the function returns it, ``dsink`` and ``dbias`` in cases with
+sinks or a bias)."""
 
 
 def accepted_keywords(fn) -> frozenset:
@@ -149,6 +153,8 @@ def _keywords(case: GradientCase, drawn: dict, accepts) -> dict:
         kw["softcap"] = case.softcap
     if case.sink:
         kw["sink"] = drawn["sink"].copy()
+    if case.bias:
+        kw["bias"] = drawn["bias"].copy()
     if case.dropout_p:
         kw["dropout_p"], kw["seed"] = case.dropout_p, drawn["seed"]
     return kw
@@ -239,6 +245,8 @@ def _run_case(fn, case, root, *, dtype, profile, causal, tol_factor, atol) -> Gr
     sink = None if drawn["sink"] is None else round_to(drawn["sink"], dtype)
     if sink is not None:
         drawn["sink"] = sink
+    bias = None if drawn["bias"] is None else round_to(drawn["bias"], dtype)
+    drawn["bias"] = bias
     kw = _keywords(case, drawn, accepts)
     given = [x.copy() for x in (q, K, V, dO)]
     name = fn_name_of(fn)
@@ -258,7 +266,7 @@ def _run_case(fn, case, root, *, dtype, profile, causal, tol_factor, atol) -> Gr
             return GradientCaseResult(case, math.inf, problem)
         keep = _as_bool(out["dropout_mask"])
     ref = attention_backward_reference(q, K, V, dO, tau=tau, mask=drawn["full"], softcap=case.softcap or None,
-                                       sink=sink, keep=keep, dropout_p=case.dropout_p)
+                                       sink=sink, keep=keep, dropout_p=case.dropout_p, bias=bias)
     ref["o"] = ref["O"]
     err = gradient_error_scale(ref, q, dO, dtype=dtype, profile=profile)
     ratio, detail, ratios = _compare(out, ref, err, name, dtype, tol_factor, atol, out.get("o") is not None)

@@ -7,7 +7,8 @@ grads = torch_gradients(my_flash_attention, dtype="float16", layout="blhd")   # 
 ```
 
 Your forward gets torch tensors of ``dtype`` (leaves with ``requires_grad``), ``mask`` as a boolean tensor
-``(B, 1, L, N)`` (True = attend), ``sink`` as a tensor ``(H,)`` with ``requires_grad``, and the other keywords as
+``(B, 1, L, N)`` (True = attend), ``sink`` (``(H,)``) and ``bias`` (``(H, L, N)``) as tensors with
+``requires_grad``, and the other keywords as
 Python numbers; it returns ``o``, or ``(o, dropout_mask)`` when it applies dropout. ``o.backward(dO)`` gives the
 gradients. Neither library is a dependency of varsim: each is imported when its adapter is called.
 """
@@ -51,10 +52,11 @@ class TorchGradients:
         qt, kt, vt = leaf(q), leaf(K), leaf(V)
         if "mask" in kw:
             kw["mask"] = torch.from_numpy(np.ascontiguousarray(kw["mask"])).to(self.device)
-        sink = None
-        if "sink" in kw:
-            sink = torch.from_numpy(kw["sink"]).to(device=self.device, dtype=tdt).requires_grad_(True)
-            kw["sink"] = sink
+        params = {}
+        for name in ("sink", "bias"):  # learned parameters: leaves with requires_grad
+            if name in kw:
+                params[name] = torch.from_numpy(kw[name]).to(device=self.device, dtype=tdt).requires_grad_(True)
+                kw[name] = params[name]
         out = self.fn(qt, kt, vt, **kw)
         o, keep = out if isinstance(out, (tuple, list)) else (out, None)
         if not isinstance(o, torch.Tensor):
@@ -65,8 +67,8 @@ class TorchGradients:
         if any(g is None for g in grads.values()):
             missing = [k for k, g in grads.items() if g is None]
             raise TypeError(f"{', '.join(missing)} is None: the output does not depend on that input (detached?)")
-        if sink is not None:
-            grads["dsink"] = None if sink.grad is None else sink.grad.double().cpu().numpy()
+        for name, t in params.items():
+            grads["d" + name] = None if t.grad is None else t.grad.double().cpu().numpy()
         if keep is not None:
             grads["dropout_mask"] = _to_layout(keep.detach().cpu().numpy(), self.layout).astype(bool)
         # the leaves as they are now: the check reports a function that changed them in place
@@ -115,15 +117,14 @@ class JaxGradients:
 
         jdt = getattr(jnp, self.dtype)
         args = [jnp.asarray(_to_layout(x, self.layout), dtype=jdt) for x in (q, K, V)]
-        sink = kw.pop("sink", None)
+        names = [n for n in ("sink", "bias") if n in kw]  # learned parameters: differentiated too
+        args += [jnp.asarray(kw.pop(n), dtype=jdt) for n in names]
         if "mask" in kw:
             kw["mask"] = jnp.asarray(kw["mask"])
-        if sink is not None:
-            args.append(jnp.asarray(sink, dtype=jdt))
         keep_box = []
 
         def forward(*a):
-            extra = {"sink": a[3]} if sink is not None else {}
+            extra = dict(zip(names, a[3:]))
             out = self.fn(a[0], a[1], a[2], **kw, **extra)
             if isinstance(out, (tuple, list)):
                 keep_box.append(out[1])
@@ -134,8 +135,8 @@ class JaxGradients:
         grads = vjp(jnp.asarray(_to_layout(dO, self.layout), dtype=o.dtype))
         back = lambda t: _to_layout(np.asarray(t, dtype=np.float64), self.layout)  # noqa: E731
         out = {"o": back(o), "dq": back(grads[0]), "dk": back(grads[1]), "dv": back(grads[2])}
-        if sink is not None:
-            out["dsink"] = np.asarray(grads[3], dtype=np.float64)
+        for n, g in zip(names, grads[3:]):
+            out["d" + n] = np.asarray(g, dtype=np.float64)
         if keep_box:
             out["dropout_mask"] = _to_layout(np.asarray(keep_box[0]), self.layout).astype(bool)
         return out

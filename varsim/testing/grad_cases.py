@@ -7,7 +7,7 @@ heads over 2 KV heads) and multi-query heads (4 over 1), a causal mask with fewe
 aligned, as FlashAttention >= 2.1 and MLX), causal lengths across a 64-key tile (65) and a 128-key tile (129), a
 causal sliding window, padding, a fully masked query row, logit softcapping with logits beyond the cap (under a
 causal mask, so that softcapping after the mask shows), a learned
-sink logit per head, and dropout.
+sink logit per head, a learned additive bias, and dropout.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ __all__ = ["GradientCase", "GRADIENT_CASES", "GRAD_MASKS", "GRAD_KEYWORDS"]
 GRAD_MASKS = ("none", "causal", "window", "padding", "rows")
 """Masks of a gradient case: none; causal (bottom-right, or top-left when the check is told so); a causal sliding
 window; padding (each sequence its own number of valid keys); rows (a random mask with one fully masked query)."""
-GRAD_KEYWORDS = ("tau", "mask", "causal", "window", "softcap", "sink", "dropout_p", "seed")
+GRAD_KEYWORDS = ("tau", "mask", "causal", "window", "softcap", "sink", "bias", "dropout_p", "seed")
 """The keywords the gradient check passes to a function whose signature names them."""
 
 
@@ -50,6 +50,8 @@ class GradientCase:
         Logit softcap (0: none).
     sink : bool
         Whether each head has a learned sink logit.
+    bias : bool
+        Whether the logits get a learned additive bias ``(H, L, N)`` (passed as ``bias=``, its gradient ``dbias``).
     dropout_p : float
         Dropout probability (0: none).
     seed : int
@@ -76,6 +78,7 @@ class GradientCase:
     window: int = 0
     softcap: float = 0.0
     sink: bool = False
+    bias: bool = False
     dropout_p: float = 0.0
     seed: int = 0
 
@@ -86,6 +89,7 @@ class GradientCase:
         out = set(need.get(self.mask, ()))
         out |= {"softcap"} if self.softcap else set()
         out |= {"sink"} if self.sink else set()
+        out |= {"bias"} if self.bias else set()
         out |= {"dropout_p", "seed"} if self.dropout_p else set()
         return frozenset(out)
 
@@ -94,6 +98,7 @@ class GradientCase:
         extra = [f"mask={self.mask}" + (f" window={self.window}" if self.window else "")]
         extra += [f"softcap={self.softcap:g}"] if self.softcap else []
         extra += ["sink"] if self.sink else []
+        extra += ["bias"] if self.bias else []
         extra += [f"dropout_p={self.dropout_p:g}"] if self.dropout_p else []
         return (f"case {self.name!r} (B={self.batch}, H={self.heads}, KV heads={self.kv_heads}, L={self.n_queries}, "
                 f"N={self.n_keys}, d_k={self.d_k}, d_v={self.d_v}, tau={self.tau:g}, {', '.join(extra)})")
@@ -101,7 +106,7 @@ class GradientCase:
     def draw(self, rng, *, tau: float, causal: str = "bottom_right") -> dict:
         """The case's arrays from the stream ``(rng, seed)``: ``q, K, V, dO`` (float64), ``mask`` (boolean
         ``(B, 1, L, N)`` given to the function, or None), ``full`` (the mask the reference applies), ``sink``
-        (``(H,)`` or None) and ``seed`` (the dropout seed)."""
+        (``(H,)`` or None), ``bias`` (``(H, L, N)`` or None) and ``seed`` (the dropout seed)."""
         g = child_generator(resolve_seed(None, rng), self.seed)
         B, H, G, L, N = self.batch, self.heads, self.kv_heads, self.n_queries, self.n_keys
         q = g.standard_normal((B, H, L, self.d_k))
@@ -121,7 +126,9 @@ class GradientCase:
             given[0, 0, min(1, L - 1)] = False  # ... but one
         kind = "top_left" if (self.mask == "causal" and causal == "top_left") else self.mask
         full = full_mask(kind, L, N, window=self.window, given=given)
-        return dict(q=q, K=K, V=V, dO=dO, mask=given, full=full, sink=sink, seed=int(g.integers(2**31)))
+        seed = int(g.integers(2**31))
+        bias = g.standard_normal((H, L, N)) if self.bias else None
+        return dict(q=q, K=K, V=V, dO=dO, mask=given, full=full, sink=sink, seed=seed, bias=bias)
 
 
 GRADIENT_CASES = (
@@ -141,5 +148,6 @@ GRADIENT_CASES = (
     GradientCase("tile_65", heads=1, kv_heads=1, n_queries=65, n_keys=65, d_k=8, d_v=8, mask="causal", seed=10),
     GradientCase("tile_129", heads=1, kv_heads=1, n_queries=129, n_keys=129, d_k=8, d_v=8, mask="causal", seed=11),
     GradientCase("dropout", heads=2, kv_heads=2, n_queries=6, n_keys=8, dropout_p=0.25, seed=12),
+    GradientCase("bias", batch=2, heads=2, kv_heads=1, n_queries=5, n_keys=7, mask="causal", bias=True, seed=14),
 )
 """The default battery of :func:`varsim.testing.check_gradients` (see the module docstring for what it covers)."""

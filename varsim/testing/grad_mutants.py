@@ -1,15 +1,16 @@
 """A catalogue of attention backward kernels at a given precision: correct ones, and the bugs people write in real
 backward kernels, each planted into an emulation of a correct fused kernel.
 
-Every entry is a :class:`GradKernel`, a function of the gradient check's protocol (:func:`varsim.testing.
-check_gradients`): called as ``kernel(q, K, V, dO, tau=, mask=, causal=, window=, softcap=, sink=, dropout_p=, seed=)``
-on float64 NumPy arrays holding values of its ``dtype`` (``q (B, H, L, d_k)``, ``K``/``V`` with ``G`` KV heads), it
-emulates a kernel of that dtype and returns float64 ``{"o", "dq", "dk", "dv", "dsink", "dropout_mask"}`` rounded to
-the dtype. The default pipeline is flash-style: logits and sums in the accumulation precision (float32 at 16 bits),
-``P`` recomputed from the forward's log-sum-exp, ``P`` and ``dS`` rounded to the dtype before their products,
-``D = rowsum(dO * O)`` from the rounded output, dropout from a seeded generator (``numpy.random.default_rng(seed)``,
-True = kept, ``>= dropout_p``). :data:`CORRECT_BACKWARD` are correct kernels; :data:`BACKWARD_MUTANTS` the bug classes,
-each the default pipeline with one stage changed. :func:`varsim.testing.backward_power_report` runs them.
+Every entry is a :class:`GradKernel`, a function of the gradient check's protocol
+(:func:`varsim.testing.check_gradients`): called as ``kernel(q, K, V, dO, tau=, mask=, causal=, window=, softcap=,
+sink=, bias=, dropout_p=, seed=)`` on float64 NumPy arrays holding values of its ``dtype`` (``q (B, H, L, d_k)``,
+``K``/``V`` with ``G`` KV heads), it emulates a kernel of that dtype and returns float64 ``{"o", "dq", "dk", "dv",
+"dsink", "dbias", "dropout_mask"}`` rounded to the dtype. The default pipeline is flash-style: logits and sums in
+the accumulation precision (float32 at 16 bits), ``P`` recomputed from the forward's log-sum-exp, ``P`` and ``dS``
+rounded to the dtype before their products, ``D = rowsum(dO * O)`` from the rounded output, dropout from a seeded
+generator (``numpy.random.default_rng(seed)``, True = kept, ``>= dropout_p``). :data:`CORRECT_BACKWARD` are correct
+kernels; :data:`BACKWARD_MUTANTS` the bug classes, each the default pipeline with one stage changed.
+:func:`varsim.testing.backward_power_report` runs them.
 """
 
 from __future__ import annotations
@@ -90,21 +91,21 @@ class GradKernel:
         return f"{self.name}[{self.dtype}]"
 
     def __call__(self, q, K, V, dO, *, tau=1.0, mask=None, causal=False, window=0, softcap=None, sink=None,
-                 dropout_p=0.0, seed=0):
+                 bias=None, dropout_p=0.0, seed=0):
         L, N = q.shape[-2], K.shape[-2]
         m = _masks(L, N, mask, causal, window, False)
         keep = dropout_keep(seed, (q.shape[0], q.shape[1], L, N), dropout_p) if dropout_p else None
         if self.style == "reference":
             g = attention_backward_reference(q, K, V, dO, tau=tau, mask=m, softcap=softcap, sink=sink, keep=keep,
-                                             dropout_p=dropout_p)
-            out = {k: g[k] for k in ("o", "dq", "dk", "dv", "dsink")}
+                                             dropout_p=dropout_p, bias=bias)
+            out = {k: g[k] for k in ("o", "dq", "dk", "dv", "dsink", "dbias")}
         else:
             m_bwd = _masks(L, N, mask, causal, window, True) if self.bug == "backward_causal_top_left" else m
             m_bwd = None if self.bug == "backward_mask_ignored" else m_bwd
             keep_bwd = keep
             if keep is not None and self.bug == "dropout_mask_differs":
                 keep_bwd = dropout_keep(seed + 1, keep.shape, dropout_p)
-            out = _emulate(self, q, K, V, dO, tau, m, m_bwd, softcap, sink, keep, keep_bwd, dropout_p)
+            out = _emulate(self, q, K, V, dO, tau, m, m_bwd, softcap, sink, keep, keep_bwd, dropout_p, bias)
         with np.errstate(over="ignore", invalid="ignore"):
             out = {k: (None if v is None else round_to(v, self.dtype)) for k, v in out.items()}
         out["dropout_mask"] = keep
@@ -115,9 +116,10 @@ def _acc(dtype):
     return np.float64 if dtype in ("float64",) else np.float32
 
 
-def _logits(kern, q, Kh, tau, softcap, acc):
+def _logits(kern, q, Kh, tau, softcap, acc, bias=None):
     r = (lambda x: round_to(x, kern.dtype).astype(acc)) if kern.style == "eager" else (lambda x: x)
     s = r(np.matmul(q.astype(acc), np.swapaxes(Kh, -1, -2).astype(acc)) * acc(tau / math.sqrt(q.shape[-1])))
+    s = s if bias is None else r(s + np.asarray(bias, dtype=acc))
     th = np.tanh(s / acc(softcap)) if softcap else None
     return s, th, (r(acc(softcap) * th) if softcap else s)
 
@@ -137,7 +139,7 @@ def _probabilities(c, m, sink, acc):
     return lse
 
 
-def _emulate(kern, q, K, V, dO, tau, m, m_bwd, softcap, sink, keep, keep_bwd, p):
+def _emulate(kern, q, K, V, dO, tau, m, m_bwd, softcap, sink, keep, keep_bwd, p, bias=None):
     """Forward and backward of the fused pipeline with ``kern.bug`` planted (see the module docstring)."""
     acc = np.float64 if kern.style == "float32" and kern.dtype == "float64" else _acc(kern.dtype)
     rd = (lambda x: x) if kern.style == "float32" else (lambda x: round_to(x, kern.dtype).astype(acc))
@@ -145,11 +147,14 @@ def _emulate(kern, q, K, V, dO, tau, m, m_bwd, softcap, sink, keep, keep_bwd, p)
     Kh, Vh = expand_heads(K, H), expand_heads(V, H)
     if kern.bug == "group_heads_tiled":  # KV head h % G instead of h // r (tile, not repeat_interleave)
         Kh, Vh = np.tile(K, (1, H // G, 1, 1)), np.tile(V, (1, H // G, 1, 1))
-    s, th, c = _logits(kern, q, Kh, tau, softcap, acc)
+    s, th, c = _logits(kern, q, Kh, tau, softcap, acc, bias)
     lse = _probabilities(c, m, sink, acc)
+    cb = c
+    if bias is not None and kern.bug == "backward_bias_ignored":  # P recomputed from the logits without the bias
+        _, th, cb = _logits(kern, q, Kh, tau, softcap, acc)
     with np.errstate(invalid="ignore"):
         P = np.exp((c if m is None else np.where(m, c, -np.inf)) - lse[..., None]).astype(acc)
-        Pb = np.exp((c if m_bwd is None else np.where(m_bwd, c, -np.inf)) - lse[..., None]).astype(acc)
+        Pb = np.exp((cb if m_bwd is None else np.where(m_bwd, cb, -np.inf)) - lse[..., None]).astype(acc)
     if kern.style == "eager":  # softmax output cast to the dtype
         P, Pb = rd(P), rd(Pb)
     drop = 1.0 if keep is None else keep / acc(1.0 - p)
@@ -178,7 +183,10 @@ def _emulate(kern, q, K, V, dO, tau, m, m_bwd, softcap, sink, keep, keep_bwd, p)
     if sink is not None:
         Ps = np.exp(np.asarray(sink, dtype=acc)[None, :, None] - lse)
         dsink = np.zeros(H) if kern.bug == "dsink_missing" else -(Ps * D).sum(axis=(0, 2))
-    return dict(o=O, dq=dq, dk=dk, dv=dv, dsink=dsink)
+    dbias = None
+    if bias is not None:
+        dbias = np.zeros(dS.shape[1:]) if kern.bug == "dbias_missing" else dS.sum(axis=0)
+    return dict(o=O, dq=dq, dk=dk, dv=dv, dsink=dsink, dbias=dbias)
 
 
 def _delta(bug, dO, O, P, dP, c, m):
@@ -251,6 +259,9 @@ BACKWARD_MUTANTS = {k.name: k for k in (
        needs={"dropout"}),
     _k("dv_without_dropout", "dV from the weights before dropout", "dv_without_dropout", needs={"dropout"}),
     _k("dsink_missing", "no gradient for the sink logits", "dsink_missing", needs={"sink"}),
+    _k("dbias_missing", "no gradient for the additive bias", "dbias_missing", needs={"bias"}),
+    _k("backward_bias_ignored", "the backward recomputes P without the additive bias", "backward_bias_ignored",
+       needs={"bias"}),
     _k("dq_accumulated_in_dtype", "dq summed over the keys in the dtype (low-precision accumulation)",
        "dq_accumulated_in_dtype"),
 )}

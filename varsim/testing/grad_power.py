@@ -31,6 +31,7 @@ def bug_applies(needs: frozenset, cases) -> str:
     has = {
         "softcap": any(c.softcap for c in cases),
         "sink": any(c.sink for c in cases),
+        "bias": any(c.bias for c in cases),
         "dropout": any(c.dropout_p for c in cases),
         "mask": any(c.mask != "none" for c in cases),
         "grouped": any(c.heads != c.kv_heads for c in cases),

@@ -29,6 +29,8 @@ these errors::
         var = sum_i Pd_ij^2 dO_im^2 (sigma_ij^2 + c_i + u^2 + L u_a^2)
     dsink_h = -sum_{b, i} P_sink D
         var = sum P_sink^2 (c_i D_i^2 + v_D,i) + B L u_a^2 sum (P_sink D)^2
+    dbias_hij = sum_b dS_bhij  (with a bias, the logits' error gains (u_a s_ij)^2 from the addition)
+        var = sum_b [v_ij + (c_i G_ij^2 + v_D,i) g^2 P_ij^2] + B u_a^2 sum_b dS_ij^2
 
 and each output is rounded to the dtype. The error scale of a gradient ``x`` is ``E(x) = 3 sd(x) + u |x|`` plus
 ``t scale sum |G K|`` over the entries whose ``P < 2t`` (``t`` the smallest number the kernel keeps: subnormals of the
@@ -62,6 +64,8 @@ def _relative_terms(ref, q, dtype, profile):
     u, ua = unit_roundoff(dtype), unit_roundoff(TOLERANCES["calibrated"](dtype))
     a = ref["scale"] * np.matmul(np.abs(q), np.swapaxes(np.abs(ref["Kh"]), -1, -2))
     sig2 = (ua * (math.sqrt(q.shape[-1]) + 1.0) * a) ** 2
+    if ref.get("bias") is not None:  # the bias added in the accumulation precision
+        sig2 = sig2 + (ua * np.abs(ref["s"])) ** 2
     if profile == "eager":  # logits and P rounded to the dtype
         sig2 = sig2 + (u * np.abs(ref["s"])) ** 2 + u * u
     amax = np.where(ref["mask"], a, 0.0).max(axis=-1, keepdims=True)
@@ -94,7 +98,8 @@ def gradient_error_scale(ref: dict, q, dO, *, dtype: str, profile: str = "fused"
     Returns
     -------
     dict
-        ``o``, ``dq``, ``dk``, ``dv`` (shaped like the reference's) and ``dsink`` (or None).
+        ``o``, ``dq``, ``dk``, ``dv`` (shaped like the reference's), ``dsink`` (or None) and, with a bias,
+        ``dbias``.
 
     Examples
     --------
@@ -148,4 +153,7 @@ def gradient_error_scale(ref: dict, q, dO, *, dtype: str, profile: str = "fused"
         var_s = (Ps**2 * (common[..., 0] * D**2 + var_D)).sum(axis=(0, 2)) + B * L * ua**2 * ((Ps * D) ** 2).sum(
             axis=(0, 2))
         out["dsink"] = 3.0 * np.sqrt(var_s) + u * np.abs(ref["dsink"])
+    if ref.get("dbias") is not None:  # dS summed over the batch
+        var_b = (rows - L * ua**2 * dS**2).sum(axis=0) + B * ua**2 * (dS**2).sum(axis=0)
+        out["dbias"] = 3.0 * np.sqrt(var_b) + u * np.abs(ref["dbias"]) + tiny(dtype)
     return out

@@ -4,10 +4,12 @@ Notation and shapes (``r = H / G`` query heads share one key/value head; query h
 as ``repeat_interleave`` does)::
 
     q (B, H, L, d_k)   K (B, G, N, d_k)   V (B, G, N, d_v)   dO (B, H, L, d_v)   sink (H,) or None
+    bias (H, L, N) or None: an additive logit bias (ALiBi, relative positions), learned
     mask (B or 1, 1 or H, L, N) bool, True = attend     keep (B, H, L, N) bool, the forward's dropout mask
 
     forward                                             backward (llm.c style: each line the adjoint of one above)
-    s  = scale q K^T          (B, H, L, N)              dq = scale dS K;  dK = sum over the group of scale dS^T q
+    s  = scale q K^T + bias   (B, H, L, N)              dq = scale dS K;  dK = sum over the group of scale dS^T q
+                                                        dbias = sum over the batch of dS
     c  = cap tanh(s / cap)    (softcap; c = s without)  dS = dC (1 - tanh^2(s / cap))
     c  = -inf where masked                              (masked entries: P = 0, so dC = 0 there)
     z  = log(sum_j exp(c_j) + exp(sink_h))  (B, H, L)   dsink_h = -sum_{b, l} P_sink D
@@ -55,11 +57,13 @@ def top_left_mask(n_queries: int, n_keys: int) -> np.ndarray:
     return np.tril(np.ones((n_queries, n_keys), dtype=bool))
 
 
-def _forward(q, K, V, *, tau, mask, softcap, sink, keep, dropout_p):
+def _forward(q, K, V, *, tau, mask, softcap, sink, keep, dropout_p, bias=None):
     H, d_k = q.shape[1], q.shape[-1]
     Kh, Vh = expand_heads(K, H), expand_heads(V, H)
     scale = tau / math.sqrt(d_k)
     s = scale * np.matmul(q, np.swapaxes(Kh, -1, -2))
+    if bias is not None:
+        s = s + bias
     th = np.tanh(s / softcap) if softcap else None
     c = softcap * th if softcap else s
     m = np.ones(s.shape, dtype=bool) if mask is None else np.broadcast_to(mask, s.shape)
@@ -84,7 +88,7 @@ def _forward(q, K, V, *, tau, mask, softcap, sink, keep, dropout_p):
 
 
 def attention_backward_reference(q, K, V, dO, *, tau=1.0, mask=None, softcap=None, sink=None, keep=None,
-                                 dropout_p=0.0) -> dict:
+                                 dropout_p=0.0, bias=None) -> dict:
     """The exact (float64) forward and backward of softmax attention on the given inputs.
 
     Parameters
@@ -99,6 +103,9 @@ def attention_backward_reference(q, K, V, dO, *, tau=1.0, mask=None, softcap=Non
         Logit softcapping ``cap tanh(s / cap)`` before the mask.
     sink : numpy.ndarray, optional
         A learned sink logit per query head ``(H,)``: an extra key with no value in the softmax's denominator.
+    bias : numpy.ndarray, optional
+        An additive logit bias ``(H, L, N)`` (shared by the batch, added before the softcap), learned: its
+        gradient ``dbias`` is ``dS`` summed over the batch.
     keep, dropout_p : numpy.ndarray, float
         The forward's dropout mask ``(B, H, L, N)`` (True = kept) and probability; kept weights are divided by
         ``1 - dropout_p``.
@@ -106,7 +113,8 @@ def attention_backward_reference(q, K, V, dO, *, tau=1.0, mask=None, softcap=Non
     Returns
     -------
     dict
-        ``o``, ``dq``, ``dk``, ``dv`` (shaped like ``q``... ``V``), ``dsink`` (``(H,)``, or None without a sink), and
+        ``o``, ``dq``, ``dk``, ``dv`` (shaped like ``q``... ``V``), ``dsink`` (``(H,)``, or None without a sink),
+        ``dbias`` (``(H, L, N)``, or None without a bias), and
         the intermediates the error model reads (``P``, ``P_sink``, ``Pd``, ``dP``, ``D``, ``dS``, ``s``, ``th``,
         ``drop``, ``Kh``, ``Vh``, ``scale``).
 
@@ -120,7 +128,7 @@ def attention_backward_reference(q, K, V, dO, *, tau=1.0, mask=None, softcap=Non
     >>> g["dk"].shape, g["dv"].shape
     ((1, 1, 5, 4), (1, 1, 5, 2))
     """
-    f = _forward(q, K, V, tau=tau, mask=mask, softcap=softcap, sink=sink, keep=keep, dropout_p=dropout_p)
+    f = _forward(q, K, V, tau=tau, mask=mask, softcap=softcap, sink=sink, keep=keep, dropout_p=dropout_p, bias=bias)
     G = K.shape[1]
     P, Pd, O = f["P"], f["Pd"], f["O"]
     dv = sum_groups(np.matmul(np.swapaxes(Pd, -1, -2), dO), G)
@@ -131,7 +139,8 @@ def attention_backward_reference(q, K, V, dO, *, tau=1.0, mask=None, softcap=Non
     dq = f["scale"] * np.matmul(dS, f["Kh"])
     dk = sum_groups(f["scale"] * np.matmul(np.swapaxes(dS, -1, -2), q), G)
     dsink = None if sink is None else -(f["P_sink"] * D).sum(axis=(0, 2))
-    return dict(f, o=O, dq=dq, dk=dk, dv=dv, dsink=dsink, dP=dP, D=D, dS=dS)
+    dbias = None if bias is None else dS.sum(axis=0)
+    return dict(f, o=O, dq=dq, dk=dk, dv=dv, dsink=dsink, dbias=dbias, dP=dP, D=D, dS=dS, bias=bias)
 
 
 def full_mask(kind: str, n_queries: int, n_keys: int, *, window: int = 0, given=None):
