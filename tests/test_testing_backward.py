@@ -232,6 +232,12 @@ def test_bad_arguments_are_one_line_value_errors(kwargs, match):
         check_gradients(_good, **kwargs)
 
 
+def test_a_dtype_that_contradicts_the_adapter_is_refused():
+    with pytest.raises(ValueError, match="dtype: 'float32' differs from the dtype 'bfloat16'"):
+        check_gradients(grad_kernel("fused").at("bfloat16"), dtype="float32")
+    assert check_gradients(grad_kernel("fused").at("bfloat16"), [CASE["plain"]]).dtype == "bfloat16"
+
+
 def test_unknown_kernel_names_raise():
     with pytest.raises(ValueError, match="unknown backward kernel 'nope'"):
         grad_kernel("nope")

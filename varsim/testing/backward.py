@@ -328,8 +328,11 @@ def check_gradients(fn, cases=None, *, dtype: str | None = None, profile: str = 
     >>> report.verdict, report.worst.detail.startswith("dq")
     ('fail', True)
     """
-    dtype = getattr(fn, "dtype", None) or "float64" if dtype is None else dtype
-    dtype = check_choice("dtype", dtype, FLOAT_DTYPES)
+    own = getattr(fn, "dtype", None)
+    if dtype is not None and own is not None and own != dtype:
+        raise ValueError(f"dtype: {dtype!r} differs from the dtype {own!r} that {fn_name_of(fn)} computes in; "
+                         "leave dtype out for an adapter or a catalogue kernel")
+    dtype = check_choice("dtype", own or "float64" if dtype is None else dtype, FLOAT_DTYPES)
     profile = check_choice("profile", profile, GRAD_PROFILES)
     causal = check_choice("causal", causal, ("bottom_right", "top_left"))
     tol_factor = check_real("tol_factor", tol_factor, minimum=0.0, strict_min=True)
