@@ -186,6 +186,13 @@ def _bad_return(q, K, V, dO):
     return "gradients"
 
 
+def _hangs(q, K, V, dO, tau=1.0):
+    import time
+
+    time.sleep(3.0)
+    return _good(q, K, V, dO, tau)
+
+
 @pytest.mark.parametrize("fn, expected", [
     (_raises, "_raises raised RuntimeError: CUDA error: illegal memory access"),
     (_nan, "dq[0, 0, 0, 0] = nan (1 non-finite value(s) in dq)"),
@@ -193,10 +200,11 @@ def _bad_return(q, K, V, dO):
     (_half, "dq is float16 for float32 inputs"),
     (_mutates, "_mutates changed its input q in place"),
     (_bad_return, "returned str; expected (dq, dK, dV), (dq, dK, dV, dsink) or a dict"),
+    (_hangs, "_hangs did not return within 0.3 s (a hang?"),
 ])
 def test_a_misbehaving_function_fails_in_one_line_naming_the_case(fn, expected):
     with pytest.raises(AssertionError) as info:
-        assert_gradients_match(fn, [CASE["grouped"]], dtype="float32")
+        assert_gradients_match(fn, [CASE["grouped"]], dtype="float32", timeout=0.3)
     message = str(info.value)
     worst = message.splitlines()[1]
     assert "case 'grouped'" in worst and expected in worst, message
@@ -226,6 +234,7 @@ def test_skipped_cases_are_listed_and_all_skipped_is_an_error():
 @pytest.mark.parametrize("kwargs, match", [
     (dict(dtype="float8"), "dtype"), (dict(profile="lazy"), "profile"), (dict(causal="middle"), "causal"),
     (dict(tol_factor=0), "tol_factor"), (dict(tol_factor=math.nan), "tol_factor"), (dict(cases=[1]), "cases"),
+    (dict(timeout=0), "timeout"),
 ])
 def test_bad_arguments_are_one_line_value_errors(kwargs, match):
     with pytest.raises(ValueError, match=match):

@@ -14,7 +14,7 @@ and an output gradient ``dO`` are drawn, rounded to your dtype, and given to you
 ``dq``, ``dk``, ``dv`` (``dsink`` with sinks, ``dbias`` with a bias, ``o`` when returned) must be within
 ``tol_factor`` times the error a correct backward of your dtype makes there (:mod:`varsim.testing.grad_precision`)
 plus ``atol``. A failure names the case and the worst element; a function that raises, returns NaN, the wrong shape
-or a lower-precision dtype, or changes its inputs fails in one line naming the case.
+or a lower-precision dtype, changes its inputs or hangs (``timeout=``) fails in one line naming the case.
 
 Your function, the protocol: ``fn(q, K, V, dO, **keywords)`` on NumPy float64 arrays ``q (B, H, L, d_k)``,
 ``K (B, G, N, d_k)``, ``V (B, G, N, d_v)``, ``dO (B, H, L, d_v)`` holding values of ``dtype`` (``G`` KV heads:
@@ -39,6 +39,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import math
+import threading
 
 import numpy as np
 
@@ -234,7 +235,33 @@ def _compare(out, ref, err, what_fn, dtype, tol_factor, atol, has_o):
     return worst[0], worst[1], tuple(ratios)
 
 
-def _run_case(fn, case, root, *, dtype, profile, causal, tol_factor, atol) -> GradientCaseResult:
+class _Hung(Exception):
+    """The function did not return in time."""
+
+
+def _call(fn, args, kw, timeout):
+    """``fn(*args, **kw)`` in a daemon thread, waiting at most ``timeout`` seconds (None: in this thread)."""
+    if timeout is None:
+        return fn(*args, **kw)
+    box = {}
+
+    def target():
+        try:
+            box["out"] = fn(*args, **kw)
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller
+            box["exc"] = exc
+
+    worker = threading.Thread(target=target, daemon=True, name="varsim-check-gradients")
+    worker.start()
+    worker.join(timeout)
+    if worker.is_alive():
+        raise _Hung()
+    if "exc" in box:
+        raise box["exc"]
+    return box["out"]
+
+
+def _run_case(fn, case, root, *, dtype, profile, causal, tol_factor, atol, timeout=None) -> GradientCaseResult:
     accepts = accepted_keywords(fn)
     missing = sorted(case.needs - accepts)
     if missing:
@@ -251,7 +278,10 @@ def _run_case(fn, case, root, *, dtype, profile, causal, tol_factor, atol) -> Gr
     given = [x.copy() for x in (q, K, V, dO)]
     name = fn_name_of(fn)
     try:
-        out = _unpack(fn(q, K, V, dO, **kw), case.sink)
+        out = _unpack(_call(fn, (q, K, V, dO), kw, timeout), case.sink)
+    except _Hung:
+        return GradientCaseResult(case, math.inf, f"{name} did not return within {timeout:g} s (a hang? it is left "
+                                                  "running in a background thread)")
     except Exception as exc:  # noqa: BLE001 - the user's function failed: one line naming the case
         first = (str(exc).splitlines() or [""])[0]
         return GradientCaseResult(case, math.inf, f"{name} raised {type(exc).__name__}: {first}")
@@ -289,7 +319,7 @@ def _as_cases(cases):
 
 def check_gradients(fn, cases=None, *, dtype: str | None = None, profile: str = "fused",
                     causal: str = "bottom_right", tol_factor: float = 4.0, atol: float = 0.0,
-                    rng=0) -> GradientReport:
+                    timeout: float | None = 60.0, rng=0) -> GradientReport:
     """Run ``fn``'s backward on the same draws as the float64 reference and compare every gradient elementwise.
 
     Parameters
@@ -310,6 +340,9 @@ def check_gradients(fn, cases=None, *, dtype: str | None = None, profile: str = 
         ``is_causal``: top-left).
     tol_factor, atol : float
         Each element may differ by ``tol_factor * E + atol``.
+    timeout : float or None
+        Seconds one call of ``fn`` may take (it runs in a daemon thread; past this the case fails as a hang and the
+        call is left running); None calls ``fn`` in this thread, without a limit.
     rng : int, SeedSequence or Generator
         Combined with each case's ``seed``.
 
@@ -337,15 +370,15 @@ def check_gradients(fn, cases=None, *, dtype: str | None = None, profile: str = 
     causal = check_choice("causal", causal, ("bottom_right", "top_left"))
     tol_factor = check_real("tol_factor", tol_factor, minimum=0.0, strict_min=True)
     atol = check_real("atol", atol, minimum=0.0)
+    timeout = None if timeout is None else check_real("timeout", timeout, minimum=0.0, strict_min=True)
     if not callable(fn):
         raise ValueError(f"fn: expected a callable, got {type(fn).__qualname__}")
     root = resolve_seed(None, rng)
-    results = tuple(_run_case(fn, c, root, dtype=dtype, profile=profile, causal=causal, tol_factor=tol_factor,
-                              atol=atol) for c in _as_cases(cases))
+    options = dict(dtype=dtype, profile=profile, causal=causal, tol_factor=tol_factor, atol=atol, timeout=timeout)
+    results = tuple(_run_case(fn, c, root, **options) for c in _as_cases(cases))
     if all(r.skipped for r in results):
         raise ValueError(f"cases: every case was skipped ({results[0].skipped})")
-    note = _eager_note(fn, results, root, dtype=dtype, profile=profile, causal=causal, tol_factor=tol_factor,
-                       atol=atol)
+    note = _eager_note(fn, results, root, **options)
     return GradientReport(fn_name_of(fn), results, describe_seed(root), dtype, profile, tol_factor, note)
 
 
