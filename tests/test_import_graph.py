@@ -33,7 +33,7 @@ NEVER = {("varsim.sim", "varsim.nn"), ("varsim.train", "varsim.sim")}
 EXPERIMENTS_FLOORS = [
     {"variant_axis", "grid_kind", "stats"},
     {"settings"},
-    {"records", "report", "selection"},
+    {"records", "report", "selection", "rerun_verdict"},
     {"worker"},
     {"runner", "recheck", "committed"},
     {"reproduction_summary", "remedies_summary", "remedies_table"},
