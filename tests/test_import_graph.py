@@ -39,7 +39,7 @@ EXPERIMENTS_FLOORS = [
     {"reproduction_summary", "remedies_summary", "remedies_table"},
     {"remedies", "decoder_grid"},
     {"aggregation", "presets", "prediction"},
-    {"reproduce"},
+    {"reproduce", "prediction_credit"},
     {"kernel_check"},
     {""},
 ]
