@@ -41,6 +41,7 @@ EXPERIMENTS_FLOORS = [
     {"aggregation", "presets", "prediction"},
     {"reproduce", "prediction_credit"},
     {"kernel_check"},
+    {"kernel_signs"},
     {""},
 ]
 
