@@ -140,12 +140,24 @@ def test_unchanged_rerun_recomputes_the_committed_statistics():
 
 
 def test_a_cell_outside_the_arm_gets_the_arms_largest_spread():
+    """A run of a slice's cell gets that slice's spread (the decoder's 12 examples), also when the arm has no row of
+    that very run; a run of a cell the arm did not rerun gets the largest over the whole arm."""
     from varsim.experiments.rerun_verdict import arm_spread
 
-    assert arm_spread("decoder", "argmax-decoder_none-none-ssmax-d2-s0")["slice"] == "decoder_nope_cosine"
-    assert arm_spread("decoder", "argmax-decoder_none-none-ssmax-d2-s0")["examples"] == 12
-    out = arm_spread("remedies", "argmax-residual-none-softmax-d1-cosine_lr3e3-s0")
+    def spec(grid, rid):
+        return cm.run_spec(cm.committed_settings(grid), rid)
+
+    nope = spec("decoder", "argmax-decoder_none-none-ssmax-d2-s0")
+    assert arm_spread("decoder", nope)["slice"] == "decoder_nope_cosine"
+    assert arm_spread("decoder", nope)["examples"] == 12
+    rope = [s for s in job_specs(cm.committed_settings("decoder")) if s["architecture"] == "decoder_rope"][0]
+    assert arm_spread("decoder", rope)["slice"] is None
+    out = arm_spread("remedies", spec("remedies", "argmax-residual-none-softmax-d1-cosine_lr3e3-s0"))
     assert out["slice"] is None and out["runs"] == 168 and out["examples"] == 71
+    binary = spec("remedies", "dictionary-residual-none-softmax-d1-cosine_lr3e3-binary-s0")
+    assert arm_spread("remedies", binary)["slice"] == "dictionary_binary_cosine_lr3e3"
+    table = spec("remedies", "dictionary-residual-none-softmax-d1-cosine_lr3e3-embedding-s0")
+    assert arm_spread("remedies", table)["slice"] is None  # the table slice is cosine lr 1e-3 only
 
 
 @pytest.mark.parametrize("shift, kernel, status, mode", [

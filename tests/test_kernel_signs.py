@@ -122,3 +122,16 @@ def test_symmetric_rules_can_pass_the_constant_cell():
 def test_reproducibility_page_quotes_the_symmetric_table():
     page = (ROOT / "docs" / "experiments" / "reproducibility.md").read_text()
     assert render_symmetric(symmetric_verdicts(ARM)) in page
+
+
+def test_the_statistical_verdict_on_the_arms_own_reruns():
+    """Each SkylakeX rerun of the arm, judged as `varsim recheck` would judge it (its spread left out of its own
+    bound): the counts the reproducibility page quotes. Catches a bound that includes the run itself (0 beyond) and
+    a conclusion check that ignores the rerun (0 changed)."""
+    from varsim.experiments.kernel_signs import judge_arm_reruns
+
+    res = judge_arm_reruns(ARM, _signed())
+    assert (res["runs"], res["holds"], res["beyond_spread"], res["conclusion_changed"]) == (168, 160, 3, 5)
+    page = " ".join((ROOT / "docs" / "experiments" / "reproducibility.md").read_text().split())
+    assert f"{res['holds']} of {res['runs']} hold. {res['beyond_spread']} lie beyond the spread" in page
+    assert f"{res['conclusion_changed']} change a verdict" in page

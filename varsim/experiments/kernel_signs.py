@@ -26,7 +26,7 @@ import numpy as np
 
 from varsim.experiments.kernel_check import COMMITTED_DIR, SLICES, slice_settings
 
-__all__ = ["SIGNED_FILE", "EXACT_AS_SOFTMAX", "recover_signs", "write_signed"]
+__all__ = ["SIGNED_FILE", "EXACT_AS_SOFTMAX", "recover_signs", "write_signed", "judge_arm_reruns"]
 
 SIGNED_FILE = COMMITTED_DIR / "signed_1024.json"
 SIGNED_FORMAT = "varsim.kernel_check.signed/1"
@@ -135,6 +135,45 @@ def write_signed(dest: Path = SIGNED_FILE) -> dict:
            "inputs": {"summary.json": hashlib.sha256(src.read_bytes()).hexdigest()}, "provenance": provenance()}
     atomic_write_json(Path(dest), res)
     return res
+
+
+def judge_arm_reruns(arm: dict, signed: dict) -> dict:
+    """The statistical verdict of ``varsim recheck`` (:func:`varsim.experiments.rerun_verdict.statistical_verdict`)
+    on each of the arm's reruns, as if each had just been rechecked on SkylakeX: its largest per-length difference
+    from the committed run against the spread of the *other* reruns of its slice (left out of its own bound), and the
+    comparisons resting on it recomputed with its signed accuracies at N = 1024 (``signed``: the recovered table).
+    Returns the counts ``{"runs", "holds", "beyond_spread", "conclusion_changed", "failed": [{"run_id", "beyond",
+    "changed"}]}``."""
+    import collections
+
+    from varsim.experiments.committed import committed_accuracies, committed_settings, committed_summary, run_spec
+    from varsim.experiments.rerun_verdict import statistical_verdict
+
+    acc = {(rid, v): a for c in signed["cells"] for v, vals in c["accuracy"].items()
+           for a, rid in zip(vals, c["run_ids"][v])}
+    by_run = collections.defaultdict(list)
+    for r in arm["per_run"]["rows"]:
+        by_run[(r["slice"], r["run_id"])].append(r)
+    out = {"runs": len(by_run), "holds": 0, "beyond_spread": 0, "conclusion_changed": 0, "failed": []}
+    for (name, rid), rows in by_run.items():
+        grid = arm["settings"]["slices"][name]["grid"]
+        summary = committed_summary(grid)
+        spec = run_spec(committed_settings(grid), rid)
+        li = summary["lengths"].index(1024)
+        rerun = {v: list(a) if v != "lengths" else a for v, a in committed_accuracies(summary, spec).items()}
+        for v in rerun:
+            if v != "lengths":
+                rerun[v][li] = acc[(rid, v)]
+        others = {**arm, "per_run": {**arm["per_run"], "rows": [r for r in arm["per_run"]["rows"]
+                                                                 if r["run_id"] != rid]}}
+        st = statistical_verdict(grid, summary, spec, rerun, {"max": max(r["max_examples"] for r in rows)}, others)
+        out["holds"] += st["holds"]
+        out["beyond_spread"] += not st["within_spread"]
+        out["conclusion_changed"] += not st["conclusions_hold"]
+        if not st["holds"]:
+            out["failed"].append({"run_id": rid, "beyond": not st["within_spread"],
+                                  "changed": [c["variant"] for c in st["conclusions"] if not c["holds"]]})
+    return out
 
 
 def main(argv=None) -> int:

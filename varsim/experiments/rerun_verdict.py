@@ -9,9 +9,9 @@ statistical, in two parts, both fixed here before any use:
 - **spread**: the rerun's largest per-length difference from the committed run, in test examples, over the trained
   variant and the inference-only maps on its weights, is at most the largest difference the arm measured among the
   single runs of the same slice (its trained runs and their inference-only maps); for a run of a cell the arm did
-  not rerun, the largest over the whole arm. Its false-alarm rate on a kernel that moves runs as much as the arm's
-  did, measured by leaving each of the arm's 168 reruns out in turn and judging it against the rest of its slice:
-  3 of 168 (the largest of each of three slices); a kernel that moves runs more is what it reports.
+  not rerun, the largest over the whole arm. On the arm's own reruns, each judged against the others of its slice,
+  3 of 168 lie beyond it (``varsim.experiments.kernel_signs.judge_arm_reruns``); a kernel that moves runs more than
+  SkylakeX did is what it reports.
 - **conclusions**: every pre-registered comparison of the committed grid that rests on the run (the comparisons of its
   variant, or for a softmax run every comparison of its cell, at the primary length), recomputed with the rerun's
   accuracies in place of the committed ones for its seed, keeps its committed verdict: a remedy comparison its Holm
@@ -32,16 +32,23 @@ __all__ = ["ARM_SUMMARY", "arm_spread", "conclusions_with_rerun", "statistical_v
 ARM_SUMMARY = Path(__file__).resolve().parents[1] / "figures" / "data" / "kernel_check" / "summary.json"
 
 
-def arm_spread(grid: str, run_id: str, arm: dict | None = None) -> dict:
-    """The spread the arm measured for single runs like ``run_id`` of ``grid``: ``{"examples", "slice", "runs",
+def _slice_of(slices: dict, grid: str, spec: dict) -> str | None:
+    """The arm's slice whose cells hold the run ``spec`` of ``grid`` (None: the arm did not rerun its cell)."""
+    fields = {"tasks": spec["task"], "recipes": spec.get("recipe"), "key_encodings": spec.get("key_encoding"),
+              "architectures": spec["architecture"]}
+    for name, sl in slices.items():
+        if sl["grid"] == grid and all(value in sl[key] for key, value in fields.items() if key in sl):
+            return name
+    return None
+
+
+def arm_spread(grid: str, spec: dict, arm: dict | None = None) -> dict:
+    """The spread the arm measured for single runs like ``spec`` (a run of ``grid``): ``{"examples", "slice", "runs",
     "kernels"}``: the largest per-length difference in test examples among the arm's reruns (trained variants and
     inference-only maps) of the run's slice, or of every slice (``slice`` None) when the arm did not rerun its cell."""
     arm = arm if arm is not None else read_json(ARM_SUMMARY, what="kernel-check summary", expect=dict)
-    slices = arm["settings"]["slices"]
-    rows = arm["per_run"]["rows"]
-    mine = {r["slice"] for r in rows if r["run_id"] == run_id and slices[r["slice"]]["grid"] == grid}
-    name = next(iter(mine), None)
-    pool = [r for r in rows if name is None or r["slice"] == name]
+    name = _slice_of(arm["settings"]["slices"], grid, spec)
+    pool = [r for r in arm["per_run"]["rows"] if name is None or r["slice"] == name]
     return {"examples": max(r["max_examples"] for r in pool), "slice": name,
             "runs": len({(r["slice"], r["run_id"]) for r in pool}),
             "kernels": [arm["committed_kernel"]["kernel"], arm["arm_kernel"]["kernel"]]}
@@ -126,7 +133,7 @@ def statistical_verdict(grid: str, summary: dict, spec: dict, rerun: dict, compa
     """Both parts of the statistical verdict (module docstring) on the rerun ``rerun`` of ``spec`` whose per-length
     differences from the committed run are ``compare`` (:func:`varsim.experiments.committed.compare_accuracies`):
     ``{"within_spread", "spread", "largest", "conclusions", "conclusions_hold", "holds"}``."""
-    spread = arm_spread(grid, spec["run_id"], arm)
+    spread = arm_spread(grid, spec, arm)
     conclusions = conclusions_with_rerun(summary, spec, rerun)
     within = compare["max"] <= spread["examples"]
     held = all(c["holds"] for c in conclusions)
