@@ -146,8 +146,9 @@ def judge_arm_reruns(arm: dict, signed: dict) -> dict:
     "changed"}]}``."""
     import collections
 
-    from varsim.experiments.committed import committed_accuracies, committed_settings, committed_summary, run_spec
+    from varsim.experiments.committed import committed_accuracies, committed_settings, committed_summary
     from varsim.experiments.rerun_verdict import statistical_verdict
+    from varsim.experiments.settings import job_specs
 
     acc = {(rid, v): a for c in signed["cells"] for v, vals in c["accuracy"].items()
            for a, rid in zip(vals, c["run_ids"][v])}
@@ -155,10 +156,12 @@ def judge_arm_reruns(arm: dict, signed: dict) -> dict:
     for r in arm["per_run"]["rows"]:
         by_run[(r["slice"], r["run_id"])].append(r)
     out = {"runs": len(by_run), "holds": 0, "beyond_spread": 0, "conclusion_changed": 0, "failed": []}
+    specs = {g: {s["run_id"]: s for s in job_specs(committed_settings(g))}
+             for g in {sl["grid"] for sl in arm["settings"]["slices"].values()}}
     for (name, rid), rows in by_run.items():
         grid = arm["settings"]["slices"][name]["grid"]
         summary = committed_summary(grid)
-        spec = run_spec(committed_settings(grid), rid)
+        spec = specs[grid][rid]
         li = summary["lengths"].index(1024)
         rerun = {v: list(a) if v != "lengths" else a for v, a in committed_accuracies(summary, spec).items()}
         for v in rerun:
