@@ -39,8 +39,9 @@ def register(parser) -> None:
     parser.add_argument("grid", help="a committed grid (remedies, decoder, decoder_constant) or a results directory")
     parser.add_argument("run_ids", nargs="+", metavar="RUN_ID", help="run ids of the grid (as in its runs/ or table)")
     parser.add_argument("--kernel", metavar="NAME", default=None,
-                        help="rerun under this OpenBLAS kernel: 'record' (the one the grid was made with) or a name "
-                             "such as Haswell or SkylakeX (default: the kernel this machine selects)")
+                        help="rerun under this OpenBLAS kernel: 'record' (the one the grid was made with: the bitwise "
+                             "verdict) or a name such as Haswell or SkylakeX (another kernel: the statistical "
+                             "verdict; default: the kernel this machine selects)")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
 
 
