@@ -107,7 +107,7 @@ def _readme_claims() -> list[str]:
         f"[{_signed(min(r['ci_low'] for r in positional), 3)}, {_signed(max(r['ci_high'] for r in positional), 3)}])",
         f"({significant(constant['primary']).replace(' significant', '')} significant)",
         f"(default kappa = {DEFAULT_KAPPA:g}, fitted)",
-        f"on {credit['runs']} held-out runs with a mean absolute error of {mae(credit['mae']['predictor'])}",
+        f"on {credit['runs']} held-out runs with mean absolute error {mae(credit['mae']['predictor'])}",
         f"up to N = 64: {mae(credit['mae']['logistic'])})",
         f"its ranking part alone (no readout, no fitted constant) {mae(credit['mae']['ranking_only'])}",
         f"kappa = 1: {mae(credit['mae']['predictor_kappa1'])}",
