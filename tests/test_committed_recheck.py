@@ -77,28 +77,106 @@ def test_unknown_run_and_grid():
         cm.committed_dir("nope")
 
 
-@pytest.mark.parametrize("shift, verdict", [
-    ({}, "identical"),
-    ({"softmax": (6, 1)}, "within one example"),
-    ({"topk1": (10, -1), "oracle": (0, 1)}, "within one example"),  # a long length: its own example count
-    ({"critical": (3, 3)}, "beyond tolerance"),
-])
-def test_recheck_verdicts(monkeypatch, shift, verdict):
-    """The verdict counts examples per variant and length: one flipped example is within one, three are beyond; a
-    deviation of an inference-only map counts like one of the trained variant."""
+RECORDED = kernel_selection(cm.committed_summary("remedies")["provenance"])
+OTHER = {"kernel": "Zen", "library": "openblas", "env": {"OPENBLAS_CORETYPE": "Zen"}}
+
+
+def _rerun(monkeypatch, shift, kernel, grid="remedies", run_id=RUN):
+    """Make the retraining of ``run_id`` return the committed accuracies with ``shift`` planted, and this machine
+    select ``kernel``."""
     import varsim.experiments.worker as worker
 
-    monkeypatch.setattr(worker, "run_job", lambda job: _fake_record("remedies", RUN, shift))
+    monkeypatch.setattr(worker, "run_job", lambda job: _fake_record(grid, run_id, shift))
+    monkeypatch.setattr(cm, "_current_kernel", lambda: kernel)
+
+
+@pytest.mark.parametrize("shift, verdict", [({}, "identical"), ({"softmax": (6, 1)}, "not identical"),
+                                            ({"topk1": (10, -1)}, "not identical")])
+def test_same_kernel_asks_the_bitwise_verdict(monkeypatch, shift, verdict):
+    """On the grid's kernel only identical accuracies pass; one flipped example anywhere (a long length too) fails."""
+    _rerun(monkeypatch, shift, RECORDED)
     r = cm.recheck_committed("remedies", RUN)
-    assert r["verdict"] == verdict
-    assert r["compare"]["max"] == max([abs(k) for _, k in shift.values()], default=0)
-    made = kernel_selection(cm.committed_summary("remedies")["provenance"])
-    assert r["made_with"] == made
-    if r["same_kernel"]:
-        assert r["ok"] is (verdict == "identical") and r["advice"] is None
-    else:
-        assert r["ok"] is (verdict != "beyond tolerance")
-        assert r["advice"] == "OPENBLAS_CORETYPE=Haswell OPENBLAS_L2_SIZE=512"
+    assert (r["mode"], r["verdict"], r["ok"], r["statistical"]) == ("bitwise", verdict, verdict == "identical", None)
+    assert r["compare"]["max"] == max([abs(k) for _, k in shift.values()], default=0) and r["advice"] is None
+
+
+@pytest.mark.parametrize("shift, within, hold", [
+    ({}, True, True),
+    ({"softmax": (6, 9), "critical": (3, -30)}, True, True),  # the arm's median and more: single runs move
+    ({"topk1": (10, -1), "oracle": (0, 71)}, True, True),     # the slice's largest measured difference
+    ({"softmax": (2, 72)}, False, True),                      # beyond it, at a length no comparison rests on
+    ({"softmax": (6, -60)}, True, False),                     # within it, but two Holm verdicts change
+])
+def test_another_kernel_asks_the_statistical_verdict(monkeypatch, shift, within, hold):
+    """Under another kernel the verdict is statistical: within the spread the arm measured for this slice (71
+    examples) and every comparison resting on the run keeping its verdict. Catches a bound of one example (the old
+    rule), a spread taken from another slice, and a conclusion check that ignores the rerun."""
+    _rerun(monkeypatch, shift, OTHER)
+    r = cm.recheck_committed("remedies", RUN)
+    st = r["statistical"]
+    assert r["mode"] == "statistical" and r["advice"] == "OPENBLAS_CORETYPE=Haswell OPENBLAS_L2_SIZE=512"
+    assert st["spread"] == {"examples": 71, "slice": "argmax_cosine_constant_lr1e3", "runs": 60,
+                            "kernels": ["Haswell", "SkylakeX"]}
+    assert (st["within_spread"], st["conclusions_hold"]) == (within, hold)
+    assert r["ok"] is (within and hold) and r["verdict"] == ("holds" if r["ok"] else "fails")
+    # a softmax run carries every comparison of its cell: 7 remedies and 3 controls
+    assert len(st["conclusions"]) == 10
+    if not hold:
+        assert sorted(c["variant"] for c in st["conclusions"] if not c["holds"]) == ["critical", "entmax15"]
+
+
+def test_unchanged_rerun_recomputes_the_committed_statistics():
+    """With the committed accuracies, every comparison resting on a run (remedy runs and softmax runs, remedies and
+    decoder grids) recomputes its committed mean and p exactly: catches another seed's column, another length or the
+    wrong baseline."""
+    from varsim.experiments.rerun_verdict import conclusions_with_rerun
+
+    for grid in ("remedies", "decoder"):
+        summary = cm.committed_summary(grid)
+        for spec in job_specs(cm.committed_settings(grid))[::5]:
+            for c in conclusions_with_rerun(summary, spec, cm.committed_accuracies(summary, spec)):
+                assert c["holds"] and c["rerun"]["mean_diff"] == pytest.approx(c["committed"]["mean_diff"], abs=1e-15)
+                assert c["rerun"]["p"] == pytest.approx(c["committed"]["p"], rel=1e-12), (spec["run_id"], c)
+
+
+def test_a_cell_outside_the_arm_gets_the_arms_largest_spread():
+    """A run of a slice's cell gets that slice's spread (the decoder's 12 examples), also when the arm has no row of
+    that very run; a run of a cell the arm did not rerun gets the largest over the whole arm."""
+    from varsim.experiments.rerun_verdict import arm_spread
+
+    def spec(grid, rid):
+        return cm.run_spec(cm.committed_settings(grid), rid)
+
+    nope = spec("decoder", "argmax-decoder_none-none-ssmax-d2-s0")
+    assert arm_spread("decoder", nope)["slice"] == "decoder_nope_cosine"
+    assert arm_spread("decoder", nope)["examples"] == 12
+    rope = [s for s in job_specs(cm.committed_settings("decoder")) if s["architecture"] == "decoder_rope"][0]
+    assert arm_spread("decoder", rope)["slice"] is None
+    out = arm_spread("remedies", spec("remedies", "argmax-residual-none-softmax-d1-cosine_lr3e3-s0"))
+    assert out["slice"] is None and out["runs"] == 168 and out["examples"] == 71
+    binary = spec("remedies", "dictionary-residual-none-softmax-d1-cosine_lr3e3-binary-s0")
+    assert arm_spread("remedies", binary)["slice"] == "dictionary_binary_cosine_lr3e3"
+    table = spec("remedies", "dictionary-residual-none-softmax-d1-cosine_lr3e3-embedding-s0")
+    assert arm_spread("remedies", table)["slice"] is None  # the table slice is cosine lr 1e-3 only
+
+
+@pytest.mark.parametrize("shift, kernel, status, mode", [
+    ({}, RECORDED, 0, "bitwise"), ({"softmax": (6, 1)}, RECORDED, 1, "bitwise"),
+    ({"softmax": (6, 9)}, OTHER, 0, "statistical"), ({"softmax": (2, 72)}, OTHER, 3, "statistical"),
+    ({"softmax": (6, -60)}, OTHER, 3, "statistical")])
+def test_cli_exit_status_says_which_verdict_and_whether_it_held(monkeypatch, capsys, shift, kernel, status, mode):
+    import argparse
+
+    from varsim.cli import recheck
+
+    _rerun(monkeypatch, shift, kernel)
+    monkeypatch.delenv(recheck._EXPECT, raising=False)
+    args = argparse.Namespace(grid="remedies", run_ids=[RUN], kernel=None, json=False)
+    assert recheck.run(args) == status
+    out = capsys.readouterr().out
+    assert f"{mode} verdict: " in out.splitlines()[0]
+    if mode == "statistical":
+        assert "spread: largest difference" in out and ("BEYOND" in out) is ("(2, 72)" in str(shift))
 
 
 def test_kernel_selection_names_the_variables():

@@ -33,14 +33,15 @@ NEVER = {("varsim.sim", "varsim.nn"), ("varsim.train", "varsim.sim")}
 EXPERIMENTS_FLOORS = [
     {"variant_axis", "grid_kind", "stats"},
     {"settings"},
-    {"records", "report", "selection"},
+    {"records", "report", "selection", "rerun_verdict"},
     {"worker"},
     {"runner", "recheck", "committed"},
     {"reproduction_summary", "remedies_summary", "remedies_table"},
     {"remedies", "decoder_grid"},
     {"aggregation", "presets", "prediction"},
-    {"reproduce"},
+    {"reproduce", "prediction_credit"},
     {"kernel_check"},
+    {"kernel_signs"},
     {""},
 ]
 

@@ -24,7 +24,7 @@ COMMANDS = {
     "evaluate": ("varsim.cli.evaluate", "evaluate a checkpoint at many set sizes"),
     "predict": ("varsim.cli.predict", "predict a checkpoint's long-N accuracy from its training-length statistics"),
     "reproduce": ("varsim.cli.reproduce", "run the paper's length-generalization experiment"),
-    "recheck": ("varsim.cli.recheck", "train runs of a committed grid or results directory again and compare"),
+    "recheck": ("varsim.cli.recheck", "train runs again: bitwise verdict on the grid's kernel, statistical elsewhere"),
     "demo": ("varsim.cli.demo", "list the teaching notebooks and copy them to open in Jupyter"),
     "probe-model": ("varsim.cli.probe_model", "vanishing variance per layer and head of a real pretrained model"),
 }

@@ -8,14 +8,19 @@ Examples::
 
 GRID is a committed grid (``remedies``, ``decoder``, ``decoder_constant``: its settings and per-seed accuracies ship
 with the package) or a ``varsim reproduce`` results directory (its run records; the same as ``varsim reproduce DIR
---recheck RUN_ID``). A committed run's accuracies, per variant and length, are compared in test examples: identical,
-within one example, or beyond. Bitwise equality needs the BLAS kernel the grid was made with: ``--kernel record``
-reruns under it (OpenBLAS only, by its ``OPENBLAS_CORETYPE`` and ``OPENBLAS_L2_SIZE``), ``--kernel NAME`` under
-another. On another kernel training rounds differently and single runs move; the conclusions are what is expected to
-hold (``docs/experiments/reproducibility.md``).
+--recheck RUN_ID``). A committed run gets one of two verdicts, and the kernel decides which is asked:
 
-Exit status: 0 when every run is identical (or, on another kernel than the record's, within one example), 1
-otherwise, 2 on bad input.
+- **bitwise**, on the BLAS kernel the grid was made with (``--kernel record`` reruns under it, OpenBLAS only, by its
+  ``OPENBLAS_CORETYPE`` and ``OPENBLAS_L2_SIZE``): every accuracy, per variant and length, identical or not;
+- **statistical**, on any other kernel (``--kernel NAME``, or whatever this machine selects): training rounds
+  differently and single runs move, so the rerun holds when its largest per-length difference from the committed run
+  lies within the spread the second-kernel arm measured for single runs (``varsim/figures/data/kernel_check/``) and
+  every committed comparison that rests on it keeps its verdict (``varsim.experiments.rerun_verdict``;
+  ``docs/experiments/reproducibility.md``).
+
+Exit status (committed grids): 0 when every verdict asked held (each report line names which verdict it is), 1 when
+a bitwise verdict failed (the same kernel gave other numbers: a defect), 3 when a statistical verdict failed and no
+bitwise one did, 2 on bad input. A results directory: 0 or 1 as ``varsim reproduce --recheck``.
 """
 
 from __future__ import annotations
@@ -34,8 +39,9 @@ def register(parser) -> None:
     parser.add_argument("grid", help="a committed grid (remedies, decoder, decoder_constant) or a results directory")
     parser.add_argument("run_ids", nargs="+", metavar="RUN_ID", help="run ids of the grid (as in its runs/ or table)")
     parser.add_argument("--kernel", metavar="NAME", default=None,
-                        help="rerun under this OpenBLAS kernel: 'record' (the one the grid was made with) or a name "
-                             "such as Haswell or SkylakeX (default: the kernel this machine selects)")
+                        help="rerun under this OpenBLAS kernel: 'record' (the one the grid was made with: the bitwise "
+                             "verdict) or a name such as Haswell or SkylakeX (another kernel: the statistical "
+                             "verdict; default: the kernel this machine selects)")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
 
 
@@ -108,26 +114,40 @@ def _check_expected_kernel() -> None:
 
 
 def _committed_text(r: dict) -> str:
-    made, here = r["made_with"], r["here"]
-    cmp = r["compare"]
+    made, here, cmp = r["made_with"], r["here"], r["compare"]
     head = r["verdict"] if r["ok"] else r["verdict"].upper()
     worst = max(((v, i, d) for v, ds in cmp["per_variant"].items() for i, d in enumerate(ds)), key=lambda x: x[2])
     n_values = sum(len(ds) for ds in cmp["per_variant"].values())
     differ = sum(d > 0 for ds in cmp["per_variant"].values() for d in ds)
-    lines = [f"{r['run_id']} ({r['grid']}): {head}: {differ} of {n_values} accuracies (variant x length) differ, "
-             f"by at most {cmp['max']} test example(s)" + (f" ({worst[0]} at N = {cmp['lengths'][worst[1]]})"
-                                                           if cmp["max"] else "") + f"; {r['seconds']:.0f} s"]
-    if r["same_kernel"]:
+    lines = [f"{r['run_id']} ({r['grid']}): {r['mode']} verdict: {head}: {differ} of {n_values} accuracies (variant "
+             f"x length) differ, by at most {cmp['max']} test example(s)" + (
+                 f" ({worst[0]} at N = {cmp['lengths'][worst[1]]})" if cmp["max"] else "") + f"; {r['seconds']:.0f} s"]
+    if r["mode"] == "bitwise":
         lines.append(f"  on the BLAS kernel the grid was made with ({made['kernel']}): "
-                     + ("bitwise equality applies" if r["ok"] else "a defect: the same kernel must give the same "
-                                                                   "numbers"))
-    else:
-        lines.append(f"  made with {made['library']} {made['kernel']}, rerun here with {here['library']} "
-                     f"{here['kernel']}: on another kernel training rounds differently and single runs move")
-        if r["advice"]:
-            lines.append(f"  to reproduce it bitwise: `varsim recheck {r['grid']} {r['run_id']} --kernel record` "
-                         f"(sets {r['advice']})")
+                     + ("bitwise equal" if r["ok"] else "a defect: the same kernel must give the same numbers"))
+        return "\n".join(lines)
+    st, sp = r["statistical"], r["statistical"]["spread"]
+    where = f"slice {sp['slice']}" if sp["slice"] else "all slices; the arm did not rerun this cell"
+    lines.append(f"  made with {made['library']} {made['kernel']}, rerun here with {here['library']} {here['kernel']}: "
+                 "single runs move on another kernel, so the verdict is statistical")
+    lines.append(f"  spread: largest difference {st['largest']} example(s) against at most {sp['examples']} measured "
+                 f"by the second-kernel arm ({sp['kernels'][0]} vs {sp['kernels'][1]}, {sp['runs']} reruns, {where}): "
+                 + ("within" if st["within_spread"] else "BEYOND"))
+    for c in st["conclusions"]:
+        a, b = c["committed"], c["rerun"]
+        lines.append(f"  {c['variant']} ({c['role']}): committed {a['mean_diff']:+.3f} {a['verdict']}, with this "
+                     f"rerun {b['mean_diff']:+.3f} {b['verdict']}: " + ("holds" if c["holds"] else "CHANGED"))
+    if r["advice"]:
+        lines.append(f"  to ask the bitwise verdict: `varsim recheck {r['grid']} {r['run_id']} --kernel record` "
+                     f"(sets {r['advice']})")
     return "\n".join(lines)
+
+
+def _exit_status(results: list[dict]) -> int:
+    """0 every verdict held, 1 a bitwise verdict failed, 3 a statistical one failed (module docstring)."""
+    if any(r["mode"] == "bitwise" and not r["ok"] for r in results):
+        return 1
+    return 3 if any(not r["ok"] for r in results) else 0
 
 
 def run(args) -> int:
@@ -151,4 +171,4 @@ def run(args) -> int:
             print(_committed_text(results[-1]), flush=True)
     if args.json:
         print(json.dumps(results, indent=2))
-    return 0 if all(r["ok"] for r in results) else 1
+    return _exit_status(results)

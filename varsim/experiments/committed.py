@@ -9,8 +9,8 @@ comparison is in examples, per length.
 
 What reproduces: bitwise on the BLAS kernel the grid was made with (its provenance names it;
 :func:`varsim._common.provenance.kernel_selection` gives the environment variables that select it); elsewhere
-training rounds differently and the trajectory moves, so single runs move while the conclusions are expected to hold
-(``docs/experiments/reproducibility.md``).
+training rounds differently and the trajectory moves, so single runs move while the conclusions are expected to hold:
+there the verdict is statistical (:mod:`varsim.experiments.rerun_verdict`; ``docs/experiments/reproducibility.md``).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from varsim._common.provenance import compute_environment, kernel_selection
 from varsim.experiments.settings import GROUP_KEYS, ReproductionSettings, job_specs
 
 __all__ = ["COMMITTED_GRIDS", "committed_dir", "committed_settings", "committed_summary", "run_spec",
-           "committed_accuracies", "run_accuracies", "compare_accuracies", "recheck_committed"]
+           "committed_accuracies", "run_accuracies", "compare_accuracies", "recheck_committed", "judge_rerun"]
 
 _DATA = Path(__file__).resolve().parents[1] / "figures" / "data"
 
@@ -136,11 +136,16 @@ def recheck_committed(grid: str, run_id: str) -> dict:
     """Train the run ``run_id`` of the committed grid ``grid`` again (a temporary directory; nothing is written)
     and compare its accuracies, per variant and length, with the committed per-seed ones.
 
-    Returns ``{"grid", "run_id", "verdict", "ok", "compare", "made_with", "here", "same_kernel", "advice",
-    "seconds"}``: ``verdict`` ``"identical"`` (every accuracy equal), ``"within one example"`` or ``"beyond
-    tolerance"``; ``made_with`` / ``here`` the BLAS kernels (``kernel_selection`` of varsim._common.provenance);
-    ``ok`` identical, or within one example on another kernel; ``advice`` the environment that selects the
-    committed kernel, when the kernels differ."""
+    Two verdicts, and which one was asked follows from the kernel (``mode``): ``"bitwise"`` when this machine selects
+    the BLAS kernel the grid was made with (``verdict`` ``"identical"`` or ``"not identical"``: on the same kernel
+    anything but identical accuracies is a defect), ``"statistical"`` on any other kernel (``verdict`` ``"holds"`` or
+    ``"fails"``: the rerun lies within the spread the second-kernel arm measured for single runs and every committed
+    comparison that rests on it keeps its verdict; ``statistical`` gives both parts,
+    :func:`varsim.experiments.rerun_verdict.statistical_verdict`).
+
+    Returns ``{"grid", "run_id", "mode", "verdict", "ok", "compare", "statistical", "made_with", "here",
+    "same_kernel", "advice", "seconds"}``: ``made_with`` / ``here`` the BLAS kernels (``kernel_selection`` of
+    varsim._common.provenance); ``advice`` the environment that selects the committed kernel, when they differ."""
     import json
     import time
 
@@ -149,18 +154,30 @@ def recheck_committed(grid: str, run_id: str) -> dict:
 
     settings = committed_settings(grid)
     spec = run_spec(settings, run_id)
-    summary = committed_summary(grid)
-    committed = committed_accuracies(summary, spec)
     t0 = time.perf_counter()
     record = json.loads(json.dumps(jsonable(run_job((spec, None)))))
-    cmp = compare_accuracies(committed, run_accuracies(record), spec)
+    return judge_rerun(grid, spec, record, time.perf_counter() - t0)
+
+
+def judge_rerun(grid: str, spec: dict, record: dict, seconds: float = 0.0) -> dict:
+    """The verdict of :func:`recheck_committed` on ``record``, a rerun of ``spec`` (as written to disk)."""
+    from varsim.experiments.rerun_verdict import statistical_verdict
+
+    summary = committed_summary(grid)
+    rerun = run_accuracies(record)
+    cmp = compare_accuracies(committed_accuracies(summary, spec), rerun, spec)
     made, here = kernel_selection(summary.get("provenance")), _current_kernel()
     same = made["kernel"] == here["kernel"] and made["env"].get("OPENBLAS_L2_SIZE") == here["env"].get(
         "OPENBLAS_L2_SIZE")
-    verdict = "identical" if cmp["identical"] else "within one example" if cmp["within_one"] else "beyond tolerance"
+    stat = None
+    if same:
+        verdict, ok = ("identical", True) if cmp["identical"] else ("not identical", False)
+    else:
+        stat = statistical_verdict(grid, summary, spec, rerun, cmp)
+        verdict, ok = ("holds", True) if stat["holds"] else ("fails", False)
     advice = None
     if not same and made["env"]:
         advice = " ".join(f"{k}={v}" for k, v in sorted(made["env"].items()))
-    return {"grid": grid, "run_id": run_id, "verdict": verdict,
-            "ok": cmp["identical"] or (cmp["within_one"] and not same), "compare": cmp, "made_with": made,
-            "here": here, "same_kernel": same, "advice": advice, "seconds": time.perf_counter() - t0}
+    return {"grid": grid, "run_id": spec["run_id"], "mode": "bitwise" if same else "statistical", "verdict": verdict,
+            "ok": ok, "compare": cmp, "statistical": stat, "made_with": made, "here": here, "same_kernel": same,
+            "advice": advice, "seconds": seconds}

@@ -27,7 +27,8 @@ from varsim.experiments.committed import committed_accuracies, committed_setting
 from varsim.experiments.settings import GROUP_KEYS, ReproductionSettings, job_specs
 
 __all__ = ["SLICES", "CRITERION", "CONCLUSIONS", "SETTINGS_FORMAT", "SUMMARY_FORMAT", "COMMITTED_DIR", "slice_settings",
-           "run_arm", "summarize", "render_table", "commit"]
+           "run_arm", "summarize", "render_table", "commit", "SYMMETRIC_RULES", "symmetric_verdicts",
+           "render_symmetric"]
 
 SETTINGS_FORMAT = "varsim.kernel_check.settings/1"
 SUMMARY_FORMAT = "varsim.kernel_check.summary/1"
@@ -207,6 +208,63 @@ def _conclusions(rows: list[dict]) -> list[dict]:
                     "failed": [f"{r['variant']} ({r['test']})" for r in behind if not r["holds"]],
                     "complete": bool(behind)})
     return out
+
+
+#: the symmetric rules reported beside the registered one (issue 46; not registered before the arm's runs): the same
+#: correction for a gain that must hold as for a null that must stay null
+SYMMETRIC_RULES = {
+    "registered": "as registered (CRITERION): a gain holds at unadjusted alpha, a null must stay null after Holm",
+    "holm_both": "a gain holds when positive and significant after Holm over the arm's remedy comparisons; a null "
+                 "when not significant after that Holm",
+    "unadjusted_both": "a gain holds when positive and significant at unadjusted alpha; a null when not significant "
+                       "at unadjusted alpha",
+}
+
+
+def _holds_under(r: dict, rule: str, alpha: float) -> bool:
+    a = r["arm"]
+    if r["role"] != "remedy" or rule == "registered":
+        return bool(r["holds"])  # the controls keep their own unadjusted tests, as in their grids
+    p = a["p_holm_arm"] if rule == "holm_both" else a["p_ttest"]
+    if r["committed"]["significant"]:
+        return bool(a["mean_diff"] > 0 and p < alpha)
+    return bool(p >= alpha)
+
+
+def symmetric_verdicts(summary: dict) -> dict:
+    """Each comparison and each conclusion of a finished arm's ``summary`` judged under every rule of
+    :data:`SYMMETRIC_RULES`, and how many comparisons agree in sign with the committed grids (arm and committed mean
+    gain both positive, both negative or both zero)."""
+    alpha = summary["settings"]["criterion"]["alpha"]
+    rows = summary["comparisons"]
+    judged = [{"slice": r["slice"], "variant": r["variant"], "role": r["role"], "test": r["test"],
+               **{k: r.get(k) for k in GROUP_KEYS},
+               "rules": {rule: _holds_under(r, rule, alpha) for rule in SYMMETRIC_RULES}} for r in rows]
+    conclusions = []
+    for text, where in summary["settings"]["conclusions"].items():
+        behind = [j for j in judged if all(j.get(k) == v for k, v in where.items())]
+        conclusions.append({"conclusion": text, "comparisons": len(behind),
+                            "rules": {rule: bool(behind) and all(j["rules"][rule] for j in behind)
+                                      for rule in SYMMETRIC_RULES},
+                            "failed": {rule: [j["variant"] for j in behind if not j["rules"][rule]]
+                                       for rule in SYMMETRIC_RULES}})
+    sign = sum(math.copysign(1, r["arm"]["mean_diff"]) == math.copysign(1, r["committed"]["mean_diff"])
+               if r["arm"]["mean_diff"] and r["committed"]["mean_diff"] else
+               r["arm"]["mean_diff"] == r["committed"]["mean_diff"] for r in rows)
+    return {"rules": SYMMETRIC_RULES, "comparisons": judged, "conclusions": conclusions,
+            "agree_in_sign": int(sign), "agree_within_interval": sum(r["agrees"] for r in rows), "n": len(rows)}
+
+
+def render_symmetric(sym: dict) -> str:
+    """A Markdown table of :func:`symmetric_verdicts`: each conclusion under each rule."""
+    rules = list(sym["rules"])
+    lines = ["| conclusion | " + " | ".join(rules) + " |", "|---" * (1 + len(rules)) + "|"]
+    for c in sym["conclusions"]:
+        cells = ["holds" if c["rules"][r] else "fails (" + ", ".join(c["failed"][r]) + ")" for r in rules]
+        lines.append(f"| {c['conclusion']} | " + " | ".join(cells) + " |")
+    lines.append("| **sentences that hold** | " + " | ".join(
+        f"**{sum(c['rules'][r] for c in sym['conclusions'])} of {len(sym['conclusions'])}**" for r in rules) + " |")
+    return "\n".join(lines) + "\n"
 
 
 def summarize(outdir) -> dict:

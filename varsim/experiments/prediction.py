@@ -403,7 +403,7 @@ def render_trained(res: dict) -> str:
     """Markdown tables of :func:`analyze_trained`'s result."""
     li = list(LENGTHS).index(PRIMARY_LENGTH)
     methods = ("predictor", "carry", "logistic", "gaussian", "predictor_kappa1")
-    lines = [f"kappa frozen at {res['kappa']['measured']:g} (Gaussian {res['kappa']['gaussian']:g}); "
+    lines = [*_made(res), f"kappa frozen at {res['kappa']['measured']:g} (Gaussian {res['kappa']['gaussian']:g}); "
              f"{res['n_runs']} runs kept, excluded {res['excluded'] or 'none'}.", "",
              "| variant | seeds | " + " | ".join(methods) + " | predictor - carry | predictor - logistic | "
              "predictor - Gaussian |", "|---" * (2 + len(methods) + 3) + "|"]
@@ -450,6 +450,15 @@ def render_trained(res: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _made(res: dict) -> list:
+    """The line naming the commit and time that made an analysis (none for one written before they were recorded)."""
+    prov = res.get("provenance")
+    if not prov:
+        return []
+    dirty = " (with uncommitted changes)" if prov.get("git_dirty") else ""
+    return [f"Made at commit {prov.get('git_commit')}{dirty}, {prov.get('created_utc')}.", ""]
+
+
 def _fmt_t(d: dict) -> str:
     if d["ci_low"] is None:
         return f"{d['mean']:.3f}"
@@ -458,7 +467,7 @@ def _fmt_t(d: dict) -> str:
 
 def render(res: dict) -> str:
     """Markdown tables of :func:`analyze`'s result."""
-    lines = [f"kappa (fitted on {DEV_RECIPE}): measured {res['kappa']['measured']:.3f}, Gaussian "
+    lines = [*_made(res), f"kappa (fitted on {DEV_RECIPE}): measured {res['kappa']['measured']:.3f}, Gaussian "
              f"{res['kappa']['gaussian']:.3f}; development MAE at N = 1024: measured "
              f"{res['dev_mae_1024']['measured']:.3f} (kappa = 1: {res['dev_mae_1024_kappa1']['measured']:.3f}), "
              f"Gaussian {res['dev_mae_1024']['gaussian']:.3f}. Seeds {res['seeds']}, cells {len(res['cells'])}, "
@@ -501,6 +510,7 @@ def main(argv=None) -> int:
     import argparse
 
     from varsim._common.atomic import atomic_write_json, atomic_write_text
+    from varsim._common.provenance import provenance
 
     ap = argparse.ArgumentParser(prog="python -m varsim.experiments.prediction", description=__doc__.split("\n")[0])
     ap.add_argument("step", choices=("train", "predict", "explore", "analyze", "analyze-trained"))
@@ -526,12 +536,12 @@ def main(argv=None) -> int:
             ap.error("explore needs --explore-dir")
         explore_runs(args.dir, args.explore_dir)
     elif args.step == "analyze-trained":
-        res = analyze_trained(args.dir, args.summary, args.softmax_analysis)
+        res = {**analyze_trained(args.dir, args.summary, args.softmax_analysis), "provenance": provenance()}
         atomic_write_json(Path(args.dir) / "analysis_trained.json", res)
         atomic_write_text(Path(args.dir) / "analysis_trained.md", render_trained(res))
         print(render_trained(res))
     else:
-        res = analyze(args.dir, args.summary, dev_only=args.dev_only)
+        res = {**analyze(args.dir, args.summary, dev_only=args.dev_only), "provenance": provenance()}
         tag = "dev" if args.dev_only else "test"
         atomic_write_json(Path(args.dir) / f"analysis_{tag}.json", res)
         atomic_write_text(Path(args.dir) / f"analysis_{tag}.md", render(res))
