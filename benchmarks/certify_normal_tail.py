@@ -1,7 +1,7 @@
 """The normal generator's tail certificate: >= 1e10 of the simulators' own normal draws against the exact law.
 
     python benchmarks/certify_normal_tail.py [--draws 1e10] [--seed 20260] [--items 40] [--threads 2]
-        [--reps 1000] [--logit-reps 200] [--out benchmarks/results/normal_tail.json]
+        [--reps 1000] [--logit-reps 200] [--out benchmarks/certificates/normal_tail.json]
 
 Counts, without storing a draw (``varsim.sim._kernels_tail``, chunks of 2^14 variates inside a Numba kernel):
 
@@ -33,7 +33,7 @@ from varsim._common.atomic import atomic_write_json
 from varsim._common.provenance import provenance
 from varsim.sim import normal_tail as NT
 
-OUT = Path(__file__).resolve().parent / "results" / "normal_tail.json"
+OUT = Path(__file__).resolve().parent / "certificates" / "normal_tail.json"
 Z_MAX = 6.5
 LOGIT_Z_MAX = 5.5
 KS_FLOOR = 1e-4
