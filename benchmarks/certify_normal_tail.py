@@ -31,7 +31,7 @@ from pathlib import Path
 
 from varsim._common.atomic import atomic_write_json
 from varsim._common.provenance import provenance
-from varsim.sim import normal_tail as NT
+from varsim.sim import _normal_tail as NT
 
 OUT = Path(__file__).resolve().parent / "certificates" / "normal_tail.json"
 Z_MAX = 6.5

@@ -16,9 +16,9 @@ from scipy import stats
 from varsim._common.jsonio import read_json
 from varsim.sim import _kernels_rng as K
 from varsim.sim import _kernels_tail as KT
+from varsim.sim import _normal_tail as NT
 from varsim.sim import _twins_rng as T
 from varsim.sim import _twins_tail as TT
-from varsim.sim import normal_tail as NT
 from varsim.sim._kernel_args import LogitsSampler
 from varsim.sim._rngstate import FIX, LANES, new_state
 from varsim.sim._ziggurat import kernel_tables, ziggurat_tables
