@@ -1,6 +1,12 @@
 """Training-step time of varsim's NumPy transformer against an identical PyTorch CPU model; evaluation throughput.
 
     python benchmarks/bench_train.py [--threads 2] [--repeats 200] [--eval-n 16384] [--eval-repeats 9] [--quick]
+    python benchmarks/bench_train.py --profile [--repeats 200]    # where one step's time goes, per function
+
+``--profile`` runs each model's step (``loss_and_grads`` + ``Adam.step``, one BLAS thread, as ``train`` runs) under
+cProfile for ``--repeats`` steps and prints the functions with the most time of their own (a matrix product is
+counted in the function that calls ``@``: ``linear_forward``/``linear_backward`` hold the linear layers' products,
+the attention functions their batched small products), as a share of the profiled time; nothing else is timed.
 
 What is timed, per configuration (float32, batch 64, set size 16, H = 4 heads; the first two rows are the
 configurations with speed targets, the third adds the dictionary task with LayerNorm after attention):
@@ -55,6 +61,7 @@ def _parse():
     ap.add_argument("--eval-n", type=int, default=16384, help="set size of the evaluation-throughput measurement")
     ap.add_argument("--eval-repeats", type=int, default=9, help="timed evaluations (the median is reported)")
     ap.add_argument("--quick", action="store_true", help="few repeats, small evaluation (a smoke run)")
+    ap.add_argument("--profile", action="store_true", help="only profile one step of each model (cProfile)")
     return ap.parse_args()
 
 
@@ -342,8 +349,38 @@ def bench_eval(n: int, repeats: int, threads: int, batch_size: int = 64) -> list
     return out
 
 
+def profile_steps(repeats: int, top: int = 12) -> None:
+    """Each model's step under cProfile at one BLAS thread: the ``top`` functions by own time, as shares."""
+    import cProfile
+    import pstats
+
+    from varsim._common.blas import blas_threads
+
+    for name, kw in CONFIGS.items():
+        model = Transformer(ModelConfig(dtype="float32", **kw), seed=0)
+        batch = make_batch(kw["task"], BATCH, SET_SIZE, np.random.default_rng(0))
+        opt = Adam(model.params, lr=1e-3)
+        prof = cProfile.Profile()
+        with blas_threads(1):
+            for _ in range(5):  # warm (Numba compilation, allocator)
+                opt.step(model.loss_and_grads(batch)[2])
+            prof.enable()
+            for _ in range(repeats):
+                opt.step(model.loss_and_grads(batch)[2])
+            prof.disable()
+        stats = pstats.Stats(prof).stats  # {(file, line, func): (calls, prim, own, cumulative, callers)}
+        total = sum(v[2] for v in stats.values())
+        print(f"\n{name}: {1e3 * total / repeats:.2f} ms per step profiled ({repeats} steps, 1 BLAS thread)")
+        for (file, line, func), v in sorted(stats.items(), key=lambda kv: -kv[1][2])[:top]:
+            where = f"{os.path.basename(file)}:{line}" if line else "builtin"
+            print(f"  {100 * v[2] / total:5.1f}%  {1e3 * v[2] / repeats:7.3f} ms  {func} ({where})")
+
+
 def main() -> int:
     args = ARGS
+    if args.profile:
+        profile_steps(20 if args.quick else args.repeats)
+        return 0
     repeats = 20 if args.quick else args.repeats
     eval_n = min(args.eval_n, 1024) if args.quick else args.eval_n
     try:
