@@ -21,6 +21,7 @@ configuration's ``shards`` (:mod:`varsim.nn.shards`): each batch cut into that m
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import sys
@@ -335,20 +336,12 @@ def _run_updates(config: TrainConfig, out: Path, state: _RunState, metrics: Metr
     return status, message
 
 
-class _NoPool:
-    """The context of a run without a shard pool (one shard, or one thread)."""
-
-    def __enter__(self):
-        return None
-
-    def __exit__(self, *exc):
-        return False
-
-
 def _shard_pool(shards: int, threads: int):
-    """The threads running a batch's shards for the whole run (shut down when it ends), or none."""
-    return ThreadPoolExecutor(min(shards, threads), thread_name_prefix="varsim-shard") if shards > 1 and threads > 1 \
-        else _NoPool()
+    """The threads running a batch's shards for the whole run (shut down when it ends), or none (one shard, or one
+    thread: the shards run in turn in this thread)."""
+    if shards > 1 and threads > 1:
+        return ThreadPoolExecutor(min(shards, threads), thread_name_prefix="varsim-shard")
+    return contextlib.nullcontext()
 
 
 def _update(state: _RunState, batch: dict, shards: int = 1, pool=None) -> tuple[float, float, dict | None]:
