@@ -1,6 +1,12 @@
 """Training-step time of varsim's NumPy transformer against an identical PyTorch CPU model; evaluation throughput.
 
     python benchmarks/bench_train.py [--threads 2] [--repeats 200] [--eval-n 16384] [--eval-repeats 9] [--quick]
+    python benchmarks/bench_train.py --profile [--repeats 200]    # where one step's time goes, per function
+
+``--profile`` runs each model's step (``loss_and_grads`` + ``Adam.step``, one BLAS thread, as ``train`` runs) under
+cProfile for ``--repeats`` steps and prints the functions with the most time of their own (a matrix product is
+counted in the function that calls ``@``: ``linear_forward``/``linear_backward`` hold the linear layers' products,
+the attention functions their batched small products), as a share of the profiled time; nothing else is timed.
 
 What is timed, per configuration (float32, batch 64, set size 16, H = 4 heads; the first two rows are the
 configurations with speed targets, the third adds the dictionary task with LayerNorm after attention):
@@ -16,9 +22,13 @@ OMP_NUM_THREADS set before NumPy is imported, ``torch.set_num_threads`` for torc
 thread, as ``varsim.train.train`` runs (the thread count changes float32 bits, so training fixes it at 1). The five
 (varsim and the gemms at each thread count, torch) are timed in alternating blocks of steps
 (``_timing.blocked_medians``: other load on the machine hits all alike, and neither library's idle threads slow the
-other). The table gives the median step time of ``--repeats`` steps, the ratios varsim / torch (<= 1.0 means varsim
-is as fast or faster) at ``--threads`` BLAS threads and at one, and the largest difference between the two models'
-logits and gradients before training (the twin check), then whether the goals of ``TRAIN_GOAL`` and ``EVAL_GOAL``
+other). With ``--threads`` T > 1 two more contenders run in the same blocks: the step with its batch cut into T
+shards (``loss_and_grads(shards=T)``, :mod:`varsim.nn.shards`, as ``train`` runs ``TrainConfig(shards=T)``) on a
+pool of T threads at one BLAS thread each, and the same shards one after the other in one thread (the pool's
+speed-up is their ratio; threads share the GIL for the step's Python and small NumPy work). The table gives the median
+step time of ``--repeats`` steps, the ratios varsim / torch (<= 1.0 means varsim is as fast or faster) at
+``--threads`` BLAS threads and at one, and the largest difference between the two models' logits and gradients
+before training (the twin check), then whether the goals of ``TRAIN_GOAL`` and ``EVAL_GOAL``
 (at N = 4096) are met.
 
 Then: evaluation throughput of the one-block model (``Transformer.predict``) at N = ``--eval-n`` with batch 64, in
@@ -36,6 +46,7 @@ import argparse
 import contextlib
 import os
 import sys
+from concurrent.futures import ThreadPoolExecutor
 
 
 def _set_threads(n: int) -> None:
@@ -50,6 +61,7 @@ def _parse():
     ap.add_argument("--eval-n", type=int, default=16384, help="set size of the evaluation-throughput measurement")
     ap.add_argument("--eval-repeats", type=int, default=9, help="timed evaluations (the median is reported)")
     ap.add_argument("--quick", action="store_true", help="few repeats, small evaluation (a smoke run)")
+    ap.add_argument("--profile", action="store_true", help="only profile one step of each model (cProfile)")
     return ap.parse_args()
 
 
@@ -231,7 +243,7 @@ def gemm_floor(shapes: list[tuple[int, int, int]]):
     return gemms
 
 
-def bench_step(name: str, kw: dict, repeats: int, torch_ok: bool) -> dict:
+def bench_step(name: str, kw: dict, repeats: int, torch_ok: bool, shards: int = 1) -> dict:
     from varsim._common.blas import blas_threads
 
     model = Transformer(ModelConfig(dtype="float32", **kw), seed=0)
@@ -245,6 +257,10 @@ def bench_step(name: str, kw: dict, repeats: int, torch_ok: bool) -> dict:
     shapes = gemm_shapes(model, batch)
     floor = gemm_floor(shapes)
     steps = {"varsim": varsim_step, "varsim_1": varsim_step, "gemms": floor, "gemms_1": floor}
+    pool = ThreadPoolExecutor(shards) if shards > 1 else None
+    if pool is not None:
+        steps["sharded"] = lambda: opt.step(model.loss_and_grads(batch, shards=shards, pool=pool)[2])
+        steps["sharded_serial"] = lambda: opt.step(model.loss_and_grads(batch, shards=shards)[2])
     row = {"config": name, "params": model.n_params, "gflop": sum(2 * m * k * n for m, k, n in shapes) / 1e9}
     if torch_ok:
         import torch
@@ -275,8 +291,14 @@ def bench_step(name: str, kw: dict, repeats: int, torch_ok: bool) -> dict:
 
         steps["torch"] = torch_step
         row["max_abs_diff"] = err
-    one = {"varsim_1": lambda: blas_threads(1), "gemms_1": lambda: blas_threads(1)}
-    med = blocked_medians(steps, repeats, contexts=one)
+    one = {k: (lambda: blas_threads(1)) for k in ("varsim_1", "gemms_1", "sharded", "sharded_serial")}
+    try:
+        med = blocked_medians(steps, repeats, contexts=one)
+    finally:
+        if pool is not None:
+            pool.shutdown()
+    if pool is not None:
+        row["sharded_ms"], row["sharded_serial_ms"] = 1e3 * med["sharded"], 1e3 * med["sharded_serial"]
     row["varsim_ms"], row["varsim_1_ms"] = 1e3 * med["varsim"], 1e3 * med["varsim_1"]
     row["gemms_ms"], row["gemms_1_ms"] = 1e3 * med["gemms"], 1e3 * med["gemms_1"]
     if torch_ok:
@@ -327,8 +349,38 @@ def bench_eval(n: int, repeats: int, threads: int, batch_size: int = 64) -> list
     return out
 
 
+def profile_steps(repeats: int, top: int = 12) -> None:
+    """Each model's step under cProfile at one BLAS thread: the ``top`` functions by own time, as shares."""
+    import cProfile
+    import pstats
+
+    from varsim._common.blas import blas_threads
+
+    for name, kw in CONFIGS.items():
+        model = Transformer(ModelConfig(dtype="float32", **kw), seed=0)
+        batch = make_batch(kw["task"], BATCH, SET_SIZE, np.random.default_rng(0))
+        opt = Adam(model.params, lr=1e-3)
+        prof = cProfile.Profile()
+        with blas_threads(1):
+            for _ in range(5):  # warm (Numba compilation, allocator)
+                opt.step(model.loss_and_grads(batch)[2])
+            prof.enable()
+            for _ in range(repeats):
+                opt.step(model.loss_and_grads(batch)[2])
+            prof.disable()
+        stats = pstats.Stats(prof).stats  # {(file, line, func): (calls, prim, own, cumulative, callers)}
+        total = sum(v[2] for v in stats.values())
+        print(f"\n{name}: {1e3 * total / repeats:.2f} ms per step profiled ({repeats} steps, 1 BLAS thread)")
+        for (file, line, func), v in sorted(stats.items(), key=lambda kv: -kv[1][2])[:top]:
+            where = f"{os.path.basename(file)}:{line}" if line else "builtin"
+            print(f"  {100 * v[2] / total:5.1f}%  {1e3 * v[2] / repeats:7.3f} ms  {func} ({where})")
+
+
 def main() -> int:
     args = ARGS
+    if args.profile:
+        profile_steps(20 if args.quick else args.repeats)
+        return 0
     repeats = 20 if args.quick else args.repeats
     eval_n = min(args.eval_n, 1024) if args.quick else args.eval_n
     try:
@@ -346,7 +398,7 @@ def main() -> int:
           f"{'ratio':>6s} {'ratio (1)':>9s} {'max|diff|':>9s}")
     rows = []
     for name, kw in CONFIGS.items():
-        r = bench_step(name, kw, repeats, torch_ok)
+        r = bench_step(name, kw, repeats, torch_ok, shards=t)
         rows.append(r)
         if torch_ok:
             tail = f"{r['torch_ms']:14.3f} {r['ratio']:6.2f} {r['ratio_1']:9.2f} {r['max_abs_diff']:9.1e}"
@@ -361,6 +413,15 @@ def main() -> int:
         print(f"{r['config']:24s} {r['gflop']:6.3f} {r['gemms_ms']:14.3f} {r['gemms_1_ms']:13.3f} {goal} "
               f"{r['gflop'] / r['gemms_ms'] * 1e3:20.1f} {r['gflop'] / r['gemms_1_ms'] * 1e3:6.1f} "
               f"{r['gflop'] / r['varsim_ms'] * 1e3:12.1f} {r['gflop'] / r['varsim_1_ms'] * 1e3:6.1f}")
+    if t > 1:
+        print(f"\nsharded step: the batch in {t} shards, 1 BLAS thread each (same blocks, same run)")
+        print(f"{'model':24s} {f'{t} threads ms':>14s} {'serial ms':>10s} {'speed-up':>9s} {'vs varsim (1)':>14s}"
+              + (f" {'vs torch':>9s}" if torch_ok else ""))
+        for r in rows:
+            vs_torch = f" {r['sharded_ms'] / r['torch_ms']:9.2f}" if torch_ok else ""
+            speedup = r["sharded_serial_ms"] / r["sharded_ms"]
+            print(f"{r['config']:24s} {r['sharded_ms']:14.3f} {r['sharded_serial_ms']:10.3f} {speedup:9.2f} "
+                  f"{r['sharded_ms'] / r['varsim_1_ms']:14.2f}{vs_torch}")
     if torch_ok:
         for key, how in (("ratio", f"varsim at {t} BLAS threads"),
                          ("ratio_1", "varsim at 1 BLAS thread, as train() runs")):

@@ -3,9 +3,11 @@
 Trains one small model and evaluates it in fresh processes whose thread pools are set by the environment
 (``NUMBA_NUM_THREADS``, ``OPENBLAS_NUM_THREADS``, ``OMP_NUM_THREADS``), then evaluates the model again with
 ``evaluate(blas_threads=1)`` and ``blas_threads=2`` in one process; prints the SHA-256 of the trained weights, of the
-logits on a fixed batch and the correct counts, and whether they agree.
+logits on a fixed batch and the correct counts, and whether they agree. Then trains the same model with its batches
+cut into ``--shards`` shards (``TrainConfig.shards``, :mod:`varsim.nn.shards`) on 1, 2 and 4 threads
+(``train(threads=...)``, with the environment's thread counts set alike) and says whether the weights agree.
 
-    python benchmarks/check_threads.py [--steps 300]
+    python benchmarks/check_threads.py [--steps 300] [--shards 2]
 
 Training pins BLAS to one thread (``varsim.train`` runs inside ``blas_threads(1)``) and varsim's Numba kernels run
 serially, so the thread counts of the environment cannot change its numbers; evaluation takes ``blas_threads``
@@ -28,10 +30,10 @@ import numpy as np
 from varsim.train import TrainConfig, train, evaluate
 from varsim.train.checkpoint import latest_checkpoint, read_checkpoint
 
-steps, outdir, blas = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+steps, outdir, blas, shards, threads = int(sys.argv[1]), sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
 cfg = TrainConfig(task="argmax", steps=steps, batch_size=32, train_max=16, lr=3e-3, seed=1, data_seed=2,
-                  checkpoint_every=steps, model={"d_model": 64, "n_heads": 4})
-train(cfg, outdir, progress=False)
+                  checkpoint_every=steps, model={"d_model": 64, "n_heads": 4}, shards=shards)
+train(cfg, outdir, progress=False, threads=threads)
 _, arrays = read_checkpoint(latest_checkpoint(outdir))
 w = hashlib.sha256(b"".join(arrays[k].tobytes() for k in sorted(arrays) if k.startswith("param"))).hexdigest()
 ev = evaluate(outdir, [16, 256, 1024], 256, 64, 0, progress=False, blas_threads=None if blas == "env" else int(blas))
@@ -40,18 +42,19 @@ print(json.dumps({"weights": w, "correct": [int(c) for c in ev["correct"]],
 """
 
 
-def run(steps: int, threads: int, blas: str) -> dict:
+def run(steps: int, threads: int, blas: str, shards: int = 1) -> dict:
     env = {**os.environ, **{k: str(threads) for k in ("NUMBA_NUM_THREADS", "OPENBLAS_NUM_THREADS",
                                                        "OMP_NUM_THREADS")}}
     with tempfile.TemporaryDirectory() as tmp:
-        out = subprocess.run([sys.executable, "-c", CHILD, str(steps), tmp + "/run", blas], env=env,
-                             capture_output=True, text=True, check=True)
+        out = subprocess.run([sys.executable, "-c", CHILD, str(steps), tmp + "/run", blas, str(shards), str(threads)],
+                             env=env, capture_output=True, text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--steps", type=int, default=300)
+    ap.add_argument("--shards", type=int, default=2, help="shards of the sharded runs (default 2)")
     args = ap.parse_args()
     from varsim._common.provenance import compute_environment
 
@@ -70,6 +73,13 @@ def main() -> None:
           f"({len(rows)} processes)")
     print(f"evaluation: {'bitwise equal' if len(outputs) == 1 else 'DIFFERS'} across BLAS threads 1 and 2 "
           "(counts and ranking statistics)")
+    sharded = {}
+    for threads in (1, 2, 4):
+        key = f"shards {args.shards}, {threads} threads"
+        sharded[key] = rows[key] = run(args.steps, threads, "1", args.shards)
+        print(f"{key:48s} weights {rows[key]['weights'][:12]}")
+    print(f"sharded training: {'bitwise equal' if len({r['weights'] for r in sharded.values()}) == 1 else 'DIFFERS'}"
+          f" across 1, 2 and 4 threads ({args.shards} shards)")
     digest = hashlib.sha256(json.dumps(rows, sort_keys=True).encode()).hexdigest()[:12]
     print(f"(report digest {digest})")
 

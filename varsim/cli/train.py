@@ -40,6 +40,7 @@ from varsim.cli._options import (
     real_option,
     refuse_variant_params,
     seed_option,
+    threads_option,
 )
 from varsim.tasks import TASK_REGISTRY
 
@@ -84,6 +85,7 @@ _TRAIN_FLAGS = (
     "checkpoint_every",
     "log_every",
     "keep_checkpoints",
+    "shards",
 )
 
 
@@ -128,6 +130,10 @@ def register(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--checkpoint-every", type=count_option())
     g.add_argument("--log-every", type=count_option())
     g.add_argument("--keep-checkpoints", type=count_option())
+    g.add_argument("--shards", type=count_option(), help="shards of each batch, on their own threads (default 1; "
+                   "the numbers depend on it, never on --threads)")
+    g.add_argument("--threads", type=threads_option(), default=None,
+                   help="threads running the shards (default: one per shard, at most one per core)")
     m = parser.add_argument_group("model")
     m.add_argument("--architecture", help="set_transformer (default) or decoder (varsim.nn.architectures)")
     m.add_argument("--positions", help="decoder only: none (default), learned, rope or alibi")
@@ -228,7 +234,8 @@ def run(args) -> int:
     from varsim.train import train
 
     config = build_config(args)
-    summary = train(config, args.outdir, resume=args.resume, progress=args.progress, max_hours=args.max_hours)
+    summary = train(config, args.outdir, resume=args.resume, progress=args.progress, max_hours=args.max_hours,
+                    threads=args.threads)
     if args.json:
         print(json.dumps(summary, indent=2))
     else:

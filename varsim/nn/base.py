@@ -38,6 +38,7 @@ from .layers import (
 )
 from .norms import get_norm, layernorm_backward, layernorm_forward
 from .set_params import theta_name
+from .shards import sharded_loss_and_grads
 from .weightmaps import TRAINABLE_MAPS
 
 __all__ = ["Model", "DEFAULT_MEMORY_BUDGET", "value_moments"]
@@ -316,8 +317,13 @@ class Model:
         grads = self._backward(dlogits.astype(self.dtype, copy=False), cache)
         return {k: grads[k] for k in self.params}
 
-    def loss_and_grads(self, batch) -> tuple[float, float, dict[str, np.ndarray]]:
-        """-> (mean cross-entropy, accuracy, gradients of the mean cross-entropy)."""
+    def loss_and_grads(self, batch, *, shards: int = 1, pool=None) -> tuple[float, float, dict[str, np.ndarray]]:
+        """-> (mean cross-entropy, accuracy, gradients of the mean cross-entropy). ``shards`` > 1: the batch cut into
+        that many shards, each shard's pass run on ``pool`` (a ``concurrent.futures.Executor``; None: in turn), the
+        gradients summed in shard order: the same bits for any pool (:mod:`varsim.nn.shards`); ``shards=1`` is the
+        unsplit pass."""
+        if check_positive_int("shards", shards) > 1:
+            return sharded_loss_and_grads(self, batch, shards, pool)
         target = self._target(batch)
         logits, cache = self.forward(batch)
         loss, ce_cache = softmax_cross_entropy_forward(logits, target)

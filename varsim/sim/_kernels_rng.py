@@ -123,11 +123,25 @@ def _open_uniform(a0, a1, a2, a3):
 
 
 @nb.njit(**_JIT)
+def _zig_tail(a0, a1, a2, a3):
+    """A draw of ``|Z|`` conditioned on ``|Z| > r`` (``r = x[1]``, the base-strip edge), by Marsaglia's exact tail
+    method (J. Stat. Softw. 5(8), 2000), from the fix-up lane: ``(float32 variate, new lane)``. Its own function so
+    that the tail certificate's planted defects (``tests/rng_mutants.py``) can replace it or its constant."""
+    tail_edge = _ZF[_TAIL]
+    while True:
+        u1, a0, a1, a2, a3 = _open_uniform(a0, a1, a2, a3)
+        u2, a0, a1, a2, a3 = _open_uniform(a0, a1, a2, a3)
+        xx = -math.log(u1) / tail_edge
+        yy = -math.log(u2)
+        if yy + yy > xx * xx:
+            return np.float32(tail_edge + xx), a0, a1, a2, a3
+
+
+@nb.njit(**_JIT)
 def _zig_slow(r32, a0, a1, a2, a3):
     """Finish a ziggurat draw whose fast test failed: tail (layer 0) or wedge, restarting as needed, with the fix-up
     lane ``(a0, .., a3)``: ``(float32 variate, new lane)``. Scalars only (the tables are compiled-in constants), so a
     call costs no reference counting; rare enough (~0.4% of draws) not to be inlined."""
-    tail_edge = _ZF[_TAIL]
     while True:
         idx = r32 & _ZLAYER64
         negative = (r32 & _ZSIGN64) != 0
@@ -136,15 +150,8 @@ def _zig_slow(r32, a0, a1, a2, a3):
         if u < _ZK[idx]:
             return (-x if negative else x), a0, a1, a2, a3
         if idx == 0:
-            # Marsaglia's exact tail method beyond the base-strip edge r = x[1]
-            while True:
-                u1, a0, a1, a2, a3 = _open_uniform(a0, a1, a2, a3)
-                u2, a0, a1, a2, a3 = _open_uniform(a0, a1, a2, a3)
-                xx = -math.log(u1) / tail_edge
-                yy = -math.log(u2)
-                if yy + yy > xx * xx:
-                    y = np.float32(tail_edge + xx)
-                    return (-y if negative else y), a0, a1, a2, a3
+            y, a0, a1, a2, a3 = _zig_tail(a0, a1, a2, a3)
+            return (-y if negative else y), a0, a1, a2, a3
         else:
             u1, a0, a1, a2, a3 = _open_uniform(a0, a1, a2, a3)
             y = _ZF[idx] + u1 * (_ZF[idx + 1] - _ZF[idx])

@@ -61,10 +61,19 @@ def open_uniform(state: np.ndarray) -> float:
     return (float(next_fix(state) >> 11) + 0.5) * 2.0**-53
 
 
+def zig_tail(state: np.ndarray) -> np.float32:
+    """``|Z|`` given ``|Z| > r`` by Marsaglia's tail method, from the fix-up lane (twin of ``_zig_tail``)."""
+    tail_edge = float(kernel_tables()[2][LAYERS + 1])
+    while True:
+        xx = -math.log(open_uniform(state)) / tail_edge
+        yy = -math.log(open_uniform(state))
+        if yy + yy > xx * xx:
+            return np.float32(tail_edge + xx)
+
+
 def zig_slow(r32: int, state: np.ndarray) -> np.float32:
     """The ziggurat slow path for one rejected 32-bit draw (tail or wedge, restarting from the fix-up lane)."""
     zw, zk, zf = kernel_tables()
-    tail_edge = float(zf[LAYERS + 1])
     while True:
         idx = r32 & (LAYERS - 1)
         negative = r32 & LAYERS
@@ -73,12 +82,8 @@ def zig_slow(r32: int, state: np.ndarray) -> np.float32:
         if u < zk[idx]:
             return -x if negative else x
         if idx == 0:
-            while True:
-                xx = -math.log(open_uniform(state)) / tail_edge
-                yy = -math.log(open_uniform(state))
-                if yy + yy > xx * xx:
-                    y = np.float32(tail_edge + xx)
-                    return -y if negative else y
+            y = zig_tail(state)
+            return -y if negative else y
         else:
             y = float(zf[idx]) + open_uniform(state) * (float(zf[idx + 1]) - float(zf[idx]))
             xd = float(x)

@@ -65,6 +65,12 @@ class TrainConfig:
         Updates between checkpoints and between lines of ``metrics.jsonl``.
     keep_checkpoints : int
         How many of the latest checkpoints to keep.
+    shards : int
+        Each batch is cut into this many shards whose forward and backward passes run on their own threads (at
+        most ``batch_size``; :mod:`varsim.nn.shards`), the gradients summed in shard order: the numbers depend on
+        ``shards`` but never on the thread count (``train(threads=...)``). 1 (the default) is the unsplit pass, bit
+        for bit the runs recorded before shards existed; left out of :meth:`to_dict` at 1, so their configs read
+        the same.
 
     See Also
     --------
@@ -97,6 +103,7 @@ class TrainConfig:
     checkpoint_every: int = 500
     log_every: int = 50
     keep_checkpoints: int = 2
+    shards: int = 1
 
     def __post_init__(self):
         set_ = lambda k, v: object.__setattr__(self, k, v)  # noqa: E731  (frozen dataclass)
@@ -126,6 +133,7 @@ class TrainConfig:
         set_("checkpoint_every", check_int("checkpoint_every", self.checkpoint_every, minimum=1, maximum=MAX_COUNT))
         set_("log_every", check_int("log_every", self.log_every, minimum=1, maximum=MAX_COUNT))
         set_("keep_checkpoints", check_int("keep_checkpoints", self.keep_checkpoints, minimum=1, maximum=MAX_COUNT))
+        set_("shards", check_int("shards", self.shards, minimum=1, maximum=self.batch_size))
 
     # Derived values -------------------------------------------------------------------------------------------
     @property
@@ -160,6 +168,8 @@ class TrainConfig:
     def to_dict(self) -> dict:
         out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         out["model"] = self.model.to_dict()
+        if self.shards == 1:  # the default: configs recorded before shards existed read the same
+            del out["shards"]
         return out
 
     @classmethod

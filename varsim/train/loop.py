@@ -13,16 +13,20 @@ and the optimizer are deterministic, and a checkpoint holds every other piece of
 count, the metrics window in progress). So a run killed at any moment and resumed from its latest checkpoint
 replays exactly the updates it lost and ends with bitwise the same parameters as a run never interrupted.
 BLAS runs single-threaded during training (``varsim._common.blas``): faster for these small matrices, and it keeps
-the rounding of matrix products independent of the machine's core count. Run several trainings as processes to
-use several cores.
+the rounding of matrix products independent of the machine's core count. A run uses several cores through its
+configuration's ``shards`` (:mod:`varsim.nn.shards`): each batch cut into that many shards, their passes on
+``threads`` threads, the gradients summed in shard order, so the bits depend on ``shards`` and never on
+``threads``; ``shards=1`` (the default) is the unsplit pass. Several trainings also run as processes.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -34,6 +38,8 @@ from varsim._common.progress import Progress
 from varsim._common.provenance import provenance
 from varsim._common.runlock import LOCK_NAME, run_lock
 from varsim._common.seeding import child_generator
+from varsim._common.validate import check_positive_int
+from varsim.jobs.executor import default_workers
 from varsim.nn.architectures import build_model
 from varsim.nn.optim import make_optimizer
 from varsim.tasks import make_batch
@@ -142,7 +148,7 @@ def _check_same_config(config: TrainConfig, other: TrainConfig, where: str) -> N
 
 
 def train(config, outdir, *, resume: bool = False, progress: bool | None = None,
-          max_hours: float | None = None) -> dict:
+          max_hours: float | None = None, threads: int | None = None) -> dict:
     """Train a model as ``config`` says, writing checkpoints and metrics into ``outdir``; return a summary.
 
     Parameters
@@ -159,6 +165,9 @@ def train(config, outdir, *, resume: bool = False, progress: bool | None = None,
         Show loss, accuracy and steps/s on stderr (default: when it is a terminal).
     max_hours : float, optional
         Refuse a run estimated to take longer (default ``varsim.train.budget.TRAIN_MAX_HOURS``).
+    threads : int, optional
+        Threads running the shards of a batch (``config.shards``; default: one per shard, at most one per core);
+        never changes a number. Ignored with one shard.
 
     Returns
     -------
@@ -199,6 +208,7 @@ def train(config, outdir, *, resume: bool = False, progress: bool | None = None,
     [8, 32]
     """
     config = TrainConfig.coerce(config)
+    threads = min(config.shards, default_workers()) if threads is None else check_positive_int("threads", threads)
     check_training_cost(config, max_hours=max_hours)
     out, created = _prepare_outdir(outdir)
     fresh = False
@@ -206,7 +216,7 @@ def train(config, outdir, *, resume: bool = False, progress: bool | None = None,
         with run_lock(out, "varsim train"):
             fresh = latest_checkpoint(out) is None and not (out / "config.json").exists()
             try:
-                rec = _train_locked(config, out, resume, progress)
+                rec = _train_locked(config, out, resume, progress, threads)
             except BaseException:
                 if fresh and latest_checkpoint(out) is None:
                     _discard_run(out)
@@ -241,7 +251,7 @@ class _RunState:
     last_log: dict | None = None
 
 
-def _train_locked(config: TrainConfig, out: Path, resume: bool, progress) -> dict:
+def _train_locked(config: TrainConfig, out: Path, resume: bool, progress, threads: int = 1) -> dict:
     """The body of :func:`train`, run while holding the run directory's lock."""
     for stale in out.glob(".ckpt-*.tmp"):  # left by a run killed while writing a checkpoint
         stale.unlink(missing_ok=True)
@@ -265,7 +275,7 @@ def _train_locked(config: TrainConfig, out: Path, resume: bool, progress) -> dic
     if done:  # its summary is written only where a run stopped before writing it
         return _summary(out, config, state, prov, "completed", f"run already complete at step {state.step}",
                         write=not (out / "summary.json").exists())
-    status, message = _run_updates(config, out, state, metrics, prov, progress)
+    status, message = _run_updates(config, out, state, metrics, prov, progress, threads)
     return _summary(out, config, state, prov, status, message)
 
 
@@ -291,7 +301,7 @@ def _restore(config: TrainConfig, latest: Path | None, config_file: Path) -> _Ru
 
 
 def _run_updates(config: TrainConfig, out: Path, state: _RunState, metrics: MetricsLog, prov: dict,
-                 progress) -> tuple[str, str]:
+                 progress, threads: int = 1) -> tuple[str, str]:
     """Run the updates from ``state.step`` to ``config.steps``, logging and checkpointing as the config says;
     return (status, message). A non-finite loss, gradient or parameter stops the run before it is applied or
     saved."""
@@ -300,9 +310,10 @@ def _run_updates(config: TrainConfig, out: Path, state: _RunState, metrics: Metr
     timed = 0  # updates since t_window (a restored window may hold updates from before the resumption)
     elapsed_at_start = state.elapsed
     label = f"train {config.task}" + (f" (resumed at {state.step})" if state.step else "")
-    with blas_threads(1), Progress(config.steps - state.step, label, enabled=progress) as bar:
+    with blas_threads(1), _shard_pool(config.shards, threads) as pool, \
+            Progress(config.steps - state.step, label, enabled=progress) as bar:
         while state.step < config.steps:
-            loss, acc, info = _update(state, training_batch(config, state.step))
+            loss, acc, info = _update(state, training_batch(config, state.step), config.shards, pool)
             if info is None:
                 what = "loss" if not math.isfinite(loss) else "gradient"
                 metrics.append({"step": state.step + 1, "event": f"non-finite {what}", "loss": loss})
@@ -325,11 +336,22 @@ def _run_updates(config: TrainConfig, out: Path, state: _RunState, metrics: Metr
     return status, message
 
 
-def _update(state: _RunState, batch: dict) -> tuple[float, float, dict | None]:
-    """One optimizer update on ``batch``: (loss, accuracy, the optimizer's info, or None when the loss or the
-    gradient is not finite and nothing was applied)."""
+def _shard_pool(shards: int, threads: int):
+    """The threads running a batch's shards for the whole run (shut down when it ends), or none (one shard, or one
+    thread: the shards run in turn in this thread)."""
+    if shards > 1 and threads > 1:
+        return ThreadPoolExecutor(min(shards, threads), thread_name_prefix="varsim-shard")
+    return contextlib.nullcontext()
+
+
+def _update(state: _RunState, batch: dict, shards: int = 1, pool=None) -> tuple[float, float, dict | None]:
+    """One optimizer update on ``batch`` (cut into ``shards`` shards run on ``pool``): (loss, accuracy, the
+    optimizer's info, or None when the loss or the gradient is not finite and nothing was applied)."""
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # detected and reported by the caller
-        loss, acc, grads = state.model.loss_and_grads(batch)
+        if shards == 1:  # the unsplit pass, called as before shards existed
+            loss, acc, grads = state.model.loss_and_grads(batch)
+        else:
+            loss, acc, grads = state.model.loss_and_grads(batch, shards=shards, pool=pool)
     loss, acc = float(loss), float(acc)
     if not math.isfinite(loss):
         return loss, acc, None
@@ -401,6 +423,7 @@ def _save(out: Path, config: TrainConfig, state: _RunState, prov: dict) -> None:
         "last_log": state.last_log,
         "elapsed_s": state.elapsed,
         "blas_threads": 1,
+        "shards": config.shards,  # the numbers depend on it (in the config too when > 1), never on the threads
         "provenance": prov,
     }
     save_checkpoint(checkpoint_path(out, step), params=state.model.params,
