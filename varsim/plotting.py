@@ -42,35 +42,38 @@ def style(name=None):
 
     Examples
     --------
-    >>> import matplotlib
-    >>> matplotlib.use("Agg")
     >>> from varsim import plotting
     >>> with plotting.style("column"):
     ...     ax = plotting.phase_diagram().ax
     >>> [float(x) for x in ax.get_xlim()]
     [0.0, 14.0]
     """
-    from varsim.figures import _style
+    from varsim import style as styles
 
-    return _style.style(name)
+    return styles.style(name)
 
 
 def _context(style, ax):
     """The style to draw in: ``style`` if given; none (the caller's rcParams) when drawing on the caller's axes."""
     import contextlib
 
-    from varsim.figures import _style
+    from varsim import style as styles
 
-    return contextlib.nullcontext() if style is None and ax is not None else _style.style(style)
+    return contextlib.nullcontext() if style is None and ax is not None else styles.style(style)
 
 
 def _axes(ax, style, aspect=0.75):
-    from varsim.figures import _style
-
+    """``ax``, or the axes of a new figure at the width of ``style`` (constrained layout)."""
     if ax is not None:
         return ax
-    with _style.style(style):
-        _fig, (new,) = _style.axes_grid(1, style=style, width=4.8, aspect=aspect)
+    import matplotlib.pyplot as plt
+
+    from varsim import style as styles
+
+    spec = styles.spec(style)
+    width = spec["width"] or 4.8
+    with styles.style(style):
+        fig, new = plt.subplots(figsize=(width, width * aspect), layout="constrained")
     return new
 
 
@@ -229,8 +232,6 @@ def plot_result(result, ax=None, *, exact: bool = True, asymptote: bool = True, 
 
     Examples
     --------
-    >>> import matplotlib
-    >>> matplotlib.use("Agg")
     >>> from varsim import plotting
     >>> from varsim.sim import simulate
     >>> res = simulate([16, 64, 256], beta=2.0, d_k=16, n_sequences=2000, seed=0)
@@ -427,8 +428,6 @@ def phase_diagram(ln_n=None, betas=None, ax=None, *, quantity="decay_exponent", 
 
     Examples
     --------
-    >>> import matplotlib
-    >>> matplotlib.use("Agg")
     >>> import numpy as np
     >>> from varsim import plotting
     >>> pd = plotting.phase_diagram(ln_n=np.linspace(0, 10, 50), betas=np.linspace(0.2, 3, 40), colorbar=False,
@@ -535,8 +534,6 @@ def save(fig, path, *, record: dict | None = None):
 
     Examples
     --------
-    >>> import matplotlib
-    >>> matplotlib.use("Agg")
     >>> import tempfile, pathlib
     >>> from varsim import plotting
     >>> pd = plotting.phase_diagram(levels=3, colorbar=False)
@@ -547,9 +544,12 @@ def save(fig, path, *, record: dict | None = None):
     """
     import json
 
+    import matplotlib as mpl
+
+    from varsim import style as styles
     from varsim._common.jsonio import jsonable
     from varsim._common.provenance import provenance
-    from varsim.figures import _style
+    from varsim.figures._style import write_figure
 
     fig = _figure_of(fig)
     if record is not None and not isinstance(record, dict):
@@ -557,8 +557,8 @@ def save(fig, path, *, record: dict | None = None):
     described = getattr(fig, "_varsim_metadata", None)
     meta = {"provenance": provenance(), "figure": json.loads(described) if described else None,
             "drawn": getattr(fig, "_varsim_drawn", None), "record": record}
-    with _style.plt.rc_context({k: v for k, v in _style._RC.items() if k.startswith("savefig.")}):
-        return _style.write_figure(fig, path, json.dumps(jsonable(meta), sort_keys=True))
+    with mpl.rc_context({k: v for k, v in styles.BASE_RC.items() if k.startswith("savefig.")}):
+        return write_figure(fig, path, json.dumps(jsonable(meta), sort_keys=True))
 
 
 def _pdf_subject(raw: bytes) -> str | None:

@@ -319,6 +319,9 @@ def _make_one(name: str, kind: str | None, src, outdir: Path, *, quick: bool, se
 def _make_group(job: dict) -> list[tuple[str, tuple[str, float, list[Path]]]]:
     """One job of a parallel :func:`make` (top-level, so a worker process can run it): the figures ``job["names"]``,
     in order, with their data source built in this process."""
+    from ._style import headless_backend
+
+    headless_backend()  # a worker process only writes files
     options = job["options"]
     src = _source(job["kind"], options) if job["kind"] is not None else None
     return [(name, _make_one(name, job["kind"], src, Path(job["outdir"]), quick=options["quick"],
@@ -431,6 +434,9 @@ def run_args(args: argparse.Namespace) -> int:
 
 def main(argv=None) -> int:
     """Command-line entry point of the figure scripts (``varsim figures`` goes through ``varsim.cli``)."""
+    from ._style import headless_backend
+
+    headless_backend()  # this command only writes files
     parser = argparse.ArgumentParser(prog="varsim figures", description="Regenerate the varsim figures.")
     args = register(parser).parse_args(argv)
     try:
