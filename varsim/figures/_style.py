@@ -36,15 +36,12 @@ _RC = _style_rc()
 
 
 def headless_backend() -> None:
-    """Select Matplotlib's Agg backend (headless and deterministic) for this process and the worker processes it
-    starts: called by the entry points that only write files (``varsim figures``, ``python -m varsim.figures``,
-    ``figures/make_all.py``, their worker processes), never on an import or library path, which keep the caller's
-    backend (a Jupyter session's ``inline``)."""
-    import os
-
+    """Select Matplotlib's Agg backend (headless and deterministic) for this process: called by the entry points that
+    only write files (``varsim figures``, ``python -m varsim.figures``, ``figures/make_all.py``) and in the worker
+    processes of a parallel ``make``, never on an import or library path, which keep the caller's backend (a
+    Jupyter session's ``inline``)."""
     import matplotlib
 
-    os.environ["MPLBACKEND"] = "Agg"
     matplotlib.use("Agg")
 
 
