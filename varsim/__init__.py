@@ -22,6 +22,6 @@ from the floors below it; ``tests/test_import_graph.py`` checks this):
 - ``varsim.cli``         the ``varsim`` command, one module per subcommand.
 """
 
-__version__ = "0.1.0"
+__version__ = "0.2.0.dev0"
 
 __all__ = ["__version__"]

@@ -323,7 +323,10 @@ QUANTITIES = {
 @dataclasses.dataclass(frozen=True)
 class PhaseDiagram:
     """What :func:`phase_diagram` drew: the axes, the grid and the values on it (``values[i, j]`` at ``betas[i]``
-    and ``ln_n[j]``), the quantity's name (or the callable's), the contour levels and their ``ContourSet``."""
+    and ``ln_n[j]``), the quantity's name (or the callable's), the contour levels and their ``ContourSet``.
+
+    Until 0.1.0 :func:`phase_diagram` returned the Axes; an attribute of the Axes asked of a PhaseDiagram
+    (``pd.contour(...)``) still reaches ``pd.ax`` with a DeprecationWarning, until 0.3.0."""
 
     ax: object
     ln_n: object
@@ -336,6 +339,18 @@ class PhaseDiagram:
     @property
     def figure(self):
         return self.ax.figure
+
+    def __getattr__(self, name):
+        """Deprecated: the Axes' attributes (``pd.contour(...)``, ``pd.set_title(...)``), as when
+        :func:`phase_diagram` returned the Axes (until 0.1.0); use ``pd.ax``. Removed in 0.3.0."""
+        if name.startswith("__") or name in {f.name for f in dataclasses.fields(PhaseDiagram)}:
+            raise AttributeError(name)  # copies and pickles ask for dunders; a field not yet set is not the Axes'
+        target = getattr(self.ax, name)  # an AttributeError here names the Axes' missing attribute
+        import warnings
+
+        warnings.warn(f"phase_diagram returns a PhaseDiagram since 0.2.0; its Axes is .ax: use .ax.{name} "
+                      f"(PhaseDiagram.{name} forwards to the Axes until 0.3.0)", DeprecationWarning, stacklevel=2)
+        return target
 
 
 def _check_grid(name, v):
@@ -414,6 +429,8 @@ def phase_diagram(ln_n=None, betas=None, ax=None, *, quantity="decay_exponent", 
     PhaseDiagram
         ``.ax`` the axes drawn on; ``.ln_n``, ``.betas`` the grid; ``.values`` the quantity on it, shape
         ``(len(betas), len(ln_n))``; ``.levels`` and ``.contours`` the contour lines (None without ``levels``).
+        Changed in 0.2.0: the Axes until then; the Axes' attributes asked of it still reach ``.ax``, with a
+        DeprecationWarning, until 0.3.0.
 
     Raises
     ------
