@@ -543,7 +543,9 @@ def save(fig, path, *, record: dict | None = None):
     Raises
     ------
     ValueError
-        ``fig`` is none of these, or ``path`` has another suffix.
+        ``fig`` is none of these, ``path`` has another suffix, or ``record`` holds a value JSON cannot (named).
+    OSError
+        ``path`` cannot be written (a missing folder, no permission, a full disk): the error names ``path``.
 
     See Also
     --------
@@ -571,11 +573,25 @@ def save(fig, path, *, record: dict | None = None):
     fig = _figure_of(fig)
     if record is not None and not isinstance(record, dict):
         raise ValueError(f"record: expected a dict, got {type(record).__name__}")
+    if record is not None and (where := _not_json(jsonable(record), "record")):
+        raise ValueError(f"record: expected JSON-safe values (dicts, lists, str, numbers, bool, None); {where}")
     described = getattr(fig, "_varsim_metadata", None)
     meta = {"provenance": provenance(), "figure": json.loads(described) if described else None,
             "drawn": getattr(fig, "_varsim_drawn", None), "record": record}
     with mpl.rc_context({k: v for k, v in styles.BASE_RC.items() if k.startswith("savefig.")}):
         return write_figure(fig, path, json.dumps(jsonable(meta), sort_keys=True))
+
+
+def _not_json(value, where: str) -> str | None:
+    """Where ``value`` (after ``jsonable``) holds something JSON cannot, as ``"record['when'] is a datetime"``;
+    None when it is all JSON."""
+    if isinstance(value, dict):
+        return next((found for k, v in value.items() if (found := _not_json(v, f"{where}[{k!r}]"))), None)
+    if isinstance(value, list):
+        return next((found for i, v in enumerate(value) if (found := _not_json(v, f"{where}[{i}]"))), None)
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return None
+    return f"{where} is a {type(value).__name__}"
 
 
 def _pdf_subject(raw: bytes) -> str | None:

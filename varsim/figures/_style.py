@@ -415,42 +415,59 @@ def metadata_text(data: dict) -> str:
     return json.dumps({k: jsonable(data[k]) for k in keys if k in data}, sort_keys=True)
 
 
-def draw_and_save(draw, data: dict, outdir, name: str, *, style=None, footer: bool = False) -> list[Path]:
-    """``save(draw(data, style=style, footer=footer), outdir, name)`` (``draw`` returns a finished Figure)."""
+def draw_and_save(draw, data: dict, outdir, name: str, *, style=None, footer: bool = False,
+                  with_data: bool = False) -> list[Path]:
+    """``save(draw(data, style=style, footer=footer), outdir, name)`` (``draw`` returns a finished Figure); with
+    ``with_data``, ``data`` is written as ``name``.json in the same set as the pictures."""
     with plt.rc_context(_style_rc(style)):
         fig = draw(data) if style is None and not footer else draw(data, style=style, footer=footer)
-        return save(fig, outdir, name)
+        return save(fig, outdir, name, data=data if with_data else None)
 
 
-def save(fig, outdir, name: str) -> list[Path]:
-    """Write ``name``.png and ``name``.pdf atomically into ``outdir`` with the figure's provenance (set by
-    :func:`finish`) in their metadata (PNG ``Description``, PDF ``Subject``); close the figure."""
+def save(fig, outdir, name: str, *, data: dict | None = None) -> list[Path]:
+    """Write ``name``.png and ``name``.pdf into ``outdir`` with the figure's provenance (set by :func:`finish`) in
+    their metadata (PNG ``Description``, PDF ``Subject``), and with ``data`` its JSON ``name``.json, as one set
+    (:func:`varsim._common.atomic.atomic_write_files`: all replaced or, on a failure, none); close the figure;
+    return the PNG and PDF paths."""
+    from varsim._common.atomic import atomic_write_files, json_bytes
+
     outdir = Path(outdir)
-    outdir.mkdir(parents=True, exist_ok=True)
-    _pin_figure_legends(fig)
-    paths = [write_figure(fig, outdir / f"{name}.{ext}", getattr(fig, "_varsim_metadata", None))
-             for ext in ("png", "pdf")]
-    plt.close(fig)
-    return paths
+    try:
+        outdir.mkdir(parents=True, exist_ok=True)
+        _pin_figure_legends(fig)
+        description = getattr(fig, "_varsim_metadata", None)
+        files = {} if data is None else {outdir / f"{name}.json": json_bytes(jsonable(data))}
+        for ext in ("png", "pdf"):
+            files[outdir / f"{name}.{ext}"] = figure_bytes(fig, ext, description)
+        atomic_write_files(files)
+    finally:
+        plt.close(fig)
+    return [outdir / f"{name}.png", outdir / f"{name}.pdf"]
 
 
 #: the metadata key that holds a figure file's description, per format (what :func:`write_figure` can describe)
 DESCRIPTION_KEYS = {"png": "Description", "pdf": "Subject", "svg": "Description"}
 
 
-def write_figure(fig, path, description: str | None) -> Path:
-    """Write ``fig`` to ``path`` (PNG, PDF or SVG, by its suffix) atomically, with ``description`` in the file's
-    metadata (:data:`DESCRIPTION_KEYS`) and no timestamps, so re-plotting the same data gives the same bytes."""
-    path = Path(path)
-    ext = path.suffix.lower().lstrip(".")
-    if ext not in DESCRIPTION_KEYS:
-        raise ValueError(f"path {str(path)!r}: expected a .png, .pdf or .svg file")
+def figure_bytes(fig, ext: str, description: str | None) -> bytes:
+    """``fig`` as a PNG, PDF or SVG file (``ext``), with ``description`` in its metadata (:data:`DESCRIPTION_KEYS`)
+    and no timestamps, so re-plotting the same data gives the same bytes."""
     meta = {"png": {"Software": None}, "pdf": {"CreationDate": None}, "svg": {"Date": None}}[ext]
     if description:
         meta[DESCRIPTION_KEYS[ext]] = description
     buf = io.BytesIO()
     fig.savefig(buf, format=ext, metadata=meta)
-    return atomic_write_bytes(path, buf.getvalue())
+    return buf.getvalue()
+
+
+def write_figure(fig, path, description: str | None) -> Path:
+    """Write ``fig`` to ``path`` (PNG, PDF or SVG, by its suffix) atomically with :func:`figure_bytes`; an error
+    names ``path``."""
+    path = Path(path)
+    ext = path.suffix.lower().lstrip(".")
+    if ext not in DESCRIPTION_KEYS:
+        raise ValueError(f"path {str(path)!r}: expected a .png, .pdf or .svg file")
+    return atomic_write_bytes(path, figure_bytes(fig, ext, description))
 
 
 def array(values) -> np.ndarray:
