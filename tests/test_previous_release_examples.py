@@ -12,6 +12,7 @@ Blocks needing an extra that is not installed (torch, jax) are skipped."""
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import json
 import os
@@ -23,7 +24,8 @@ from pathlib import Path
 
 import pytest
 
-HERE = Path(__file__).resolve().parent / "data" / "previous_release_examples"
+ROOT = Path(__file__).resolve().parents[1]
+HERE = ROOT / "tests" / "data" / "previous_release_examples"
 #: shrink the sizes only (regex -> replacement): the code is otherwise the release's
 SMALLER = ((r"n_max=2\*\*\d+", "n_max=2**8"), (r"\bsequences=\d+", "sequences=64"),
            (r"n_sequences=\d+", "n_sequences=64"), (r"\[16, 64, 256, 1024(, 4096)?\]", "[16, 64]"),
@@ -40,16 +42,16 @@ def smaller(code: str) -> str:
     return code
 
 
-def run_script(path: Path, env: dict, *, strict: bool = True) -> subprocess.CompletedProcess:
+def run_script(path: Path, env: dict, *, pytest_file: bool = False, strict: bool = True) -> subprocess.CompletedProcess:
     """Run the block ``path`` (its sizes made smaller) in a fresh interpreter in an empty directory: as a script, or
-    with pytest for a reader's test file (``usertest_*.py``); ``strict``: every warning except a
-    DeprecationWarning is an error."""
+    with pytest for a reader's test file (``pytest_file``); ``strict``: every warning except a DeprecationWarning is
+    an error."""
     flags = ["-W", "error", "-W", "always::DeprecationWarning"] if strict else []
     with tempfile.TemporaryDirectory() as work:
         script = Path(work) / path.name
         script.write_text(smaller(path.read_text(encoding="utf-8")), encoding="utf-8")
         command = [sys.executable, *flags, str(script)]
-        if path.name.startswith("usertest_"):
+        if pytest_file:
             command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *flags, str(script)]
         return subprocess.run(command, cwd=work, capture_output=True, text=True, env={**env, "MPLBACKEND": "Agg"},
                               timeout=600)
@@ -57,6 +59,11 @@ def run_script(path: Path, env: dict, *, strict: bool = True) -> subprocess.Comp
 
 def _manifest() -> dict:
     return json.loads((HERE / "manifest.json").read_text(encoding="utf-8"))
+
+
+def _path(example: dict) -> Path:
+    """The block's file: its copy here, or (a file the docs still show unchanged) the docs' own file."""
+    return ROOT / example["file"] if "/" in example["file"] else HERE / example["file"]
 
 
 def _scripts():
@@ -67,19 +74,22 @@ def test_the_examples_are_the_release_blocks_and_most_are_scripts():
     """Every file of the manifest is there; the README's, the theory-plots page's and the testing page's user
     scripts are among them (an extraction that lost them would test nothing)."""
     examples = _manifest()["examples"]
-    assert all((HERE / e["file"]).is_file() for e in examples)
+    assert all(_path(e).is_file() for e in examples)
     pages = {e["page"] for e in _scripts()}
     assert {"README.md", "docs/site/theory-plots.md", "docs/site/testing.md"} <= pages and len(_scripts()) >= 8
 
 
 @pytest.mark.parametrize("example", _scripts(), ids=lambda e: e["file"])
 def test_a_script_of_the_previous_release_runs_with_only_deprecation_warnings(example):
-    code = (HERE / example["file"]).read_text(encoding="utf-8")
+    code = _path(example).read_text(encoding="utf-8")
+    assert hashlib.sha256(code.encode()).hexdigest() == example["sha256"], (
+        f"{example['file']} is no longer the previous release's block: run "
+        "tests/data/previous_release_examples/extract.py to keep the release's version in that folder")
     for extra in EXTRAS:
         if re.search(rf"^\s*(import|from) {extra}\b", code, re.M) and importlib.util.find_spec(extra) is None:
             pytest.skip(f"needs {extra}, not installed")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    res = run_script(HERE / example["file"], env)
+    res = run_script(_path(example), env, pytest_file=example["kind"] == "pytest")
     if example["kind"] == "pytest" and res.returncode == 5 and " skipped" in res.stdout:
         pytest.skip(f"the reader's test file skipped itself: {res.stdout.strip()[-200:]}")  # importorskip("torch")
     assert res.returncode == 0, f"{example['page']} block {example['block']}:\n{res.stderr[-3000:]}"

@@ -2,7 +2,7 @@
 ruff on PATH). Extract the python blocks of README.md and docs/site/**/*.md at the previous release into the test data folder;
 a block using a name it never defines or imports (ruff F821), or defining a placeholder function (body ``...``) for the
 reader's own code, is a fragment; the others are user scripts."""
-import json, re, subprocess
+import hashlib, json, re, subprocess
 from pathlib import Path
 REL = "3af7578"
 REPO = Path(__file__).resolve().parents[3]
@@ -34,6 +34,11 @@ for f in files:
         print(name, kind, flush=True)
         if kind == "script" and name.startswith("usertest_"):
             kind = "pytest"
-        manifest.append({"file": name, "page": f, "block": k, "kind": kind,
-                         **({"included": included.group(1)} if included else {})})
+        entry = {"file": name, "page": f, "block": k, "kind": kind, "sha256": hashlib.sha256(block.encode()).hexdigest()}
+        current = REPO / "docs" / "site" / included.group(1) if included else None
+        if current is not None and current.is_file() and current.read_text(encoding="utf-8") == block:
+            # unchanged since the release: no second copy (the test checks the hash; a later edit must copy it here)
+            (OUT / name).unlink()
+            entry["file"] = str(current.relative_to(REPO))
+        manifest.append({**entry, **({"included": included.group(1)} if included else {})})
 (OUT / "manifest.json").write_text(json.dumps({"commit": REL, "examples": manifest}, indent=1) + "\n")
