@@ -15,7 +15,8 @@ after the scripts have run. A page fails when
 * an image it shows is missing from the site, or has no description (alt text);
 * a notebook cell printed a warning (``...Warning`` in its stderr output);
 * a notebook page has no download link to a notebook file that is in the site, or an exercise (its statement or its
-  solution) that is not rendered as a block;
+  solution) that is not rendered as a block, or a code cell that draws (``varsim.notebooks.drawing_cells``) without
+  an image among its outputs (a backend switched to Agg while the page's notebook ran left every figure out);
 * (browser) a formula is left untypeset: a math span with no KaTeX output in it, a KaTeX error, or ``$``, ``\\(``,
   ``\\[`` math delimiters still in the visible text;
 * a page of the site is missing from the navigation, or the navigation links to a page the site does not have;
@@ -143,6 +144,23 @@ def notebook_problems(main, page: str, site: Path) -> list[str]:
     for details in main.find_all("details"):
         if not details.find_parent(class_="varsim-exercise"):
             problems.append(f"{page}: a solution outside its exercise block: {details.get_text()[:40]!r}")
+    return problems + figure_problems(main, page)
+
+
+def figure_problems(main, page: str) -> list[str]:
+    """Each code cell of a notebook page that draws a figure (:func:`varsim.notebooks.drawing_cells` of the cells'
+    sources, in order) shows at least one image among its outputs."""
+    from varsim.notebooks import drawing_cells
+
+    # nbconvert's markup nests a cell's div in one of the same classes: the outermost is the cell
+    cells = [c for c in main.select("div.jp-CodeCell") if c.find_parent(class_="jp-CodeCell") is None]
+    sources = [c.select_one(".jp-InputArea pre").get_text() if c.select_one(".jp-InputArea pre") else ""
+               for c in cells]
+    problems = []
+    for i, (cell, source, draws) in enumerate(zip(cells, sources, drawing_cells(sources))):
+        if draws and not cell.select(".jp-OutputArea img"):
+            first = source.strip().splitlines()[0] if source.strip() else ""
+            problems.append(f"{page}: code cell {i} draws a figure but shows no image ({first[:50]!r})")
     return problems
 
 

@@ -150,7 +150,8 @@ def on_config(config):
     dirty = commit is not None and bool(_git("status", "--porcelain", "--untracked-files=no"))
     built_from = f"commit {commit}{' + uncommitted changes' if dirty else ''}" if commit else "an unversioned tree"
     config.site_name = f"varsim {__version__}"
-    config.copyright = f"varsim {__version__} (varsim-attention on PyPI), built from {built_from}"
+    # the distribution (varsim-attention) is not on PyPI: install it from a clone (README, Getting started)
+    config.copyright = f"varsim {__version__} (distribution varsim-attention), built from {built_from}"
     url = repository_url()
     if url and not config.repo_url:
         config.repo_url = url

@@ -32,6 +32,7 @@ MODULES = [
     "varsim.train.metrics",
     "varsim.train.evaluate",
     "varsim.plotting",
+    "varsim.style",
     "varsim.theory.remedies",
 ]
 

@@ -159,6 +159,34 @@ def test_notebook_pages_without_file_links_or_exercise_blocks_are_reported(tmp_p
     assert "y.ipynb is not in the site" in check.page_problems(missing, "nb/index.html", tmp_path, False)[0]
 
 
+def _code_cell(source: str, image: bool) -> str:
+    """A code cell as nbconvert's lab template renders it (its div nested in one of the same classes)."""
+    out = ('<div class="jp-OutputArea jp-Cell-outputArea"><div class="jp-RenderedImage jp-OutputArea-output">'
+           '<img alt="a figure" src="data:image/png;base64,AAAA"/></div></div>') if image else ""
+    return (f'<div class="jp-Cell jp-CodeCell jp-Notebook-cell"><div class="jp-Cell jp-CodeCell jp-Notebook-cell">'
+            f'<div class="jp-InputArea"><div class="highlight"><pre>{source}</pre></div></div>{out}</div></div>')
+
+
+def test_notebook_cells_that_draw_without_an_image_are_reported(tmp_path):
+    """A notebook page whose drawing cells each show an image passes; a drawing cell (a figure made at top level
+    or by a function defined in an earlier cell) without one fails, named by its index; a cell that only defines
+    the drawing function needs none. Catches the built pages of notebooks 4 and 5 with 0 of their figures."""
+    check = _check_site()
+    (tmp_path / "nb").mkdir()
+    (tmp_path / "nb" / "x.ipynb").write_text("{}")
+    link = '<p class="varsim-notebook-download"><a href="x.ipynb">x.ipynb</a></p>'
+    cells = [("import matplotlib.pyplot as plt", False), ("fig, ax = plt.subplots()\nax.plot([1, 2])", True),
+             ("def show(b):\n    plt.figure()\n    plt.plot([b])", False), ("for b in (1, 2):\n    show(b)", True)]
+    good = _page(f'<div class="jupyter-wrapper">{link}' + "".join(_code_cell(c, i) for c, i in cells) + "</div>")
+    assert check.page_problems(good, "nb/index.html", tmp_path, rendered=False) == []
+    for lost in (1, 3):
+        html = _page(f'<div class="jupyter-wrapper">{link}'
+                     + "".join(_code_cell(c, i and k != lost) for k, (c, i) in enumerate(cells)) + "</div>")
+        problems = check.page_problems(html, "nb/index.html", tmp_path, rendered=False)
+        assert problems == [f"nb/index.html: code cell {lost} draws a figure but shows no image "
+                            f"({cells[lost][0].splitlines()[0]!r})"]
+
+
 def test_an_unbuilt_site_fails_the_check(tmp_path):
     problems, n = _check_site().check(tmp_path)
     assert n == 0 and "no built site" in problems[0]

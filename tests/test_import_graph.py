@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parent.parent / "varsim"
 FLOORS = [
     {"varsim"},
     {"varsim._common"},
-    {"varsim.variants", "varsim.tasks", "varsim.jobs", "varsim.pretrained"},
+    {"varsim.variants", "varsim.tasks", "varsim.jobs", "varsim.pretrained", "varsim.style"},
     {"varsim.theory", "varsim.nn"},
     {"varsim.sim", "varsim.train"},
     {"varsim.experiments", "varsim.testing"},

@@ -1,11 +1,15 @@
-"""The teaching notebooks execute with their assertions; ``varsim demo`` lists and copies them.
+"""The teaching notebooks execute with their assertions and show their figures; ``varsim demo`` lists and copies them.
 
-Each notebook is a py:percent file (no outputs committed); jupytext reads it as a notebook and its code cells run, in
-order, as one Python script in a fresh interpreter (matplotlib's Agg backend), so a cell that raises (an assertion
-about the numbers, an API that changed) fails the test and names its cell. Not in a Jupyter kernel: a kernel's
-replies travel over ZeroMQ, and an execution whose idle message never reached the client hung this suite until its
-time limit (twice in CI-like runs, with ipykernel 6 and 7); the notebooks use nothing a kernel alone provides (no
-magics; widgets fall back to a static figure). The docs build still runs them in a kernel, for their outputs.
+Each notebook is a py:percent file (no outputs committed) that jupytext reads as a notebook. Two runners:
+
+* a real Jupyter kernel (nbclient + ipykernel, as a teacher's Jupyter runs it, with its ``inline`` backend): every
+  notebook with each exercise's solution in place; a cell that raises fails the test and is named, and every cell
+  that makes figures must show each as an ``image/png`` output (a module that switched the backend to Agg once left
+  notebooks 4 and 5 with 0 of their figures: a script runner cannot see that). The kernel runs in the site's
+  static-page mode (``VARSIM_STATIC_PAGE=1``), where the sliders' cells draw their static figures; a cell's time
+  is bounded (``CELL_TIMEOUT``), so a kernel whose reply never comes fails that test alone;
+* the code cells as one Python script in a fresh interpreter (matplotlib's Agg backend), for the many runs with
+  other parameters.
 
 Lessons, not demonstrations: each notebook has goals and prerequisites, "predict, then run" prompts, one cell tagged
 ``parameters`` (the one a student changes), 2-4 exercises whose solutions sit in ``<details>`` blocks (revealed by
@@ -24,7 +28,7 @@ from pathlib import Path
 import pytest
 
 from varsim.cli import main
-from varsim.notebooks import notebooks_dir
+from varsim.notebooks import drawing_cells, notebooks_dir
 
 NOTEBOOKS = notebooks_dir()  # varsim/notebooks/: the one copy, shipped in the package
 #: each run trains a model: all its alternatives are slow
@@ -130,52 +134,106 @@ def _check_ran(res):
     assert res.returncode == 0
 
 
-@pytest.mark.parametrize("name", ALL)
-def test_notebook_and_its_solutions_execute_with_their_assertions(name, tmp_path):
-    """Runs every cell with each exercise's solution inserted after it; the notebooks assert their own numbers
-    (Monte Carlo within 5 SE + 1% of the exact value at the chosen parameters, phase labels, the trained model
-    failing at long N) and each solution asserts its answer, so a wrong result fails here, not just a crash."""
-    nb = _with_solutions(_notebook(name))
-    _check_ran(_execute(nb, tmp_path))
-
-
 #: the notebooks with sliders (ipywidgets), which draw a static figure instead on the documentation site
 WIDGETS = {n for n in ALL if "ipywidgets" in (NOTEBOOKS / n).read_text()}
+
+
+#: seconds a notebook cell may take in the kernel (the slowest, training notebook 6's model, takes about 40)
+CELL_TIMEOUT = 300
+#: run in the kernel before the notebook: counts the figures each cell makes (every Matplotlib Figure created while
+#: it runs, whatever made it), keyed by the cell's execution count
+FIGURE_COUNTER = """
+import matplotlib.figure as _varsim_mf
+from IPython import get_ipython as _varsim_ip
+_varsim_made, _varsim_now = {}, [0]
+_varsim_init = _varsim_mf.Figure.__init__
+def _varsim_counting_init(self, *args, **kwargs):
+    _varsim_now[0] += 1
+    _varsim_init(self, *args, **kwargs)
+_varsim_mf.Figure.__init__ = _varsim_counting_init
+_varsim_ip().events.register("pre_run_cell", lambda info: _varsim_now.__setitem__(0, 0))
+_varsim_ip().events.register("post_run_cell", lambda result: _varsim_made.__setitem__(result.execution_count,
+                                                                                     _varsim_now[0]))
+"""
+REPORT = "import json as _varsim_json; print('VARSIM-FIGURES ' + _varsim_json.dumps(_varsim_made))"
+
+
+def _execute_in_kernel(nb, workdir: Path):
+    """Run ``nb`` in a fresh Jupyter kernel (the inline backend, static-page mode) and return it with its outputs
+    and, per code cell, ``(figures made, image/png outputs)``; a raising cell fails the test naming it."""
+    import nbclient
+    import nbformat
+
+    cells = [c for c in nb.cells if c.cell_type == "code"]
+    run = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(FIGURE_COUNTER), *nb.cells,
+                                          nbformat.v4.new_code_cell(REPORT)], metadata=nb.metadata)
+    env = {k: v for k, v in os.environ.items() if k != "MPLBACKEND"}  # the kernel's own default: inline
+    env["VARSIM_STATIC_PAGE"] = "1"
+    client = nbclient.NotebookClient(run, timeout=CELL_TIMEOUT, kernel_name="python3",
+                                     resources={"metadata": {"path": str(workdir)}})
+    try:
+        client.execute(env=env)
+    except nbclient.exceptions.CellExecutionError as exc:
+        failed = next((i for i, c in enumerate(cells) if any(o.get("output_type") == "error" for o in c.outputs)),
+                      None)
+        pytest.fail(f"cell {failed} of the notebook raised in the kernel:\n{str(exc)[-3000:]}", pytrace=False)
+    report = "".join(o.get("text", "") for o in run.cells[-1].outputs)
+    made = json.loads(report.split("VARSIM-FIGURES ", 1)[1])
+    shown = []
+    for cell in cells:
+        images = sum("image/png" in o.get("data", {}) for o in cell.outputs)
+        shown.append((made.get(str(cell.execution_count), 0), images))
+    return shown
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_notebook_runs_in_a_kernel_and_shows_every_figure(name, tmp_path):
+    """In a real Jupyter kernel, every cell runs with each exercise's solution inserted after it; the notebooks
+    assert their own numbers (Monte Carlo within 5 SE + 1% of the exact value at the chosen parameters, phase labels,
+    the trained model failing at long N) and each solution asserts its answer, so a wrong result fails here, not just
+    a crash. Each cell shows as many ``image/png`` outputs as it made figures, and the cells that make figures are
+    those :func:`varsim.notebooks.drawing_cells` (what docs/check_site.py asks images of) names. Seen failing with
+    the import-time ``matplotlib.use("Agg")`` of varsim/figures/_style.py: notebook 4 showed 0 of its 6 figures and
+    notebook 5 0 of 6."""
+    nb = _with_solutions(_notebook(name))
+    shown = _execute_in_kernel(nb, tmp_path)
+    sources = [c.source for c in nb.cells if c.cell_type == "code"]
+    lost = [f"cell {i}: made {made} figures, showed {images}" for i, (made, images) in enumerate(shown)
+            if made != images]
+    assert not lost, f"{name}: figures not shown in the kernel: {lost}"
+    drawing = drawing_cells(sources)
+    assert [made > 0 for made, _ in shown] == drawing, (
+        f"{name}: cells making figures {[i for i, (m, _) in enumerate(shown) if m]}, "
+        f"cells drawing_cells names {[i for i, d in enumerate(drawing) if d]}")
+    if name in WIDGETS:  # the static page's run: the static fallback drawn, no widget made
+        text = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
+        widgets = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs
+                   if "application/vnd.jupyter.widget-view+json" in o.get("data", {})]
+        assert "static page: the sliders need a live notebook" in text and not widgets, name
 
 
 def _alternatives():
     for name in ALL:
         for k, values in enumerate(ALTERNATIVES.get(name, [])):
             slow = k > 0 or name in SLOW_ALTERNATIVES
-            yield pytest.param(name, values, k == 0 and name in WIDGETS, id=f"{name[:2]}-{k}",
-                               marks=[pytest.mark.slow] if slow else [])
+            yield pytest.param(name, values, id=f"{name[:2]}-{k}", marks=[pytest.mark.slow] if slow else [])
 
 
-@pytest.mark.parametrize("name, values, static", list(_alternatives()))
-def test_notebook_runs_with_other_parameters(name, values, static, tmp_path):
+@pytest.mark.parametrize("name, values", list(_alternatives()))
+def test_notebook_runs_with_other_parameters(name, values, tmp_path):
     """A student changes the parameters cell: other sensible values (including the ones that broke the first
     versions: beta = (0.5, 3.0) in notebook 1, BETA = 2 and MARGIN = 5 in notebook 5) run without an error, and every
     check in the notebook follows them.
 
-    The default run of a notebook with sliders is also the static page's (``static``): the docs build runs the
-    notebooks with VARSIM_STATIC_PAGE=1 (a static page cannot drive sliders), and they must draw their static fallback
-    without creating a widget; their sliders run with the solutions
-    (:func:`test_notebook_and_its_solutions_execute_with_their_assertions`) and in the slow sets."""
+    These runs drive the sliders' code (ipywidgets' ``interact`` calls it once); the static page's run, which the
+    docs build makes (VARSIM_STATIC_PAGE=1: a static page cannot drive sliders), is the kernel's
+    (:func:`test_notebook_runs_in_a_kernel_and_shows_every_figure`)."""
     nb = _notebook(name)
     cell = _parameters_cell(nb)
     for key, value in values.items():
         assert re.search(rf"^{key} = ", cell.source, re.M), f"{name}: no parameter {key}"
         cell.source += f"\n{key} = {value}"
-    res = _execute(nb, tmp_path, **({"VARSIM_STATIC_PAGE": "1"} if static else {}))
-    _check_ran(res)
-    if static:
-        assert "static page: the sliders need a live notebook" in res.stdout and "interactive(" not in res.stdout
-
-
-def test_every_notebook_with_sliders_has_a_static_page_run():
-    """Each notebook with sliders is run in static-page mode by a default test (its first set of other values)."""
-    static = {p.values[0] for p in _alternatives() if p.values[2] and not p.marks}
-    assert WIDGETS and static == WIDGETS
+    _check_ran(_execute(nb, tmp_path))
 
 
 def test_every_notebook_is_a_lesson():
@@ -262,3 +320,21 @@ def test_a_failing_cell_fails_the_run_and_is_named(tmp_path):
     with pytest.raises(pytest.fail.Exception) as info:
         _execute(nb, tmp_path)
     assert "cell 1 of the notebook raised" in str(info.value) and "planted" in str(info.value)
+
+
+def test_the_kernel_runner_fails_on_a_raising_cell_and_counts_figures(tmp_path):
+    """The kernel runner names a raising cell, and counts per cell the figures made against the images shown: a
+    figure made under the Agg backend (what an import-time ``matplotlib.use("Agg")`` did) is made and not shown."""
+    import nbformat
+
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell("import matplotlib.pyplot as plt\nfig, ax = plt.subplots()\nax.plot([1, 2])"),
+        nbformat.v4.new_markdown_cell("text"),
+        nbformat.v4.new_code_cell("x = 1"),
+        nbformat.v4.new_code_cell("import matplotlib\nmatplotlib.use('Agg')\nplt.figure()\nplt.plot([1, 3])")])
+    assert _execute_in_kernel(nb, tmp_path) == [(1, 1), (0, 0), (1, 0)]
+    assert drawing_cells([c.source for c in nb.cells if c.cell_type == "code"]) == [True, False, True]
+    nb.cells.append(nbformat.v4.new_code_cell("assert 1 == 2, 'planted'"))
+    with pytest.raises(pytest.fail.Exception) as info:
+        _execute_in_kernel(nb, tmp_path)
+    assert "cell 3 of the notebook raised" in str(info.value) and "planted" in str(info.value)

@@ -193,3 +193,36 @@ def test_sweep_records_and_frame(tmp_path):
                                                                                                 r["n"]))])
     with pytest.raises(ValueError, match="sweep"):
         plotting.sweep_records({"cells": None})
+
+
+def test_phase_diagram_result_still_works_as_the_axes_it_was_with_a_deprecation_warning():
+    """0.1.0's documented script, ``ax = plotting.phase_diagram(...); ax.contour(...)``, runs on the PhaseDiagram
+    that phase_diagram returns since 0.2.0: each Axes attribute reaches ``.ax`` with a DeprecationWarning naming
+    the replacement; its own fields and ``figure`` warn nothing, an attribute the Axes lacks is an AttributeError,
+    and the result still copies and pickles. Seen failing (AttributeError: 'PhaseDiagram' object has no attribute
+    'contour') before the forwarding."""
+    import copy
+    import pickle
+    import warnings
+
+    pd = plotting.phase_diagram(ln_n=np.linspace(0, 6, 12), betas=np.linspace(0.2, 2, 9), colorbar=False)
+    with pytest.warns(DeprecationWarning, match=r"use \.ax\.contour"):
+        contours = pd.contour(pd.ln_n, pd.betas, pd.values, levels=[-0.5])
+    assert contours.axes is pd.ax
+    with pytest.warns(DeprecationWarning):
+        assert pd.get_xlim() == pd.ax.get_xlim()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert pd.figure is pd.ax.figure and pd.values.shape == (9, 12)
+        with pytest.raises(AttributeError, match="no_such_method"):
+            pd.no_such_method
+    assert copy.copy(pd).ax is pd.ax
+    assert pickle.loads(pickle.dumps(dataclasses_replace_ax(pd))).quantity == "decay_exponent"
+    _style.plt.close(pd.figure)
+
+
+def dataclasses_replace_ax(pd):
+    """The PhaseDiagram without its (unpicklable) Matplotlib objects."""
+    import dataclasses
+
+    return dataclasses.replace(pd, ax=None, contours=None)

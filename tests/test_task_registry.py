@@ -215,3 +215,19 @@ def test_a_batch_is_checked_against_the_task_schema(change, match):
     change(bad)
     with pytest.raises(ValueError, match=match):
         task.check_batch(bad, {"n_classes": 4})
+
+
+def test_register_key_encoding_keeps_its_old_keyword_with_a_deprecation_warning():
+    """0.1.0's ``register_key_encoding(encoding=...)`` registers with a DeprecationWarning (the registry rewrite
+    renamed the parameter: a TypeError before the shim); anything else than one encoding is a TypeError."""
+    enc = KeyEncoding("onehot_kw_test", "one-hot key features", lambda v: v, _write_onehot)
+    try:
+        with pytest.warns(DeprecationWarning, match="positionally"):
+            assert register_key_encoding(encoding=enc) is enc
+        assert get_key_encoding("onehot_kw_test") is enc
+    finally:
+        KEY_ENCODINGS.pop("onehot_kw_test", None)
+    with pytest.raises(TypeError):
+        register_key_encoding(enc, encoding=enc)
+    with pytest.raises(TypeError):
+        register_key_encoding(encodings=enc)

@@ -311,3 +311,14 @@ def test_expected_mean_and_key_law_guard():
     assert cfg.expected_mean(16) == 1.5
     with pytest.raises(ValueError, match="key_dist"):
         cfg.expected_variance(16)
+
+
+def test_more_precise_still_works_with_a_deprecation_warning():
+    """0.1.0's ``varsim.testing.precision.more_precise`` (in its ``__all__``, removed as unused) answers as it did,
+    with a DeprecationWarning, until 0.3.0."""
+    from varsim.testing import precision
+
+    with pytest.warns(DeprecationWarning, match="PRECISION_ORDER"):
+        assert precision.more_precise("float16", "float32") == "float32"
+    with pytest.warns(DeprecationWarning):
+        assert precision.more_precise("float64", "bfloat16") == "float64"

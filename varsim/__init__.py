@@ -9,6 +9,7 @@ from the floors below it; ``tests/test_import_graph.py`` checks this):
 - ``varsim.tasks``       the synthetic tasks (argmax retrieval, dictionary lookup, associative recall).
 - ``varsim.jobs``        independent jobs on local processes or a Dask cluster, results directories resumed.
 - ``varsim.pretrained``  real pretrained models in NumPy and the ``varsim probe-model`` probe.
+- ``varsim.style``       the figure styles as data (rcParams and sizes), applied by a context manager.
 - ``varsim.theory``      exact and asymptotic theory (NumPy/SciPy only).
 - ``varsim.nn``          two small models with hand-written backprop: the set transformer and the causal decoder.
 - ``varsim.sim``         Monte Carlo simulators of the attention output variance, and sweeps over their grid.
@@ -21,6 +22,6 @@ from the floors below it; ``tests/test_import_graph.py`` checks this):
 - ``varsim.cli``         the ``varsim`` command, one module per subcommand.
 """
 
-__version__ = "0.1.0"
+__version__ = "0.2.0.dev0"
 
 __all__ = ["__version__"]

@@ -42,35 +42,38 @@ def style(name=None):
 
     Examples
     --------
-    >>> import matplotlib
-    >>> matplotlib.use("Agg")
     >>> from varsim import plotting
     >>> with plotting.style("column"):
     ...     ax = plotting.phase_diagram().ax
     >>> [float(x) for x in ax.get_xlim()]
     [0.0, 14.0]
     """
-    from varsim.figures import _style
+    from varsim import style as styles
 
-    return _style.style(name)
+    return styles.style(name)
 
 
 def _context(style, ax):
     """The style to draw in: ``style`` if given; none (the caller's rcParams) when drawing on the caller's axes."""
     import contextlib
 
-    from varsim.figures import _style
+    from varsim import style as styles
 
-    return contextlib.nullcontext() if style is None and ax is not None else _style.style(style)
+    return contextlib.nullcontext() if style is None and ax is not None else styles.style(style)
 
 
 def _axes(ax, style, aspect=0.75):
-    from varsim.figures import _style
-
+    """``ax``, or the axes of a new figure at the width of ``style`` (constrained layout)."""
     if ax is not None:
         return ax
-    with _style.style(style):
-        _fig, (new,) = _style.axes_grid(1, style=style, width=4.8, aspect=aspect)
+    import matplotlib.pyplot as plt
+
+    from varsim import style as styles
+
+    spec = styles.spec(style)
+    width = spec["width"] or 4.8
+    with styles.style(style):
+        fig, new = plt.subplots(figsize=(width, width * aspect), layout="constrained")
     return new
 
 
@@ -229,8 +232,6 @@ def plot_result(result, ax=None, *, exact: bool = True, asymptote: bool = True, 
 
     Examples
     --------
-    >>> import matplotlib
-    >>> matplotlib.use("Agg")
     >>> from varsim import plotting
     >>> from varsim.sim import simulate
     >>> res = simulate([16, 64, 256], beta=2.0, d_k=16, n_sequences=2000, seed=0)
@@ -322,7 +323,10 @@ QUANTITIES = {
 @dataclasses.dataclass(frozen=True)
 class PhaseDiagram:
     """What :func:`phase_diagram` drew: the axes, the grid and the values on it (``values[i, j]`` at ``betas[i]``
-    and ``ln_n[j]``), the quantity's name (or the callable's), the contour levels and their ``ContourSet``."""
+    and ``ln_n[j]``), the quantity's name (or the callable's), the contour levels and their ``ContourSet``.
+
+    Until 0.1.0 :func:`phase_diagram` returned the Axes; an attribute of the Axes asked of a PhaseDiagram
+    (``pd.contour(...)``) still reaches ``pd.ax`` with a DeprecationWarning, until 0.3.0."""
 
     ax: object
     ln_n: object
@@ -335,6 +339,18 @@ class PhaseDiagram:
     @property
     def figure(self):
         return self.ax.figure
+
+    def __getattr__(self, name):
+        """Deprecated: the Axes' attributes (``pd.contour(...)``, ``pd.set_title(...)``), as when
+        :func:`phase_diagram` returned the Axes (until 0.1.0); use ``pd.ax``. Removed in 0.3.0."""
+        if name.startswith("__") or name in {f.name for f in dataclasses.fields(PhaseDiagram)}:
+            raise AttributeError(name)  # copies and pickles ask for dunders; a field not yet set is not the Axes'
+        target = getattr(self.ax, name)  # an AttributeError here names the Axes' missing attribute
+        import warnings
+
+        warnings.warn(f"phase_diagram returns a PhaseDiagram since 0.2.0; its Axes is .ax: use .ax.{name} "
+                      f"(PhaseDiagram.{name} forwards to the Axes until 0.3.0)", DeprecationWarning, stacklevel=2)
+        return target
 
 
 def _check_grid(name, v):
@@ -413,6 +429,8 @@ def phase_diagram(ln_n=None, betas=None, ax=None, *, quantity="decay_exponent", 
     PhaseDiagram
         ``.ax`` the axes drawn on; ``.ln_n``, ``.betas`` the grid; ``.values`` the quantity on it, shape
         ``(len(betas), len(ln_n))``; ``.levels`` and ``.contours`` the contour lines (None without ``levels``).
+        Changed in 0.2.0: the Axes until then; the Axes' attributes asked of it still reach ``.ax``, with a
+        DeprecationWarning, until 0.3.0.
 
     Raises
     ------
@@ -427,8 +445,6 @@ def phase_diagram(ln_n=None, betas=None, ax=None, *, quantity="decay_exponent", 
 
     Examples
     --------
-    >>> import matplotlib
-    >>> matplotlib.use("Agg")
     >>> import numpy as np
     >>> from varsim import plotting
     >>> pd = plotting.phase_diagram(ln_n=np.linspace(0, 10, 50), betas=np.linspace(0.2, 3, 40), colorbar=False,
@@ -527,7 +543,9 @@ def save(fig, path, *, record: dict | None = None):
     Raises
     ------
     ValueError
-        ``fig`` is none of these, or ``path`` has another suffix.
+        ``fig`` is none of these, ``path`` has another suffix, or ``record`` holds a value JSON cannot (named).
+    OSError
+        ``path`` cannot be written (a missing folder, no permission, a full disk): the error names ``path``.
 
     See Also
     --------
@@ -535,8 +553,6 @@ def save(fig, path, *, record: dict | None = None):
 
     Examples
     --------
-    >>> import matplotlib
-    >>> matplotlib.use("Agg")
     >>> import tempfile, pathlib
     >>> from varsim import plotting
     >>> pd = plotting.phase_diagram(levels=3, colorbar=False)
@@ -547,18 +563,35 @@ def save(fig, path, *, record: dict | None = None):
     """
     import json
 
+    import matplotlib as mpl
+
+    from varsim import style as styles
     from varsim._common.jsonio import jsonable
     from varsim._common.provenance import provenance
-    from varsim.figures import _style
+    from varsim.figures._style import write_figure
 
     fig = _figure_of(fig)
     if record is not None and not isinstance(record, dict):
         raise ValueError(f"record: expected a dict, got {type(record).__name__}")
+    if record is not None and (where := _not_json(jsonable(record), "record")):
+        raise ValueError(f"record: expected JSON-safe values (dicts, lists, str, numbers, bool, None); {where}")
     described = getattr(fig, "_varsim_metadata", None)
     meta = {"provenance": provenance(), "figure": json.loads(described) if described else None,
             "drawn": getattr(fig, "_varsim_drawn", None), "record": record}
-    with _style.plt.rc_context({k: v for k, v in _style._RC.items() if k.startswith("savefig.")}):
-        return _style.write_figure(fig, path, json.dumps(jsonable(meta), sort_keys=True))
+    with mpl.rc_context({k: v for k, v in styles.BASE_RC.items() if k.startswith("savefig.")}):
+        return write_figure(fig, path, json.dumps(jsonable(meta), sort_keys=True))
+
+
+def _not_json(value, where: str) -> str | None:
+    """Where ``value`` (after ``jsonable``) holds something JSON cannot, as ``"record['when'] is a datetime"``;
+    None when it is all JSON."""
+    if isinstance(value, dict):
+        return next((found for k, v in value.items() if (found := _not_json(v, f"{where}[{k!r}]"))), None)
+    if isinstance(value, list):
+        return next((found for i, v in enumerate(value) if (found := _not_json(v, f"{where}[{i}]"))), None)
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return None
+    return f"{where} is a {type(value).__name__}"
 
 
 def _pdf_subject(raw: bytes) -> str | None:

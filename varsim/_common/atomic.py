@@ -14,6 +14,8 @@ __all__ = [
     "atomic_write_text",
     "atomic_write_json",
     "atomic_write_with",
+    "atomic_write_files",
+    "json_bytes",
     "check_writable",
     "check_writable_dir",
     "is_special_file",
@@ -92,24 +94,14 @@ def _naming(exc: OSError, path: Path) -> OSError:
     return OSError(exc.errno, exc.strerror, str(path))
 
 
-def atomic_write_with(path, writer: Callable[[Any], None]) -> Path:
-    """Call ``writer(fileobj)`` on a temporary binary file next to ``path``, fsync it, then rename over ``path``.
-
-    A device or FIFO at ``path`` (``/dev/stdout``, ``/dev/full``, a pipe) is written through, never replaced by a
-    regular file; a write error there (``/dev/full``: no space left) propagates as the ``OSError`` it is, naming
-    ``path``.
-    """
-    p = Path(path)
-    if is_special_file(p):
-        try:
-            with open(p, "wb") as fh:
-                writer(fh)
-                fh.flush()
-        except OSError as exc:
-            raise _naming(exc, p) from None
-        return p
+def _write_temp(p: Path, writer: Callable[[Any], None]) -> str:
+    """Call ``writer(fileobj)`` on a new temporary file next to ``p`` (the mode a plain ``open`` would give, or
+    ``p``'s), fsynced; return its path. On failure the temporary is removed and an OSError names ``p``."""
     parent = p.parent if str(p.parent) else Path(".")
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=parent)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=parent)
+    except OSError as exc:  # a missing or unwritable folder: name the file asked for, not the temporary
+        raise OSError(exc.errno, exc.strerror, str(p)) from None
     try:
         # mkstemp creates 0600; give the file the mode a plain open() would (or the old file's mode)
         try:
@@ -121,24 +113,94 @@ def atomic_write_with(path, writer: Callable[[Any], None]) -> Path:
             writer(fh)
             fh.flush()
             os.fsync(fh.fileno())
-        os.replace(tmp, p)
     except BaseException as exc:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
+        _remove(tmp)
         if isinstance(exc, OSError):
             raise _naming(exc, p) from None
         raise
-    try:  # make the rename itself durable where the platform allows it
-        dfd = os.open(parent, os.O_RDONLY)
+    return tmp
+
+
+def _remove(tmp: str) -> None:
+    try:
+        os.unlink(tmp)
+    except FileNotFoundError:
+        pass
+
+
+def _sync_dir(parent: Path) -> None:
+    """Make the renames in ``parent`` durable where the platform allows it."""
+    try:
+        dfd = os.open(parent if str(parent) else ".", os.O_RDONLY)
         try:
             os.fsync(dfd)
         finally:
             os.close(dfd)
     except OSError:
         pass
+
+
+def _write_through(p: Path, writer: Callable[[Any], None]) -> Path:
+    """Write a device or FIFO in place (it cannot be replaced by a regular file); errors name ``p``."""
+    try:
+        with open(p, "wb") as fh:
+            writer(fh)
+            fh.flush()
+    except OSError as exc:
+        raise _naming(exc, p) from None
     return p
+
+
+def atomic_write_with(path, writer: Callable[[Any], None]) -> Path:
+    """Call ``writer(fileobj)`` on a temporary binary file next to ``path``, fsync it, then rename over ``path``.
+
+    A device or FIFO at ``path`` (``/dev/stdout``, ``/dev/full``, a pipe) is written through, never replaced by a
+    regular file; a write error there (``/dev/full``: no space left) propagates as the ``OSError`` it is, naming
+    ``path``.
+    """
+    p = Path(path)
+    if is_special_file(p):
+        return _write_through(p, writer)
+    tmp = _write_temp(p, writer)
+    try:
+        os.replace(tmp, p)
+    except OSError as exc:
+        _remove(tmp)
+        raise _naming(exc, p) from None
+    _sync_dir(p.parent)
+    return p
+
+
+def atomic_write_files(contents: dict) -> list[Path]:
+    """Write several files as one set: ``contents`` maps each path to its bytes; all are written to temporaries
+    next to their paths first and renamed over them only when every one was written, so a failure (a full disk, an
+    unwritable file) leaves every old file as it was and no temporary behind; the OSError names the path whose
+    write failed. Returns the paths, in order. (Each rename is atomic; the set is replaced file by file after all
+    are safely on disk.) A device or FIFO among the paths is written through, after the regular files."""
+    paths = [Path(p) for p in contents]
+    data = list(contents.values())
+    regular = [(p, d) for p, d in zip(paths, data) if not is_special_file(p)]
+    temps: list[tuple[str, Path]] = []
+    try:
+        for p, d in regular:
+            temps.append((_write_temp(p, lambda fh, d=d: fh.write(d)), p))
+    except BaseException:
+        for tmp, _ in temps:
+            _remove(tmp)
+        raise
+    for k, (tmp, p) in enumerate(temps):
+        try:
+            os.replace(tmp, p)
+        except OSError as exc:
+            for left, _ in temps[k:]:
+                _remove(left)
+            raise _naming(exc, p) from None
+    for parent in {p.parent for p, _ in regular}:
+        _sync_dir(parent)
+    for p, d in zip(paths, data):
+        if is_special_file(p):
+            _write_through(p, lambda fh, d=d: fh.write(d))
+    return paths
 
 
 def atomic_write_bytes(path, data: bytes) -> Path:
@@ -149,5 +211,10 @@ def atomic_write_text(path, text: str) -> Path:
     return atomic_write_bytes(path, text.encode("utf-8"))
 
 
+def json_bytes(obj: Any, *, indent: int | None = 2) -> bytes:
+    """``obj`` as the bytes :func:`atomic_write_json` writes (no NaN: JSON has none)."""
+    return (json.dumps(obj, indent=indent, sort_keys=False, allow_nan=False) + "\n").encode("utf-8")
+
+
 def atomic_write_json(path, obj: Any, *, indent: int | None = 2) -> Path:
-    return atomic_write_text(path, json.dumps(obj, indent=indent, sort_keys=False, allow_nan=False) + "\n")
+    return atomic_write_bytes(path, json_bytes(obj, indent=indent))

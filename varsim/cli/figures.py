@@ -55,7 +55,10 @@ def _list_params(names) -> int:
 
 def run(args: argparse.Namespace) -> int:
     from varsim.figures import run_args
+    from varsim.figures._style import headless_backend
     from varsim.figures.params import parse_assignment
+
+    headless_backend()  # this command only writes files (the library paths keep the caller's backend)
 
     if args.param == ["list"]:
         if not args.only:

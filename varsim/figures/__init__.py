@@ -111,11 +111,12 @@ def data_source(name: str) -> str | None:
     return kind
 
 
-def plot(name: str, data: dict, outdir) -> list[Path]:
-    """Draw figure ``name`` from its ``compute`` data into ``outdir``; return the PNG and PDF paths."""
+def plot(name: str, data: dict, outdir, *, with_data: bool = False) -> list[Path]:
+    """Draw figure ``name`` from its ``compute`` data into ``outdir``; return the PNG and PDF paths. With
+    ``with_data`` the data's JSON is written too, in one set with the pictures (all replaced or none)."""
     from ._style import draw_and_save
 
-    return draw_and_save(load(name).draw, data, outdir, name)
+    return draw_and_save(load(name).draw, data, outdir, name, with_data=with_data)
 
 
 def _log(enabled: bool, message: str) -> None:
@@ -300,8 +301,6 @@ def _make_one(name: str, kind: str | None, src, outdir: Path, *, quick: bool, se
               stored: dict | None = None) -> tuple[str, float, list[Path]]:
     """Compute (or, given its ``stored`` data, redraw) figure ``name`` into ``outdir``: where its numbers came
     from, its seconds and its PNG and PDF paths (its data is ``outdir/<name>.json``)."""
-    from varsim._common.atomic import atomic_write_json
-
     from ._style import jsonable
 
     t0 = time.perf_counter()
@@ -311,14 +310,16 @@ def _make_one(name: str, kind: str | None, src, outdir: Path, *, quick: bool, se
         paths = _draw_stored(name, data, data_path, outdir)
     else:
         data = jsonable(load(name).compute(quick, seed, progress=progress, source=src))
-        atomic_write_json(data_path, data)
-        paths = plot(name, data, outdir)
+        paths = plot(name, data, outdir, with_data=True)  # the JSON, PNG and PDF replaced together or not at all
     return _data_from(data, kind, quick, stored is not None), time.perf_counter() - t0, paths
 
 
 def _make_group(job: dict) -> list[tuple[str, tuple[str, float, list[Path]]]]:
     """One job of a parallel :func:`make` (top-level, so a worker process can run it): the figures ``job["names"]``,
     in order, with their data source built in this process."""
+    from ._style import headless_backend
+
+    headless_backend()  # a worker process only writes files
     options = job["options"]
     src = _source(job["kind"], options) if job["kind"] is not None else None
     return [(name, _make_one(name, job["kind"], src, Path(job["outdir"]), quick=options["quick"],
@@ -431,6 +432,9 @@ def run_args(args: argparse.Namespace) -> int:
 
 def main(argv=None) -> int:
     """Command-line entry point of the figure scripts (``varsim figures`` goes through ``varsim.cli``)."""
+    from ._style import headless_backend
+
+    headless_backend()  # this command only writes files
     parser = argparse.ArgumentParser(prog="varsim figures", description="Regenerate the varsim figures.")
     args = register(parser).parse_args(argv)
     try:

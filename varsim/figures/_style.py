@@ -3,7 +3,9 @@ the axes a figure draws on (the user's or new ones at the style's size), the pro
 the smoke-test stamp, PNG + PDF output with the provenance in the files' metadata, JSON-safe data.
 
 A style is a name of :data:`STYLES` (``"default"``, ``"column"``: 3.3 in, ``"two-column"``: 6.9 in, ``"slides"``)
-or a dict of Matplotlib rcParams (e.g. a ``tueplots`` bundle), whose ``figure.figsize`` sets the width."""
+or a dict of Matplotlib rcParams (e.g. a ``tueplots`` bundle), whose ``figure.figsize`` sets the width; the styles
+and the context manager that applies them live in the public :mod:`varsim.style`. Importing this module leaves
+Matplotlib's backend alone: the commands that only write files select Agg themselves (:func:`headless_backend`)."""
 
 from __future__ import annotations
 
@@ -11,95 +13,43 @@ import io
 import math
 from pathlib import Path
 
-import matplotlib
+import matplotlib.pyplot as plt  # pyplot only: the backend stays the caller's (varsim figures sets its own)
+import numpy as np
 
-matplotlib.use("Agg")  # headless and deterministic; the scripts never open windows
-
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-
-from varsim._common.atomic import atomic_write_bytes  # noqa: E402
-from varsim._common.jsonio import jsonable  # noqa: E402  (re-exported: one home for figure data as JSON)
+from varsim._common.atomic import atomic_write_bytes
+from varsim._common.jsonio import jsonable  # re-exported: one home for figure data as JSON
+from varsim.style import COLORS, MIN_FONT_SIZE, STYLES, style
+from varsim.style import rc as _style_rc
+from varsim.style import spec as style_spec
 
 __all__ = ["plt", "COLORS", "MARKERS", "SMOKE_TEST_LABEL", "STYLES", "style", "style_spec", "axes_grid",
            "new_figure", "finish", "save", "draw_and_save", "computed_footer", "jsonable", "array", "pm", "log2_ticks",
            "legend_below", "legend_clear_of_data", "categories", "wrap_text", "metadata_text", "write_data",
-           "subplots", "suptitle", "label_first_column"]
+           "subplots", "suptitle", "label_first_column", "headless_backend"]
 
-# Colour-blind-safe (Okabe-Ito) palette, one colour per curve family (never rely on colour alone: markers differ
-# too).
-COLORS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9")
 #: Stamped on every figure made in quick mode (whose tiny models never learn): they must not pass for results.
 SMOKE_TEST_LABEL = "smoke test, not results"
 _SMOKE_COLOR = "#D55E00"
-MIN_FONT_SIZE = 7.5  # points; the smallest text any figure uses (legends, footers)
 MARKERS = ("o", "s", "^", "D", "v", "P")
-
-_RC = {
-    "figure.dpi": 100,
-    "savefig.dpi": 200,
-    "font.size": 9.5,
-    "axes.titlesize": 10,
-    "axes.labelsize": 10,
-    "legend.fontsize": 8,
-    "xtick.labelsize": 8.5,
-    "ytick.labelsize": 8.5,
-    "legend.framealpha": 0.9,
-    "axes.grid": True,
-    "grid.alpha": 0.3,
-    "grid.linewidth": 0.6,
-    "lines.linewidth": 1.6,
-    "lines.markersize": 4.5,
-    "errorbar.capsize": 2,
-    "pdf.fonttype": 42,  # embed TrueType so the PDF text stays editable/searchable
-    "savefig.bbox": "tight",
-    "savefig.pad_inches": 0.02,  # a 3.3 in figure stays 3.3 in wide
-    "svg.hashsalt": "varsim",
-    "axes.prop_cycle": matplotlib.cycler(color=COLORS),
-}
+#: the shared rcParams of every style (:func:`varsim.style.rc` of the default style)
+_RC = _style_rc()
 
 
-def _sizes(base: float) -> dict:
-    return {"font.size": base, "axes.titlesize": base, "axes.labelsize": base, "legend.fontsize": base - 1,
-            "xtick.labelsize": base - 1, "ytick.labelsize": base - 1, "legend.title_fontsize": base - 1}
+def headless_backend() -> None:
+    """Select Matplotlib's Agg backend (headless and deterministic) for this process: called by the entry points that
+    only write files (``varsim figures``, ``python -m varsim.figures``, ``figures/make_all.py``) and in the worker
+    processes of a parallel ``make``, never on an import or library path, which keep the caller's backend (a
+    Jupyter session's ``inline``)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
 
 
-#: Named styles: ``width`` of the whole figure in inches (None: the figure's own), ``max_cols`` panels per row
-#: (more wrap to further rows), ``min_font`` the smallest text in points, and rcParams on top of the shared ones.
-STYLES: dict[str, dict] = {
-    "default": {"width": None, "max_cols": 4, "min_font": MIN_FONT_SIZE, "rc": {}},
-    "column": {"width": 3.3, "max_cols": 2, "min_font": 5.5,
-               "rc": {**_sizes(7.0), "lines.linewidth": 1.1, "lines.markersize": 3.0, "errorbar.capsize": 1.2,
-                      "axes.linewidth": 0.6, "xtick.major.size": 2.5, "ytick.major.size": 2.5,
-                      "xtick.major.pad": 2, "ytick.major.pad": 2, "axes.labelpad": 2, "axes.titlepad": 3,
-                      "legend.borderpad": 0.3, "legend.handlelength": 1.8, "legend.labelspacing": 0.25}},
-    "two-column": {"width": 6.9, "max_cols": 4, "min_font": 6.5,
-                   "rc": {**_sizes(8.0), "lines.linewidth": 1.3, "lines.markersize": 3.5}},
-    "slides": {"width": 10.0, "max_cols": 3, "min_font": 11.0,
-               "rc": {**_sizes(14.0), "lines.linewidth": 2.2, "lines.markersize": 6.5}},
-}
-
-
-def style_spec(name=None) -> dict:
-    """The style ``name`` (a key of :data:`STYLES`, None: ``"default"``) or a dict of rcParams, as
-    ``{"width", "max_cols", "min_font", "rc"}``; an unknown name raises ValueError."""
-    if name is None:
-        return STYLES["default"]
-    if isinstance(name, dict):
-        rc = dict(name)
-        size = rc.get("figure.figsize")
-        base = rc.get("font.size", _RC["font.size"])
-        return {"width": None if size is None else float(size[0]), "max_cols": 2 if size and size[0] < 4 else 4,
-                "min_font": min(MIN_FONT_SIZE, float(base) - 2) if isinstance(base, (int, float)) else 5.0,
-                "rc": rc}
-    if isinstance(name, str) and name in STYLES:
-        return STYLES[name]
-    raise ValueError(f"unknown style {name!r}; expected one of {', '.join(STYLES)} or a dict of rcParams")
-
-
-def style(name=None):
-    """Context manager applying the shared rcParams and those of the style ``name``; wrap a ``draw()`` body in it."""
-    return plt.rc_context({**_RC, **style_spec(name)["rc"]})
+def _renderer(fig):
+    """A renderer for measuring ``fig``'s artists on any backend (only Agg-based canvases have ``get_renderer``:
+    a session on the svg, pdf or cairo backend has none)."""
+    canvas = fig.get_figure(root=True).canvas
+    return canvas.get_renderer() if hasattr(canvas, "get_renderer") else fig.get_figure(root=True)._get_renderer()
 
 
 def axes_grid(n_panels: int = 1, *, ax=None, style=None, width: float = 5.2, aspect: float = 0.75, ncols=None,
@@ -234,7 +184,7 @@ def legend_clear_of_data(ax, loc: str = "lower left", **kw):
     legend = ax.legend(loc=loc, **kw)
     fig = ax.get_figure(root=True)
     fig.draw_without_rendering()
-    renderer = fig.canvas.get_renderer()
+    renderer = _renderer(fig)
     box = legend.get_window_extent(renderer).transformed(ax.transAxes.inverted())
     lower = loc.startswith("lower")
     frac = (box.y1 if lower else 1.0 - box.y0) + 0.03  # the band the legend takes, as a fraction of the height
@@ -288,7 +238,7 @@ def legend_below(fig, handles, labels=None, *, ncol=None, **kw):
         return fig.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=ncol, **kw)
     legend = fig.legend(handles=handles, loc="outside lower center", ncol=ncol, **kw)
     # the figure grows by the legend's height, so the panels keep theirs (a long legend would squash them)
-    height = legend.get_window_extent(fig.canvas.get_renderer()).height / fig.dpi
+    height = legend.get_window_extent(_renderer(fig)).height / fig.dpi
     fig.set_figheight(fig.get_figheight() + height + 0.05)
     return legend
 
@@ -395,7 +345,7 @@ def _declutter_log_labels(fig) -> None:
     if not logs:
         return
     fig.draw_without_rendering()
-    renderer = fig.canvas.get_renderer()
+    renderer = _renderer(fig)
     for axis in logs:
         boxes = [tick.label1.get_window_extent(renderer) for tick in axis._update_ticks()
                  if tick.label1.get_visible() and tick.label1.get_text()]
@@ -441,7 +391,7 @@ def _pin_figure_legends(fig) -> None:
     fig.draw_without_rendering()
     fig.set_layout_engine("none")
     ax = fig.axes[0]
-    renderer = fig.canvas.get_renderer()
+    renderer = _renderer(fig)
     for leg in fig.legends:
         box = leg.get_window_extent(renderer)
         x, y = ax.transAxes.inverted().transform(((box.x0 + box.x1) / 2, box.y0))
@@ -465,42 +415,59 @@ def metadata_text(data: dict) -> str:
     return json.dumps({k: jsonable(data[k]) for k in keys if k in data}, sort_keys=True)
 
 
-def draw_and_save(draw, data: dict, outdir, name: str, *, style=None, footer: bool = False) -> list[Path]:
-    """``save(draw(data, style=style, footer=footer), outdir, name)`` (``draw`` returns a finished Figure)."""
-    with plt.rc_context({**_RC, **style_spec(style)["rc"]}):
+def draw_and_save(draw, data: dict, outdir, name: str, *, style=None, footer: bool = False,
+                  with_data: bool = False) -> list[Path]:
+    """``save(draw(data, style=style, footer=footer), outdir, name)`` (``draw`` returns a finished Figure); with
+    ``with_data``, ``data`` is written as ``name``.json in the same set as the pictures."""
+    with plt.rc_context(_style_rc(style)):
         fig = draw(data) if style is None and not footer else draw(data, style=style, footer=footer)
-        return save(fig, outdir, name)
+        return save(fig, outdir, name, data=data if with_data else None)
 
 
-def save(fig, outdir, name: str) -> list[Path]:
-    """Write ``name``.png and ``name``.pdf atomically into ``outdir`` with the figure's provenance (set by
-    :func:`finish`) in their metadata (PNG ``Description``, PDF ``Subject``); close the figure."""
+def save(fig, outdir, name: str, *, data: dict | None = None) -> list[Path]:
+    """Write ``name``.png and ``name``.pdf into ``outdir`` with the figure's provenance (set by :func:`finish`) in
+    their metadata (PNG ``Description``, PDF ``Subject``), and with ``data`` its JSON ``name``.json, as one set
+    (:func:`varsim._common.atomic.atomic_write_files`: all replaced or, on a failure, none); close the figure;
+    return the PNG and PDF paths."""
+    from varsim._common.atomic import atomic_write_files, json_bytes
+
     outdir = Path(outdir)
-    outdir.mkdir(parents=True, exist_ok=True)
-    _pin_figure_legends(fig)
-    paths = [write_figure(fig, outdir / f"{name}.{ext}", getattr(fig, "_varsim_metadata", None))
-             for ext in ("png", "pdf")]
-    plt.close(fig)
-    return paths
+    try:
+        outdir.mkdir(parents=True, exist_ok=True)
+        _pin_figure_legends(fig)
+        description = getattr(fig, "_varsim_metadata", None)
+        files = {} if data is None else {outdir / f"{name}.json": json_bytes(jsonable(data))}
+        for ext in ("png", "pdf"):
+            files[outdir / f"{name}.{ext}"] = figure_bytes(fig, ext, description)
+        atomic_write_files(files)
+    finally:
+        plt.close(fig)
+    return [outdir / f"{name}.png", outdir / f"{name}.pdf"]
 
 
 #: the metadata key that holds a figure file's description, per format (what :func:`write_figure` can describe)
 DESCRIPTION_KEYS = {"png": "Description", "pdf": "Subject", "svg": "Description"}
 
 
-def write_figure(fig, path, description: str | None) -> Path:
-    """Write ``fig`` to ``path`` (PNG, PDF or SVG, by its suffix) atomically, with ``description`` in the file's
-    metadata (:data:`DESCRIPTION_KEYS`) and no timestamps, so re-plotting the same data gives the same bytes."""
-    path = Path(path)
-    ext = path.suffix.lower().lstrip(".")
-    if ext not in DESCRIPTION_KEYS:
-        raise ValueError(f"path {str(path)!r}: expected a .png, .pdf or .svg file")
+def figure_bytes(fig, ext: str, description: str | None) -> bytes:
+    """``fig`` as a PNG, PDF or SVG file (``ext``), with ``description`` in its metadata (:data:`DESCRIPTION_KEYS`)
+    and no timestamps, so re-plotting the same data gives the same bytes."""
     meta = {"png": {"Software": None}, "pdf": {"CreationDate": None}, "svg": {"Date": None}}[ext]
     if description:
         meta[DESCRIPTION_KEYS[ext]] = description
     buf = io.BytesIO()
     fig.savefig(buf, format=ext, metadata=meta)
-    return atomic_write_bytes(path, buf.getvalue())
+    return buf.getvalue()
+
+
+def write_figure(fig, path, description: str | None) -> Path:
+    """Write ``fig`` to ``path`` (PNG, PDF or SVG, by its suffix) atomically with :func:`figure_bytes`; an error
+    names ``path``."""
+    path = Path(path)
+    ext = path.suffix.lower().lstrip(".")
+    if ext not in DESCRIPTION_KEYS:
+        raise ValueError(f"path {str(path)!r}: expected a .png, .pdf or .svg file")
+    return atomic_write_bytes(path, figure_bytes(fig, ext, description))
 
 
 def array(values) -> np.ndarray:

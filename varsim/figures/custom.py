@@ -47,7 +47,6 @@ def make_custom(names, *, outdir, params: dict | None = None, style=None, footer
     of :func:`varsim.figures.make` (``results``, ``rerun``, ``probe_results``, ``remedies_results``,
     ``decoder_results``); ``flags``: how the caller names a parameter in its messages (``{"betas": "--beta"}``;
     default ``--param NAME``). Returns the files written per figure."""
-    from varsim._common.atomic import atomic_write_json
     from varsim._common.validate import check_int
     from varsim.figures import _draw_stored, _read_stored, _style, data_source, load
 
@@ -99,9 +98,8 @@ def make_custom(names, *, outdir, params: dict | None = None, style=None, footer
         else:
             data = _style.jsonable(module.compute(quick, seed, progress=progress, source=built.get(kinds[name]),
                                                   **per_figure[name]))
-            atomic_write_json(path, data)
             written[name] = [path, *_style.draw_and_save(module.draw, data, outdir, name, style=style,
-                                                         footer=footer)]
+                                                         footer=footer, with_data=True)]
         if progress:
             print(f"{name}: {time.perf_counter() - t0:.1f} s", file=sys.stderr)
     return written

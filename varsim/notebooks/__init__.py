@@ -12,7 +12,7 @@ import re
 from importlib import resources
 from pathlib import Path
 
-__all__ = ["notebooks_dir", "list_notebooks", "interact"]
+__all__ = ["notebooks_dir", "list_notebooks", "interact", "drawing_cells"]
 
 
 def notebooks_dir() -> Path:
@@ -46,3 +46,51 @@ def interact(explore, sliders) -> None:
         print("ipywidgets is not installed: static figures only (pip install ipywidgets for the sliders)")
         return
     widgets.interact(explore, **sliders(widgets))
+
+
+#: calls that draw a figure: pyplot's figure makers and ``show``, a built-in figure's ``draw``, varsim.plotting
+_DRAWING_ATTRS = {"subplots", "figure", "show", "draw", "plot_result", "phase_diagram", "subplot_mosaic"}
+
+
+def _called_names(nodes) -> set[str]:
+    """The names called anywhere in ``nodes`` (``f(...)`` gives ``f``, ``a.b.f(...)`` gives ``f``)."""
+    import ast
+
+    names = set()
+    for node in nodes:
+        for call in ast.walk(node):
+            if isinstance(call, ast.Call):
+                func = call.func
+                names.add(func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", ""))
+    return names
+
+
+def drawing_cells(sources) -> list[bool]:
+    """For the code cells ``sources`` of a notebook, in order: does the cell draw a figure when it runs?
+
+    A cell draws when a statement outside its function definitions calls a figure maker (``plt.subplots``,
+    ``plt.figure``, ``plt.show``, a figure's ``draw``, ``plotting.plot_result``/``phase_diagram``) or a function
+    defined in this or an earlier cell that does, directly or through another. ``tests/test_notebooks.py`` checks
+    this against the figures each cell makes in a Jupyter kernel; ``docs/check_site.py`` uses it to require an
+    image from each drawing cell of the site's notebook pages."""
+    import ast
+
+    drawers: set[str] = set()
+    out = []
+    for source in sources:
+        try:
+            tree = ast.parse(source)
+        except SyntaxError:
+            out.append(False)
+            continue
+        defs = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        changed = True
+        while changed:  # a function that calls a drawer draws (to a fixed point: defs may call each other)
+            changed = False
+            for d in defs:
+                if d.name not in drawers and _called_names(d.body) & (_DRAWING_ATTRS | drawers):
+                    drawers.add(d.name)
+                    changed = True
+        top = [n for n in tree.body if not isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+        out.append(bool(_called_names(top) & (_DRAWING_ATTRS | drawers)))
+    return out

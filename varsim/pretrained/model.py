@@ -174,6 +174,15 @@ class PretrainedModel:
             self._cache[name] = arr
         return self._cache[name]
 
+    def clear_cache(self) -> None:
+        """Deprecated since 0.2.0 (removed in 0.3.0): drop the converted weights kept by :meth:`tensor`; drop the
+        model instead to free them."""
+        import warnings
+
+        warnings.warn("PretrainedModel.clear_cache is deprecated since 0.2.0: drop the model to free its weights",
+                      DeprecationWarning, stacklevel=2)
+        self._cache.clear()
+
     def embed(self, ids: np.ndarray) -> np.ndarray:
         if self._embed_rows is not None:
             return np.asarray(self._embed_rows(ids), dtype=np.float32)

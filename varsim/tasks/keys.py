@@ -33,8 +33,24 @@ class KeyEncoding:
 
 #: name -> KeyEncoding: ``register_key_encoding`` adds one (a name taken raises), ``get_key_encoding`` finds one
 KEY_ENCODINGS = Registry("key_encoding", what="key encoding", kind=KeyEncoding)
-register_key_encoding = KEY_ENCODINGS.add
-"""Add a key encoding to :data:`KEY_ENCODINGS` under its name; a name already registered is refused."""
+
+
+def register_key_encoding(entry=None, **deprecated):
+    """Add a key encoding to :data:`KEY_ENCODINGS` under its name and return it; a name already registered is
+    refused. ``encoding=`` (its keyword until 0.1.0) still works with a DeprecationWarning until 0.3.0: pass the
+    encoding positionally."""
+    if deprecated:
+        import warnings
+
+        if set(deprecated) != {"encoding"} or entry is not None:
+            raise TypeError(f"register_key_encoding() takes one key encoding, got {entry!r} and "
+                            f"{', '.join(deprecated)}")
+        warnings.warn("register_key_encoding(encoding=...) is deprecated since 0.2.0: pass the key encoding "
+                      "positionally", DeprecationWarning, stacklevel=2)
+        entry = deprecated["encoding"]
+    return KEY_ENCODINGS.add(entry)
+
+
 get_key_encoding = KEY_ENCODINGS.find
 """The key encoding named ``name``; ValueError naming the parameter for an unknown name."""
 

@@ -35,7 +35,7 @@ import math
 
 import numpy as np
 
-__all__ = ["TOLERANCES", "DEFAULT_TOL_FACTOR", "round_to", "unit_roundoff", "tiny", "error_scale",
+__all__ = ["TOLERANCES", "DEFAULT_TOL_FACTOR", "round_to", "unit_roundoff", "tiny", "more_precise", "error_scale",
            "FLOAT_DTYPES", "PRECISION_ORDER"]
 
 FLOAT_DTYPES = ("float64", "float32", "float16", "bfloat16")
@@ -54,6 +54,16 @@ TOLERANCES = {
 in (``dtype -> dtype name``), or None for the worst-case bound. See the module docstring for each model."""
 DEFAULT_TOL_FACTOR = {"calibrated": 4.0, "low_precision": 4.0, "worst_case": 16.0}
 """The default multiple of the error model allowed, per model (the worst-case bound keeps its historical 16)."""
+
+
+def more_precise(a: str, b: str) -> str:
+    """Deprecated since 0.2.0 (removed in 0.3.0): the more precise of two dtype names; compare
+    ``PRECISION_ORDER[a]`` and ``PRECISION_ORDER[b]`` instead (lower is more precise)."""
+    import warnings
+
+    warnings.warn("varsim.testing.precision.more_precise is deprecated since 0.2.0: compare PRECISION_ORDER[a] "
+                  "and PRECISION_ORDER[b] (lower is more precise)", DeprecationWarning, stacklevel=2)
+    return a if PRECISION_ORDER[a] <= PRECISION_ORDER[b] else b
 
 
 def unit_roundoff(dtype: str) -> float:
