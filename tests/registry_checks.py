@@ -95,6 +95,33 @@ def check_variant_in_figure(name: str) -> None:
     _style.plt.close(f)
 
 
+def check_variant_colours_in_figure(min_delta_e: float = 20.0) -> None:
+    """fig_variants_ipr over every registered map (a small sweep): in each panel no two series share a colour, and any
+    two differ by at least ``min_delta_e`` (CIE76); each map in its registry colour and marker
+    (:func:`varsim.figures.series.variant_style`), the same in every panel. Catches colours given by a series'
+    position in a palette, which wraps onto the baseline's colour once a map is added."""
+    from varsim.figures import _style, series
+    from varsim.figures import fig_variants_ipr as fig
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setitem(fig._DENSE_POINTS, True, 4)
+        f = fig.draw(fig.compute(quick=True, n_min=16, n_max=64, sequences=32))
+    by_marker = {series.variant_style(name)["marker"]: name for name, *_ in fig.variant_specs()}
+    for ax in (ax for ax in f.axes if ax.get_title()):
+        drawn = {}
+        for line in ax.get_lines():
+            if line.get_marker() in by_marker:  # the Monte Carlo points (caps and exact lines have no marker)
+                drawn.setdefault(by_marker[line.get_marker()], set()).add(line.get_color())
+        colours = [c for name, cs in drawn.items() for c in cs]
+        assert len(colours) == len(drawn) >= 2, (ax.get_title(), drawn)
+        assert len(set(colours)) == len(colours), (ax.get_title(), drawn)
+        for name, (colour,) in drawn.items():
+            assert colour == series.variant_style(name)["color"], (ax.get_title(), name, colour)
+        closest = min(series.delta_e(a, b) for i, a in enumerate(colours) for b in colours[i + 1:])
+        assert closest >= min_delta_e, (ax.get_title(), drawn, closest)
+    _style.plt.close(f)
+
+
 # ----------------------------------------------------------------------------------------------------------------------
 # Tasks
 

@@ -20,6 +20,7 @@ from registry_checks import (
     check_task_batches,
     check_task_in_cli,
     check_task_models,
+    check_variant_colours_in_figure,
     check_variant_declared,
     check_variant_in_figure,
     check_variant_kernel,
@@ -113,6 +114,11 @@ def test_a_registered_weight_map_passes_the_generic_checks(half_softmax):
     check_variant_theory(half_softmax, {})
     check_variant_kernel(half_softmax, {})
     check_variant_in_figure(half_softmax)
+
+
+def test_a_registered_weight_map_gets_a_colour_of_its_own(half_softmax):
+    """Every map, the new one included, keeps its registry colour in fig_variants_ipr, and no panel repeats one."""
+    check_variant_colours_in_figure()
 
 
 def test_a_registered_task_passes_the_generic_checks(argmin_task):

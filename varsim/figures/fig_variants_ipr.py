@@ -7,8 +7,9 @@ Lines and bands are what the theory kind of each variant's registry entry gives
 scale ``f(N) beta``) and sigmoid (its exact moments); top-k's bound ``1/k <= sum w^2 <= 1`` as a band; adaptive
 temperature, entmax-1.5 and sparsemax are Monte Carlo only. The legend names each variant's kind.
 ``critical`` uses ``beta0 = beta`` in each panel (the REM scaling ``c sqrt(2 ln N)`` of the logits' own spread).
-The registry gives each map's label, marker and row (its family, :data:`varsim.variants.FAMILIES`); every map but
-the controls' is drawn, at its default parameters.
+The registry gives each map's label, colour and marker (:func:`varsim.figures.series.variant_style`, the same in
+every panel) and row (its family, :data:`varsim.variants.FAMILIES`); every map but the controls' is drawn, at its
+default parameters.
 
 Softmax's weights flatten (E[sum w^2] -> e^{beta^2}/N); a variant whose curve stays level keeps the output variance
 ``sigma_v^2 E[sum w^2]`` from vanishing. Full mode: 16 <= N <= 65536, each cell to a 2% relative standard error, 1000
@@ -41,7 +42,6 @@ TARGET_RSE = 0.02
 CELL_LOGITS = 2**24
 # points of each exact line; quick mode is for the tests (seconds)
 _DENSE_POINTS = {False: 20, True: 10}
-_COLORS = _style.COLORS + ("#000000", "#7F7F7F", "#8C564B")
 # a line equal to one drawn before it in its panel (ssmax with s = 1/ln 16 and clamped logn, N0 = 16, for N >= 16)
 # is dashed on top, so both stay visible
 _ON_TOP = (0, (4, 2.5))
@@ -158,7 +158,10 @@ def draw(data: dict, ax=None, *, style=None, footer: bool = False):
     family and beta, row by row."""
     from varsim.variants import BASELINE, FAMILIES
 
+    from .series import variant_styles
+
     A = _style.array
+    colors = {name: sty["color"] for name, sty in variant_styles().items()}
     with _style.style(style):
         panels = data["panels"]
         fig, grid = _style.subplots(len(FAMILIES), len(panels), ax=ax, style=style, width=4.2, height=3.2,
@@ -169,11 +172,10 @@ def draw(data: dict, ax=None, *, style=None, footer: bool = False):
         for col, panel in enumerate(panels):
             for row, family in enumerate(FAMILIES):
                 ax = grid[row][col]
-                members = [(i, s) for i, s in enumerate(panel["series"])
-                           if s["attention"] == BASELINE or s["family"] == family]
+                members = [s for s in panel["series"] if s["attention"] == BASELINE or s["family"] == family]
                 lines = []
-                for j, (i, s) in enumerate(members):
-                    color, marker = _COLORS[i % len(_COLORS)], s["marker"]
+                for j, s in enumerate(members):
+                    color, marker = colors[s["attention"]], s["marker"]
                     n = A(s["n"])
                     shift = 2 ** ((j - (len(members) - 1) / 2) * 0.03)  # separate overlapping error bars
                     ax.errorbar(n * shift, A(s["ipr"]), A(s["ipr_se"]), fmt=marker, color=color, lw=1.0, zorder=3)
