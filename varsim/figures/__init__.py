@@ -52,7 +52,7 @@ import time
 from pathlib import Path
 
 __all__ = ["FIGURES", "SOURCES", "DEFAULT_OUTDIR", "load", "data_source", "plot", "make", "register", "run_args",
-           "main", "figure_main", "figure_line"]
+           "main", "figure_main", "figure_line", "read_stored", "draw_stored"]
 
 #: The registry: figure name -> module (inside this package), in the order they are made. Add new figures here.
 FIGURES: dict[str, str] = {
@@ -123,7 +123,7 @@ def _log(enabled: bool, message: str) -> None:
         print(message, file=sys.stderr, flush=True)
 
 
-def _read_stored(path: Path) -> dict:
+def read_stored(path: Path) -> dict:
     """The stored data of one figure (``--replot``), or a ValueError naming the file and what is wrong with it."""
     from varsim._common.jsonio import read_json
 
@@ -135,7 +135,7 @@ def _read_stored(path: Path) -> dict:
     return data
 
 
-def _draw_stored(name: str, data: dict, path: Path, outdir, *, style=None, footer: bool = False) -> list[Path]:
+def draw_stored(name: str, data: dict, path: Path, outdir, *, style=None, footer: bool = False) -> list[Path]:
     """Draw figure ``name`` from the stored data read from ``path`` (``--replot``, in any style): data its ``draw``
     cannot read (a field missing or of the wrong type: the file was edited or damaged) is a ValueError naming the
     file."""
@@ -257,7 +257,7 @@ def _prepare_outdir(outdir, names: list, replot: bool) -> tuple[Path, dict]:
     outdir = Path(outdir)
     if outdir.exists() and not outdir.is_dir():
         raise ValueError(f"outdir {str(outdir)!r} is not a directory")
-    stored = {name: _read_stored(outdir / f"{name}.json") for name in names} if replot else {}
+    stored = {name: read_stored(outdir / f"{name}.json") for name in names} if replot else {}
     try:
         outdir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -308,7 +308,7 @@ def _make_one(name: str, kind: str | None, src, outdir: Path, *, quick: bool, se
     data_path = outdir / f"{name}.json"
     if stored is not None:
         data = stored
-        paths = _draw_stored(name, data, data_path, outdir)
+        paths = draw_stored(name, data, data_path, outdir)
     else:
         data = jsonable(load(name).compute(quick, seed, progress=progress, source=src))
         atomic_write_json(data_path, data)

@@ -49,7 +49,7 @@ def make_custom(names, *, outdir, params: dict | None = None, style=None, footer
     default ``--param NAME``). Returns the files written per figure."""
     from varsim._common.atomic import atomic_write_json
     from varsim._common.validate import check_int
-    from varsim.figures import _draw_stored, _read_stored, _style, data_source, load
+    from varsim.figures import _style, data_source, draw_stored, load, read_stored
 
     from .params import figure_params as declared
 
@@ -84,7 +84,7 @@ def make_custom(names, *, outdir, params: dict | None = None, style=None, footer
         raise ValueError(f"replot: redraws stored data, so it takes no figure parameters "
                          f"({', '.join(map(flag, given))})")
     outdir = Path(outdir)
-    stored = {name: _read_stored(outdir / f"{name}.json") for name in names} if replot else {}
+    stored = {name: read_stored(outdir / f"{name}.json") for name in names} if replot else {}
     outdir.mkdir(parents=True, exist_ok=True)
     options = {"quick": quick, "seed": seed, "results": None, "rerun": False, "progress": progress,
                "probe_results": None, "remedies_results": None, "decoder_results": None, **(sources or {})}
@@ -95,7 +95,7 @@ def make_custom(names, *, outdir, params: dict | None = None, style=None, footer
         module = load(name)
         path = outdir / f"{name}.json"
         if replot:  # the checks of plain --replot: the stored data must be the figure's, and drawable
-            written[name] = [path, *_draw_stored(name, stored[name], path, outdir, style=style, footer=footer)]
+            written[name] = [path, *draw_stored(name, stored[name], path, outdir, style=style, footer=footer)]
         else:
             data = _style.jsonable(module.compute(quick, seed, progress=progress, source=built.get(kinds[name]),
                                                   **per_figure[name]))

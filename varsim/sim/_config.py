@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from varsim._common.argtypes import MAX_ABS
 from varsim._common.validate import check_choice, check_finite_array, check_int, check_real
 
 from ._kernel_args import KEY_BLOCK, LOGIT_BLOCK
@@ -29,9 +30,6 @@ _DEFAULT_CHUNKS = 32
 #: than :data:`MIN_CHUNKS`, because the rule trusts the batch-means SE it reads).
 TARGET_CHUNKS = 256
 MIN_TARGET_CHUNKS = 32
-# Bound on |tau|, |q|, the value scale/mean and the coupling: logits are products of up to three such factors and
-# the variance squares products of up to three, so 1e30 keeps every intermediate far inside float64.
-_MAX_ABS = 1e30
 #: Default bound on the estimated work (key-coordinates, see :func:`estimate_cost`): about an hour on a 2-core
 #: machine (benchmarks/bench_mc.py measures the full sampler at ~3e8 key-coordinates per CPU-second at d = 64 and
 #: the logits + Rao-Blackwell path at ~1.4e8 keys per CPU-second). ``simulate(max_work=...)`` /
@@ -357,10 +355,10 @@ def _check_coupling(coupling, d_v, d_k):
 
 
 def _check_magnitudes(magnitudes: dict) -> None:
-    """Refuse a factor of the logits or of the variance beyond :data:`_MAX_ABS` (None entries are skipped)."""
+    """Refuse a factor of the logits or of the variance beyond :data:`MAX_ABS` (None entries are skipped)."""
     for name, value in magnitudes.items():
-        if value is not None and np.max(np.abs(value), initial=0.0) > _MAX_ABS:
-            raise ValueError(f"{name} must have magnitude <= {_MAX_ABS:g} (larger overflows the logits or the "
+        if value is not None and np.max(np.abs(value), initial=0.0) > MAX_ABS:
+            raise ValueError(f"{name} must have magnitude <= {MAX_ABS:g} (larger overflows the logits or the "
                              f"variance in float64), got {np.max(np.abs(value)):g}")
 
 

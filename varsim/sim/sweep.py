@@ -125,9 +125,9 @@ class SweepGrid:
                 lists[p] = [spec.check_params({p: v})[p] for v in vals]
             variants[name] = lists
         object.__setattr__(self, "variants", variants)
-        from varsim.sim._config import _MAX_ABS  # each beta runs as the simulator's tau: name it as given
+        from varsim._common.argtypes import MAX_ABS  # each beta runs as the simulator's tau: name it as given
 
-        betas = tuple(check_real("beta", b, minimum=0.0, maximum=_MAX_ABS) for b in _values("betas", self.betas))
+        betas = tuple(check_real("beta", b, minimum=0.0, maximum=MAX_ABS) for b in _values("betas", self.betas))
         object.__setattr__(self, "betas", tuple(dict.fromkeys(betas)))
         n_grid = tuple(check_int("n", n, minimum=1) for n in _values("n_grid", self.n_grid))
         object.__setattr__(self, "n_grid", tuple(sorted(set(n_grid))))
