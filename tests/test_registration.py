@@ -17,6 +17,9 @@ from registry_checks import (
     check_figure_module,
     check_figure_replot,
     check_figure_written,
+    check_positions_grads,
+    check_positions_padding,
+    check_positions_predict,
     check_task_batches,
     check_task_in_cli,
     check_task_models,
@@ -29,6 +32,7 @@ from registry_checks import (
 
 import varsim.figures as figures
 from varsim import variants as VR
+from varsim.nn.positions import POSITIONS, PositionEncoding, register_positions
 from varsim.tasks import TASK_REGISTRY, register_task
 from varsim.tasks.argmax import ArgmaxRetrieval
 
@@ -93,6 +97,15 @@ def half_softmax():
 
 
 @pytest.fixture
+def rope_alibi():
+    """RoPE and ALiBi together: a new encoding made of the flags the decoder reads (rotary, bias)."""
+    enc = register_positions(PositionEncoding("rope_alibi_test", "RoPE on q, k and ALiBi on the logits",
+                                              rotary=True, bias=True))
+    yield enc.name
+    del POSITIONS[enc.name]
+
+
+@pytest.fixture
 def argmin_task():
     task = register_task(ArgminRetrieval())
     yield task.name
@@ -121,6 +134,14 @@ def test_a_registered_weight_map_gets_a_colour_of_its_own(half_softmax):
     check_variant_colours_in_figure()
 
 
+def test_a_registered_positional_encoding_is_gradient_checked(rope_alibi):
+    """The decoder's gradients, padding and evaluation path with an encoding no test names."""
+    for pre_ln in (True, False):
+        check_positions_grads(rope_alibi, "argmax", pre_ln)
+    check_positions_padding(rope_alibi)
+    check_positions_predict(rope_alibi)
+
+
 def test_a_registered_task_passes_the_generic_checks(argmin_task):
     check_task_batches(argmin_task)
     check_task_in_cli(argmin_task)
@@ -138,4 +159,4 @@ def test_a_registered_figure_passes_the_generic_checks(demo_figure, tmp_path):
 def test_the_registries_are_left_as_found():
     """Runs after the tests above (file order): nothing they registered is left behind."""
     assert "half_softmax_test" not in VR.VARIANTS and "argmin_test" not in TASK_REGISTRY
-    assert "fig_registration_test" not in figures.FIGURES
+    assert "fig_registration_test" not in figures.FIGURES and "rope_alibi_test" not in POSITIONS
