@@ -200,19 +200,15 @@ def whole_file_include(path: str, heading: str | None) -> bool:
 def without_data() -> list[str]:
     """The figures of the registry whose data source has no data in this build (e.g. the decoder figures before the
     first full decoder run is committed): the gallery lists them without an image, ``varsim figures`` skips them."""
-    import importlib
+    from varsim.figures import FIGURES, data_source
+    from varsim.figures.source_options import source_class, source_options
 
-    from varsim.figures import FIGURES, SOURCES, data_source
-
-    options = {"quick": False, "seed": 0, "results": None, "rerun": False, "progress": False, "probe_results": None,
-               "remedies_results": None, "decoder_results": None}
+    options = {"quick": False, "seed": 0, "progress": False, **{o.name: o.default for o in source_options()}}
     out = []
     for name in FIGURES:
         kind = data_source(name)
-        if kind is not None:
-            module, cls = SOURCES[kind]
-            if not getattr(getattr(importlib.import_module(module), cls).from_options(options), "available", True):
-                out.append(name)
+        if kind is not None and not getattr(source_class(kind).from_options(options), "available", True):
+            out.append(name)
     return out
 
 
@@ -263,25 +259,16 @@ def plain_text(text: str) -> str:
     return "".join(p if p.startswith("`") else re.sub(r"([\[\]*_\\])", r"\\\1", p) for p in parts)
 
 
-#: the gallery's sections in order, each the figures of one data source (``varsim.figures.data_source``; None: the
-#: figures that compute their own data), in registry order
-GALLERY_GROUPS = (
-    ("Theory", None),
-    ("Reproduction", "reproduction"),
-    ("Remedies", "remedies"),
-    ("Real pretrained models", "probe"),
-    ("Causal decoder", "decoder"),
-    ("Predicting long-N accuracy", "prediction"),
-)
-
-
 def gallery_markdown() -> str:
     """Every figure of the registry, grouped, with its caption; the figures are drawn in on_files."""
     from varsim.figures import FIGURES, data_source
+    from varsim.figures.source_options import gallery_groups
 
     parts, seen = [], set()
     no_data = set(without_data())
-    for group, kind in GALLERY_GROUPS:
+    # the sections in order, each the figures of one data source (its GALLERY title; first those computing their own
+    # data), in registry order
+    for group, kind in gallery_groups():
         names = [n for n in FIGURES if data_source(n) == kind]
         parts.append(f"## {group}\n")
         for name in names:
@@ -296,7 +283,7 @@ def gallery_markdown() -> str:
                          f"<figcaption markdown>`{name}`</figcaption>\n</figure>\n\n{rest}\n")
     left = [n for n in FIGURES if n not in seen]
     if left:
-        raise PluginError(f"gallery: figures of a data source in no group of GALLERY_GROUPS: {', '.join(left)}")
+        raise PluginError(f"gallery: figures of a data source in no gallery group: {', '.join(left)}")
     return "\n".join(parts)
 
 

@@ -143,5 +143,5 @@ def is_decoder_grid(settings: dict) -> bool:
 #: the variant grids of causal decoders: the remedies grid's summary and table under their own title
 DECODER_KIND = GridKind(
     name="decoder", claims=is_decoder_grid, refines="remedies", summarize=summarize_remedies,
-    summary_format=REMEDIES_SUMMARY_FORMAT, table=render_variant_table,
+    summary_format=REMEDIES_SUMMARY_FORMAT, table=render_variant_table, figure_source="decoder",
     title="varsim decoder: does the set model's picture hold in a causal decoder with positions?")

@@ -137,5 +137,5 @@ def remedies_settings(*, quick: bool = False, seeds: int | None = None, root_see
 #: differences against softmax (:mod:`varsim.experiments.remedies_summary`) and their table
 REMEDIES_KIND = GridKind(
     name="remedies", claims=has_variant_axis, summarize=summarize_remedies, summary_format=REMEDIES_SUMMARY_FORMAT,
-    table=render_variant_table,
+    table=render_variant_table, figure_source="remedies",
     title="varsim remedies: which attention variant repairs length generalization, under which recipe?")

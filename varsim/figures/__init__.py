@@ -15,9 +15,11 @@ Each figure module in :data:`FIGURES` provides
 
 Each data source class has ``from_options(options)`` (built from :func:`make`'s keyword arguments), ``load()`` and
 ``prepare(names, *, explicit, replot, outdir)``, which checks it before any drawing (a ValueError naming the option)
-or names the figures to skip, with the reason, when all figures are drawn and the source has no data in this build.
-Adding a figure: its module and one line in :data:`FIGURES`; adding a data source: its class and one line in
-:data:`SOURCES` (and :func:`make`'s option for it).
+or names the figures to skip, with the reason, when all figures are drawn and the source has no data in this build;
+beside it, ``OPTIONS`` (the keyword options of :func:`make` it reads, each with its ``varsim figures`` flag) and
+``GALLERY`` (its section of the documentation's gallery), which :func:`make`, the command line and the docs read
+(:mod:`varsim.figures.source_options`). Adding a figure: its module and one line in :data:`FIGURES`; adding a data
+source: its class and one line in :data:`SOURCES`.
 
 The reproduction figures (``fig_repro_*``) are drawn from the compact records of the last full reproduction that
 ship with the package (``varsim/figures/data/reproduction``, see :mod:`varsim.figures.reproduction`), so a fresh
@@ -52,7 +54,7 @@ import time
 from pathlib import Path
 
 __all__ = ["FIGURES", "SOURCES", "DEFAULT_OUTDIR", "load", "data_source", "plot", "make", "register", "run_args",
-           "main", "figure_main", "figure_line", "read_stored", "draw_stored"]
+           "main", "figure_main", "figure_line", "read_stored", "draw_stored", "source_args"]
 
 #: The registry: figure name -> module (inside this package), in the order they are made. Add new figures here.
 FIGURES: dict[str, str] = {
@@ -76,12 +78,13 @@ FIGURES: dict[str, str] = {
     "fig_decoder_accuracy": "varsim.figures.fig_decoder_accuracy",
     "fig_prediction": "varsim.figures.fig_prediction",
 }
-#: The data sources a figure module may name as its ``SOURCE``: name -> (module, class); :func:`make` builds each
-#: with ``cls.from_options(options)``, ``options`` being its own keyword arguments.
+#: The data sources a figure module may name as its ``SOURCE``: name -> (module, class), in the gallery's order;
+#: :func:`make` builds each with ``cls.from_options(options)``, ``options`` being its own keyword arguments (those the
+#: classes declare in ``OPTIONS``).
 SOURCES: dict[str, tuple[str, str]] = {
     "reproduction": ("varsim.figures.reproduction", "ReproductionSource"),
-    "probe": ("varsim.figures.probe", "ProbeSource"),
     "remedies": ("varsim.figures.remedies", "RemediesSource"),
+    "probe": ("varsim.figures.probe", "ProbeSource"),
     "decoder": ("varsim.figures.decoder", "DecoderSource"),
     "prediction": ("varsim.figures.prediction", "PredictionSource"),
 }
@@ -159,13 +162,14 @@ def make(
     seed: int = 0,
     progress: bool | None = None,
     replot: bool = False,
-    results=None,
-    rerun: bool = False,
-    probe_results=None,
-    remedies_results=None,
-    decoder_results=None,
     on_figure=None,
     jobs: int = 1,
+    params: dict | None = None,
+    texts=None,
+    style=None,
+    footer: bool = False,
+    flags: dict | None = None,
+    **source_options,
 ) -> dict[str, list[Path]]:
     """Compute and plot the figures ``names`` (default: all) into ``outdir``; return the written files.
 
@@ -188,9 +192,23 @@ def make(
     each figure that computes its own data is one job, the figures of one data source together are another (the
     source is loaded once). Each job is seeded as in a serial run, so the files are the same; ``on_figure`` and the
     progress lines come as each job ends, and the returned dict is in the order of ``names``.
+
+    The data sources' options (``results``, ``rerun``, ``probe_results``, ``remedies_results``, ``decoder_results``:
+    those the classes of :data:`SOURCES` declare) come as keywords; another keyword is a ValueError naming it.
+
+    Figures with the user's parameters and style (``varsim figures --only NAME --param tau=0.8 --style column``):
+    ``params`` (name -> value, None entries ignored) and ``texts`` (``(name, text)`` pairs, ``--param name=text``)
+    set the parameters the named figures declare (:mod:`varsim.figures.params`), each checked against every named
+    figure's declaration before any work (:func:`varsim.figures.custom.figure_values`; ``flags`` says how the caller
+    names a parameter in messages, default ``--param NAME``); ``style`` (:data:`varsim.figures._style.STYLES` or a
+    dict of rcParams) and ``footer`` how each is drawn, ``replot`` included. With any of them, ``names`` must be
+    given and ``jobs`` must be 1.
     """
     from varsim._common.atomic import check_writable
     from varsim._common.validate import check_int
+
+    from ._style import style_spec
+    from .custom import figure_values
 
     explicit = names is not None
     names = list(FIGURES) if names is None else list(names)
@@ -199,9 +217,15 @@ def make(
     kinds = {name: data_source(name) for name in names}  # validates every name before any work
     seed = check_int("seed", seed, minimum=0)
     jobs = check_int("jobs", jobs, minimum=0)
-    options = {"quick": quick, "seed": seed, "results": results, "rerun": rerun, "progress": progress,
-               "probe_results": probe_results, "remedies_results": remedies_results,
-               "decoder_results": decoder_results}
+    style_spec(style)  # an unknown style fails before any work
+    custom = bool(params or texts or style is not None or footer)
+    if custom and not explicit:
+        raise ValueError("only: name the figures to draw with parameters or a style (--only NAME ...)")
+    if custom and jobs > 1:
+        raise ValueError("jobs: figures with parameters, a style or a footer are drawn one after the other "
+                         "(jobs=1)")
+    values = figure_values(names, params, texts, flags=flags, replot=replot)
+    options = _source_options(quick, seed, progress, source_options)
     sources = {kind: _source(kind, options) for kind in SOURCES}
     names = _prepare_sources(sources, names, kinds, explicit=explicit, replot=replot, outdir=outdir)
     outdir, stored = _prepare_outdir(outdir, names, replot)
@@ -229,7 +253,8 @@ def make(
             if not replot:
                 _log(show, f"[{i}/{len(names)}] {name}: computing ({'quick' if quick else 'full'} mode)")
             finished(name, *_make_one(name, kinds[name], sources.get(kinds[name]), outdir, quick=quick, seed=seed,
-                                      progress=show, stored=stored.get(name)))
+                                      progress=show, stored=stored.get(name), params=values[name], style=style,
+                                      footer=footer))
     else:
         _log(show, f"computing {len(names)} figures ({'quick' if quick else 'full'} mode) in {jobs} processes")
         _make_groups(groups, kinds, options, outdir, jobs, finished)
@@ -279,10 +304,23 @@ def _make_groups(groups: list, kinds: dict, options: dict, outdir: Path, jobs: i
 
     run_jobs(_make_group, work, workers=jobs, on_result=group_done)
 
+def _source_options(quick: bool, seed: int, progress, given: dict) -> dict:
+    """The options every data source is built from: the mode and seed, and each option the sources declare (its
+    default where not ``given``); a keyword no source declares is a ValueError naming it."""
+    from .source_options import source_options
+
+    declared = {o.name: o.default for o in source_options()}
+    unknown = sorted(set(given) - set(declared))
+    if unknown:
+        raise ValueError(f"{unknown[0]}: no data source takes this option (they take: {', '.join(declared)})")
+    return {"quick": quick, "seed": seed, "progress": progress, **declared, **given}
+
+
 def _source(kind: str, options: dict):
     """The data source ``kind`` (a key of :data:`SOURCES`) built from :func:`make`'s options."""
-    module, cls = SOURCES[kind]
-    return getattr(importlib.import_module(module), cls).from_options(options)
+    from .source_options import source_class
+
+    return source_class(kind).from_options(options)
 
 
 def _job_groups(names: list[str], kinds: dict) -> list[list[str]]:
@@ -297,22 +335,24 @@ def _job_groups(names: list[str], kinds: dict) -> list[list[str]]:
 
 
 def _make_one(name: str, kind: str | None, src, outdir: Path, *, quick: bool, seed: int, progress: bool,
-              stored: dict | None = None) -> tuple[str, float, list[Path]]:
-    """Compute (or, given its ``stored`` data, redraw) figure ``name`` into ``outdir``: where its numbers came
-    from, its seconds and its PNG and PDF paths (its data is ``outdir/<name>.json``)."""
+              stored: dict | None = None, params: dict | None = None, style=None,
+              footer: bool = False) -> tuple[str, float, list[Path]]:
+    """Compute (or, given its ``stored`` data, redraw) figure ``name`` with ``params`` into ``outdir`` in ``style``:
+    where its numbers came from, its seconds and its PNG and PDF paths (its data is ``outdir/<name>.json``)."""
     from varsim._common.atomic import atomic_write_json
 
-    from ._style import jsonable
+    from ._style import draw_and_save, jsonable
 
     t0 = time.perf_counter()
     data_path = outdir / f"{name}.json"
     if stored is not None:
         data = stored
-        paths = draw_stored(name, data, data_path, outdir)
+        paths = draw_stored(name, data, data_path, outdir, style=style, footer=footer)
     else:
-        data = jsonable(load(name).compute(quick, seed, progress=progress, source=src))
+        module = load(name)
+        data = jsonable(module.compute(quick, seed, progress=progress, source=src, **(params or {})))
         atomic_write_json(data_path, data)
-        paths = plot(name, data, outdir)
+        paths = draw_and_save(module.draw, data, outdir, name, style=style, footer=footer)
     return _data_from(data, kind, quick, stored is not None), time.perf_counter() - t0, paths
 
 
@@ -330,6 +370,8 @@ def register(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     ``parser``; return it."""
     from varsim._common.argtypes import seed_option, threads_option
 
+    from .source_options import source_options
+
     parser.add_argument("--quick", action="store_true",
                         help="small runs (seconds per figure; a tiny reproduction whose models do not learn): a smoke "
                              "test, every figure is stamped as such")
@@ -339,22 +381,8 @@ def register(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
                                                                                 f"{', '.join(FIGURES)}")
     parser.add_argument("--seed", type=seed_option(), default=0, help="root seed of every simulation (default 0)")
     parser.add_argument("--replot", action="store_true", help="redraw from the stored <name>.json data")
-    parser.add_argument("--results", default=None, metavar="DIR",
-                        help="draw the reproduction figures from this `varsim reproduce` directory instead of the "
-                             "committed records of the last full run")
-    parser.add_argument("--rerun", action="store_true",
-                        help="run (or resume) the full reproduction first (into --results, default "
-                             "results/reproduce; about 30 min on 2 cores) and draw from it")
-    parser.add_argument("--probe-results", nargs="+", default=None, metavar="FILE",
-                        help="draw the real-model figures (fig_probe_*) from these `varsim probe-model` JSON files "
-                             "instead of the committed results (SmolLM2, three trained decoders, MiniLM)")
-    parser.add_argument("--remedies-results", default=None, metavar="DIR",
-                        help="draw the remedies figures (fig_remedies_*) from this `varsim reproduce DIR --preset "
-                             "remedies` directory instead of the committed summary of the last full remedies run")
-    parser.add_argument("--decoder-results", nargs="+", default=None, metavar="DIR",
-                        help="draw the decoder figures (fig_decoder_*) from these `varsim reproduce DIR --preset "
-                             "decoder` (or decoder_constant) directories, one per training recipe, instead of the "
-                             "committed summaries of the last full decoder runs; the accuracy figure draws the first")
+    for option in source_options():  # each data source's options (varsim.figures.source_options)
+        option.add_to(parser)
     parser.add_argument("--jobs", type=threads_option(0), default=None, metavar="J",
                         help="compute independent figures in J worker processes (default and 0: one per available "
                              "core; 1: one after the other, as figure parameters, --style and --footer always are); "
@@ -415,18 +443,21 @@ def run_args(args: argparse.Namespace) -> int:
         seed=args.seed,
         progress=args.progress,
         replot=args.replot,
-        results=args.results,
-        rerun=args.rerun,
-        probe_results=getattr(args, "probe_results", None),
-        remedies_results=args.remedies_results,
-        decoder_results=getattr(args, "decoder_results", None),
         on_figure=on_figure,
         jobs=0 if getattr(args, "jobs", None) is None else args.jobs,
+        **source_args(args),
     )
     outdir = Path(DEFAULT_OUTDIR if args.outdir is None else args.outdir)
     print(summary_table(rows))
     print(f"wrote {sum(len(p) for p in written.values())} files (JSON, PNG, PDF per figure) into {outdir}")
     return 0
+
+
+def source_args(args: argparse.Namespace) -> dict:
+    """The data sources' options (:func:`varsim.figures.source_options.source_options`) as parsed into ``args``."""
+    from .source_options import source_options
+
+    return {o.name: getattr(args, o.name, o.default) for o in source_options()}
 
 
 def main(argv=None) -> int:
