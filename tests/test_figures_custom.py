@@ -72,5 +72,5 @@ def test_make_custom_is_the_one_engine_with_a_deprecation_warning(tmp_path):
         written = make_custom(["fig_repro_accuracy"], outdir=tmp_path, style="column")
     assert [p.name for p in written["fig_repro_accuracy"]] == [f"fig_repro_accuracy.{e}" for e in ("json", "png",
                                                                                                  "pdf")]
-    with pytest.raises(ValueError, match="only: name the figures"):
+    with pytest.warns(DeprecationWarning), pytest.raises(ValueError, match="only: name the figures"):
         make_custom([], outdir=tmp_path)
