@@ -164,6 +164,7 @@ def make(
     replot: bool = False,
     on_figure=None,
     jobs: int = 1,
+    on_start=None,
     params: dict | None = None,
     texts=None,
     style=None,
@@ -174,7 +175,9 @@ def make(
     """Compute and plot the figures ``names`` (default: all) into ``outdir``; return the written files.
 
     ``on_figure(name, data_from, seconds, paths)`` is called after each figure (``data_from``: where its numbers
-    came from, e.g. ``"committed records"`` or ``"simulated"``); ``varsim figures`` prints its summary table from it.
+    came from, e.g. ``"committed records"`` or ``"simulated"``); ``varsim figures`` prints its summary table from it
+    (and its total: with ``on_figure``, the progress lines end without one). ``on_start(names, jobs)`` is called
+    once every check has passed, before the first figure is computed (``jobs``: the processes used).
 
     ``progress`` (default: stderr is a terminal) prints one status line per figure and lets the simulator show
     its own progress. ``replot`` reuses ``<outdir>/<name>.json`` from an earlier run. The reproduction figures
@@ -234,7 +237,6 @@ def make(
     check_writable(outdir / f"{names[0]}.png", "outdir")  # fail now, not after minutes of simulation
     show = sys.stderr.isatty() if progress is None else bool(progress)
     done: dict[str, tuple[str, float, list[Path]]] = {}
-    start = time.perf_counter()
 
     def finished(name: str, data_from: str, seconds: float, paths: list[Path]) -> None:
         done[name] = (data_from, seconds, paths)
@@ -247,8 +249,11 @@ def make(
         from varsim.jobs.executor import default_workers
 
         jobs = default_workers()
-    jobs = min(jobs, len(groups))
-    if replot or jobs <= 1:
+    jobs = 1 if replot else max(1, min(jobs, len(groups)))
+    start = time.perf_counter()
+    if on_start is not None:
+        on_start(list(names), jobs)
+    if jobs <= 1:
         for i, name in enumerate(names, 1):
             if not replot:
                 _log(show, f"[{i}/{len(names)}] {name}: computing ({'quick' if quick else 'full'} mode)")
@@ -258,7 +263,8 @@ def make(
     else:
         _log(show, f"computing {len(names)} figures ({'quick' if quick else 'full'} mode) in {jobs} processes")
         _make_groups(groups, kinds, options, outdir, jobs, finished)
-    _log(show and len(names) > 1, f"all {len(names)} figures in {time.perf_counter() - start:.1f} s -> {outdir}")
+    _log(show and len(names) > 1 and on_figure is None,
+         f"all {len(names)} figures in {time.perf_counter() - start:.1f} s wall time -> {outdir}")
     return {name: [outdir / f"{name}.json", *done[name][2]] for name in names}
 
 
@@ -412,14 +418,20 @@ def figure_line(name: str, data_from: str, seconds: float) -> str:
     return f"{name}: {seconds:.1f} s ({data_from})"
 
 
-def summary_table(rows) -> str:
-    """``figure  data  seconds`` lines for ``(name, data_from, seconds)`` rows, and a total."""
+def summary_table(rows, wall: float | None = None, jobs: int = 1) -> str:
+    """``figure  data  seconds`` lines for ``(name, data_from, seconds)`` rows, and the one total: the ``wall`` time
+    (default: the figures' seconds summed, which it is when they ran one after the other); with ``jobs`` > 1
+    processes, also their seconds summed, which exceed the wall time."""
     rows = list(rows)
     w1 = max([len("figure"), *(len(r[0]) for r in rows)])
     w2 = max([len("data"), *(len(r[1]) for r in rows)])
     lines = [f"{'figure':<{w1}}  {'data':<{w2}}  seconds"]
     lines += [f"{n:<{w1}}  {d:<{w2}}  {s:7.1f}" for n, d, s in rows]
-    lines.append(f"{len(rows)} figures in {sum(r[2] for r in rows):.1f} s")
+    summed = sum(r[2] for r in rows)
+    total = f"{len(rows)} figures in {summed if wall is None else wall:.1f} s wall time"
+    if jobs > 1:
+        total += f" ({summed:.1f} s summed over the figures, in {jobs} processes side by side)"
+    lines.append(total)
     return "\n".join(lines)
 
 
@@ -428,8 +440,16 @@ def run_args(args: argparse.Namespace) -> int:
     a terminal (a log, CI, ``| tee``) and ``--progress``/``--no-progress`` was not given, each figure also prints its
     :func:`figure_line` there as it ends (flushed), so the log shows progress throughout; a terminal keeps the live
     status on stderr."""
-    rows = []
+    rows, run = [], {}
     log = args.progress is None and not sys.stdout.isatty()
+    outdir = Path(DEFAULT_OUTDIR if args.outdir is None else args.outdir)
+
+    def on_start(names, jobs):
+        run.update(start=time.perf_counter(), jobs=jobs)
+        if log:  # the first line comes now, not when the first figure ends
+            mode = "quick" if args.quick else "full"
+            print(f"making {len(names)} figure{'s' * (len(names) != 1)} ({mode} mode, {jobs} "
+                  f"process{'es' * (jobs != 1)}) into {outdir}; a line as each ends", flush=True)
 
     def on_figure(name, data_from, seconds, paths):
         rows.append((name, data_from, seconds))
@@ -444,11 +464,12 @@ def run_args(args: argparse.Namespace) -> int:
         progress=args.progress,
         replot=args.replot,
         on_figure=on_figure,
+        on_start=on_start,
         jobs=0 if getattr(args, "jobs", None) is None else args.jobs,
         **source_args(args),
     )
-    outdir = Path(DEFAULT_OUTDIR if args.outdir is None else args.outdir)
-    print(summary_table(rows))
+    wall = time.perf_counter() - run["start"] if run else None
+    print(summary_table(rows, wall, run.get("jobs", 1)))
     print(f"wrote {sum(len(p) for p in written.values())} files (JSON, PNG, PDF per figure) into {outdir}")
     return 0
 
