@@ -74,7 +74,8 @@ def run(args: argparse.Namespace) -> int:
 
     written = make(args.only, outdir=DEFAULT_OUTDIR if args.outdir is None else args.outdir, params=params,
                    texts=texts, style=args.style, footer=args.footer, quick=args.quick, seed=args.seed,
-                   progress=bool(args.progress), replot=args.replot, **source_args(args),
+                   progress=bool(args.progress), replot=args.replot, max_work=args.max_work,
+                   **source_args(args),
                    flags={key: "--" + opt.replace("_", "-") for opt, key in _PARAMS.items()})
     for paths in written.values():
         for path in paths:

@@ -165,6 +165,7 @@ def make(
     on_figure=None,
     jobs: int = 1,
     on_start=None,
+    max_work: float | None = None,
     params: dict | None = None,
     texts=None,
     style=None,
@@ -178,6 +179,11 @@ def make(
     came from, e.g. ``"committed records"`` or ``"simulated"``); ``varsim figures`` prints its summary table from it
     (and its total: with ``on_figure``, the progress lines end without one). ``on_start(names, jobs)`` is called
     once every check has passed, before the first figure is computed (``jobs``: the processes used).
+
+    Before any work, the figures that compute their own data and declare ``work(quick, **params)`` (their estimated
+    key-coordinates, :func:`varsim.sim.simulate_work`) are summed; a total above ``max_work`` (default
+    :data:`varsim.sim.DEFAULT_FIGURE_MAX_WORK`, about ten minutes on 2 cores) is a ValueError naming each figure's
+    share: raise ``max_work`` (``--max-work``) for a deliberately long run.
 
     ``progress`` (default: stderr is a terminal) prints one status line per figure and lets the simulator show
     its own progress. ``replot`` reuses ``<outdir>/<name>.json`` from an earlier run. The reproduction figures
@@ -228,6 +234,8 @@ def make(
         raise ValueError("jobs: figures with parameters, a style or a footer are drawn one after the other "
                          "(jobs=1)")
     values = figure_values(names, params, texts, flags=flags, replot=replot)
+    if not replot:
+        _check_work(names, kinds, values, quick, max_work)
     options = _source_options(quick, seed, progress, source_options)
     sources = {kind: _source(kind, options) for kind in SOURCES}
     names = _prepare_sources(sources, names, kinds, explicit=explicit, replot=replot, outdir=outdir)
@@ -310,6 +318,24 @@ def _make_groups(groups: list, kinds: dict, options: dict, outdir: Path, jobs: i
 
     run_jobs(_make_group, work, workers=jobs, on_result=group_done)
 
+def _check_work(names: list, kinds: dict, values: dict, quick: bool, max_work) -> None:
+    """Refuse (ValueError naming ``max_work``) figures whose summed estimated work exceeds ``max_work``."""
+    from varsim._common.validate import check_real
+    from varsim.sim import DEFAULT_FIGURE_MAX_WORK
+
+    bound = DEFAULT_FIGURE_MAX_WORK if max_work is None else check_real("max_work", max_work, minimum=0.0,
+                                                                        strict_min=True)
+    shares = {name: float(load(name).work(quick, **values[name])) for name in names
+              if kinds[name] is None and hasattr(load(name), "work")}
+    total = sum(shares.values())
+    if total > bound:
+        worst = ", ".join(f"{n} {w:.3g}" for n, w in sorted(shares.items(), key=lambda kv: -kv[1]))
+        raise ValueError(f"max_work: the figures' estimated work {total:.3g} key-coordinates ({worst}) exceeds "
+                         f"max_work={bound:.3g} (about {10 * total / DEFAULT_FIGURE_MAX_WORK:.0f} min on 2 cores, "
+                         f"the bound about 10 min); lower n_max or sequences, set a target_rse, or raise --max-work "
+                         f"for a deliberately long run")
+
+
 def _source_options(quick: bool, seed: int, progress, given: dict) -> dict:
     """The options every data source is built from: the mode and seed, and each option the sources declare (its
     default where not ``given``); a keyword no source declares is a ValueError naming it."""
@@ -374,7 +400,7 @@ def _make_group(job: dict) -> list[tuple[str, tuple[str, float, list[Path]]]]:
 def register(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """Add the options of ``varsim figures`` (also ``python figures/make_all.py``, ``python -m varsim.figures``) to
     ``parser``; return it."""
-    from varsim._common.argtypes import seed_option, threads_option
+    from varsim._common.argtypes import MAX_ABS, real_option, seed_option, threads_option
 
     from .source_options import source_options
 
@@ -387,6 +413,9 @@ def register(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
                                                                                 f"{', '.join(FIGURES)}")
     parser.add_argument("--seed", type=seed_option(), default=0, help="root seed of every simulation (default 0)")
     parser.add_argument("--replot", action="store_true", help="redraw from the stored <name>.json data")
+    parser.add_argument("--max-work", type=real_option(0.0, MAX_ABS, strict_min=True), default=None, metavar="W",
+                        help="refuse figures whose summed estimated work exceeds W key-coordinates (default "
+                             "3.3e11, about ten minutes on 2 cores; the default figures take about a minute)")
     for option in source_options():  # each data source's options (varsim.figures.source_options)
         option.add_to(parser)
     parser.add_argument("--jobs", type=threads_option(0), default=None, metavar="J",
@@ -465,6 +494,7 @@ def run_args(args: argparse.Namespace) -> int:
         replot=args.replot,
         on_figure=on_figure,
         on_start=on_start,
+        max_work=getattr(args, "max_work", None),
         jobs=0 if getattr(args, "jobs", None) is None else args.jobs,
         **source_args(args),
     )

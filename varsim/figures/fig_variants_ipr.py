@@ -86,6 +86,31 @@ PARAMS = (
 )
 
 
+def _sweep_grid(quick: bool, betas=BETAS, n_min=None, n_max=None, sequences=None, target_rse=TARGET_RSE,
+                cell_logits=CELL_LOGITS):
+    """``(grid, betas, n_grid, resolved parameters)``: the sweep :func:`compute` runs."""
+    from varsim.sim.sweep import SweepGrid
+
+    p = resolve(PARAMS, quick, betas=betas, n_min=n_min, n_max=n_max, sequences=sequences, target_rse=target_rse,
+                cell_logits=cell_logits)
+    betas = tuple(float(b) for b in p["betas"])
+    n_grid = 4 ** np.arange(math.ceil(math.log(p["n_min"], 4) - 1e-12), math.floor(math.log(p["n_max"], 4) + 1e-12) + 1)
+    if n_grid.size < 2:
+        raise ValueError(f"n_max must be at least 4 n_min (two powers of four), got n_min={p['n_min']}, "
+                         f"n_max={p['n_max']}")
+    grid = SweepGrid(variants=_grid_variants(betas), betas=list(betas), n_grid=[int(v) for v in n_grid],
+                     n_sequences=p["sequences"], target_rse=p["target_rse"], max_cell_logits=p["cell_logits"])
+    return grid, betas, n_grid, p
+
+
+def work(quick: bool = False, **params) -> float:
+    """The estimated work of :func:`compute` with ``params`` in key-coordinates (every cell at its cap), before
+    it runs (``varsim figures`` refuses a figure above its budget)."""
+    from varsim.sim.sweep import estimate_sweep_work
+
+    return estimate_sweep_work(_sweep_grid(quick, **params)[0])
+
+
 def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, source=None, betas=BETAS, n_min=None,
             n_max=None, sequences=None, target_rse=TARGET_RSE, cell_logits=CELL_LOGITS, out=None) -> dict:
     """Run the sweep (all variants x betas x N) and the exact lines; returns plain data for :func:`draw`.
@@ -94,20 +119,13 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, sourc
     (None: always the cap), ``sequences`` (default 1000, quick 128) or ``cell_logits`` logits (``N x sequences``,
     default 2^24; None: no such budget), whichever comes first. Every parameter is declared in :data:`PARAMS`
     (a bad value is a ValueError naming it). ``out``: also write the data as JSON there."""
-    from varsim.sim.sweep import SweepGrid, run_sweep
+    from varsim.sim.sweep import run_sweep
     from varsim.theory.remedies import variant_theory
     from varsim.variants import get_variant
 
-    p = resolve(PARAMS, quick, betas=betas, n_min=n_min, n_max=n_max, sequences=sequences, target_rse=target_rse,
-                cell_logits=cell_logits)
-    betas, sequences, target_rse = tuple(float(b) for b in p["betas"]), p["sequences"], p["target_rse"]
-    n_grid = 4 ** np.arange(math.ceil(math.log(p["n_min"], 4) - 1e-12), math.floor(math.log(p["n_max"], 4) + 1e-12) + 1)
-    if n_grid.size < 2:
-        raise ValueError(f"n_max must be at least 4 n_min (two powers of four), got n_min={p['n_min']}, "
-                         f"n_max={p['n_max']}")
+    grid, betas, n_grid, p = _sweep_grid(quick, betas, n_min, n_max, sequences, target_rse, cell_logits)
+    sequences, target_rse = p["sequences"], p["target_rse"]
     dense_points = _DENSE_POINTS[bool(quick)]
-    grid = SweepGrid(variants=_grid_variants(betas), betas=list(betas), n_grid=[int(v) for v in n_grid],
-                     n_sequences=sequences, target_rse=target_rse, max_cell_logits=p["cell_logits"])
     # quick mode runs in this process (no worker start-up); full mode on one worker process per core
     sweep = run_sweep(grid, seed=seed, workers=1 if quick else None, progress=bool(progress))
     n_dense = np.geomspace(n_grid[0], n_grid[-1], dense_points)

@@ -317,6 +317,13 @@ def _preflight(cells: list[dict], grid: SweepGrid) -> None:
                          f"n_sequences, or raise max_work for a deliberately long sweep")
 
 
+def estimate_sweep_work(grid: SweepGrid) -> float:
+    """The estimated work of the whole sweep ``grid`` in key-coordinates (:func:`varsim.sim.estimate_cost` of each
+    cell at its sequence cap), what :func:`run_sweep` holds against ``max_work`` before any job starts."""
+    settings = grid.settings()
+    return sum(_cell_work(cell, settings) for cell in sweep_cells(grid))
+
+
 def _cell_work(cell: dict, settings: dict) -> float:
     from varsim.sim import estimate_cost
 
