@@ -200,8 +200,7 @@ def whole_file_include(path: str, heading: str | None) -> bool:
 def without_data() -> list[str]:
     """The figures of the registry whose data source has no data in this build (e.g. the decoder figures before the
     first full decoder run is committed): the gallery lists them without an image, ``varsim figures`` skips them."""
-    from varsim.figures import FIGURES, data_source
-    from varsim.figures.source_options import source_class, source_options
+    from varsim.figures import FIGURES, data_source, source_class, source_options
 
     options = {"quick": False, "seed": 0, "progress": False, **{o.name: o.default for o in source_options()}}
     out = []
@@ -287,8 +286,7 @@ def plain_text(text: str) -> str:
 
 def gallery_markdown() -> str:
     """Every figure of the registry, grouped, with its caption; the figures are drawn in on_files."""
-    from varsim.figures import FIGURES, data_source
-    from varsim.figures.source_options import gallery_groups
+    from varsim.figures import FIGURES, data_source, gallery_groups
 
     parts, seen = [], set()
     no_data = set(without_data())

@@ -477,10 +477,12 @@ def test_cli_figures_prints_a_line_per_figure_as_it_ends_when_stdout_is_a_pipe(t
     cmd = [sys.executable, "-m", "varsim", "figures", "--quick", "--outdir", str(tmp_path), "--only",
            "fig_probe_layers", "fig_decay_exponent"]
     with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env) as proc:
+        opening = proc.stdout.readline()  # before any figure is computed
         first = proc.stdout.readline()
         second_drawn = (tmp_path / "fig_decay_exponent.png").exists()
         rest = proc.stdout.read().splitlines()
     assert proc.returncode == 0
+    assert opening.startswith("making 2 figures (quick mode, "), opening
     assert first.startswith("fig_probe_layers: ") and " s (probe: committed records)" in first, first
     assert not second_drawn  # the line came while the next figure was still being computed
     assert rest[0].startswith("fig_decay_exponent: ") and " s (simulated, quick)" in rest[0]

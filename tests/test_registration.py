@@ -98,7 +98,7 @@ def half_softmax():
 
 def _toy_source_module() -> types.ModuleType:
     """A figure data source declared beside its class: its option (and so its flag) and its gallery section."""
-    from varsim.figures.source_options import SourceOption
+    from varsim.figures.source_spec import SourceOption
 
     class ToySource:
         OPTIONS = (SourceOption("toy_results", "draw the toy figures from this JSON file", metavar="FILE"),)
@@ -222,7 +222,7 @@ def test_a_registered_grid_kind_with_figures_reaches_the_engine_the_command_and_
 
     from varsim.cli import main as cli
     from varsim.experiments.aggregation import kind_of
-    from varsim.figures.source_options import gallery_groups, source_options
+    from varsim.figures import gallery_groups, source_options
 
     kind, name = toy_grid
     assert kind_of({"toy": True}) is kind and kind.figure_source in figures.SOURCES

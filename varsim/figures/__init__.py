@@ -18,7 +18,7 @@ Each data source class has ``from_options(options)`` (built from :func:`make`'s 
 or names the figures to skip, with the reason, when all figures are drawn and the source has no data in this build;
 beside it, ``OPTIONS`` (the keyword options of :func:`make` it reads, each with its ``varsim figures`` flag) and
 ``GALLERY`` (its section of the documentation's gallery), which :func:`make`, the command line and the docs read
-(:mod:`varsim.figures.source_options`). Adding a figure: its module and one line in :data:`FIGURES`; adding a data
+(:mod:`varsim.figures.source_spec`). Adding a figure: its module and one line in :data:`FIGURES`; adding a data
 source: its class and one line in :data:`SOURCES`.
 
 The reproduction figures (``fig_repro_*``) are drawn from the compact records of the last full reproduction that
@@ -54,7 +54,8 @@ import time
 from pathlib import Path
 
 __all__ = ["FIGURES", "SOURCES", "DEFAULT_OUTDIR", "load", "data_source", "plot", "make", "register", "run_args",
-           "main", "figure_main", "figure_line", "read_stored", "draw_stored", "source_args"]
+           "main", "figure_main", "figure_line", "read_stored", "draw_stored", "source_args",
+           "figure_values", "source_class", "source_options", "gallery_groups"]
 
 #: The registry: figure name -> module (inside this package), in the order they are made. Add new figures here.
 FIGURES: dict[str, str] = {
@@ -171,7 +172,7 @@ def make(
     style=None,
     footer: bool = False,
     flags: dict | None = None,
-    **source_options,
+    **sources,
 ) -> dict[str, list[Path]]:
     """Compute and plot the figures ``names`` (default: all) into ``outdir``; return the written files.
 
@@ -208,7 +209,7 @@ def make(
     Figures with the user's parameters and style (``varsim figures --only NAME --param tau=0.8 --style column``):
     ``params`` (name -> value, None entries ignored) and ``texts`` (``(name, text)`` pairs, ``--param name=text``)
     set the parameters the named figures declare (:mod:`varsim.figures.params`), each checked against every named
-    figure's declaration before any work (:func:`varsim.figures.custom.figure_values`; ``flags`` says how the caller
+    figure's declaration before any work (:func:`figure_values`; ``flags`` says how the caller
     names a parameter in messages, default ``--param NAME``); ``style`` (:data:`varsim.figures._style.STYLES` or a
     dict of rcParams) and ``footer`` how each is drawn, ``replot`` included. With any of them, ``names`` must be
     given and ``jobs`` must be 1.
@@ -217,7 +218,6 @@ def make(
     from varsim._common.validate import check_int
 
     from ._style import style_spec
-    from .custom import figure_values
 
     explicit = names is not None
     names = list(FIGURES) if names is None else list(names)
@@ -230,15 +230,15 @@ def make(
     custom = bool(params or texts or style is not None or footer)
     if custom and not explicit:
         raise ValueError("only: name the figures to draw with parameters or a style (--only NAME ...)")
-    if custom and jobs > 1:
+    if custom and jobs != 1:
         raise ValueError("jobs: figures with parameters, a style or a footer are drawn one after the other "
                          "(jobs=1)")
     values = figure_values(names, params, texts, flags=flags, replot=replot)
     if not replot:
         _check_work(names, kinds, values, quick, max_work)
-    options = _source_options(quick, seed, progress, source_options)
-    sources = {kind: _source(kind, options) for kind in SOURCES}
-    names = _prepare_sources(sources, names, kinds, explicit=explicit, replot=replot, outdir=outdir)
+    options = _source_options(quick, seed, progress, sources)
+    built = {kind: _source(kind, options) for kind in SOURCES}
+    names = _prepare_sources(built, names, kinds, explicit=explicit, replot=replot, outdir=outdir)
     outdir, stored = _prepare_outdir(outdir, names, replot)
     if not names:
         return {}
@@ -265,7 +265,7 @@ def make(
         for i, name in enumerate(names, 1):
             if not replot:
                 _log(show, f"[{i}/{len(names)}] {name}: computing ({'quick' if quick else 'full'} mode)")
-            finished(name, *_make_one(name, kinds[name], sources.get(kinds[name]), outdir, quick=quick, seed=seed,
+            finished(name, *_make_one(name, kinds[name], built.get(kinds[name]), outdir, quick=quick, seed=seed,
                                       progress=show, stored=stored.get(name), params=values[name], style=style,
                                       footer=footer))
     else:
@@ -318,6 +318,39 @@ def _make_groups(groups: list, kinds: dict, options: dict, outdir: Path, jobs: i
 
     run_jobs(_make_group, work, workers=jobs, on_result=group_done)
 
+def figure_values(names, params: dict | None = None, texts=None, *, flags: dict | None = None,
+                  replot: bool = False) -> dict[str, dict]:
+    """``{name: {parameter: value}}`` for the figures ``names``: ``params`` (not None) and ``texts`` (``(name,
+    text)`` pairs, each parsed by the figure's declaration), every one declared by every figure named; ``flags``:
+    how the caller names a parameter in its messages (``{"betas": "--beta"}``; default ``--param NAME``). A
+    parameter given twice, unknown to a figure, with a bad value, or given with ``replot`` is a ValueError."""
+    params = {k: v for k, v in (params or {}).items() if v is not None}
+    texts = list(texts or ())
+    flag = lambda p: (flags or {}).get(p, f"--param {p}")  # noqa: E731
+    given = [*params, *(name for name, _ in texts)]
+    repeated = sorted({n for n in given if given.count(n) > 1})
+    if repeated:
+        raise ValueError(f"{flag(repeated[0])}: given more than once")
+    per_figure = {}
+    for name in names:
+        accepted = {p.name: p for p in getattr(load(name), "PARAMS", ())} if given else {}
+        unknown = [p for p in given if p not in accepted]
+        if unknown:
+            raise ValueError(f"{flag(unknown[0])}: figure {name!r} takes no such parameter (it takes: "
+                             f"{', '.join(map(flag, accepted)) or 'none'})")
+        values = dict(params)
+        for key, text in texts:
+            try:
+                values[key] = accepted[key].parse(text)
+            except ValueError as exc:
+                raise ValueError(f"--param {exc}") from None
+        per_figure[name] = values
+    if replot and given:
+        raise ValueError(f"replot: redraws stored data, so it takes no figure parameters "
+                         f"({', '.join(map(flag, given))})")
+    return per_figure
+
+
 def _check_work(names: list, kinds: dict, values: dict, quick: bool, max_work) -> None:
     """Refuse (ValueError naming ``max_work``) figures whose summed estimated work exceeds ``max_work``."""
     from varsim._common.validate import check_real
@@ -336,11 +369,34 @@ def _check_work(names: list, kinds: dict, values: dict, quick: bool, max_work) -
                          f"for a deliberately long run")
 
 
+def source_class(kind: str):
+    """The class of the data source ``kind`` (a key of :data:`varsim.figures.SOURCES`), imported now; an unknown
+    kind raises ValueError."""
+    from varsim._common.registry import lookup
+
+    module, cls = lookup(SOURCES, kind, param="data source")
+    return getattr(importlib.import_module(module), cls)
+
+
+def source_options() -> tuple:
+    """The options every registered data source reads (:class:`varsim.figures.source_spec.SourceOption`), in
+    registry order (each once)."""
+    seen: dict = {}
+    for kind in SOURCES:
+        for option in getattr(source_class(kind), "OPTIONS", ()):
+            seen.setdefault(option.name, option)
+    return tuple(seen.values())
+
+
+def gallery_groups(own: str = "Theory") -> tuple[tuple[str, str | None], ...]:
+    """The gallery's sections in order, ``(title, source)``: ``own`` for the figures that compute their own data
+    (source None), then each data source's ``GALLERY`` title in registry order."""
+    return ((own, None), *((source_class(kind).GALLERY, kind) for kind in SOURCES))
+
+
 def _source_options(quick: bool, seed: int, progress, given: dict) -> dict:
     """The options every data source is built from: the mode and seed, and each option the sources declare (its
     default where not ``given``); a keyword no source declares is a ValueError naming it."""
-    from .source_options import source_options
-
     declared = {o.name: o.default for o in source_options()}
     unknown = sorted(set(given) - set(declared))
     if unknown:
@@ -350,8 +406,6 @@ def _source_options(quick: bool, seed: int, progress, given: dict) -> dict:
 
 def _source(kind: str, options: dict):
     """The data source ``kind`` (a key of :data:`SOURCES`) built from :func:`make`'s options."""
-    from .source_options import source_class
-
     return source_class(kind).from_options(options)
 
 
@@ -402,8 +456,6 @@ def register(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     ``parser``; return it."""
     from varsim._common.argtypes import MAX_ABS, real_option, seed_option, threads_option
 
-    from .source_options import source_options
-
     parser.add_argument("--quick", action="store_true",
                         help="small runs (seconds per figure; a tiny reproduction whose models do not learn): a smoke "
                              "test, every figure is stamped as such")
@@ -416,7 +468,7 @@ def register(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument("--max-work", type=real_option(0.0, MAX_ABS, strict_min=True), default=None, metavar="W",
                         help="refuse figures whose summed estimated work exceeds W key-coordinates (default "
                              "3.3e11, about ten minutes on 2 cores; the default figures take about a minute)")
-    for option in source_options():  # each data source's options (varsim.figures.source_options)
+    for option in source_options():  # each data source's options (source_options, from SOURCES)
         option.add_to(parser)
     parser.add_argument("--jobs", type=threads_option(0), default=None, metavar="J",
                         help="compute independent figures in J worker processes (default and 0: one per available "
@@ -505,9 +557,7 @@ def run_args(args: argparse.Namespace) -> int:
 
 
 def source_args(args: argparse.Namespace) -> dict:
-    """The data sources' options (:func:`varsim.figures.source_options.source_options`) as parsed into ``args``."""
-    from .source_options import source_options
-
+    """The data sources' options (:func:`source_options`) as parsed into ``args``."""
     return {o.name: getattr(args, o.name, o.default) for o in source_options()}
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from varsim.experiments.decoder_grid import SCHEDULES
 
 from .remedies import GridSummarySource, grid_summary, recipe_label, write_committed
-from .source_options import SourceOption
+from .source_spec import SourceOption
 
 __all__ = ["DecoderSource", "COMMITTED_DIR", "COMMITTED_DIRS", "write_committed_decoder", "position_label"]
 

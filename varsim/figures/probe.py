@@ -17,7 +17,7 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
-from .source_options import SourceOption
+from .source_spec import SourceOption
 
 __all__ = ["COMMITTED_DIR", "COMMITTED_FILES", "PROBE_KIND", "read_probe", "probe_command", "ProbeSource"]
 
@@ -148,7 +148,7 @@ class ProbeSource:
     ``varsim probe-model`` JSON files. ``load()`` returns ``[{"data", "path", "committed", "footer"}, ...]``.
     """
 
-    #: the options of varsim.figures.make it reads (varsim.figures.source_options) and its gallery section
+    #: the options of varsim.figures.make it reads (varsim.figures.source_spec) and its gallery section
     OPTIONS = (SourceOption("probe_results", "draw the real-model figures (fig_probe_*) from these `varsim "
                                              "probe-model` JSON files instead of the committed results (SmolLM2, "
                                              "three trained decoders, MiniLM)", nargs="+", metavar="FILE"),)

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from varsim.tasks import chance_level
 
-from .source_options import SourceOption
+from .source_spec import SourceOption
 
 __all__ = ["GridSummarySource", "RemediesSource", "grid_of", "grid_summary",
            "COMMITTED_DIR", "COMMITTED_FILES", "write_committed", "read_summary", "header",
@@ -74,7 +74,7 @@ class GridSummarySource:
     results in either mode.
 
     A subclass per kind sets :attr:`KIND`, :attr:`SOURCE`, :attr:`OPTION` and :attr:`PRESET` (its messages follow),
-    ``OPTIONS`` (the flag of :attr:`OPTION`, :class:`varsim.figures.source_options.SourceOption`) and ``GALLERY``,
+    ``OPTIONS`` (the flag of :attr:`OPTION`, :class:`varsim.figures.source_spec.SourceOption`) and ``GALLERY``,
     and :meth:`committed_label` (:class:`RemediesSource`, :class:`varsim.figures.decoder.DecoderSource`)."""
 
     #: the grid kind whose summaries this source draws, and this source's key in varsim.figures.SOURCES (the one the

@@ -30,7 +30,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from .source_options import SourceOption
+from .source_spec import SourceOption
 
 __all__ = [
     "COMMITTED_DIR",
@@ -283,7 +283,7 @@ class ReproductionSource:
       and root seed into a temporary directory. A smoke test: the figures say so.
     """
 
-    #: the options of varsim.figures.make it reads (varsim.figures.source_options) and its gallery section
+    #: the options of varsim.figures.make it reads (varsim.figures.source_spec) and its gallery section
     OPTIONS = (
         SourceOption("results", "draw the reproduction figures from this `varsim reproduce` directory instead of the "
                                 "committed records of the last full run"),
