@@ -201,19 +201,14 @@ def whole_file_include(path: str, heading: str | None) -> bool:
 def without_data() -> list[str]:
     """The figures of the registry whose data source has no data in this build (e.g. the decoder figures before the
     first full decoder run is committed): the gallery lists them without an image, ``varsim figures`` skips them."""
-    import importlib
+    from varsim.figures import FIGURES, data_source, source_class, source_options
 
-    from varsim.figures import FIGURES, SOURCES, data_source
-
-    options = {"quick": False, "seed": 0, "results": None, "rerun": False, "progress": False, "probe_results": None,
-               "remedies_results": None, "decoder_results": None}
+    options = {"quick": False, "seed": 0, "progress": False, **{o.name: o.default for o in source_options()}}
     out = []
     for name in FIGURES:
         kind = data_source(name)
-        if kind is not None:
-            module, cls = SOURCES[kind]
-            if not getattr(getattr(importlib.import_module(module), cls).from_options(options), "available", True):
-                out.append(name)
+        if kind is not None and not getattr(source_class(kind).from_options(options), "available", True):
+            out.append(name)
     return out
 
 
@@ -258,31 +253,47 @@ def figure_caption(name: str) -> tuple[str, str]:
     return plain_text(title.strip()), plain_text(rest.strip())
 
 
+#: a formula written in a docstring's plain text: an expectation ``E[...]``, or a name with a power (``e^{beta^2}``,
+#: ``sigma_v^2``) or a short subscript (``w_i``), each with its argument list and a ``/N``; neighbours joined by one
+#: space are one formula (``sigma_v^2 E[sum w^2](N, beta)``)
+_MATH_WORD = (r"(?:E\[[^\]\n]*\]|[A-Za-z]+(?:_[A-Za-z0-9]{1,2})?\^(?:\{[^}\n]*\}|[A-Za-z0-9]+)"
+              r"|[A-Za-z]+_[A-Za-z0-9]{1,2}(?![A-Za-z0-9_]))(?:\([^)\n]*\))?(?:/[A-Za-z0-9]+)?")
+MATH = re.compile(rf"(?<![\w\\$`]){_MATH_WORD}(?: {_MATH_WORD})*")
+#: the words a formula spells that TeX writes as commands
+_TEX_WORDS = re.compile(r"(?<![\\A-Za-z])(sigma|beta|tau|kappa|alpha|mu|lambda|theta|gamma|delta|epsilon|rho|"
+                        r"omega|pi|sum|sqrt|ln|log|exp)(?![A-Za-z])")
+
+
+def math_text(formula: str) -> str:
+    """A plain-text formula (:data:`MATH`) as inline TeX, its words joined by thin spaces: ``sigma_v^2 E[sum w^2]``
+    -> ``$\\sigma_v^2\\,E[\\sum w^2]$``."""
+    return "$" + "\\,".join(_TEX_WORDS.sub(r"\\\1", word) for word in re.findall(_MATH_WORD, formula)) + "$"
+
+
 def plain_text(text: str) -> str:
-    """Docstring prose as Markdown that shows it as written: roles and ``code`` as code, no accidental links."""
+    """Docstring prose as Markdown that shows it as written: roles and ``code`` as code, no accidental links, and
+    its plain-text formulas (:data:`MATH`, also a code span that is one formula) typeset as math."""
     parts = re.split(r"(``[^`]+``|`[^`]+`)", ROLE.sub(r"`\1`", text))
-    return "".join(p if p.startswith("`") else re.sub(r"([\[\]*_\\])", r"\\\1", p) for p in parts)
-
-
-#: the gallery's sections in order, each the figures of one data source (``varsim.figures.data_source``; None: the
-#: figures that compute their own data), in registry order
-GALLERY_GROUPS = (
-    ("Theory", None),
-    ("Reproduction", "reproduction"),
-    ("Remedies", "remedies"),
-    ("Real pretrained models", "probe"),
-    ("Causal decoder", "decoder"),
-    ("Predicting long-N accuracy", "prediction"),
-)
+    out = []
+    for part in parts:
+        if part.startswith("`"):  # code, unless it is all one formula (``sigma_v^2 E[sum w^2]``)
+            inner = part.strip("`")
+            out.append(math_text(inner) if MATH.fullmatch(inner) else part)
+            continue
+        pieces = re.split(f"({MATH.pattern})", part)
+        out += [math_text(p) if i % 2 else re.sub(r"([\[\]*_\\])", r"\\\1", p) for i, p in enumerate(pieces)]
+    return "".join(out)
 
 
 def gallery_markdown() -> str:
     """Every figure of the registry, grouped, with its caption; the figures are drawn in on_files."""
-    from varsim.figures import FIGURES, data_source
+    from varsim.figures import FIGURES, data_source, gallery_groups
 
     parts, seen = [], set()
     no_data = set(without_data())
-    for group, kind in GALLERY_GROUPS:
+    # the sections in order, each the figures of one data source (its GALLERY title; first those computing their own
+    # data), in registry order
+    for group, kind in gallery_groups():
         names = [n for n in FIGURES if data_source(n) == kind]
         parts.append(f"## {group}\n")
         for name in names:
@@ -292,12 +303,15 @@ def gallery_markdown() -> str:
                 parts.append(f"### {title}\n\n*Not drawn: this build has no committed results for `{name}` yet.*"
                              f"\n\n{rest}\n")
                 continue
+            # the image links to its full-size PNG: a wide figure shrinks to the page's width
             parts.append(f"### {title}\n\n"
-                         f'<figure markdown="span">\n![{name}](gallery/{name}.png){{ loading=lazy }}\n'
-                         f"<figcaption markdown>`{name}`</figcaption>\n</figure>\n\n{rest}\n")
+                         f'<figure markdown="span">\n[![{name}](gallery/{name}.png){{ loading=lazy }}]'
+                         f"(gallery/{name}.png)\n"
+                         f"<figcaption markdown>`{name}` ([full size](gallery/{name}.png))</figcaption>\n</figure>"
+                         f"\n\n{rest}\n")
     left = [n for n in FIGURES if n not in seen]
     if left:
-        raise PluginError(f"gallery: figures of a data source in no group of GALLERY_GROUPS: {', '.join(left)}")
+        raise PluginError(f"gallery: figures of a data source in no gallery group: {', '.join(left)}")
     return "\n".join(parts)
 
 

@@ -95,6 +95,33 @@ def check_variant_in_figure(name: str) -> None:
     _style.plt.close(f)
 
 
+def check_variant_colours_in_figure(min_delta_e: float = 20.0) -> None:
+    """fig_variants_ipr over every registered map (a small sweep): in each panel no two series share a colour, and any
+    two differ by at least ``min_delta_e`` (CIE76); each map in its registry colour and marker
+    (:func:`varsim.figures.series.variant_style`), the same in every panel. Catches colours given by a series'
+    position in a palette, which wraps onto the baseline's colour once a map is added."""
+    from varsim.figures import _style, series
+    from varsim.figures import fig_variants_ipr as fig
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setitem(fig._DENSE_POINTS, True, 4)
+        f = fig.draw(fig.compute(quick=True, n_min=16, n_max=64, sequences=32))
+    by_marker = {series.variant_style(name)["marker"]: name for name, *_ in fig.variant_specs()}
+    for ax in (ax for ax in f.axes if ax.get_title()):
+        drawn = {}
+        for line in ax.get_lines():
+            if line.get_marker() in by_marker:  # the Monte Carlo points (caps and exact lines have no marker)
+                drawn.setdefault(by_marker[line.get_marker()], set()).add(line.get_color())
+        colours = [c for name, cs in drawn.items() for c in cs]
+        assert len(colours) == len(drawn) >= 2, (ax.get_title(), drawn)
+        assert len(set(colours)) == len(colours), (ax.get_title(), drawn)
+        for name, (colour,) in drawn.items():
+            assert colour == series.variant_style(name)["color"], (ax.get_title(), name, colour)
+        closest = min(series.delta_e(a, b) for i, a in enumerate(colours) for b in colours[i + 1:])
+        assert closest >= min_delta_e, (ax.get_title(), drawn, closest)
+    _style.plt.close(f)
+
+
 # ----------------------------------------------------------------------------------------------------------------------
 # Tasks
 
@@ -156,6 +183,60 @@ def check_task_models(name: str) -> None:
         cfg = ModelConfig(task=name, architecture=arch.name, d_model=8, n_heads=2, d_hidden=6, dtype="float64",
                           **task.vocab_of(task.example_vocab))
         check_model_grads(cfg)
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# Positional encodings (of the causal decoder)
+
+#: a tiny float64 decoder the checks build
+DECODER_TINY = dict(architecture="decoder", d_model=8, n_heads=2, n_blocks=2, n_classes=4, key_vocab=32,
+                    value_vocab=5, d_hidden=6, dtype="float64")
+
+
+def _decoder(task: str, **kw):
+    from varsim.nn import Decoder
+
+    config = ModelConfig(task=task, **{**DECODER_TINY, **kw})
+    return config, Decoder(config, seed=1)
+
+
+def check_positions_grads(positions: str, task: str = "argmax", pre_ln: bool = True) -> None:
+    """The whole decoder with this encoding: every gradient equals central differences."""
+    check_model_grads(ModelConfig(task=task, **{**DECODER_TINY, "positions": positions, "pre_ln": pre_ln,
+                                                "max_positions": 16}), n=(2, 5))
+
+
+def check_positions_padding(positions: str, task: str = "argmax") -> None:
+    """Left padding: each example of a padded batch gets the logits it gets alone."""
+    c, m = _decoder(task, positions=positions, max_positions=32)
+    batch = make_batch(task, 6, (2, 7), np.random.default_rng(3), **c.vocab)
+    assert not batch["mask"].all()
+    logits = m.forward(batch)[0]
+    for i in range(6):
+        n = int(batch["mask"][i].sum())
+        alone = {k: (np.asarray(v)[i:i + 1, :n] if np.ndim(v) == 2 else np.asarray(v)[i:i + 1])
+                 for k, v in batch.items()}
+        np.testing.assert_allclose(m.forward(alone)[0][0], logits[i], rtol=1e-10, atol=1e-12)
+
+
+def check_positions_predict(positions: str) -> None:
+    """``predict`` and ``analysis`` (the chunked evaluation path) agree with the training path; the query token keeps
+    weight on itself and none on padding."""
+    from varsim.nn import Decoder
+
+    c = ModelConfig(task="dictionary", **{**DECODER_TINY, "positions": positions, "pre_ln": True,
+                                           "max_positions": 64})
+    m = Decoder(c, seed=2)
+    batch = make_batch("dictionary", 9, (2, 20), np.random.default_rng(4), **c.vocab)
+    logits = m.forward(batch)[0]
+    np.testing.assert_array_equal(m.predict(batch), np.argmax(logits, axis=1))
+    an = m.analysis(batch)
+    np.testing.assert_allclose(an["logits"], logits, rtol=1e-10, atol=1e-12)
+    w = an["block1.attn_weights"]
+    assert w.shape == (9, 2, 20)
+    np.testing.assert_allclose(w.sum(axis=-1) < 1.0, True)  # the query token keeps some weight on itself
+    pad = ~batch["mask"][:, ::-1]  # left padding: padded items come first
+    assert np.all(w[np.broadcast_to(pad[:, None], w.shape)] == 0.0)
 
 
 # ----------------------------------------------------------------------------------------------------------------------

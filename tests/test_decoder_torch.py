@@ -12,6 +12,7 @@ from decoder_torch import torch_decoder, torch_inputs  # noqa: E402
 from registry_checks import tasks_read_by  # noqa: E402
 
 from varsim.nn import Decoder, ModelConfig  # noqa: E402
+from varsim.nn.positions import POSITIONS  # noqa: E402
 from varsim.tasks import make_batch  # noqa: E402
 
 BASE = dict(architecture="decoder", d_model=8, n_heads=2, n_blocks=2, n_classes=4, key_vocab=32, value_vocab=5,
@@ -34,7 +35,7 @@ def _compare(task, **kw):
         np.testing.assert_allclose(g, tp[k].grad.numpy(), rtol=1e-8, atol=1e-12, err_msg=k)
 
 
-@pytest.mark.parametrize("positions", ["none", "learned", "rope", "alibi"])
+@pytest.mark.parametrize("positions", list(POSITIONS))
 @pytest.mark.parametrize("pre_ln", [True, False])
 @pytest.mark.parametrize("task", tasks_read_by("decoder"))
 def test_decoder_matches_torch(task, positions, pre_ln):

@@ -18,7 +18,7 @@ if str(ROOT) not in sys.path:  # `derivations` is a top-level folder of the repo
 
 from derivations import chi_square_mgf, layernorm_moments, rem_exponent, series_coefficients
 from varsim import theory as T
-from varsim.theory.series import _LOGNORMAL, _LOGNORMAL_Y
+from varsim.theory.series import _LOGNORMAL_Y, LOGNORMAL
 
 SCRIPTS = ("series_coefficients", "chi_square_mgf", "rem_exponent", "layernorm_moments", "remedies_theory")
 
@@ -52,7 +52,7 @@ def test_lognormal_coefficients_equal_package_polynomials():
     """Symbolic: the derived lognormal c_k(x) equal the package's polynomial table exactly.
     Catches any wrong coefficient or power in varsim.theory.series."""
     x = series_coefficients.x
-    for derived, (top, coefs), coefs_y in zip(series_coefficients.lognormal_coefficients(), _LOGNORMAL, _LOGNORMAL_Y):
+    for derived, (top, coefs), coefs_y in zip(series_coefficients.lognormal_coefficients(), LOGNORMAL, _LOGNORMAL_Y):
         package = sum(sp.Rational(int(a)) * x ** (top - i) for i, a in enumerate(coefs))
         assert sp.expand(derived - package) == 0
         package_y = sum(sp.Rational(int(a)) * (x - 1) ** i for i, a in enumerate(coefs_y))  # y = x - 1 form

@@ -209,9 +209,25 @@ def test_gallery_has_every_figure_with_a_caption():
     no_data = hooks.without_data()
     for name in FIGURES:
         assert (f"(gallery/{name}.png)" in text) != (name in no_data)
+        if name not in no_data:  # the image links to its full size
+            assert f"[![{name}](gallery/{name}.png){{ loading=lazy }}](gallery/{name}.png)" in text
         title, rest = hooks.figure_caption(name)
         assert title and rest
-    assert "\\[sum w^2\\](N, beta)" in hooks.plain_text("E[sum w^2](N, beta)")
+    assert hooks.plain_text("E[sum w^2](N, beta)") == r"$E[\sum w^2](N, \beta)$"
+
+
+def test_captions_typeset_their_plain_text_formulas():
+    """A docstring's plain-text formula becomes inline math (the site's KaTeX renders it); code, identifiers with
+    long subscripts and Markdown characters in prose stay as written."""
+    hooks = _hooks()
+    assert hooks.plain_text("the output variance sigma_v^2 E[sum w^2] vanishes like e^{beta^2}/N.") == (
+        r"the output variance $\sigma_v^2\,E[\sum w^2]$ vanishes like $e^{\beta^2}/N$.")
+    assert hooks.plain_text("keep ``var_iid = E[s^2]`` and var_offset, *not* [a link]") == (
+        r"keep ``var_iid = E[s^2]`` and var\_offset, \*not\* \[a link\]")
+    assert hooks.plain_text("keeps ``sigma_v^2 E[sum w^2]`` from vanishing") == (
+        r"keeps $\sigma_v^2\,E[\sum w^2]$ from vanishing")
+    captions = "".join(hooks.figure_caption(name)[1] for name in ("fig_variance_vs_n", "fig_variants_ipr"))
+    assert r"$\sigma_v^2\,E[\sum w^2](N, \beta)$" in captions
 
 
 def _griffe_package(tmp_path, source):

@@ -477,10 +477,12 @@ def test_cli_figures_prints_a_line_per_figure_as_it_ends_when_stdout_is_a_pipe(t
     cmd = [sys.executable, "-m", "varsim", "figures", "--quick", "--outdir", str(tmp_path), "--only",
            "fig_probe_layers", "fig_decay_exponent"]
     with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env) as proc:
+        opening = proc.stdout.readline()  # before any figure is computed
         first = proc.stdout.readline()
         second_drawn = (tmp_path / "fig_decay_exponent.png").exists()
         rest = proc.stdout.read().splitlines()
     assert proc.returncode == 0
+    assert opening.startswith("making 2 figures (quick mode, "), opening
     assert first.startswith("fig_probe_layers: ") and " s (probe: committed records)" in first, first
     assert not second_drawn  # the line came while the next figure was still being computed
     assert rest[0].startswith("fig_decay_exponent: ") and " s (simulated, quick)" in rest[0]
@@ -527,3 +529,21 @@ def test_full_mode_simulated_figures_agree_with_theory_at_their_budgets():
     test_decay_exponent_figure_slopes_agree_with_exact_exponent(run)
     test_random_query_figure_data_agree_with_exact_mixture(run)
     test_simulated_figures_state_their_precision_target_and_meet_it(run)
+
+
+@pytest.mark.parametrize("progress", [[], ["--progress"]])
+def test_cli_figures_says_what_it_starts_and_ends_with_one_total(capsys, tmp_path, progress):
+    """A log (stdout not a terminal) opens with a line before the first figure is computed, and the run reports one
+    total, its wall time, on stdout and stderr together. Catches a first line that waits for the first figure to
+    end and two totals that disagree (the wall time on stderr, the figures' seconds summed on stdout)."""
+    import re
+
+    names = ["fig_repro_accuracy", "fig_repro_std"]
+    assert main(["figures", "--only", *names, "--outdir", str(tmp_path), "--jobs", "1", *progress]) == 0
+    captured = capsys.readouterr()
+    out = captured.out.splitlines()
+    totals = [line for line in out + captured.err.splitlines() if re.search(r"figures in [\d.]+ s", line)]
+    assert len(totals) == 1 and "wall time" in totals[0], (out, captured.err)
+    if not progress:  # the log mode
+        assert out[0].startswith("making 2 figures (full mode, 1 process) into"), out
+        assert [line.split(":")[0] for line in out[1:3]] == names

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from PIL import Image
 
 from varsim.cli import main
@@ -61,3 +62,15 @@ def test_a_data_source_figure_in_a_style_and_a_restyled_replot(tmp_path, capsys)
     assert Image.open(tmp_path / "fig_probe_layers.png").width > 1.5 * narrow
     rc = main([*args, "--replot", "--style", "column", "--beta", "1"])
     assert rc == 2 and "beta" in capsys.readouterr().err
+
+
+def test_make_custom_is_the_one_engine_with_a_deprecation_warning(tmp_path):
+    """The former second engine still draws, through varsim.figures.make, and says so."""
+    from varsim.figures.custom import make_custom
+
+    with pytest.warns(DeprecationWarning, match="varsim.figures.make"):
+        written = make_custom(["fig_repro_accuracy"], outdir=tmp_path, style="column")
+    assert [p.name for p in written["fig_repro_accuracy"]] == [f"fig_repro_accuracy.{e}" for e in ("json", "png",
+                                                                                                 "pdf")]
+    with pytest.warns(DeprecationWarning), pytest.raises(ValueError, match="only: name the figures"):
+        make_custom([], outdir=tmp_path)

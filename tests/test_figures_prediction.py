@@ -50,3 +50,17 @@ def test_an_analysis_of_other_measurements_is_refused(tmp_path):
     assert PredictionSource().load()["analysis"]["per_run"]
     with pytest.raises(ValueError, match="run must be one of median, worst, best"):
         fig.compute(run="typical")
+
+
+def test_every_line_of_a_panel_has_its_own_dash_pattern_or_is_solid():
+    """The methods' lines and the chance line are told apart by their dashes, not only by a shade of grey: no two
+    dashed lines of a panel share a pattern. Catches the chance line and the carry-forward line both dotted."""
+    f = fig.draw(fig.compute())
+    for ax in (a for a in f.axes if a.get_visible() and a.get_title()):
+        patterns = []
+        for line in ax.get_lines():
+            offset, dashes = line._unscaled_dash_pattern
+            if dashes:  # a solid line has none (the predictor, the test length's marker)
+                patterns.append(tuple(dashes))
+        assert len(patterns) >= 3 and len(set(patterns)) == len(patterns), (ax.get_title(), patterns)
+    fig._style.plt.close(f)

@@ -100,7 +100,9 @@ def test_panels_of_each_figure():
     data = fig_probe_decomposition.compute()
     fig = fig_probe_decomposition.draw(data)
     assert len(_visible_axes(fig)) == 15
-    assert all(len(ax.get_lines()) == 3 for ax in _visible_axes(fig))  # var_total, var_iid, var_offset
+    # var_total, var_iid, var_offset (and the marks of offsets <= 0, where a panel has them)
+    assert all(len([li for li in ax.get_lines() if li.get_label() != fig_probe_decomposition.NOT_POSITIVE]) == 3
+               for ax in _visible_axes(fig))
     sizes = [t.get_fontsize() for t in fig.findobj(lambda a: hasattr(a, "get_fontsize") and
                                                    getattr(a, "get_text", lambda: "")())]
     assert min(sizes) >= _style.MIN_FONT_SIZE
@@ -202,3 +204,26 @@ def test_layers_figure_puts_each_models_layers_side_by_side():
                                         and c.get_offsets().shape[1] == 2 and type(c).__name__ == "PathCollection"]))
         want = np.sort([v for r in data["rows"] for e in r["layers"] for v in e[q]["value"]])
         np.testing.assert_allclose(drawn, want)
+
+
+def test_offsets_at_or_below_zero_are_marked_not_clipped_to_the_axis_floor():
+    """An offset estimate <= 0 is left out of the log-scale line (NaN, not a value Matplotlib clips to the floor)
+    and marked at the panel's bottom edge, with a legend entry saying so."""
+    from varsim.figures import fig_probe_decomposition as fig
+
+    data = fig.compute()
+    bad = [(r, h) for r in data["rows"] for h in r["heads"] if min(v for v in h["var_offset"] if v is not None) <= 0]
+    assert bad, "the committed probes have offsets <= 0; a planted one would do otherwise"
+    f = fig.draw(data)
+    panels = [ax for ax in f.axes if ax.get_visible() and ax.get_title()]
+    for ax, (row, head) in zip(panels, [(r, h) for r in data["rows"] for h in r["heads"]]):
+        offset = np.array([np.nan if v is None else v for v in head["var_offset"]])
+        line = next(li for li in ax.get_lines() if li.get_label().startswith("shared value offset"))
+        y = np.asarray(line.get_ydata(), dtype=float)
+        assert np.all(np.isnan(y[offset <= 0])) and np.all(y[offset > 0] == offset[offset > 0])
+        marks = [li for li in ax.get_lines() if li.get_label() == fig.NOT_POSITIVE]
+        assert len(marks) == int((offset <= 0).any())
+        if marks:
+            np.testing.assert_array_equal(marks[0].get_xdata(), np.array(row["lengths"], dtype=float)[offset <= 0])
+    assert any(t.get_text().startswith("var_offset <= 0") for leg in f.legends for t in leg.get_texts())
+    fig._style.plt.close(f)

@@ -150,3 +150,70 @@ def test_checks_fail_on_a_planted_cycle_and_upward_import(tmp_path, lazy):
     assert set(find_cycle(graph)) == {"varsim.low.a", "varsim.high.b"}
     assert floor_violations(graph, [{"varsim"}, {"varsim.low"}, {"varsim.high"}], part) == [
         "varsim.low.a -> varsim.high.b"]
+
+
+def private_imports(root: Path, exempt=("varsim.nn",)) -> list[str]:
+    """``"a: b._name"`` for every private name (one underscore, not a module) that a public module ``a`` outside
+    ``exempt`` imports from another module ``b``: a helper two modules share is public where it lives. A private
+    module (``_kernels_draws`` reading ``_kernels_rng``'s jitted parts) is part of its package's implementation."""
+    paths = {module_name(p, root): p for p in sorted(root.rglob("*.py"))}
+    bad = []
+    for name, path in paths.items():
+        if any(name == e or name.startswith(e + ".") for e in exempt) or path.stem.startswith("_") and \
+                path.name != "__init__.py":
+            continue
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            base = node.module or ""
+            if node.level:
+                up = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join(up + ([base] if base else []))
+            if not (base == "varsim" or base.startswith("varsim.")) or base == name:
+                continue
+            for alias in node.names:
+                private = alias.name.startswith("_") and not alias.name.startswith("__")
+                if private and f"{base}.{alias.name}" not in paths:
+                    bad.append(f"{name}: {base}.{alias.name}")
+    return bad
+
+
+def registry_subscripts(root: Path) -> list[str]:
+    """``"path:line NAME[...]"`` for every entry read by subscript from a registry (a module-level ``NAME =
+    Registry(...)``) outside ``varsim/_common``: ``NAME.find(name)`` is the one lookup (an unknown name is the
+    registry's one-line error, never a KeyError)."""
+    trees = {p: ast.parse(p.read_text(encoding="utf-8"), str(p)) for p in sorted(root.rglob("*.py"))}
+    registries = {t.id for tree in trees.values() for node in tree.body if isinstance(node, ast.Assign)
+                  and isinstance(node.value, ast.Call) and getattr(node.value.func, "id", None) == "Registry"
+                  for t in node.targets if isinstance(t, ast.Name)}
+    bad = []
+    for path, tree in trees.items():
+        if "_common" in path.relative_to(root).parts:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) and \
+                    getattr(node.value, "id", None) in registries:
+                bad.append(f"{path.relative_to(root.parent)}:{node.lineno} {node.value.id}[...]")
+    return bad
+
+
+def test_no_private_name_crosses_modules_outside_nn():
+    assert private_imports(ROOT) == []
+
+
+def test_registries_are_read_through_find():
+    assert registry_subscripts(ROOT) == []
+
+
+def test_private_and_registry_checks_fail_on_planted_uses(tmp_path):
+    pkg = tmp_path / "varsim"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "sub" / "__init__.py").write_text("")
+    (pkg / "sub" / "_impl.py").write_text("def _helper():\n    pass\n")
+    (pkg / "sub" / "reg.py").write_text("from varsim._common.registry import Registry\nTHINGS = Registry('thing')\n")
+    (pkg / "sub" / "user.py").write_text("from ._impl import _helper\nfrom . import _impl\n"
+                                         "from .reg import THINGS\nx = THINGS['a']\nTHINGS.find('a')\n")
+    assert private_imports(pkg) == ["varsim.sub.user: varsim.sub._impl._helper"]
+    assert registry_subscripts(pkg) == ["varsim/sub/user.py:4 THINGS[...]"]

@@ -6,17 +6,35 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from nn_checks import batch_for, check_model_grads, numeric_grads
-from registry_checks import tasks_read_by
+from registry_checks import (
+    DECODER_TINY,
+    check_positions_grads,
+    check_positions_padding,
+    check_positions_predict,
+    tasks_read_by,
+)
 
 from varsim.nn import Decoder, ModelConfig, build_model
 from varsim.nn.decoder import causal_attention_backward, causal_attention_forward, causal_attention_rows
-from varsim.nn.positions import alibi_bias, position_ids, rope_backward, rope_forward, rope_tables
+from varsim.nn.positions import (
+    POSITIONS,
+    alibi_bias,
+    get_positions,
+    position_ids,
+    rope_backward,
+    rope_forward,
+    rope_tables,
+)
 from varsim.nn.weightmaps import TRAINABLE_MAPS, make_attention
 from varsim.tasks import make_batch
 
-TINY = dict(architecture="decoder", d_model=8, n_heads=2, n_blocks=2, n_classes=4, key_vocab=32, value_vocab=5,
-            d_hidden=6, dtype="float64")
+TINY = DECODER_TINY
 PARAMS = {"logn": {"n0": 2.5}}
+#: the positional encodings, from their registry: all, those acting inside attention (or nowhere: not a learned table
+#: added to the embedding) and those acting inside attention
+ALL_POSITIONS = list(POSITIONS)
+ATTENTION_POSITIONS = [k for k, p in POSITIONS.items() if not p.table]
+RELATIVE_POSITIONS = [k for k, p in POSITIONS.items() if p.rotary or p.bias]
 
 
 def cfg(task="argmax", **kw):
@@ -64,13 +82,14 @@ def _attention_case(name, output, positions, last_only, padded, seed=0):
     spec = make_attention(name, PARAMS.get(name), output)
     theta = None if spec.trained_param is None else np.array([0.8, 1.3])
     start = np.array([0, 2]) if padded else None
-    rope = rope_tables(position_ids(start, t), d // h, np.float64) if positions == "rope" else None
-    kw = dict(start=start, attention=spec, theta=theta, rope=rope, alibi=positions == "alibi", last_only=last_only)
+    enc = get_positions(positions)
+    rope = rope_tables(position_ids(start, t), d // h, np.float64) if enc.rotary else None
+    kw = dict(start=start, attention=spec, theta=theta, rope=rope, alibi=enc.bias, last_only=last_only)
     return x, w, bias, theta, h, kw
 
 
 @pytest.mark.parametrize("name", TRAINABLE_MAPS)
-@pytest.mark.parametrize("positions", ["none", "rope", "alibi"])
+@pytest.mark.parametrize("positions", ATTENTION_POSITIONS)
 @pytest.mark.parametrize("last_only,padded", [(False, False), (True, True), (False, True)])
 def test_causal_attention_gradcheck(name, positions, last_only, padded):
     x, w, bias, theta, h, kw = _attention_case(name, "none", positions, last_only, padded)
@@ -99,7 +118,7 @@ def test_causal_attention_gradcheck_ipr_norm():
         np.testing.assert_allclose(g, n_, rtol=1e-5, atol=1e-7)
 
 
-@pytest.mark.parametrize("positions", ["none", "rope", "alibi"])
+@pytest.mark.parametrize("positions", ATTENTION_POSITIONS)
 def test_causal_attention_is_causal(positions):
     """Row i does not change when a later token changes; the last row does."""
     x, w, bias, _, h, kw = _attention_case("softmax", "none", positions, False, False)
@@ -112,7 +131,7 @@ def test_causal_attention_is_causal(positions):
 
 
 @pytest.mark.parametrize("name", TRAINABLE_MAPS)
-@pytest.mark.parametrize("positions", ["rope", "alibi"])
+@pytest.mark.parametrize("positions", RELATIVE_POSITIONS)
 def test_attention_rows_match_the_training_path(name, positions):
     x, w, bias, theta, h, kw = _attention_case(name, "none", positions, False, True)
     full = causal_attention_forward(x, w, bias, h, **kw)[0]
@@ -127,11 +146,11 @@ def test_attention_rows_match_the_training_path(name, positions):
 # The whole model
 
 
-@pytest.mark.parametrize("positions", ["none", "learned", "rope", "alibi"])
+@pytest.mark.parametrize("positions", ALL_POSITIONS)
 @pytest.mark.parametrize("pre_ln", [True, False])
 @pytest.mark.parametrize("task", tasks_read_by("decoder"))
 def test_model_gradcheck_positions(positions, pre_ln, task):
-    check_model_grads(cfg(task, positions=positions, pre_ln=pre_ln, max_positions=16), n=(2, 5))
+    check_positions_grads(positions, task, pre_ln)
 
 
 @pytest.mark.parametrize("name", TRAINABLE_MAPS)
@@ -161,35 +180,15 @@ def test_tied_head_reads_the_output_one_hot_rows():
     np.testing.assert_array_equal(m._head_weight(), m.params["embed.w"][5:10].T)
 
 
-@pytest.mark.parametrize("positions", ["none", "learned", "rope", "alibi"])
+@pytest.mark.parametrize("positions", ALL_POSITIONS)
 @pytest.mark.parametrize("task", ["argmax", "recall"])
 def test_left_padding_gives_the_logits_of_the_example_alone(positions, task):
-    c = cfg(task, positions=positions, max_positions=32)
-    m = Decoder(c, seed=1)
-    batch = make_batch(task, 6, (2, 7), np.random.default_rng(3), **c.vocab)
-    assert not batch["mask"].all()
-    logits = m.forward(batch)[0]
-    for i in range(6):
-        n = int(batch["mask"][i].sum())
-        alone = {k: (np.asarray(v)[i:i + 1, :n] if np.ndim(v) == 2 else np.asarray(v)[i:i + 1])
-                 for k, v in batch.items()}
-        np.testing.assert_allclose(m.forward(alone)[0][0], logits[i], rtol=1e-10, atol=1e-12)
+    check_positions_padding(positions, task)
 
 
-@pytest.mark.parametrize("positions", ["none", "learned", "rope", "alibi"])
+@pytest.mark.parametrize("positions", ALL_POSITIONS)
 def test_predict_and_analysis_match_the_training_path(positions):
-    c = cfg("dictionary", positions=positions, pre_ln=True, max_positions=64)
-    m = Decoder(c, seed=2)
-    batch = make_batch("dictionary", 9, (2, 20), np.random.default_rng(4), **c.vocab)
-    logits = m.forward(batch)[0]
-    np.testing.assert_array_equal(m.predict(batch), np.argmax(logits, axis=1))
-    an = m.analysis(batch)
-    np.testing.assert_allclose(an["logits"], logits, rtol=1e-10, atol=1e-12)
-    w = an["block1.attn_weights"]
-    assert w.shape == (9, 2, 20)
-    np.testing.assert_allclose(w.sum(axis=-1) < 1.0, True)  # the query token keeps some weight on itself
-    pad = ~batch["mask"][:, ::-1]  # left padding: padded items come first
-    assert np.all(w[np.broadcast_to(pad[:, None], w.shape)] == 0.0)
+    check_positions_predict(positions)
 
 
 def test_positions_tell_order_apart_and_nope_does_not_see_a_swap_of_equal_distance():
@@ -197,7 +196,8 @@ def test_positions_tell_order_apart_and_nope_does_not_see_a_swap_of_equal_distan
     when the query attends to both only through a permutation-invariant sum (one block, NoPE)."""
     batch = make_batch("argmax", 4, 6, np.random.default_rng(0), n_classes=4)
     swapped = {k: (v[:, [1, 0, 2, 3, 4, 5]] if np.ndim(v) == 2 else v) for k, v in batch.items()}
-    for positions, same in (("none", True), ("learned", False), ("rope", False), ("alibi", False)):
+    for positions, enc in POSITIONS.items():
+        same = not (enc.table or enc.rotary or enc.bias)
         m = Decoder(cfg("argmax", n_blocks=1, positions=positions, max_positions=16), seed=0)
         diff = np.abs(m.forward(batch)[0] - m.forward(swapped)[0]).max()
         assert (diff < 1e-12) == same, (positions, diff)

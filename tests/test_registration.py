@@ -17,9 +17,13 @@ from registry_checks import (
     check_figure_module,
     check_figure_replot,
     check_figure_written,
+    check_positions_grads,
+    check_positions_padding,
+    check_positions_predict,
     check_task_batches,
     check_task_in_cli,
     check_task_models,
+    check_variant_colours_in_figure,
     check_variant_declared,
     check_variant_in_figure,
     check_variant_kernel,
@@ -28,6 +32,7 @@ from registry_checks import (
 
 import varsim.figures as figures
 from varsim import variants as VR
+from varsim.nn.positions import POSITIONS, PositionEncoding, register_positions
 from varsim.tasks import TASK_REGISTRY, register_task
 from varsim.tasks.argmax import ArgmaxRetrieval
 
@@ -91,6 +96,87 @@ def half_softmax():
     del VR.VARIANTS[variant.name]
 
 
+def _toy_source_module() -> types.ModuleType:
+    """A figure data source declared beside its class: its option (and so its flag) and its gallery section."""
+    from varsim.figures.source_spec import SourceOption
+
+    class ToySource:
+        OPTIONS = (SourceOption("toy_results", "draw the toy figures from this JSON file", metavar="FILE"),)
+        GALLERY = "Toy grid"
+
+        def __init__(self, path=None):
+            self.path, self.available = path, path is not None
+
+        @classmethod
+        def from_options(cls, options):
+            return cls(options["toy_results"])
+
+        def prepare(self, names, *, explicit, replot, outdir):
+            if not self.available and names and not explicit:
+                return list(names), "no toy results (draw them with --toy-results FILE)"
+            if not self.available and names and not replot:
+                raise ValueError("toy_results: name a file")
+            return [], ""
+
+        def load(self):
+            from varsim._common.jsonio import read_json
+
+            return read_json(self.path, what="toy_results")
+
+    module = types.ModuleType("varsim_test_toy_source")
+    module.ToySource = ToySource
+    return module
+
+
+def _toy_figure_module(name: str) -> types.ModuleType:
+    """A figure drawing the toy source's numbers."""
+
+    def compute(quick=False, seed=0, *, progress=False, source=None):
+        values = source.load()["values"]
+        return {"name": name, "quick": bool(quick), "values": values, "footer": "toy results"}
+
+    def draw(data, ax=None, *, style=None, footer=False):
+        from varsim.figures import _style
+
+        with _style.style(style):
+            fig, grid = _style.subplots(1, 1, ax=ax, style=style)
+            grid[0][0].plot(data["values"], marker="o")
+            return _style.finish(fig, data, footer=footer)
+
+    module = types.ModuleType(f"varsim_test_{name}")
+    module.NAME, module.SOURCE, module.compute, module.draw = name, "toy_source", compute, draw
+    module.main = figures.figure_main(name)
+    return module
+
+
+@pytest.fixture
+def toy_grid(monkeypatch):
+    """A grid kind (refining the paper grid, claiming settings with ``toy``) naming its figure source, the source
+    (one entry of SOURCES) and a figure drawing it (one entry of FIGURES)."""
+    from varsim.experiments import aggregation
+    from varsim.experiments.grid_kind import GridKind
+
+    source, fig = _toy_source_module(), _toy_figure_module("fig_toy_test")
+    kind = GridKind("toy_kind", "toy grid", claims=lambda st: bool(st.get("toy")), summarize=lambda *a, **k: {},
+                    summary_format="toy/1", table=lambda summary, title: title, refines="reproduction",
+                    figure_source="toy_source")
+    for mod in (source, fig):
+        monkeypatch.setitem(sys.modules, mod.__name__, mod)
+    monkeypatch.setitem(figures.SOURCES, "toy_source", (source.__name__, "ToySource"))
+    monkeypatch.setitem(figures.FIGURES, fig.NAME, fig.__name__)
+    monkeypatch.setitem(aggregation.GRID_KINDS, kind.name, kind)
+    return kind, fig.NAME
+
+
+@pytest.fixture
+def rope_alibi():
+    """RoPE and ALiBi together: a new encoding made of the flags the decoder reads (rotary, bias)."""
+    enc = register_positions(PositionEncoding("rope_alibi_test", "RoPE on q, k and ALiBi on the logits",
+                                              rotary=True, bias=True))
+    yield enc.name
+    del POSITIONS[enc.name]
+
+
 @pytest.fixture
 def argmin_task():
     task = register_task(ArgminRetrieval())
@@ -115,6 +201,45 @@ def test_a_registered_weight_map_passes_the_generic_checks(half_softmax):
     check_variant_in_figure(half_softmax)
 
 
+def test_a_registered_weight_map_gets_a_colour_of_its_own(half_softmax):
+    """Every map, the new one included, keeps its registry colour in fig_variants_ipr, and no panel repeats one."""
+    check_variant_colours_in_figure()
+
+
+def test_a_registered_positional_encoding_is_gradient_checked(rope_alibi):
+    """The decoder's gradients, padding and evaluation path with an encoding no test names."""
+    for pre_ln in (True, False):
+        check_positions_grads(rope_alibi, "argmax", pre_ln)
+    check_positions_padding(rope_alibi)
+    check_positions_predict(rope_alibi)
+
+
+def test_a_registered_grid_kind_with_figures_reaches_the_engine_the_command_and_the_gallery(toy_grid, tmp_path,
+                                                                                          capsys):
+    """A grid kind names its figure source; the source's option is a keyword of make, a flag of `varsim figures`
+    and its class's gallery section is the docs' — from their registry entries, no hand-kept list edited."""
+    import json
+
+    from varsim.cli import main as cli
+    from varsim.experiments.aggregation import kind_of
+    from varsim.figures import gallery_groups, source_options
+
+    kind, name = toy_grid
+    assert kind_of({"toy": True}) is kind and kind.figure_source in figures.SOURCES
+    assert "toy_results" in [o.name for o in source_options()]
+    assert ("Toy grid", "toy_source") in gallery_groups()
+    data = tmp_path / "toy.json"
+    data.write_text(json.dumps({"values": [3.0, 1.0, 2.0]}))
+    written = figures.make([name], outdir=tmp_path / "a", toy_results=str(data), progress=False)
+    assert json.loads(written[name][0].read_text())["values"] == [3.0, 1.0, 2.0]
+    assert cli(["figures", "--only", name, "--toy-results", str(data), "--outdir", str(tmp_path / "b"),
+                "--no-progress"]) == 0
+    assert (tmp_path / "b" / f"{name}.png").is_file()
+    with pytest.raises(ValueError, match="toy_resultz: no data source takes this option"):
+        figures.make([name], outdir=tmp_path / "c", toy_resultz=str(data))
+    capsys.readouterr()
+
+
 def test_a_registered_task_passes_the_generic_checks(argmin_task):
     check_task_batches(argmin_task)
     check_task_in_cli(argmin_task)
@@ -132,4 +257,5 @@ def test_a_registered_figure_passes_the_generic_checks(demo_figure, tmp_path):
 def test_the_registries_are_left_as_found():
     """Runs after the tests above (file order): nothing they registered is left behind."""
     assert "half_softmax_test" not in VR.VARIANTS and "argmin_test" not in TASK_REGISTRY
-    assert "fig_registration_test" not in figures.FIGURES
+    assert "fig_registration_test" not in figures.FIGURES and "rope_alibi_test" not in POSITIONS
+    assert "toy_source" not in figures.SOURCES and "fig_toy_test" not in figures.FIGURES

@@ -369,7 +369,9 @@ class Variant:
     (``varsim.nn.weightmaps``); the others are inference-only, applied to trained softmax models (REMEDIES 4).
     ``sparse``: the map gives exact zeros. ``label``: its legend label at its default parameters (a ``logit_scale``
     parameter at the logits' beta; Matplotlib mathtext), ``family``: one of :data:`FAMILIES` (a scaled softmax is
-    ``"rescaled softmax"``), ``marker``: its Matplotlib marker, unique in the registry (:func:`register_variant`).
+    ``"rescaled softmax"``), ``marker``: its Matplotlib marker, unique in the registry (:func:`register_variant`),
+    ``color``: its colour in every figure, unique in the registry; empty: one given out by
+    :func:`varsim.figures.series.assign` (distinct from every registered map's).
     """
 
     name: str
@@ -386,6 +388,7 @@ class Variant:
     label: str = ""
     family: str = ""
     marker: str = ""
+    color: str = ""
 
     def __post_init__(self):
         if not (self.label and self.marker) or self.family not in FAMILIES:
@@ -463,39 +466,45 @@ VARIANTS = Registry("attention", kind=Variant)
 
 
 def register_variant(variant: Variant) -> Variant:
-    """Add ``variant`` to :data:`VARIANTS`; a name or a marker already registered raises ``ValueError``."""
-    taken = {v.marker: k for k, v in VARIANTS.items()}
-    if isinstance(variant, Variant) and variant.marker in taken:
-        raise ValueError(f"attention {variant.name!r}: marker {variant.marker!r} is already {taken[variant.marker]}'s")
+    """Add ``variant`` to :data:`VARIANTS`; a name, a marker or a colour already registered raises ``ValueError``."""
+    for key in ("marker", "color"):
+        taken = {getattr(v, key): k for k, v in VARIANTS.items() if getattr(v, key)}
+        mine = getattr(variant, key, "")
+        if isinstance(variant, Variant) and mine in taken:
+            raise ValueError(f"attention {variant.name!r}: {key} {mine!r} is already {taken[mine]}'s")
     return VARIANTS.add(variant)
 
 
 for _variant in (
     Variant("softmax", "softmax(z)", (), True, _w_scaled(_factor_softmax), theory="exact_ipr",
             kernel="scaled_softmax", trainable=True, beta_factor_fn=_factor_softmax, label="softmax",
-            family=_RESCALED, marker="o"),
+            family=_RESCALED, marker="o", color="#0072B2"),
     Variant("ssmax", "softmax(s ln(N) z) (scalable softmax)", (_S,), True, _w_scaled(_factor_ssmax),
             theory="exact_ipr", kernel="scaled_softmax", trainable=True, beta_factor_fn=_factor_ssmax,
-            label=r"ssmax ($s = 1/\ln 16$)", family=_RESCALED, marker="s"),
+            label=r"ssmax ($s = 1/\ln 16$)", family=_RESCALED, marker="s", color="#D55E00"),
     Variant("logn", "softmax(ln(N)/ln(N0) z), factor clamped to >= 1 when clamp", (_N0, _CLAMP), True,
             _w_scaled(_factor_logn), theory="exact_ipr", kernel="scaled_softmax", trainable=True,
-            beta_factor_fn=_factor_logn, label=r"logn ($N_0 = 16$, clamped)", family=_RESCALED, marker="^"),
+            beta_factor_fn=_factor_logn, label=r"logn ($N_0 = 16$, clamped)",
+            family=_RESCALED, marker="^", color="#009E73"),
     Variant("critical", "softmax(c sqrt(2 ln N) z / beta0) (REM scaling)", (_C, _BETA0), True,
             _w_scaled(_factor_critical), theory="exact_ipr", kernel="scaled_softmax", trainable=False,
             beta_factor_fn=_factor_critical, label=r"critical ($c = 1$, $\beta_0 = \beta$)", family=_RESCALED,
-            marker="D"),
+            marker="D", color="#CC79A7"),
     Variant("adaptive_temperature", "softmax(b(H) z), b from the entropy H of softmax(z)", (), True, _w_adaptive,
             theory="none", kernel="adaptive_temperature", trainable=False, label="adaptive temperature",
-            family=_RESCALED, marker="v"),
+            family=_RESCALED, marker="v", color="#999933"),
     Variant("topk", "softmax over the k largest logits", (_K,), True, _w_topk, theory="bound", kernel="topk",
             trainable=False, kernel_params=("k",), sparse=True, label=rf"top-$k$ ($k = {_K.default}$)",
-            family=_OTHER, marker="P"),
+            family=_OTHER, marker="P", color="#56B4E9"),
     Variant("entmax15", "1.5-entmax: [z/2 - t]_+^2, sum 1", (), True, _w_entmax15, theory="none",
-            kernel="entmax15", trainable=True, sparse=True, label="1.5-entmax", family=_OTHER, marker="X"),
+            kernel="entmax15", trainable=True, sparse=True, label="1.5-entmax",
+            family=_OTHER, marker="X", color="#000000"),
     Variant("sparsemax", "sparsemax: [z - t]_+, sum 1", (), True, _w_sparsemax, theory="none",
-            kernel="sparsemax", trainable=True, sparse=True, label="sparsemax", family=_OTHER, marker="*"),
+            kernel="sparsemax", trainable=True, sparse=True, label="sparsemax",
+            family=_OTHER, marker="*", color="#7F7F7F"),
     Variant("sigmoid", "sigmoid(z - ln N), not normalized", (), False, _w_sigmoid, theory="sigmoid_moments",
-            kernel="sigmoid", trainable=True, label=r"sigmoid ($z - \ln N$)", family=_OTHER, marker="h"),
+            kernel="sigmoid", trainable=True, label=r"sigmoid ($z - \ln N$)",
+            family=_OTHER, marker="h", color="#8C564B"),
     Variant("permuted_softmax", "softmax(z) computed over a fixed permutation of the keys (negative control)", (),
             True, _w_permuted_softmax, theory="exact_ipr", kernel="scaled_softmax", trainable=True,
             beta_factor_fn=_factor_softmax, label="permuted softmax", family=_RESCALED, marker="p"),

@@ -11,6 +11,7 @@ and exit status 1. Anything else (a programming error) keeps its traceback.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import sys
 
@@ -59,7 +60,11 @@ def main(argv=None) -> int:
         return 2
     module = sys.modules[COMMANDS[args.command][0]]
     try:
-        return int(module.run(args) or 0)
+        with _sigterm_raises():
+            return int(module.run(args) or 0)
+    except Terminated:
+        print(f"varsim {args.command}: terminated", file=sys.stderr)
+        return 128 + 15
     except ValueError as exc:
         print(f"varsim {args.command}: error: {exc}", file=sys.stderr)
         return 2
@@ -71,6 +76,32 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print(f"varsim {args.command}: interrupted", file=sys.stderr)
         return 130
+
+
+class Terminated(BaseException):
+    """SIGTERM during a command: raised in the main thread, so every ``finally`` and worker pool shuts down as on
+    Ctrl-C (a pool killed with its parent leaks its semaphores: Python's resource tracker warns about them)."""
+
+
+@contextlib.contextmanager
+def _sigterm_raises():
+    """While the command runs, SIGTERM raises :class:`Terminated` (in the main thread; elsewhere nothing changes);
+    the previous handler is restored after."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def raise_terminated(signum, frame):
+        raise Terminated()
+
+    previous = signal.signal(signal.SIGTERM, raise_terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _os_error_text(exc: OSError) -> str:

@@ -166,7 +166,7 @@ def _dest(variant: str, param: str) -> str:
 def _variants(names=None) -> dict:
     from varsim.variants import VARIANTS
 
-    return dict(VARIANTS) if names is None else {k: VARIANTS[k] for k in names}
+    return dict(VARIANTS) if names is None else {k: VARIANTS.find(k) for k in names}
 
 
 def add_attention_flag(group, *, default, default_help: str, multi: bool = False, names=None,

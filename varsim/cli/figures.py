@@ -1,11 +1,11 @@
 """``varsim figures``: regenerate every figure (PNG + PDF) with the installed ``varsim.figures`` package.
 
 The figure code and the compact records of the last full reproduction ship with the package, so this works the same
-from a wheel as from a checkout. Options are those of :func:`varsim.figures.register`, plus the figure
-parameters and style of :func:`varsim.figures.custom.make_custom` (``--only NAME --param tau=0.8 --beta 0.5 1 2
---style column``): ``--param NAME=VALUE`` sets any parameter the figure declares (:mod:`varsim.figures.params`;
-``--param list`` prints them), and ``--beta``, ``--d-k``, ``--n-max``, ``--sequences``, ``--target-rse`` are
-shortcuts for the parameters most figures share.
+from a wheel as from a checkout. Options are those of :func:`varsim.figures.register` (each data source's from its
+registry entry), plus the figure parameters and style that :func:`varsim.figures.make` takes (``--only NAME
+--param tau=0.8 --beta 0.5 1 2 --style column``): ``--param NAME=VALUE`` sets any parameter the figure declares
+(:mod:`varsim.figures.params`; ``--param list`` prints them), and ``--beta``, ``--d-k``, ``--n-max``,
+``--sequences``, ``--target-rse`` are shortcuts for the parameters most figures share.
 """
 
 from __future__ import annotations
@@ -71,15 +71,15 @@ def run(args: argparse.Namespace) -> int:
     if args.jobs not in (None, 1):
         raise ValueError("jobs: --jobs draws the figures as they are; with figure parameters, --style or --footer "
                          "they are drawn one after the other (leave --jobs out)")
-    from varsim.figures import DEFAULT_OUTDIR
-    from varsim.figures.custom import make_custom
+    if not args.only:
+        raise ValueError("only: name the figures to draw with parameters or a style (--only NAME ...)")
+    from varsim.figures import DEFAULT_OUTDIR, make, source_args
 
-    sources = {"results": args.results, "rerun": args.rerun, "probe_results": args.probe_results,
-               "remedies_results": args.remedies_results, "decoder_results": args.decoder_results}
-    written = make_custom(args.only, outdir=DEFAULT_OUTDIR if args.outdir is None else args.outdir, params=params,
-                          texts=texts, style=args.style, footer=args.footer, quick=args.quick, seed=args.seed,
-                          progress=bool(args.progress), replot=args.replot, sources=sources,
-                          flags={key: "--" + opt.replace("_", "-") for opt, key in _PARAMS.items()})
+    written = make(args.only, outdir=DEFAULT_OUTDIR if args.outdir is None else args.outdir, params=params,
+                   texts=texts, style=args.style, footer=args.footer, quick=args.quick, seed=args.seed,
+                   progress=bool(args.progress), replot=args.replot, max_work=args.max_work,
+                   **source_args(args),
+                   flags={key: "--" + opt.replace("_", "-") for opt, key in _PARAMS.items()})
     for paths in written.values():
         for path in paths:
             print(path)

@@ -156,9 +156,9 @@ def run(args) -> int:
         return _in_child(args, _kernel_env(args, kind))
     _check_expected_kernel()
     if kind == "directory":
-        from varsim.cli.reproduce import _recheck
+        from varsim.cli.reproduce import run_recheck
 
-        return _recheck(args.grid, args.run_ids, as_json=args.json)
+        return run_recheck(args.grid, args.run_ids, as_json=args.json)
     from varsim.experiments.committed import committed_settings, recheck_committed, run_spec
 
     settings = committed_settings(args.grid)

@@ -103,7 +103,7 @@ def _aggregate_only(outdir: str, *, allow_incomplete: bool) -> int:
     return 0
 
 
-def _recheck(outdir: str, run_ids: list, *, as_json: bool) -> int:
+def run_recheck(outdir: str, run_ids: list, *, as_json: bool) -> int:
     from pathlib import Path
 
     from varsim.experiments.recheck import recheck_runs
@@ -160,7 +160,7 @@ def run(args) -> int:
     if args.aggregate_only:
         return _aggregate_only(args.outdir, allow_incomplete=args.allow_incomplete)
     if args.recheck:
-        return _recheck(args.outdir, args.recheck, as_json=args.json)
+        return run_recheck(args.outdir, args.recheck, as_json=args.json)
     report = run_reproduction(
         args.outdir,
         quick=args.quick,

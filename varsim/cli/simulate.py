@@ -194,7 +194,7 @@ def format_table(record: dict) -> str:
     from varsim.variants import VARIANTS
 
     attention = cfg.get("attention", "softmax")
-    names = VARIANTS[attention].param_names if attention in VARIANTS else ()
+    names = VARIANTS.find(attention).param_names if attention in VARIANTS else ()
     attn = " ".join([f"attention={attention}"] + [f"{p}={cfg[p]}" for p in names if p in cfg])
     out = [
         f"{attn} d_k={cfg.get('d_k')} d_v={cfg.get('d_v')} tau={cfg.get('tau')} query={cfg.get('query')}"

@@ -54,7 +54,7 @@ from __future__ import annotations
 from varsim.experiments.grid_kind import GridKind
 from varsim.experiments.remedies_summary import REMEDIES_SUMMARY_FORMAT, summarize_remedies
 from varsim.experiments.remedies_table import render_variant_table
-from varsim.experiments.settings import GRID_ARCHITECTURES, REPLICATE_KEY, ReproductionSettings, _pow2
+from varsim.experiments.settings import GRID_ARCHITECTURES, REPLICATE_KEY, ReproductionSettings, pow2_range
 from varsim.experiments.variant_axis import has_variant_axis
 
 __all__ = ["TRAINED_ATTENTIONS", "POSITIONS", "NORMS", "VARIANTS", "NEGATIVE_CONTROLS", "PRIMARY",
@@ -111,13 +111,13 @@ def decoder_settings(*, quick: bool = False, seeds: int | None = None, root_seed
     if quick:
         base.update(seeds=2 if seeds is None else seeds, model={**_MODEL, "d_model": 16, "n_heads": 2, "d_hidden": 32},
                     train={**train, "steps": 60, "batch_size": 16, "checkpoint_every": 30, "log_every": 30},
-                    eval_lengths=_pow2(4, 6), eval_examples=32, id_examples=32, eval_batch_size=32,
-                    probe_lengths=_pow2(4, 6), probe_sets=16, hist_lengths=(16,),
+                    eval_lengths=pow2_range(4, 6), eval_examples=32, id_examples=32, eval_batch_size=32,
+                    probe_lengths=pow2_range(4, 6), probe_sets=16, hist_lengths=(16,),
                     primary={**PRIMARY, "length": 64})
     else:
         base.update(seeds=6 if seeds is None else seeds, model=dict(_MODEL), train=train,
-                    eval_lengths=_pow2(4, 10), eval_examples=512, id_examples=2048, eval_batch_size=64,
-                    probe_lengths=_pow2(4, 10), probe_sets=128, hist_lengths=(16, 256, 1024), primary=PRIMARY)
+                    eval_lengths=pow2_range(4, 10), eval_examples=512, id_examples=2048, eval_batch_size=64,
+                    probe_lengths=pow2_range(4, 10), probe_sets=128, hist_lengths=(16, 256, 1024), primary=PRIMARY)
     base.update(changes)
     return ReproductionSettings.from_dict(base)
 
@@ -143,5 +143,5 @@ def is_decoder_grid(settings: dict) -> bool:
 #: the variant grids of causal decoders: the remedies grid's summary and table under their own title
 DECODER_KIND = GridKind(
     name="decoder", claims=is_decoder_grid, refines="remedies", summarize=summarize_remedies,
-    summary_format=REMEDIES_SUMMARY_FORMAT, table=render_variant_table,
+    summary_format=REMEDIES_SUMMARY_FORMAT, table=render_variant_table, figure_source="decoder",
     title="varsim decoder: does the set model's picture hold in a causal decoder with positions?")

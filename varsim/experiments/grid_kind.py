@@ -3,9 +3,10 @@
 A kind is a :class:`GridKind` defined in the module of its grid (the paper reproduction in
 :mod:`~varsim.experiments.reproduction_summary`, the remedies grid in :mod:`~varsim.experiments.remedies`, the decoder
 grid in :mod:`~varsim.experiments.decoder_grid`) and registered in
-:data:`varsim.experiments.aggregation.GRID_KINDS`; its figure source is registered under the same name in
-:data:`varsim.figures.SOURCES`. The fields a kind adds to the settings are validated where they are declared (the
-variant axis: :mod:`~varsim.experiments.variant_axis`). A new kind is a module and one line in ``GRID_KINDS``.
+:data:`varsim.experiments.aggregation.GRID_KINDS`; it names the figure source that draws its summaries
+(``figure_source``, a key of :data:`varsim.figures.SOURCES`). The fields a kind adds to the settings are validated
+where they are declared (the variant axis: :mod:`~varsim.experiments.variant_axis`). A new kind is a module and one
+line in ``GRID_KINDS``.
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ class GridKind:
     ``refines``: the name of a kind whose grids this one narrows (where both claim a grid, this one owns it);
     ``summarize(outdir, res, *, confidence)``: the summary of a results directory (``res`` from
     :func:`varsim.experiments.records.load_results`), of format ``summary_format``; ``table(summary, title)``: its
-    Markdown report, headed ``title``."""
+    Markdown report, headed ``title``; ``figure_source``: the key of :data:`varsim.figures.SOURCES` whose figures
+    draw its summaries (None: no figures)."""
 
     name: str
     title: str
@@ -33,6 +35,7 @@ class GridKind:
     summary_format: str
     table: Callable[[dict, str], str]
     refines: str | None = None
+    figure_source: str | None = None
 
     def render(self, summary: dict) -> str:
         """The Markdown report (``table.md``) of ``summary``."""

@@ -71,12 +71,12 @@ def train_runs(outdir, encodings=ENCODINGS, attentions=("softmax",), seeds=None)
     import time
 
     from varsim._common.blas import limit_blas_threads
-    from varsim.experiments.worker import _train
+    from varsim.experiments.worker import train_spec
 
     limit_blas_threads(1)
     for spec in subset_specs(encodings, attentions, seeds):
         t, c = time.perf_counter(), time.process_time()
-        _, summary, _, _ = _train(spec, Path(outdir) / spec["run_id"])
+        _, summary, _, _ = train_spec(spec, Path(outdir) / spec["run_id"])
         print(spec["run_id"], summary["status"], f"wall {time.perf_counter() - t:.1f} s cpu "
               f"{time.process_time() - c:.1f} s", flush=True)
 

@@ -43,7 +43,7 @@ import math
 from varsim.experiments.grid_kind import GridKind
 from varsim.experiments.remedies_summary import REMEDIES_SUMMARY_FORMAT, summarize_remedies
 from varsim.experiments.remedies_table import render_variant_table
-from varsim.experiments.settings import REPLICATE_KEY, ReproductionSettings, _pow2
+from varsim.experiments.settings import REPLICATE_KEY, ReproductionSettings, pow2_range
 from varsim.experiments.variant_axis import has_variant_axis
 
 __all__ = ["TRAINED_ATTENTIONS", "INFERENCE_ATTENTIONS", "RECIPES", "KEY_ENCODINGS", "REMEDIES",
@@ -105,7 +105,8 @@ def remedies_settings(*, quick: bool = False, seeds: int | None = None, root_see
     if quick:
         base = ReproductionSettings.quick().to_dict()
         base.update(seeds=2 if seeds is None else seeds, root_seed=root_seed, norms=["none"],
-                    eval_lengths=_pow2(4, 5), eval_long={"lengths": [64], "examples": 32}, probe_lengths=_pow2(4, 6),
+                    eval_lengths=pow2_range(4, 5), eval_long={"lengths": [64], "examples": 32},
+                    probe_lengths=pow2_range(4, 6),
                     hist_lengths=(16,), eval_examples=64, id_examples=64, probe_sets=16,
                     attentions=TRAINED_ATTENTIONS, inference_attentions=INFERENCE_ATTENTIONS, depths=(1,),
                     recipes={"cosine_lr3e3": RECIPES["cosine_lr3e3"], "constant_lr3e3": RECIPES["constant_lr3e3"]},
@@ -115,8 +116,9 @@ def remedies_settings(*, quick: bool = False, seeds: int | None = None, root_see
     else:
         base = ReproductionSettings.full().to_dict()
         base.update(seeds=6 if seeds is None else seeds, root_seed=root_seed, architectures=["residual"],
-                    norms=["none"], eval_lengths=_pow2(4, 10), eval_long={"lengths": _pow2(11, 14), "examples": 256},
-                    probe_lengths=_pow2(4, 10), hist_lengths=(16, 256), eval_examples=512, probe_sets=128,
+                    norms=["none"], eval_lengths=pow2_range(4, 10),
+                    eval_long={"lengths": pow2_range(11, 14), "examples": 256},
+                    probe_lengths=pow2_range(4, 10), hist_lengths=(16, 256), eval_examples=512, probe_sets=128,
                     attentions=TRAINED_ATTENTIONS, inference_attentions=INFERENCE_ATTENTIONS, depths=(1,),
                     recipes=RECIPES, key_encodings=KEY_ENCODINGS, primary=PRIMARY)
         base["train"] = {**{k: v for k, v in base["train"].items() if k != "lr"}, **fixed_train}
@@ -135,5 +137,5 @@ def remedies_settings(*, quick: bool = False, seeds: int | None = None, root_see
 #: differences against softmax (:mod:`varsim.experiments.remedies_summary`) and their table
 REMEDIES_KIND = GridKind(
     name="remedies", claims=has_variant_axis, summarize=summarize_remedies, summary_format=REMEDIES_SUMMARY_FORMAT,
-    table=render_variant_table,
+    table=render_variant_table, figure_source="remedies",
     title="varsim remedies: which attention variant repairs length generalization, under which recipe?")

@@ -197,4 +197,5 @@ def render_table(summary: dict, title: str = TITLE) -> str:
 
 #: the paper grid: every grid without the variant axis
 REPRODUCTION = GridKind(name="reproduction", title=TITLE, claims=lambda st: not has_variant_axis(st),
-                        summarize=summarize_reproduction, summary_format=SUMMARY_FORMAT, table=render_table)
+                        summarize=summarize_reproduction, summary_format=SUMMARY_FORMAT, table=render_table,
+                        figure_source="reproduction")

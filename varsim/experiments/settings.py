@@ -25,7 +25,7 @@ from varsim.tasks import TASK_REGISTRY
 
 __all__ = ["ReproductionSettings", "GRID_ARCHITECTURES", "DEFAULT_NORMS", "BASELINE_NORM", "BASELINE_ATTENTION",
            "REMEDY_FIELDS", "GROUP_KEYS", "REPLICATE_KEY", "Cell", "run_id",
-           "job_specs", "selection_specs", "cells"]
+           "job_specs", "selection_specs", "cells", "pow2_range"]
 
 #: the grid's architecture labels (not the model registry ``varsim.nn.architectures.ARCHITECTURES``) -> the
 #: :class:`varsim.nn.model.ModelConfig` fields each sets (its ``architecture``,
@@ -48,7 +48,7 @@ _SEED_KEYS = {"init": 0, "data": 1, "eval": 2, "in_distribution": 3, "probe": 4,
               "init_replicate": 6, "data_replicate": 7}
 
 
-def _pow2(lo: int, hi: int) -> tuple[int, ...]:
+def pow2_range(lo: int, hi: int) -> tuple[int, ...]:
     return tuple(2**k for k in range(lo, hi + 1))
 
 
@@ -69,12 +69,12 @@ class ReproductionSettings:
     root_seed: int = 0
     model: dict = dataclasses.field(default_factory=dict)
     train: dict = dataclasses.field(default_factory=dict)
-    eval_lengths: tuple = _pow2(4, 14)
+    eval_lengths: tuple = pow2_range(4, 14)
     eval_examples: int = 1024
     eval_batch_size: int = 64
     id_examples: int = 2048
     learned_threshold: float = 0.9
-    probe_lengths: tuple = _pow2(4, 14)
+    probe_lengths: tuple = pow2_range(4, 14)
     probe_sets: int = 256
     hist_lengths: tuple = (16, 256, 4096)
     probe_max_items: int = 1 << 18
@@ -177,10 +177,10 @@ class ReproductionSettings:
             model={"d_model": 16, "n_heads": 2, "d_hidden": 32},
             train={"lr": 3e-3, "steps": 400, "batch_size": 32, "train_max": 16, "checkpoint_every": 200,
                    "keep_checkpoints": 1, "log_every": 50},
-            eval_lengths=_pow2(4, 8),
+            eval_lengths=pow2_range(4, 8),
             eval_examples=128,
             id_examples=256,
-            probe_lengths=_pow2(4, 8),
+            probe_lengths=pow2_range(4, 8),
             probe_sets=64,
             hist_lengths=(16, 256),
         )
@@ -278,7 +278,7 @@ GROUP_KEYS = tuple(f for f in Cell._fields if f != "attention")
 
 def _encodings(settings: ReproductionSettings, task: str) -> tuple:
     """The key encodings a task runs with: ``key_encodings`` for a task with keys, else ``(None,)``."""
-    if settings.key_encodings and TASK_REGISTRY[task].key_fields:
+    if settings.key_encodings and TASK_REGISTRY.find(task).key_fields:
         return settings.key_encodings
     return (None,)
 

@@ -78,7 +78,7 @@ def _check_inference(s, set_) -> None:
                              f"got {ov!r}")
         if label in s.attentions:
             raise ValueError(f"inference_attentions label {label!r} is also a trained attention label")
-        if ov["attention"] in CONTROLS and CONTROLS[ov["attention"]].weight_map is None:
+        if ov["attention"] in CONTROLS and CONTROLS.find(ov["attention"]).weight_map is None:
             if ov.get("params"):
                 raise ValueError(f"inference_attentions[{label!r}]: the control {ov['attention']!r} takes no "
                                  "parameters")

@@ -14,7 +14,7 @@ from pathlib import Path
 from varsim._common.jsonio import jsonable
 from varsim.experiments.records import RUN_FORMAT, SELECT_FORMAT
 
-__all__ = ["run_job"]
+__all__ = ["run_job", "train_spec"]
 
 
 def run_job(job) -> dict:
@@ -30,7 +30,7 @@ def run_job(job) -> dict:
     return _run(spec, Path(workdir))
 
 
-def _train(spec: dict, workdir: Path):
+def train_spec(spec: dict, workdir: Path):
     """Train (or resume) the run of ``spec``: ``(config, summary, model, state)``."""
     from varsim.train import TrainConfig, load_checkpoint, train
 
@@ -65,7 +65,7 @@ def _select(spec: dict, workdir: Path) -> dict:
 
     blas = limit_blas_threads(1)
     t_start, cpu_start = time.perf_counter(), time.process_time()
-    config, summary, model, state = _train(spec, workdir)
+    config, summary, model, state = train_spec(spec, workdir)
     v = spec["validation"]
     val = evaluate(model, v["lengths"], v["examples"], v["batch_size"], v["seed"], progress=False)
     ok = summary["status"] == "completed"
@@ -132,7 +132,7 @@ def _run(spec: dict, workdir: Path) -> dict:
     blas = limit_blas_threads(1)  # the same rounding in every executor (see varsim._common.blas)
     t_start = time.perf_counter()
     cpu_start = time.process_time()
-    config, summary, model, state = _train(spec, workdir)
+    config, summary, model, state = train_spec(spec, workdir)
     t_train = time.perf_counter()
     res = _evaluate_all(model, config, spec)
     t_eval = t_train + res.pop("eval_s")

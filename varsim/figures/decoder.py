@@ -16,6 +16,7 @@ from pathlib import Path
 from varsim.experiments.decoder_grid import SCHEDULES
 
 from .remedies import GridSummarySource, grid_summary, recipe_label, write_committed
+from .source_spec import SourceOption
 
 __all__ = ["DecoderSource", "COMMITTED_DIR", "COMMITTED_DIRS", "write_committed_decoder", "position_label"]
 
@@ -41,8 +42,13 @@ class DecoderSource(GridSummarySource):
     (:data:`COMMITTED_DIRS`) when this build has the first arm's, else none (the figures are skipped).
     ``committed`` replaces the first committed arm and drops the others (tests)."""
 
-    KIND = PRESET = "decoder"
+    KIND = PRESET = SOURCE = "decoder"
     OPTION = "decoder_results"
+    OPTIONS = (SourceOption(OPTION, "draw the decoder figures (fig_decoder_*) from these `varsim reproduce DIR "
+                                    "--preset decoder` (or decoder_constant) directories, one per training recipe, "
+                                    "instead of the committed summaries of the last full decoder runs; the accuracy "
+                                    "figure draws the first", nargs="+"),)
+    GALLERY = "Causal decoder"
 
     def __init__(self, results=None, *, quick: bool = False, committed=None):
         dirs = None if results is None else [results] if isinstance(results, (str, Path)) else list(results)

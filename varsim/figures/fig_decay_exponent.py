@@ -64,6 +64,24 @@ PARAMS = (
 )
 
 
+def work(quick: bool = False, betas=BETAS, d_k: int = D_K, n_min=None, n_max=None, sequences=None,
+         target_rse=TARGET_RSE) -> float:
+    """The estimated work of :func:`compute` with these parameters in key-coordinates (each point at its cap)."""
+    from varsim.sim import simulate_work
+
+    p = resolve(PARAMS, quick, betas=betas, d_k=d_k, n_min=n_min, n_max=n_max, sequences=sequences,
+                target_rse=target_rse)
+    k_min = int(math.ceil(math.log2(p["n_min"]) - 1e-12))
+    k_max = int(math.floor(math.log2(p["n_max"]) + 1e-12))
+    total = 0.0
+    for beta in (float(b) for b in p["betas"]):
+        k_top = min(k_max, int(math.floor(X_MAX * beta**2 / math.log(2))))
+        if k_top >= k_min:
+            total += simulate_work(2 ** np.arange(k_min, k_top + 1, _K_STEP), n_sequences=p["sequences"],
+                                   d_k=p["d_k"], sampler="logits", estimator="rao_blackwell")
+    return total
+
+
 def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, source=None, betas=BETAS,
             d_k: int = D_K, n_min=None, n_max=None, sequences=None, target_rse=TARGET_RSE, out=None) -> dict:
     """Exact exponent curves and MC local slopes for every beta in ``betas``; plain data for :func:`draw`.

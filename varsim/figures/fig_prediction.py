@@ -34,6 +34,8 @@ PARAMS = (Param("run", "text", "median", "which run of each held-out cell a pane
 #: how each method is drawn: colour, line style
 _STYLE = {"predictor": (_style.COLORS[0], "-"), "carry": ("0.45", ":"), "logistic": (_style.COLORS[1], "--"),
           "gaussian": (_style.COLORS[2], "-.")}
+#: the chance line: long dashes with two dots, unlike every method's line (the carry-forward line is dotted)
+_CHANCE = (0, (7, 2, 1, 2, 1, 2))
 
 
 def pick_run(errors: list[float], run: str) -> int:
@@ -110,7 +112,7 @@ def draw(data: dict, ax=None, *, style=None, footer: bool = False):
                 a = axes[r, c]
                 used.add((r, c))
                 log2_axis(a, data["lengths"])
-                handles["chance"] = a.axhline(p["chance"], color="k", ls=":", lw=0.9, label="chance")
+                handles["chance"] = a.axhline(p["chance"], color="k", ls=_CHANCE, lw=0.9, label="chance")
                 handles["primary"] = a.axvline(data["primary_length"], color="0.6", lw=0.9,
                                                label=f"pre-registered test length $N = {data['primary_length']}$")
                 for m, label in data["methods"].items():

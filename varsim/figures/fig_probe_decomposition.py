@@ -7,7 +7,8 @@ law does not have; part of it is a shared value offset per window (``var_offset`
 model and head, a model's heads in a row) shows ``var_total``, ``var_iid`` and ``var_offset`` vs N, log-log: the
 vertical gap between two lines is their ratio (``var_iid / var_total`` the share the i.i.d. law explains, above 1
 where it predicts more spread than the windows show); the ratios are in the figure's data (``iid_ratio``,
-``offset_ratio``).
+``offset_ratio``). An offset estimate at or below zero (a tiny offset, estimated as a difference) has no place on the
+log axis: it is marked by an open triangle at the panel's bottom edge, at its N.
 
 The heads are chosen by a fixed rule from the data, so the same rule picks them in any probe file: in the first
 probed layer, the head whose ``E[sum w^2]`` falls fastest (the broadest attention: where the i.i.d. law should do
@@ -82,7 +83,7 @@ def draw(data: dict, ax=None, *, style=None, footer: bool = False):
             ax.plot(n, A(hd["var_total"]), color=c[0], marker="o", label="measured var_total")
             ax.plot(n, A(hd["var_iid"]), color=c[1], marker="^", ls="--",
                     label=r"i.i.d. law $E[s^2\sum w^2]$ (var_iid)")
-            ax.plot(n, A(hd["var_offset"]), color=c[3], marker="D", ls=":", label="shared value offset (var_offset)")
+            _offsets(ax, n, A(hd["var_offset"]), c[3])
             ax.set_xscale("log", base=2)
             ax.set_yscale("log")
             _style.log2_ticks(ax, float(n.min()), float(n.max()))
@@ -96,9 +97,37 @@ def draw(data: dict, ax=None, *, style=None, footer: bool = False):
             ax.set_xlabel("keys $N$" if narrow else "number of keys $N$")
             if ax.get_subplotspec() is None or ax.get_subplotspec().is_first_col():
                 ax.set_ylabel("variance" if narrow else f"{row_name(row)}\nvariance over {row['windows']} windows")
-        _style.legend_below(fig, *flat[0].get_legend_handles_labels(), fontsize="small",
+        handles, labels = _legend_entries(flat)
+        _style.legend_below(fig, handles, labels, fontsize="small",
                             title="on a log scale the gap between two lines is their ratio", title_fontsize="small")
         return _style.finish(fig, data, footer=footer)
+
+
+#: the legend's words for the offsets a log axis cannot show
+NOT_POSITIVE = "var_offset <= 0 (its estimate; no place on a log axis), marked at the bottom edge"
+
+
+def _offsets(ax, n, offset, color) -> None:
+    """``var_offset`` vs N: the positive estimates as a line, each estimate at or below zero (the between-window
+    variance minus the within-window part can come out negative where the offset is tiny) as an open triangle at the
+    bottom edge of the panel, at its N, instead of a line clipped to the axis floor."""
+    positive = offset > 0
+    ax.plot(n, np.where(positive, offset, np.nan), color=color, marker="D", ls=":",
+            label="shared value offset (var_offset)")
+    shown = ~positive & np.isfinite(offset)
+    if shown.any():
+        ax.plot(n[shown], np.full(int(shown.sum()), 0.03), transform=ax.get_xaxis_transform(), ls="none", marker="v",
+                mfc="white", color=color, clip_on=False, label=NOT_POSITIVE)
+
+
+def _legend_entries(axes) -> tuple[list, list]:
+    """The legend's handles and labels over all panels, each label once (the marks of offsets <= 0 only where a
+    panel has one)."""
+    entries = {}
+    for ax in axes:
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            entries.setdefault(label, handle)
+    return list(entries.values()), list(entries)
 
 
 #: ``python -m varsim.figures.fig_probe_decomposition [options]``: make just this figure

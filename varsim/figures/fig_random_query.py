@@ -57,6 +57,28 @@ PARAMS = (
 )
 
 
+def work(quick: bool = False, d_ks=DIMS, tau: float = TAU, d_v: int = D_V, n_min=None, n_max=None, sequences=None,
+         target_rse=TARGET_RSE) -> float:
+    """The estimated work of :func:`compute` with these parameters in key-coordinates (each point at its cap)."""
+    from varsim.sim import simulate_work
+
+    p = resolve(PARAMS, quick, d_ks=d_ks, tau=tau, d_v=d_v, n_min=n_min, n_max=n_max, sequences=sequences,
+                target_rse=target_rse)
+    k_min = int(math.ceil(math.log2(p["n_min"]) - 1e-12))
+    k_max = int(math.floor(math.log2(p["n_max"]) + 1e-12))
+    n_logits = 2 ** np.arange(k_min, k_max + 1, 2 if quick else 1)
+    n_full, m_full = _FULL[bool(quick)]
+    m_full = m_full if sequences is None else max(32, p["sequences"] // 5)
+    n_full = n_full[(n_full >= (n_logits[0] if n_logits.size else 0)) & (n_full <= (n_logits[-1] if n_logits.size
+                                                                                      else 0))]
+    total = 0.0
+    for d in (p["d_ks"][-1], *p["d_ks"]):  # the fixed query at the last d_k, then the random one at each
+        total += simulate_work(n_logits, n_sequences=p["sequences"], d_k=d, d_v=p["d_v"], sampler="logits",
+                               estimator="rao_blackwell") if n_logits.size else 0.0
+        total += simulate_work(n_full, n_sequences=m_full, d_k=d, d_v=p["d_v"]) if n_full.size else 0.0
+    return total
+
+
 def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, source=None, d_ks=DIMS, tau: float = TAU,
             d_v: int = D_V, n_min=None, n_max=None, sequences=None, target_rse=TARGET_RSE, out=None) -> dict:
     """Simulate fixed and random queries and evaluate the exact curves; plain data for :func:`draw`.

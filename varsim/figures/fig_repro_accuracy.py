@@ -17,17 +17,11 @@ from varsim.figures import figure_main
 from varsim.tasks import chance_level
 
 from . import _style
+from .series import norm_style
 
 NAME = "fig_repro_accuracy"
 SOURCE = "reproduction"  # the data it draws: a key of varsim.figures.SOURCES
 ALPHA = 0.05
-NORM_ORDER = ("none", "layernorm", "standardize", "layernorm_per_head", "standardize_per_head")
-
-
-def norm_style(norm: str) -> dict:
-    """Colour and marker of a normalization, the same in every reproduction figure."""
-    k = NORM_ORDER.index(norm) if norm in NORM_ORDER else len(NORM_ORDER)
-    return {"color": _style.COLORS[k % len(_style.COLORS)], "marker": _style.MARKERS[k % len(_style.MARKERS)]}
 
 
 from varsim.experiments.stats import holm  # noqa: E402  (one home; re-exported for the figures)

@@ -14,7 +14,8 @@ import numpy as np
 from varsim.figures import figure_main
 
 from . import _style
-from .fig_repro_accuracy import cells_by_panel, header, norm_style, source_of
+from .fig_repro_accuracy import cells_by_panel, header, source_of
+from .series import norm_style
 
 NAME = "fig_repro_attention"
 SOURCE = "reproduction"  # the data it draws: a key of varsim.figures.SOURCES

@@ -62,6 +62,24 @@ def _grid(quick: bool, n_min: int, n_max: int) -> np.ndarray:
     return 2 ** np.arange(k_min, k_max + 1, 2 if quick else 1)
 
 
+def work(quick: bool = False, betas=BETAS, d_k: int = D_K, n_min=None, n_max=None, sequences=None,
+         full_sampler: bool = True, target_rse=TARGET_RSE) -> float:
+    """The estimated work of :func:`compute` with these parameters in key-coordinates (each point at its cap)."""
+    from varsim.sim import simulate_work
+
+    p = resolve(PARAMS, quick, betas=betas, d_k=d_k, n_min=n_min, n_max=n_max, sequences=sequences,
+                full_sampler=full_sampler, target_rse=target_rse)
+    n_logits = _grid(quick, p["n_min"], p["n_max"])
+    n_full = _FULL[bool(quick)][0]
+    n_full = n_full[(n_full >= n_logits[0]) & (n_full <= n_logits[-1])]
+    m_full = _FULL[bool(quick)][1] if sequences is None else max(32, p["sequences"] // 4)
+    per_beta = simulate_work(n_logits, n_sequences=p["sequences"], d_k=p["d_k"], d_v=D_V, sampler="logits",
+                             estimator="rao_blackwell")
+    if p["full_sampler"] and n_full.size:
+        per_beta += simulate_work(n_full, n_sequences=m_full, d_k=p["d_k"], d_v=D_V)
+    return len(p["betas"]) * per_beta
+
+
 def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, source=None, betas=BETAS, d_k: int = D_K,
             n_min=None, n_max=None, sequences=None, full_sampler: bool = True, target_rse=TARGET_RSE,
             out=None) -> dict:

@@ -7,8 +7,9 @@ Lines and bands are what the theory kind of each variant's registry entry gives
 scale ``f(N) beta``) and sigmoid (its exact moments); top-k's bound ``1/k <= sum w^2 <= 1`` as a band; adaptive
 temperature, entmax-1.5 and sparsemax are Monte Carlo only. The legend names each variant's kind.
 ``critical`` uses ``beta0 = beta`` in each panel (the REM scaling ``c sqrt(2 ln N)`` of the logits' own spread).
-The registry gives each map's label, marker and row (its family, :data:`varsim.variants.FAMILIES`); every map but
-the controls' is drawn, at its default parameters.
+The registry gives each map's label, colour and marker (:func:`varsim.figures.series.variant_style`, the same in
+every panel) and row (its family, :data:`varsim.variants.FAMILIES`); every map but the controls' is drawn, at its
+default parameters.
 
 Softmax's weights flatten (E[sum w^2] -> e^{beta^2}/N); a variant whose curve stays level keeps the output variance
 ``sigma_v^2 E[sum w^2]`` from vanishing. Full mode: 16 <= N <= 65536, each cell to a 2% relative standard error, 1000
@@ -41,7 +42,6 @@ TARGET_RSE = 0.02
 CELL_LOGITS = 2**24
 # points of each exact line; quick mode is for the tests (seconds)
 _DENSE_POINTS = {False: 20, True: 10}
-_COLORS = _style.COLORS + ("#000000", "#7F7F7F", "#8C564B")
 # a line equal to one drawn before it in its panel (ssmax with s = 1/ln 16 and clamped logn, N0 = 16, for N >= 16)
 # is dashed on top, so both stay visible
 _ON_TOP = (0, (4, 2.5))
@@ -86,6 +86,31 @@ PARAMS = (
 )
 
 
+def _sweep_grid(quick: bool, betas=BETAS, n_min=None, n_max=None, sequences=None, target_rse=TARGET_RSE,
+                cell_logits=CELL_LOGITS):
+    """``(grid, betas, n_grid, resolved parameters)``: the sweep :func:`compute` runs."""
+    from varsim.sim.sweep import SweepGrid
+
+    p = resolve(PARAMS, quick, betas=betas, n_min=n_min, n_max=n_max, sequences=sequences, target_rse=target_rse,
+                cell_logits=cell_logits)
+    betas = tuple(float(b) for b in p["betas"])
+    n_grid = 4 ** np.arange(math.ceil(math.log(p["n_min"], 4) - 1e-12), math.floor(math.log(p["n_max"], 4) + 1e-12) + 1)
+    if n_grid.size < 2:
+        raise ValueError(f"n_max must be at least 4 n_min (two powers of four), got n_min={p['n_min']}, "
+                         f"n_max={p['n_max']}")
+    grid = SweepGrid(variants=_grid_variants(betas), betas=list(betas), n_grid=[int(v) for v in n_grid],
+                     n_sequences=p["sequences"], target_rse=p["target_rse"], max_cell_logits=p["cell_logits"])
+    return grid, betas, n_grid, p
+
+
+def work(quick: bool = False, **params) -> float:
+    """The estimated work of :func:`compute` with ``params`` in key-coordinates (every cell at its cap), before
+    it runs (``varsim figures`` refuses a figure above its budget)."""
+    from varsim.sim.sweep import estimate_sweep_work
+
+    return estimate_sweep_work(_sweep_grid(quick, **params)[0])
+
+
 def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, source=None, betas=BETAS, n_min=None,
             n_max=None, sequences=None, target_rse=TARGET_RSE, cell_logits=CELL_LOGITS, out=None) -> dict:
     """Run the sweep (all variants x betas x N) and the exact lines; returns plain data for :func:`draw`.
@@ -94,20 +119,13 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, sourc
     (None: always the cap), ``sequences`` (default 1000, quick 128) or ``cell_logits`` logits (``N x sequences``,
     default 2^24; None: no such budget), whichever comes first. Every parameter is declared in :data:`PARAMS`
     (a bad value is a ValueError naming it). ``out``: also write the data as JSON there."""
-    from varsim.sim.sweep import SweepGrid, run_sweep
+    from varsim.sim.sweep import run_sweep
     from varsim.theory.remedies import variant_theory
     from varsim.variants import get_variant
 
-    p = resolve(PARAMS, quick, betas=betas, n_min=n_min, n_max=n_max, sequences=sequences, target_rse=target_rse,
-                cell_logits=cell_logits)
-    betas, sequences, target_rse = tuple(float(b) for b in p["betas"]), p["sequences"], p["target_rse"]
-    n_grid = 4 ** np.arange(math.ceil(math.log(p["n_min"], 4) - 1e-12), math.floor(math.log(p["n_max"], 4) + 1e-12) + 1)
-    if n_grid.size < 2:
-        raise ValueError(f"n_max must be at least 4 n_min (two powers of four), got n_min={p['n_min']}, "
-                         f"n_max={p['n_max']}")
+    grid, betas, n_grid, p = _sweep_grid(quick, betas, n_min, n_max, sequences, target_rse, cell_logits)
+    sequences, target_rse = p["sequences"], p["target_rse"]
     dense_points = _DENSE_POINTS[bool(quick)]
-    grid = SweepGrid(variants=_grid_variants(betas), betas=list(betas), n_grid=[int(v) for v in n_grid],
-                     n_sequences=sequences, target_rse=target_rse, max_cell_logits=p["cell_logits"])
     # quick mode runs in this process (no worker start-up); full mode on one worker process per core
     sweep = run_sweep(grid, seed=seed, workers=1 if quick else None, progress=bool(progress))
     n_dense = np.geomspace(n_grid[0], n_grid[-1], dense_points)
@@ -158,7 +176,10 @@ def draw(data: dict, ax=None, *, style=None, footer: bool = False):
     family and beta, row by row."""
     from varsim.variants import BASELINE, FAMILIES
 
+    from .series import variant_styles
+
     A = _style.array
+    colors = {name: sty["color"] for name, sty in variant_styles().items()}
     with _style.style(style):
         panels = data["panels"]
         fig, grid = _style.subplots(len(FAMILIES), len(panels), ax=ax, style=style, width=4.2, height=3.2,
@@ -169,11 +190,10 @@ def draw(data: dict, ax=None, *, style=None, footer: bool = False):
         for col, panel in enumerate(panels):
             for row, family in enumerate(FAMILIES):
                 ax = grid[row][col]
-                members = [(i, s) for i, s in enumerate(panel["series"])
-                           if s["attention"] == BASELINE or s["family"] == family]
+                members = [s for s in panel["series"] if s["attention"] == BASELINE or s["family"] == family]
                 lines = []
-                for j, (i, s) in enumerate(members):
-                    color, marker = _COLORS[i % len(_COLORS)], s["marker"]
+                for j, s in enumerate(members):
+                    color, marker = colors[s["attention"]], s["marker"]
                     n = A(s["n"])
                     shift = 2 ** ((j - (len(members) - 1) / 2) * 0.03)  # separate overlapping error bars
                     ax.errorbar(n * shift, A(s["ipr"]), A(s["ipr_se"]), fmt=marker, color=color, lw=1.0, zorder=3)

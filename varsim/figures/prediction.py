@@ -92,6 +92,10 @@ class PredictionSource:
     ``load()`` returns ``{"analysis", "summary", "settings", "footer", "origin", "source", "smoke_test"}``; it raises
     ValueError when the analysis's measured accuracies are not the summary's softmax accuracies of the same runs."""
 
+    #: no option of varsim.figures.make (the committed analysis only); its gallery section
+    OPTIONS = ()
+    GALLERY = "Predicting long-N accuracy"
+
     def __init__(self, analysis=None):
         self.path = COMMITTED_DIR / ANALYSIS_FILE if analysis is None else Path(analysis)
         self.committed = analysis is None

@@ -17,6 +17,8 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
+from .source_spec import SourceOption
+
 __all__ = ["COMMITTED_DIR", "COMMITTED_FILES", "PROBE_KIND", "read_probe", "probe_command", "ProbeSource"]
 
 #: The probe results of the shipped models, shipped with the package (one copy in the repository: here).
@@ -145,6 +147,12 @@ class ProbeSource:
     ``results=None``: the committed files of the shipped models (:data:`COMMITTED_FILES`); else a list of paths to
     ``varsim probe-model`` JSON files. ``load()`` returns ``[{"data", "path", "committed", "footer"}, ...]``.
     """
+
+    #: the options of varsim.figures.make it reads (varsim.figures.source_spec) and its gallery section
+    OPTIONS = (SourceOption("probe_results", "draw the real-model figures (fig_probe_*) from these `varsim "
+                                             "probe-model` JSON files instead of the committed results (SmolLM2, "
+                                             "three trained decoders, MiniLM)", nargs="+", metavar="FILE"),)
+    GALLERY = "Real pretrained models"
 
     def __init__(self, results=None):
         if results is None:

@@ -26,6 +26,8 @@ from pathlib import Path
 
 from varsim.tasks import chance_level
 
+from .source_spec import SourceOption
+
 __all__ = ["GridSummarySource", "RemediesSource", "grid_of", "grid_summary",
            "COMMITTED_DIR", "COMMITTED_FILES", "write_committed", "read_summary", "header",
            "source_of", "chance_of", "panels_of", "panel_key", "PANEL_KEYS", "recipes_of", "recipe_label",
@@ -63,19 +65,22 @@ CONTROL_WORDS = {"oracle": "positive control: all weight on the correct item, th
 
 class GridSummarySource:
     """The numbers of one ``varsim figures`` call from the summary of a grid of kind :attr:`KIND` (a name of
-    :data:`varsim.experiments.aggregation.GRID_KINDS`, and of :data:`varsim.figures.SOURCES`): the results directory
-    ``results``, else the committed summary ``committed`` when this build has one, else none (the figures are
+    :data:`varsim.experiments.aggregation.GRID_KINDS` whose ``figure_source`` is :attr:`SOURCE`): the results
+    directory ``results``, else the committed summary ``committed`` when this build has one, else none (the figures are
     skipped). A summary of another kind is refused (ValueError naming :attr:`OPTION`).
 
     ``quick``: the figures of a results directory are stamped "smoke test, not results" (also when its runs are
     the quick preset's tiny models, at most :data:`QUICK_STEPS` training steps); the committed numbers are real
     results in either mode.
 
-    A subclass per kind sets :attr:`KIND`, :attr:`OPTION` and :attr:`PRESET` (its messages follow) and
-    :meth:`committed_label` (:class:`RemediesSource`, :class:`varsim.figures.decoder.DecoderSource`)."""
+    A subclass per kind sets :attr:`KIND`, :attr:`SOURCE`, :attr:`OPTION` and :attr:`PRESET` (its messages follow),
+    ``OPTIONS`` (the flag of :attr:`OPTION`, :class:`varsim.figures.source_spec.SourceOption`) and ``GALLERY``,
+    and :meth:`committed_label` (:class:`RemediesSource`, :class:`varsim.figures.decoder.DecoderSource`)."""
 
-    #: the grid kind whose summaries this source draws
+    #: the grid kind whose summaries this source draws, and this source's key in varsim.figures.SOURCES (the one the
+    #: kind names as its figure_source)
     KIND = "remedies"
+    SOURCE = "remedies"
     #: the option of :func:`varsim.figures.make` (and, with dashes, of ``varsim figures``) that names a results dir
     OPTION = "remedies_results"
     #: the ``varsim reproduce --preset`` that makes the data
@@ -147,7 +152,7 @@ class GridSummarySource:
         where = self.committed if committed else self.results
         summary = read_summary(where, self.OPTION, preset=self.PRESET)
         st = summary["settings"]
-        if grid_of(summary) != self.KIND:
+        if source_of_grid(summary) != self.SOURCE:
             raise ValueError(f"{self.OPTION}: {str(where)!r} is not a {self.KIND} summary (its grid trains "
                              f"{', '.join(map(str, st.get('architectures') or []))}); give a `varsim reproduce DIR "
                              f"--preset {self.PRESET}` directory")
@@ -170,11 +175,23 @@ class RemediesSource(GridSummarySource):
     """The remedies numbers: a ``varsim reproduce DIR --preset remedies`` directory, else the committed summary
     (:data:`COMMITTED_DIR`)."""
 
-    KIND = PRESET = "remedies"
+    KIND = PRESET = SOURCE = "remedies"
     OPTION = "remedies_results"
+    OPTIONS = (SourceOption(OPTION, "draw the remedies figures (fig_remedies_*) from this `varsim reproduce DIR "
+                                    "--preset remedies` directory instead of the committed summary of the last full "
+                                    "remedies run"),)
+    GALLERY = "Remedies"
 
     def __init__(self, results=None, *, quick: bool = False, committed=None):
         super().__init__(results, quick=quick, committed=COMMITTED_DIR if committed is None else committed)
+
+
+def source_of_grid(summary: dict) -> str | None:
+    """The figure source (a key of :data:`varsim.figures.SOURCES`) that the grid kind of a summary's settings names
+    (its ``figure_source``)."""
+    from varsim.experiments.aggregation import kind_of
+
+    return kind_of(summary["settings"]).figure_source
 
 
 def grid_of(summary: dict) -> str:

@@ -30,6 +30,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from .source_spec import SourceOption
+
 __all__ = [
     "COMMITTED_DIR",
     "COMPACT_FORMAT",
@@ -280,6 +282,15 @@ class ReproductionSource:
     - ``quick=True`` (and no ``results``): a quick reproduction (tiny models that do not learn) run once per process
       and root seed into a temporary directory. A smoke test: the figures say so.
     """
+
+    #: the options of varsim.figures.make it reads (varsim.figures.source_spec) and its gallery section
+    OPTIONS = (
+        SourceOption("results", "draw the reproduction figures from this `varsim reproduce` directory instead of the "
+                                "committed records of the last full run"),
+        SourceOption("rerun", "run (or resume) the full reproduction first (into --results, default "
+                              "results/reproduce; about 30 min on 2 cores) and draw from it", switch=True),
+    )
+    GALLERY = "Reproduction"
 
     def __init__(self, *, quick: bool = False, seed: int = 0, results=None, rerun: bool = False,
                  progress: bool | None = None):

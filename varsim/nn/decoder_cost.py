@@ -11,6 +11,7 @@ import math
 
 from .config import ModelConfig
 from .decoder_params import parameter_table
+from .positions import get_positions
 
 __all__ = ["EVAL_CHUNK_TOKENS", "attention_bytes", "eval_chunk", "state", "forward_flops", "element_ops",
            "activation_bytes", "sizes", "tokens"]
@@ -95,6 +96,6 @@ def sizes(config: ModelConfig) -> dict[str, tuple[float, float]]:
     out = {"d_model": (c.d_model, 64), "n_blocks": (c.n_blocks, 1)}
     if c.d_hidden is not None:
         out["d_hidden"] = (c.d_hidden, 2 * c.d_model)
-    if c.positions == "learned":
+    if get_positions(c.positions).table:  # a learned table of max_positions rows
         out["max_positions"] = (c.max_positions, 4096)
     return out

@@ -47,7 +47,8 @@ from varsim._common.validate import check_int, check_int_grid
 from .loading import SHIPPED, file_digest, load_model
 from .text import builtin_text, draw_windows, load_text, text_digest
 
-__all__ = ["probe_model", "summarize", "DEFAULT_LAYERS", "DEFAULT_WINDOWS", "N_COMPONENTS"]
+__all__ = ["probe_model", "summarize", "DEFAULT_LAYERS", "DEFAULT_WINDOWS", "N_COMPONENTS", "layer_summary",
+           "round_digits"]
 
 DEFAULT_LAYERS = (0, 1)  # for models not in SHIPPED (each shipped model has its own default)
 DEFAULT_WINDOWS = 40
@@ -57,13 +58,13 @@ _FIELDS = ("o", "y2", "vbar", "s2", "w_first", "w_max", "attn_out")
 _BOOT_KEY = 1_000_000
 
 
-def _round(x, digits: int = 6):
+def round_digits(x, digits: int = 6):
     """Nested lists of floats rounded to ``digits`` significant digits (compact JSON); NaN -> None."""
     a = np.asarray(x, dtype=float)
     if a.ndim == 0:
         v = float(a)
         return None if not math.isfinite(v) else float(f"{v:.{digits}g}")
-    return [_round(v, digits) for v in a]
+    return [round_digits(v, digits) for v in a]
 
 
 def _collect_window(model, ids, layers, qpos, causal):
@@ -292,9 +293,9 @@ def probe_model(
         "n_kv_head": sp.n_kv_head,
         "d_head": sp.d_head,
         "components": list(range(min(N_COMPONENTS, sp.d_head))),
-        "per_length": {k: _round(v) for k, v in summ["per_length"].items()},
-        "slopes": {k: {kk: _round(vv, 5) for kk, vv in v.items()} for k, v in summ["slopes"].items()},
-        "layer_summary": _layer_summary(summ, layers),
+        "per_length": {k: round_digits(v) for k, v in summ["per_length"].items()},
+        "slopes": {k: {kk: round_digits(vv, 5) for kk, vv in v.items()} for k, v in summ["slopes"].items()},
+        "layer_summary": layer_summary(summ, layers),
         "timing": {"seconds_total": round(time.perf_counter() - t_start, 2),
                    "seconds_per_length": {str(n): round(s, 2) for n, s in seconds.items()},
                    "resumed_lengths": [n for n in lengths if n not in seconds], "blas_threads": blas_threads},
@@ -381,19 +382,19 @@ def _probe_windows(m, tokens, settings: dict, seed, partial: Path | None, key: s
     return arrays, seconds
 
 
-def _layer_summary(summ: dict, layers) -> list[dict]:
+def layer_summary(summ: dict, layers) -> list[dict]:
     """Per probed layer: median and range over heads of the slopes, and the shares of the variance at the largest N."""
     pl, sl = summ["per_length"], summ["slopes"]
     rows = []
     for i, l in enumerate(layers):
         row = {"layer": l}
         for nm in ("std", "y2", "std_iid"):
-            row[f"median_slope_{nm}"] = _round(np.median(sl[nm]["value"][i]), 4)
-            row[f"slope_{nm}_range"] = _round([np.min(sl[nm]["value"][i]), np.max(sl[nm]["value"][i])], 4)
-        row["slope_attn_out_std"] = _round(sl["attn_out_std"]["value"][i], 4)
+            row[f"median_slope_{nm}"] = round_digits(np.median(sl[nm]["value"][i]), 4)
+            row[f"slope_{nm}_range"] = round_digits([np.min(sl[nm]["value"][i]), np.max(sl[nm]["value"][i])], 4)
+        row["slope_attn_out_std"] = round_digits(sl["attn_out_std"]["value"][i], 4)
         first, last = pl["var_total"][0, i], pl["var_total"][-1, i]
-        row["median_std_ratio_first_last"] = _round(np.median(np.sqrt(first / last)), 4)
-        row["median_iid_share_last"] = _round(np.median(pl["var_iid"][-1, i] / last), 4)
-        row["median_offset_share_last"] = _round(np.median(pl["var_offset"][-1, i] / last), 4)
+        row["median_std_ratio_first_last"] = round_digits(np.median(np.sqrt(first / last)), 4)
+        row["median_iid_share_last"] = round_digits(np.median(pl["var_iid"][-1, i] / last), 4)
+        row["median_offset_share_last"] = round_digits(np.median(pl["var_offset"][-1, i] / last), 4)
         rows.append(row)
     return rows

@@ -9,13 +9,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from varsim._common.argtypes import MAX_ABS
 from varsim._common.validate import check_choice, check_finite_array, check_int, check_real
 
 from ._kernel_args import KEY_BLOCK, LOGIT_BLOCK
 
 __all__ = [
     "DISTRIBUTIONS", "SAMPLERS", "ESTIMATORS", "QUERIES", "MIN_CHUNKS", "DEFAULT_MAX_WORK", "TARGET_CHUNKS",
-    "MIN_TARGET_CHUNKS", "SimConfig", "make_config", "chunk_sizes", "estimate_cost",
+    "MIN_TARGET_CHUNKS", "SimConfig", "make_config", "chunk_sizes", "estimate_cost", "simulate_work", "draws_values",
+    "DEFAULT_FIGURE_MAX_WORK",
 ]
 
 DISTRIBUTIONS = ("gaussian", "uniform", "rademacher")  # kernel codes 0, 1, 2 (``_kernels_rng``)
@@ -29,14 +31,14 @@ _DEFAULT_CHUNKS = 32
 #: than :data:`MIN_CHUNKS`, because the rule trusts the batch-means SE it reads).
 TARGET_CHUNKS = 256
 MIN_TARGET_CHUNKS = 32
-# Bound on |tau|, |q|, the value scale/mean and the coupling: logits are products of up to three such factors and
-# the variance squares products of up to three, so 1e30 keeps every intermediate far inside float64.
-_MAX_ABS = 1e30
 #: Default bound on the estimated work (key-coordinates, see :func:`estimate_cost`): about an hour on a 2-core
 #: machine (benchmarks/bench_mc.py measures the full sampler at ~3e8 key-coordinates per CPU-second at d = 64 and
 #: the logits + Rao-Blackwell path at ~1.4e8 keys per CPU-second). ``simulate(max_work=...)`` /
 #: ``varsim simulate --max-work`` raise it for deliberately long runs.
 DEFAULT_MAX_WORK = 2e12
+#: Default bound on the summed estimated work of the figures one ``varsim figures`` call computes: about ten minutes
+#: on 2 cores (the default figures take about a minute); ``varsim figures --max-work`` raises it.
+DEFAULT_FIGURE_MAX_WORK = DEFAULT_MAX_WORK / 6
 
 
 def _memory_budget() -> float:
@@ -74,6 +76,19 @@ def estimate_cost(n_grid, *, d_k, d_v, n_sequences, sampler="full", coupled=Fals
     if keep_samples:
         total += 16.0 * n_sequences * len(grid)
     return work, total
+
+
+def draws_values(sampler: str, estimator: str) -> bool:
+    """Whether a run draws the values (all but the logits sampler's Rao-Blackwell estimator, which needs none)."""
+    return not (sampler == "logits" and estimator == "rao_blackwell")
+
+
+def simulate_work(n_grid, *, n_sequences, d_k: int = 64, d_v: int = 64, sampler: str = "full",
+                  estimator: str = "sample") -> float:
+    """The estimated work of ``simulate(n_grid, ...)`` with these sizes at its sequence cap, in key-coordinates
+    (:func:`estimate_cost`, what ``max_work`` bounds): for a caller that adds up several runs before starting any."""
+    return estimate_cost(n_grid, d_k=d_k, d_v=d_v, n_sequences=n_sequences, sampler=sampler,
+                         draws_values=draws_values(sampler, estimator))[0]
 
 
 def _check_cost(grid, *, d_k, d_v, n_sequences, max_work, **kw):
@@ -269,7 +284,7 @@ def make_config(
     sampler = check_choice("sampler", sampler, SAMPLERS)
     estimator = check_choice("estimator", estimator, ESTIMATORS)
     _check_cost(grid_ints, d_k=d_k, d_v=d_v, n_sequences=n_sequences, max_work=max_work, sampler=sampler,
-                coupled=coupling is not None, draws_values=not (sampler == "logits" and estimator == "rao_blackwell"),
+                coupled=coupling is not None, draws_values=draws_values(sampler, estimator),
                 stores_keys=not variant.is_scaled_softmax,
                 chunk_size=chunk_size if isinstance(chunk_size, int) and chunk_size > 0 else None,
                 workers=workers, keep_samples=keep_samples, materialises=materialises)
@@ -357,10 +372,10 @@ def _check_coupling(coupling, d_v, d_k):
 
 
 def _check_magnitudes(magnitudes: dict) -> None:
-    """Refuse a factor of the logits or of the variance beyond :data:`_MAX_ABS` (None entries are skipped)."""
+    """Refuse a factor of the logits or of the variance beyond :data:`MAX_ABS` (None entries are skipped)."""
     for name, value in magnitudes.items():
-        if value is not None and np.max(np.abs(value), initial=0.0) > _MAX_ABS:
-            raise ValueError(f"{name} must have magnitude <= {_MAX_ABS:g} (larger overflows the logits or the "
+        if value is not None and np.max(np.abs(value), initial=0.0) > MAX_ABS:
+            raise ValueError(f"{name} must have magnitude <= {MAX_ABS:g} (larger overflows the logits or the "
                              f"variance in float64), got {np.max(np.abs(value)):g}")
 
 

@@ -125,9 +125,9 @@ class SweepGrid:
                 lists[p] = [spec.check_params({p: v})[p] for v in vals]
             variants[name] = lists
         object.__setattr__(self, "variants", variants)
-        from varsim.sim._config import _MAX_ABS  # each beta runs as the simulator's tau: name it as given
+        from varsim._common.argtypes import MAX_ABS  # each beta runs as the simulator's tau: name it as given
 
-        betas = tuple(check_real("beta", b, minimum=0.0, maximum=_MAX_ABS) for b in _values("betas", self.betas))
+        betas = tuple(check_real("beta", b, minimum=0.0, maximum=MAX_ABS) for b in _values("betas", self.betas))
         object.__setattr__(self, "betas", tuple(dict.fromkeys(betas)))
         n_grid = tuple(check_int("n", n, minimum=1) for n in _values("n_grid", self.n_grid))
         object.__setattr__(self, "n_grid", tuple(sorted(set(n_grid))))
@@ -315,6 +315,13 @@ def _preflight(cells: list[dict], grid: SweepGrid) -> None:
         raise ValueError(f"max_work: the sweep's estimated work {total:.3g} key-coordinates ({len(cells)} cells) "
                          f"exceeds max_work={max_work:.3g} (about an hour on 2 cores); reduce the grid or "
                          f"n_sequences, or raise max_work for a deliberately long sweep")
+
+
+def estimate_sweep_work(grid: SweepGrid) -> float:
+    """The estimated work of the whole sweep ``grid`` in key-coordinates (:func:`varsim.sim.estimate_cost` of each
+    cell at its sequence cap), what :func:`run_sweep` holds against ``max_work`` before any job starts."""
+    settings = grid.settings()
+    return sum(_cell_work(cell, settings) for cell in sweep_cells(grid))
 
 
 def _cell_work(cell: dict, settings: dict) -> float:

@@ -36,7 +36,7 @@ from varsim._common.validate import check_positive_int, check_real
 from varsim.theory._args import real_array, scalar_or_array
 from varsim.theory.ipr import BETA_MAX, N_MAX, ipr_and_exponent
 from varsim.theory.rem import rem_psi
-from varsim.theory.series import _LOGNORMAL
+from varsim.theory.series import LOGNORMAL
 
 __all__ = [
     "chi_nodes",
@@ -227,7 +227,7 @@ def random_query_series_coefficients(d, tau=1.0) -> tuple[float, ...]:
     tau = check_real("tau", tau)
     # c_k(x) = x^top * sum_i a_i x^{-i} (coefficients shared with varsim.theory.series).
     out = []
-    for top, coefs in _LOGNORMAL:
+    for top, coefs in LOGNORMAL:
         if not d > 2.0 * top * tau * tau:
             break
         out.append(sum(a * math.exp(-0.5 * d * math.log1p(-2.0 * (top - i) * tau * tau / d))

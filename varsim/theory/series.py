@@ -15,7 +15,7 @@ import numpy as np
 from varsim._common.validate import check_int, check_real
 from varsim.theory._args import real_array, scalar_or_array
 
-__all__ = ["generic_series_coefficients", "ipr_series", "series_coefficients", "truncated_series"]
+__all__ = ["generic_series_coefficients", "ipr_series", "series_coefficients", "truncated_series", "LOGNORMAL"]
 
 
 def generic_series_coefficients(m1, m2, m3, m4, m5):
@@ -43,7 +43,7 @@ def generic_series_coefficients(m1, m2, m3, m4, m5):
 # Lognormal weights X = e^{beta g}: r_k = m_k/m1^k = x^{k(k-1)/2}, x = e^{beta^2}.
 # In powers of x (as in THEORY.md), each c_k as x^{top} * sum_i a_i x^{-i}; used for moments over a random
 # query (E_q[x^j] is closed-form, see varsim.theory.random_query).
-_LOGNORMAL = (
+LOGNORMAL = (
     (1, (1.0,)),
     (3, (-2.0, 3.0, -1.0)),
     (6, (3.0, 0.0, -16.0, 21.0, -9.0, 1.0)),

@@ -104,7 +104,7 @@ def probe_trained(model, *, lengths=DEFAULT_TRAINED_LENGTHS, windows: int = 40, 
     model_info  more fields for the result's ``model`` entry (``varsim probe-model`` adds ``grid_run``: the grid run a
                 checkpoint came from, :func:`varsim.experiments.records.grid_run`)
     """
-    from varsim.pretrained.probe import N_COMPONENTS, _layer_summary, _round, summarize
+    from varsim.pretrained.probe import N_COMPONENTS, layer_summary, round_digits, summarize
 
     t_start = time.perf_counter()
     windows = check_int("windows", windows, minimum=3)
@@ -151,9 +151,9 @@ def probe_trained(model, *, lengths=DEFAULT_TRAINED_LENGTHS, windows: int = 40, 
         "n_kv_head": c.n_heads,
         "d_head": dh,
         "components": list(range(min(N_COMPONENTS, dh))),
-        "per_length": {k: _round(v) for k, v in summ["per_length"].items()},
-        "slopes": {k: {kk: _round(vv, 5) for kk, vv in v.items()} for k, v in summ["slopes"].items()},
-        "layer_summary": _layer_summary(summ, layers),
+        "per_length": {k: round_digits(v) for k, v in summ["per_length"].items()},
+        "slopes": {k: {kk: round_digits(vv, 5) for kk, vv in v.items()} for k, v in summ["slopes"].items()},
+        "layer_summary": layer_summary(summ, layers),
         "timing": {"seconds_total": round(time.perf_counter() - t_start, 2),
                    "seconds_windows": round(seconds_windows, 2), "resumed_lengths": [],
                    "blas_threads": blas_threads},

@@ -223,7 +223,7 @@ def _control(attention, attention_params, model):
 
     if not isinstance(attention, str) or attention not in CONTROLS:
         return None
-    control = CONTROLS[attention]
+    control = CONTROLS.find(attention)
     if control.weight_map is None and attention_params:
         raise ValueError(f"attention_params: the control {attention!r} takes no parameters")
     if control.needs_correct_item and not _has_query_attention(model):
