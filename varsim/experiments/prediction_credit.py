@@ -134,9 +134,9 @@ def render_credit(res: dict) -> str:
              "predictor": f"full predictor, kappa {h['kappa']:g} (fitted)", "predictor_kappa1": "full predictor, "
              "kappa = 1", "carry": "(a) carry-over", "logistic": "(b) logistic in ln N", "gaussian": "(c) Gaussian "
              "logits"}
-    from varsim.experiments.prediction import _made
+    from varsim.experiments.prediction import provenance_lines
 
-    lines = [*_made(res), "Read: " + ", ".join(f"{k} (sha256 {v[:12]})" for k, v in (res.get("inputs") or {}).items())
+    lines = [*provenance_lines(res), "Read: " + ", ".join(f"{k} (sha256 {v[:12]})" for k, v in (res.get("inputs") or {}).items())
              + ".", "",
              f"Held out: {h['runs']} softmax runs, seeds {h['seeds']}; MAE at N = {res['length']}, per-seed means "
              "[95% t over seeds].", "", "| predictor | MAE | minus ranking only |", "|---|---|---|"]
