@@ -11,7 +11,9 @@ and exit status 1. Anything else (a programming error) keeps its traceback.
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
+import signal
 import sys
 
 # command name -> (module, one-line help)
@@ -58,19 +60,75 @@ def main(argv=None) -> int:
         parser.print_help()
         return 2
     module = sys.modules[COMMANDS[args.command][0]]
+    stdout = sys.stdout
+    sys.stdout = _NamedStdout(stdout)
     try:
-        return int(module.run(args) or 0)
+        code = int(module.run(args) or 0)
+        sys.stdout.flush()  # a full disk or a closed pipe is reported here, not by the interpreter at exit
+        return code
     except ValueError as exc:
         print(f"varsim {args.command}: error: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:
         if exc.errno is None:  # raised by code, not by the system: a bug, keep the traceback
             raise
+        if exc.filename == STDOUT_NAME:
+            _silence(stdout)
+            if exc.errno == errno.EPIPE:  # the reader stopped reading (``| head``): quiet, as a killed writer is
+                return 128 + signal.SIGPIPE
         print(f"varsim {args.command}: error: {_os_error_text(exc)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print(f"varsim {args.command}: interrupted", file=sys.stderr)
         return 130
+    finally:
+        sys.stdout = stdout
+
+
+#: the file name an error writing standard output carries (the system gives none)
+STDOUT_NAME = "standard output"
+
+
+class _NamedStdout:
+    """``sys.stdout`` while a command runs: a write or flush error (a full disk, a closed pipe) is the ``OSError``
+    it is, naming ``standard output``; everything else is the stream's own."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+    def _named(self, call, *args):
+        try:
+            return call(*args)
+        except OSError as exc:
+            if exc.errno is None or exc.filename is not None:
+                raise
+            raise OSError(exc.errno, exc.strerror, STDOUT_NAME) from None
+
+    def write(self, text):
+        return self._named(self._stream.write, text)
+
+    def writelines(self, lines):
+        return self._named(self._stream.writelines, lines)
+
+    def flush(self):
+        return self._named(self._stream.flush)
+
+
+def _silence(stream) -> None:
+    """Point the failed standard output at ``/dev/null``, so the interpreter's flush at exit does not fail again
+    with a second message (a stream with no descriptor, as under pytest's capture, is left as it is)."""
+    import os
+
+    try:
+        fd = stream.fileno()
+    except (OSError, ValueError, AttributeError):
+        return
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, fd)
+    os.close(null)
 
 
 def _os_error_text(exc: OSError) -> str:
@@ -79,6 +137,8 @@ def _os_error_text(exc: OSError) -> str:
 
     what = exc.strerror or os.strerror(exc.errno)
     where = f" ({exc.filename!r})" if exc.filename else ""
+    if exc.filename == STDOUT_NAME:
+        where = f" (writing {STDOUT_NAME})"
     return f"{what}{where}; files completed before it are unchanged"
 
 
