@@ -62,6 +62,7 @@ def main(argv=None) -> int:
     module = sys.modules[COMMANDS[args.command][0]]
     stdout = sys.stdout
     sys.stdout = _NamedStdout(stdout)
+    on_term = _catch_sigterm()
     try:
         code = int(module.run(args) or 0)
         sys.stdout.flush()  # a full disk or a closed pipe is reported here, not by the interpreter at exit
@@ -78,11 +79,35 @@ def main(argv=None) -> int:
                 return 128 + signal.SIGPIPE
         print(f"varsim {args.command}: error: {_os_error_text(exc)}", file=sys.stderr)
         return 1
+    except Terminated:
+        print(f"varsim {args.command}: terminated (SIGTERM); files completed before it are unchanged", file=sys.stderr)
+        return 128 + signal.SIGTERM
     except KeyboardInterrupt:
         print(f"varsim {args.command}: interrupted", file=sys.stderr)
         return 130
     finally:
         sys.stdout = stdout
+        if on_term is not None:
+            signal.signal(signal.SIGTERM, on_term)
+
+
+class Terminated(KeyboardInterrupt):
+    """Raised in the main thread by SIGTERM while a command runs: a ``KeyboardInterrupt``, so that everything that
+    cleans up after Ctrl-C (worker pools stopped and their semaphores released, run locks, temporary files) does the
+    same for ``kill``, instead of the process vanishing with its pool's semaphores leaked."""
+
+
+def _raise_terminated(signum, frame):
+    raise Terminated()
+
+
+def _catch_sigterm():
+    """Install :func:`_raise_terminated` for SIGTERM; return the handler it replaced (None where signals cannot be
+    set: not the main thread)."""
+    try:
+        return signal.signal(signal.SIGTERM, _raise_terminated)
+    except ValueError:  # signal only works in the main thread
+        return None
 
 
 #: the file name an error writing standard output carries (the system gives none)
