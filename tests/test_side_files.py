@@ -236,3 +236,21 @@ def test_standard_output_on_a_full_disk_in_a_real_process(tmp_path):
                               stderr=subprocess.PIPE, text=True, timeout=TIMEOUT_S)
     assert done.returncode == 1 and done.stderr.count("\n") == 1, done.stderr
     assert "writing standard output" in done.stderr
+
+
+def test_a_lock_file_that_is_a_fifo_is_refused_naming_it(tmp_path):
+    """``run_lock`` on a directory whose ``.lock`` is a FIFO: one ValueError naming it (it was "Invalid argument"
+    without a path from the lock's truncation)."""
+    from varsim._common.runlock import file_lock, run_lock
+
+    os.mkfifo(tmp_path / ".lock")
+    os.mkfifo(tmp_path / ".out.json.lock")
+
+    def take(lock):
+        with lock:
+            pass
+
+    with pytest.raises(ValueError, match=r"lock file .*\.lock' is not a regular file"):
+        _within(lambda: take(run_lock(tmp_path, "varsim test")))
+    with pytest.raises(ValueError, match=r"lock file .*\.out\.json\.lock' is not a regular file"):
+        _within(lambda: take(file_lock(tmp_path / "out.json")))
