@@ -3,6 +3,7 @@ changes are refused with a clear message."""
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -206,6 +207,32 @@ def test_checkpoint_whose_arrays_do_not_fit_its_config_is_refused(short_run, tmp
                            header={"step": 5, "config": cfg.to_dict()})
     with pytest.raises(ValueError, match="does not fit the model"):
         load_checkpoint(path)
+
+
+@pytest.mark.parametrize("value, counts", [(np.nan, "1 NaN and 0 infinite"), (-np.inf, "0 NaN and 1 infinite")])
+def test_checkpoint_with_a_non_finite_weight_is_refused_naming_file_and_weight(short_run, tmp_path, capsys, value,
+                                                                               counts):
+    """A correctly checksummed file with a NaN or an infinity in one weight (training never saves one): one line
+    naming the file and the weight, from the library and from `varsim evaluate` / `varsim predict` (issue 45: predict
+    said "logits must be finite" and evaluate scored the broken model)."""
+    from varsim.cli import main
+    from varsim.train.checkpoint import checkpoint_path, save_checkpoint
+
+    cfg, d = short_run
+    model, _, state = load_checkpoint(d)
+    params = {k: v.copy() for k, v in model.params.items()}
+    params["block0.attn.w_qkv"].flat[3] = value
+    path = save_checkpoint(checkpoint_path(tmp_path, 5), params=params, optimizer_state=state["optimizer"],
+                           header={"step": 5, "config": cfg.to_dict()})
+    message = f"checkpoint {str(path)!r}: weight 'block0.attn.w_qkv' holds {counts}"
+    with pytest.raises(ValueError, match=re.escape(message)):
+        load_checkpoint(path)
+    capsys.readouterr()
+    for argv in (["evaluate", str(path), "--lengths", "16", "--examples", "8"],
+                 ["predict", str(path), "--lengths", "16", "--sets", "64"]):
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and message in err, err
 
 
 # ----------------------------------------------------------------------------------------------------------------------

@@ -166,8 +166,8 @@ def test_measure_refuses_a_model_that_has_not_learned(untrained_checkpoints):
 
 
 @pytest.mark.parametrize("which, argv, message", [
-    ("one", [], "has not learned the task at its training length"),
-    ("two", [], "needs one block"),
+    ("one", ["--lengths", "16", "64"], "has not learned the task at its training length"),
+    ("two", ["--lengths", "16", "64"], "needs one block"),
     ("one", ["--lengths", "8"], "lengths must be >= the training maximum"),
 ])
 def test_cli_refusals_are_one_line_exit_2(untrained_checkpoints, capsys, which, argv, message):

@@ -90,6 +90,18 @@ def test_stopping_rule():
     assert rule(32, 256, 1.0, 0.1, 0.01) == 256  # capped
     assert rule(32, 256, 0.0, 0.0, 0.01) is None
     assert rule(32, 256, float("nan"), float("nan"), 0.01) == 256
+    for target in (1e-160, 1e-300, 5e-324):  # legal targets whose squared ratio overflows a float: still the cap
+        assert rule(32, 256, 1.0, 0.5, target) == 256
+    assert rule(32, 256, 1e-300, 1e10, 0.01) == 256  # an RSE of 1e310 (finite SE over a tiny variance)
+
+
+@pytest.mark.parametrize("target", [1e-160, 5e-324])
+def test_extreme_legal_target_runs_to_the_cap(target):
+    """A legal target far below any reachable RSE (its squared ratio overflows a float) runs every point to the cap
+    instead of raising OverflowError (issue 45: any target below about 1e-155 did)."""
+    res = simulate([16, 64], n_sequences=256, sampler="logits", target_rse=target, seed=1)
+    assert np.array_equal(res.sequences, [256, 256])
+    assert res.config["target_rse"] == target
 
 
 @pytest.mark.parametrize("value", [0, 0.0, -0.01, float("nan"), float("inf"), -float("inf"), 1.5, "0.1", True])

@@ -110,5 +110,5 @@ def real_option(minimum: float | None = None, maximum: float | None = None, *, a
         return value
 
     parse.__name__ = "real"
-    parse.minimum, parse.maximum, parse.allow_inf = minimum, maximum, allow_inf
+    parse.minimum, parse.maximum, parse.allow_inf, parse.strict_min = minimum, maximum, allow_inf, strict_min
     return parse

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import stat
@@ -10,6 +11,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 __all__ = [
+    "append_text",
     "atomic_write_bytes",
     "atomic_write_text",
     "atomic_write_json",
@@ -94,6 +96,22 @@ def _naming(exc: OSError, path: Path) -> OSError:
     return OSError(exc.errno, exc.strerror, str(path))
 
 
+#: what the system says when a FIFO is opened for writing with no process reading it (ENXIO, "No such device or
+#: address", would not tell a user what to do)
+NO_READER = "no process is reading this FIFO"
+
+
+def _open_special(p: Path) -> int:
+    """A descriptor for writing to the device or FIFO ``p``, opened without waiting for a reader: a FIFO that no
+    process reads is ``OSError(ENXIO, NO_READER, p)`` at once instead of a hang. The descriptor is non-blocking."""
+    try:
+        return os.open(p, os.O_WRONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:
+            raise OSError(errno.ENXIO, NO_READER, str(p)) from None
+        raise _naming(exc, p) from None
+
+
 def _write_temp(p: Path, writer: Callable[[Any], None]) -> str:
     """Call ``writer(fileobj)`` on a new temporary file next to ``p`` (the mode a plain ``open`` would give, or
     ``p``'s), fsynced; return its path. On failure the temporary is removed and an OSError names ``p``."""
@@ -141,9 +159,13 @@ def _sync_dir(parent: Path) -> None:
 
 
 def _write_through(p: Path, writer: Callable[[Any], None]) -> Path:
-    """Write a device or FIFO in place (it cannot be replaced by a regular file); errors name ``p``."""
+    """Write a device or FIFO in place (it cannot be replaced by a regular file); a FIFO must have its reader
+    already (none: ``OSError`` "no process is reading this FIFO", never a hang); errors (``/dev/full``: no space
+    left; a reader gone: broken pipe) name ``p``."""
     try:
-        with open(p, "wb") as fh:
+        fd = _open_special(p)  # a FIFO with no reader fails at once (NO_READER) instead of hanging
+        os.set_blocking(fd, True)  # a slow reader gets the whole file
+        with os.fdopen(fd, "wb") as fh:
             writer(fh)
             fh.flush()
     except OSError as exc:
@@ -218,3 +240,34 @@ def json_bytes(obj: Any, *, indent: int | None = 2) -> bytes:
 
 def atomic_write_json(path, obj: Any, *, indent: int | None = 2) -> Path:
     return atomic_write_bytes(path, json_bytes(obj, indent=indent))
+
+
+def append_text(path, text: str) -> bool:
+    """Append ``text`` to the side file ``path`` (a progress or metrics log), flushed; return whether it was written.
+
+    A regular file (created if missing) is opened in append mode. A device or FIFO is written through without ever
+    blocking the run: a FIFO that no process reads, a pipe that is full, or a reader that has gone (EPIPE) leaves
+    the text unwritten and returns False. Any other write error (a full disk, ``/dev/full``) raises the ``OSError``
+    it is, naming ``path``.
+    """
+    p = Path(path)
+    data = text.encode("utf-8")
+    try:
+        if not is_special_file(p):
+            with open(p, "ab") as fh:
+                fh.write(data)
+            return True
+        try:
+            fd = _open_special(p)
+        except OSError as exc:
+            if exc.errno == errno.ENXIO:
+                return False
+            raise
+        try:
+            return os.write(fd, data) == len(data)
+        except (BlockingIOError, BrokenPipeError):
+            return False
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        raise _naming(exc, p) from None

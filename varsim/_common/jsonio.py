@@ -13,6 +13,8 @@ import math
 from pathlib import Path
 from typing import Any
 
+from varsim._common.atomic import is_special_file
+
 __all__ = ["JSONFileError", "read_json", "jsonable"]
 
 
@@ -32,6 +34,8 @@ def read_json(path, *, what: str = "JSON file", expect: type | None = dict) -> A
     """
     p = Path(path)
     label = f"{what} {str(p)!r}"
+    if is_special_file(p):  # reading a FIFO waits for a writer, a device may never end: refused, never opened
+        raise JSONFileError(f"{label} is not a regular file (a FIFO or device)", path=p)
     try:
         raw = p.read_bytes()
     except FileNotFoundError:

@@ -32,6 +32,19 @@ def _holder(path: Path) -> str:
     return text or "another process"
 
 
+def _open_lock(path: Path) -> int:
+    """A descriptor of the lock file ``path`` (created if missing). A FIFO or device in its place (which cannot be
+    locked, and which opening could block on) is a ``ValueError`` naming it, before it is opened."""
+    from varsim._common.atomic import is_special_file
+
+    if is_special_file(path):
+        raise ValueError(f"lock file {str(path)!r} is not a regular file (a FIFO or device); remove it")
+    try:
+        return os.open(path, os.O_RDWR | os.O_CREAT | os.O_NONBLOCK, 0o644)
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror, str(path)) from None
+
+
 @contextlib.contextmanager
 def run_lock(directory, command: str):
     """Hold ``directory/.lock`` exclusively for the ``with`` block; raise :class:`RunLocked` if it is taken.
@@ -42,7 +55,7 @@ def run_lock(directory, command: str):
     import fcntl
 
     path = Path(directory) / LOCK_NAME
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = _open_lock(path)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -82,7 +95,7 @@ def file_lock(target):
         yield None
         return
     path = p.with_name(f".{p.name}.lock")
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = _open_lock(path)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         try:

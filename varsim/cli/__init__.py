@@ -11,8 +11,9 @@ and exit status 1. Anything else (a programming error) keeps its traceback.
 from __future__ import annotations
 
 import argparse
-import contextlib
+import errno
 import importlib
+import signal
 import sys
 
 # command name -> (module, one-line help)
@@ -25,7 +26,7 @@ COMMANDS = {
     "evaluate": ("varsim.cli.evaluate", "evaluate a checkpoint at many set sizes"),
     "predict": ("varsim.cli.predict", "predict a checkpoint's long-N accuracy from its training-length statistics"),
     "reproduce": ("varsim.cli.reproduce", "run the paper's length-generalization experiment"),
-    "recheck": ("varsim.cli.recheck", "train runs again: bitwise verdict on the grid's kernel, statistical elsewhere"),
+    "recheck": ("varsim.cli.recheck", "train runs of a committed grid or results directory again and compare"),
     "demo": ("varsim.cli.demo", "list the teaching notebooks and copy them to open in Jupyter"),
     "probe-model": ("varsim.cli.probe_model", "vanishing variance per layer and head of a real pretrained model"),
 }
@@ -59,49 +60,100 @@ def main(argv=None) -> int:
         parser.print_help()
         return 2
     module = sys.modules[COMMANDS[args.command][0]]
+    stdout = sys.stdout
+    sys.stdout = _NamedStdout(stdout)
+    on_term = _catch_sigterm()
     try:
-        with _sigterm_raises():
-            return int(module.run(args) or 0)
-    except Terminated:
-        print(f"varsim {args.command}: terminated", file=sys.stderr)
-        return 128 + 15
+        code = int(module.run(args) or 0)
+        sys.stdout.flush()  # a full disk or a closed pipe is reported here, not by the interpreter at exit
+        return code
     except ValueError as exc:
         print(f"varsim {args.command}: error: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:
         if exc.errno is None:  # raised by code, not by the system: a bug, keep the traceback
             raise
+        if exc.filename == STDOUT_NAME:
+            _silence(stdout)
+            if exc.errno == errno.EPIPE:  # the reader stopped reading (``| head``): quiet, as a killed writer is
+                return 128 + signal.SIGPIPE
         print(f"varsim {args.command}: error: {_os_error_text(exc)}", file=sys.stderr)
         return 1
+    except Terminated:
+        print(f"varsim {args.command}: terminated (SIGTERM); files completed before it are unchanged", file=sys.stderr)
+        return 128 + signal.SIGTERM
     except KeyboardInterrupt:
         print(f"varsim {args.command}: interrupted", file=sys.stderr)
         return 130
-
-
-class Terminated(BaseException):
-    """SIGTERM during a command: raised in the main thread, so every ``finally`` and worker pool shuts down as on
-    Ctrl-C (a pool killed with its parent leaks its semaphores: Python's resource tracker warns about them)."""
-
-
-@contextlib.contextmanager
-def _sigterm_raises():
-    """While the command runs, SIGTERM raises :class:`Terminated` (in the main thread; elsewhere nothing changes);
-    the previous handler is restored after."""
-    import signal
-    import threading
-
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def raise_terminated(signum, frame):
-        raise Terminated()
-
-    previous = signal.signal(signal.SIGTERM, raise_terminated)
-    try:
-        yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        sys.stdout = stdout
+        if on_term is not None:
+            signal.signal(signal.SIGTERM, on_term)
+
+
+class Terminated(KeyboardInterrupt):
+    """Raised in the main thread by SIGTERM while a command runs: a ``KeyboardInterrupt``, so that everything that
+    cleans up after Ctrl-C (worker pools stopped and their semaphores released, run locks, temporary files) does the
+    same for ``kill``, instead of the process vanishing with its pool's semaphores leaked."""
+
+
+def _raise_terminated(signum, frame):
+    raise Terminated()
+
+
+def _catch_sigterm():
+    """Install :func:`_raise_terminated` for SIGTERM; return the handler it replaced (None where signals cannot be
+    set: not the main thread)."""
+    try:
+        return signal.signal(signal.SIGTERM, _raise_terminated)
+    except ValueError:  # signal only works in the main thread
+        return None
+
+
+#: the file name an error writing standard output carries (the system gives none)
+STDOUT_NAME = "standard output"
+
+
+class _NamedStdout:
+    """``sys.stdout`` while a command runs: a write or flush error (a full disk, a closed pipe) is the ``OSError``
+    it is, naming ``standard output``; everything else is the stream's own."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+    def _named(self, call, *args):
+        try:
+            return call(*args)
+        except OSError as exc:
+            if exc.errno is None or exc.filename is not None:
+                raise
+            raise OSError(exc.errno, exc.strerror, STDOUT_NAME) from None
+
+    def write(self, text):
+        return self._named(self._stream.write, text)
+
+    def writelines(self, lines):
+        return self._named(self._stream.writelines, lines)
+
+    def flush(self):
+        return self._named(self._stream.flush)
+
+
+def _silence(stream) -> None:
+    """Point the failed standard output at ``/dev/null``, so the interpreter's flush at exit does not fail again
+    with a second message (a stream with no descriptor, as under pytest's capture, is left as it is)."""
+    import os
+
+    try:
+        fd = stream.fileno()
+    except (OSError, ValueError, AttributeError):
+        return
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, fd)
+    os.close(null)
 
 
 def _os_error_text(exc: OSError) -> str:
@@ -110,6 +162,8 @@ def _os_error_text(exc: OSError) -> str:
 
     what = exc.strerror or os.strerror(exc.errno)
     where = f" ({exc.filename!r})" if exc.filename else ""
+    if exc.filename == STDOUT_NAME:
+        where = f" (writing {STDOUT_NAME})"
     return f"{what}{where}; files completed before it are unchanged"
 
 

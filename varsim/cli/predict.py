@@ -9,15 +9,17 @@ Examples::
     varsim predict runs/argmax --kappa 1 --json > prediction.json       # no fitted constant
 
 Refused with a one-line error (exit 2): a checkpoint that is not a one-block set transformer whose weights are its
-map of per-item logits (an output normalization is refused too); a model
+map of per-item logits (an output normalization, ``--norm`` or ``ipr_norm``, is refused too); a model
 whose accuracy at its training maximum is below 0.9 (it has not learned the task); a length below the training
-maximum.
+maximum or above the measured pool (``--sets`` x the training maximum); sizes that need more memory than the machine
+has, or whose estimated time exceeds ``--max-hours`` (default 2).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 
 from varsim.cli._options import count_option, real_option, seed_option
 
@@ -40,10 +42,14 @@ def register(parser: argparse.ArgumentParser) -> None:
                         help=f"readout threshold scale (default {DEFAULT_KAPPA:g}: the value fitted on the development "
                              "runs of the pre-registered test, whose held-out MAE the README quotes; 1: no fitted "
                              "constant)")
-    parser.add_argument("--sets", type=count_option(), default=2048,
-                        help="measurement sets at the training maximum (default 2048)")
+    parser.add_argument("--sets", type=count_option(16), default=2048,
+                        help="measurement sets at the training maximum (default 2048; their items are the pool the "
+                             "long sets are drawn from, so the longest N is at most sets x the training maximum)")
     parser.add_argument("--sims", type=count_option(), default=1024, help="simulated long sets per N (default 1024)")
     parser.add_argument("--seed", type=seed_option(), default=0, help="seed of the measurement and simulation")
+    parser.add_argument("--max-hours", type=real_option(0.0, strict_min=True, allow_inf=True), default=None,
+                        help="refuse a prediction whose estimated time exceeds this (default 2; inf: no bound); "
+                             "one that needs more memory than the machine's is always refused")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
 
 
@@ -55,19 +61,30 @@ def map_specs(labels) -> dict:
             (INFERENCE_ATTENTIONS[k]["attention"], dict(INFERENCE_ATTENTIONS[k].get("params", {}))) for k in labels}
 
 
+#: the CLI's names of :func:`varsim.train.predict.predict`'s sizes, for its errors
+FLAGS = {"lengths": "--lengths", "n_sets": "--sets", "n_sim": "--sims"}
+
+
 def run(args) -> int:
+    from varsim._common.validate import format_bytes, format_seconds
     from varsim.train.checkpoint import load_checkpoint
-    from varsim.train.predict import predict
+    from varsim.train.predict import check_prediction, predict
 
     lengths = args.lengths
+    _, config, _ = load_checkpoint(args.checkpoint)
     if lengths is None:
-        _, config, _ = load_checkpoint(args.checkpoint)
         n, lengths = int(config.train_max), []
         while n <= 16384:
             lengths.append(n)
             n *= 2
-    result = predict(args.checkpoint, lengths, maps=map_specs(dict.fromkeys(args.maps)), kappa=args.kappa,
-                     n_sets=args.sets, n_sim=args.sims, seed=args.seed)
+    maps = map_specs(dict.fromkeys(args.maps))
+    *_, cost = check_prediction(config, lengths, n_maps=1 + len(maps), n_sets=args.sets, n_sim=args.sims,
+                                max_hours=args.max_hours, names=FLAGS)  # the flags named before any work
+    if cost.seconds > 60:
+        print(f"varsim predict: estimated to take at least {format_seconds(cost.seconds)} (a lower bound), about "
+              f"{format_bytes(cost.peak_bytes)} of memory", file=sys.stderr, flush=True)
+    result = predict(args.checkpoint, lengths, maps=maps, kappa=args.kappa, n_sets=args.sets, n_sim=args.sims,
+                     seed=args.seed, max_hours=args.max_hours)
     result["checkpoint"] = str(args.checkpoint)
     if args.json:
         print(json.dumps(result, indent=2))

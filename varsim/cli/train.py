@@ -37,11 +37,13 @@ from varsim.cli._options import (
     add_variant_flags,
     count_option,
     given_variant_params,
+    int_option,
     real_option,
     refuse_variant_params,
     seed_option,
     threads_option,
 )
+from varsim.nn.config import MAX_MLP_DEPTH
 from varsim.tasks import TASK_REGISTRY
 
 # flag dest -> ModelConfig field
@@ -148,8 +150,8 @@ def register(parser: argparse.ArgumentParser) -> None:
     m.add_argument("--residual", action=argparse.BooleanOptionalAction, default=None,
                    help="residual connection around attention (default on)")
     m.add_argument("--pre-ln", action=argparse.BooleanOptionalAction, default=None)
-    m.add_argument("--item-mlp-depth", type=count_option(0))
-    m.add_argument("--predictor-depth", type=count_option(0))
+    m.add_argument("--item-mlp-depth", type=int_option(1, MAX_MLP_DEPTH))
+    m.add_argument("--predictor-depth", type=int_option(1, MAX_MLP_DEPTH))
     m.add_argument("--d-hidden", type=count_option())
     m.add_argument("--n-classes", type=count_option())
     m.add_argument("--key-vocab", type=count_option())

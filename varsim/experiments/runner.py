@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
+from varsim._common.atomic import append_text
 from varsim._common.validate import format_seconds
 from varsim.experiments.records import (
     CorruptRun,
@@ -43,13 +44,18 @@ class _GridLog:
     def __init__(self, out: Path, show: bool):
         self.path = out / "progress.log"
         self.show = show
+        self.dropped = 0  # lines a FIFO or device did not take (no reader, a full pipe, a reader gone)
 
     def __call__(self, message: str, *, notice: bool = False) -> None:
         if self.show or notice:
             print(message, file=sys.stderr, flush=True)
         stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-        with open(self.path, "a", encoding="utf-8") as fh:
-            fh.write(f"{stamp} {message}\n")
+        if not append_text(self.path, f"{stamp} {message}\n"):  # a FIFO or device: written through, never waited on
+            self.dropped += 1
+            if self.dropped == 1:
+                print(f"varsim reproduce: note: {self.path} is not a regular file and took no line (no process reads "
+                      "it, or its reader is full or gone); progress lines it does not take are dropped",
+                      file=sys.stderr, flush=True)
 
     def say(self, message: str) -> None:
         self("varsim reproduce: " + message, notice=True)

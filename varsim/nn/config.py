@@ -21,7 +21,11 @@ from .norms import get_norm
 from .positions import get_positions
 from .weightmaps import AttentionSpec, make_attention
 
-__all__ = ["ModelConfig", "DTYPES", "DEFAULT_ARCHITECTURE"]
+__all__ = ["ModelConfig", "DTYPES", "DEFAULT_ARCHITECTURE", "MAX_MLP_DEPTH"]
+
+#: the deepest item MLP or predictor MLP (layers): far beyond any useful one, and small enough that the parameter
+#: table (one row per layer) is built at once; a larger value is a typo, refused naming the field
+MAX_MLP_DEPTH = 4096
 
 DTYPES = ("float32", "float64")
 #: the architecture of a config that does not name one (every config saved before the field existed)
@@ -90,7 +94,8 @@ class ModelConfig:
             "max_positions": 1,
         }
         for name, minimum in ints.items():
-            object.__setattr__(self, name, check_int(name, getattr(self, name), minimum=minimum, maximum=MAX_COUNT))
+            maximum = MAX_MLP_DEPTH if name in ("item_mlp_depth", "predictor_depth") else MAX_COUNT
+            object.__setattr__(self, name, check_int(name, getattr(self, name), minimum=minimum, maximum=maximum))
         if self.d_hidden is not None:
             object.__setattr__(self, "d_hidden", check_int("d_hidden", self.d_hidden, minimum=1, maximum=MAX_COUNT))
         if self.d_model % self.n_heads:

@@ -236,13 +236,15 @@ def next_checkpoint(done: int, n_chunks: int, var: float, var_se: float, target:
     ``var`` has standard error ``var_se``, None to stop (the target met, or all ``n_chunks`` run), else the chunk
     count to run to before looking again: the larger of ``1.25 * done`` and the count that scaling
     ``SE ~ 1/sqrt(chunks)`` predicts for the target, at most ``n_chunks``. A variance of 0 with an SE of 0 has met any
-    target; a non-finite RSE runs on to the cap."""
+    target; a non-finite RSE runs on to the cap. The prediction is computed in log space, so that any legal target
+    (down to the smallest subnormal) and any finite RSE give a count, never an overflow."""
     if done >= n_chunks:
         return None
     rse = 0.0 if var_se == 0 else (var_se / abs(var) if var != 0 and math.isfinite(var_se / var) else math.inf)
     if rse <= target:
         return None
-    predicted = done * (rse / target) ** 2 if math.isfinite(rse) else n_chunks
+    log_predicted = math.log(done) + 2.0 * (math.log(rse) - math.log(target)) if math.isfinite(rse) else math.inf
+    predicted = n_chunks if log_predicted >= math.log(n_chunks) else math.exp(log_predicted)
     return int(min(n_chunks, max(math.ceil(1.25 * done), math.ceil(predicted))))
 
 

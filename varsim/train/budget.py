@@ -47,6 +47,9 @@ __all__ = [
     "evaluation_cost",
     "check_training_cost",
     "check_evaluation_cost",
+    "PREDICT_MAX_HOURS",
+    "prediction_cost",
+    "check_prediction_cost",
 ]
 
 # Rates this NumPy code does not reach on one core, so that estimated times lie below the real ones and only runs
@@ -59,6 +62,16 @@ ELEMENT_RATE = 1.0e10  # elementwise operations per second
 STEP_OVERHEAD_S = 2e-4  # Python and NumPy call overhead of one training step (measured: about 1 ms for a tiny model)
 TRAIN_MAX_HOURS = 24.0  # a training run is checkpointed and resumable: refuse only what surely takes a day
 EVALUATE_MAX_HOURS = 2.0  # an evaluation starts again from scratch when interrupted
+PREDICT_MAX_HOURS = 2.0  # so does a prediction (varsim.train.predict)
+#: elementwise operations per simulated set, per item of the measured pool it draws from (the draw without
+#: replacement and the pool's logits under the set's query: ``D + PREDICT_POOL_OPS`` per item), per item of the set
+#: and weight map (the map and its statistics), and per measurement example and likelihood evaluation of the readout
+#: fit (``PREDICT_FIT_EVALUATIONS`` evaluations over the ``len(TEMPERATURES)`` interventions). Below what the code
+#: does: benchmarks/bench_predict.py prints measured / estimated (7.6-15.8x on the shared 2-core machine)
+PREDICT_POOL_OPS = 8.0
+PREDICT_MAP_OPS = 20.0
+PREDICT_FIT_OPS = 20.0
+PREDICT_FIT_EVALUATIONS = 2000.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -138,6 +151,28 @@ def evaluation_cost(model_config, lengths, n_examples: int, batch_size: int, *, 
         flops += float(n_examples) * cost.forward_flops(mcfg, n + 1)
         elements += float(n_examples) * cost.element_ops(mcfg, n + 1)
     return Cost(flops=flops, element_ops=elements, steps=0.0, state_bytes=state, step_bytes=step, cores=int(cores))
+
+
+def prediction_cost(model_config, n0: int, lengths, n_sets: int, n_sim: int, n_maps: int, passes: int) -> Cost:
+    """The :class:`Cost` of :func:`varsim.train.predict.predict`: ``n_sets`` measurement sets of ``n0`` items, each
+    run through the model ``passes`` times (one per readout intervention) and fitted; then, at each N of ``lengths``,
+    ``n_sim`` sets composed from the pool of ``n_sets n0`` measured items and ``n_maps`` weight maps applied to
+    each. Memory: the measurement (the batch, the model's activations, the items' float64 states and logits) and
+    the simulation's per-set records (``w_c``, ``S2``, ranking: 17 bytes per set, length and map) with the table's
+    float64 temporaries, whichever is larger, above the model's parameters."""
+    mcfg = model_config
+    n0, n_sets, n_sim = int(n0), int(n_sets), int(n_sim)
+    lengths = [int(n) for n in lengths]
+    measured = evaluation_cost(mcfg, [n0], n_sets, n_sets)
+    d, heads, pool = int(mcfg.d_model), int(mcfg.n_heads), float(n_sets) * n0
+    states = 8.0 * n_sets * (n0 + 1) * (3 * d + 3 * heads)  # item_logits' float64 states, items, logits, weights
+    per_set = sum(pool * (d + PREDICT_POOL_OPS) + n * n_maps * PREDICT_MAP_OPS for n in lengths)
+    fit = PREDICT_FIT_EVALUATIONS * passes * n_sets * PREDICT_FIT_OPS
+    records = float(n_sim) * len(lengths) * (17.0 * n_maps + 48.0)
+    chunk = 8.0 * pool * (d + 32) + 8.0 * 32 * max(lengths) * (n_maps + 2)  # the pool's logits under a chunk's queries
+    step = max(measured.step_bytes + states, records + states + chunk)
+    return Cost(flops=passes * measured.flops, element_ops=passes * measured.element_ops + fit + float(n_sim) * per_set,
+                steps=0.0, state_bytes=measured.state_bytes, step_bytes=int(step))
 
 
 # ----------------------------------------------------------------------------------------------------------------------
@@ -231,6 +266,38 @@ def check_evaluation_cost(model_config, lengths, n_examples: int, batch_size: in
             f"{_culprit(sizes)} is too large: the evaluation would take at least {format_seconds(cost.seconds)} "
             f"({cost.flops:.2g} flop, {cost.element_ops:.2g} elementwise operations), more than "
             f"max_hours={max_seconds / 3600:g} "
+            "(raise max_hours, --max-hours, to run it anyway)"
+        )
+    return cost
+
+
+def check_prediction_cost(model_config, n0: int, lengths, n_sets: int, n_sim: int, n_maps: int, passes: int, *,
+                          max_hours: float | None = None, memory_bytes: int | None = None,
+                          names: dict | None = None) -> Cost:
+    """Refuse (``ValueError`` naming the parameter) a prediction (:func:`prediction_cost`) whose longest N needs
+    more items than the measured pool holds, that needs more memory than ``memory_bytes`` (default: the machine's)
+    or surely takes longer than ``max_hours`` (default :data:`PREDICT_MAX_HOURS`); return its :class:`Cost`
+    otherwise. ``names`` maps ``lengths``, ``n_sets`` and ``n_sim`` to what the caller calls them (the CLI's flags)."""
+    names = {"lengths": "lengths", "n_sets": "n_sets", "n_sim": "n_sim", **(names or {})}
+    longest, pool = max(int(n) for n in lengths), int(n_sets) * int(n0)
+    if longest > pool:
+        raise ValueError(f"{names['lengths']}: N = {longest} needs more than the {pool} measured items "
+                         f"({names['n_sets']}={n_sets} sets of N = {n0}); raise {names['n_sets']} to at least "
+                         f"{-(-longest // int(n0))}, or predict shorter lengths")
+    cost = prediction_cost(model_config, n0, lengths, n_sets, n_sim, n_maps, passes)
+    sizes = {names["lengths"]: (longest, 16384), names["n_sets"]: (n_sets, 2048), names["n_sim"]: (n_sim, 1024)}
+    limit = memory_limit_bytes() if memory_bytes is None else int(memory_bytes)
+    if cost.peak_bytes > limit:
+        raise ValueError(
+            f"{_culprit(sizes)} is too large: the prediction ({n_sets} measurement sets, {n_sim} simulated sets at "
+            f"each of {len(lengths)} lengths up to N = {longest}) needs about {format_bytes(cost.peak_bytes)} of "
+            f"memory, more than the {format_bytes(limit)} of this machine"
+        )
+    max_seconds = _max_seconds(max_hours, PREDICT_MAX_HOURS)
+    if cost.seconds > max_seconds:
+        raise ValueError(
+            f"{_culprit(sizes)} is too large: the prediction would take at least {format_seconds(cost.seconds)} "
+            f"({cost.element_ops:.2g} elementwise operations), more than max_hours={max_seconds / 3600:g} "
             "(raise max_hours, --max-hours, to run it anyway)"
         )
     return cost

@@ -134,6 +134,20 @@ def _split(arrays: dict, prefix: str) -> dict:
     return {k[len(prefix):]: v for k, v in arrays.items() if k.startswith(prefix)}
 
 
+def _check_finite(p: Path, arrays: dict) -> None:
+    """ValueError naming the checkpoint file and the first weight (or optimizer moment) that holds a NaN or an
+    infinity: training never saves one (it stops before a non-finite update), so such a file was made elsewhere."""
+    for name in sorted(arrays):
+        a = arrays[name]
+        if a.dtype.kind not in "fc" or np.isfinite(a).all():
+            continue
+        nan = int(np.isnan(a).sum())
+        what = "weight" if name.startswith("param/") else "optimizer moment"
+        raise ValueError(f"checkpoint {str(p)!r}: {what} {name.split('/', 1)[1] if what == 'weight' else name!r} "
+                         f"holds {nan} NaN and {int(a.size - np.isfinite(a).sum()) - nan} infinite value(s) of "
+                         f"{a.size}; training never saves one, so the file was made or edited elsewhere")
+
+
 def resolve_checkpoint(path) -> Path:
     """A checkpoint file, or the latest checkpoint of a run directory."""
     p = Path(path)
@@ -183,6 +197,7 @@ def load_checkpoint(path):
 
     p = resolve_checkpoint(path)
     header, arrays = read_checkpoint(p)
+    _check_finite(p, arrays)
     try:
         config = TrainConfig.from_dict(header["config"])
     except (KeyError, TypeError) as exc:

@@ -6,7 +6,7 @@ import json
 import math
 from pathlib import Path
 
-from varsim._common.atomic import atomic_write_text
+from varsim._common.atomic import append_text, atomic_write_text, is_special_file
 
 __all__ = ["MetricsLog", "read_metrics", "scan_metrics"]
 
@@ -34,6 +34,9 @@ def scan_metrics(path) -> tuple[list[dict], int | None]:
     log disagree with the checkpoints.
     """
     p = Path(path)
+    if is_special_file(p):  # reading a FIFO waits for a writer; a device never ends: refused, never opened
+        raise ValueError(f"metrics log {str(p)!r} is not a regular file (a FIFO or device); a run directory's log is "
+                         "read back on resume: remove it, or give another directory")
     try:
         data = p.read_bytes()
     except FileNotFoundError:
@@ -111,9 +114,7 @@ class MetricsLog:
 
     def append(self, record: dict) -> None:
         """Write one record; non-finite numbers become ``null`` so every line stays standard JSON."""
-        with open(self.path, "a", encoding="utf-8") as fh:
-            fh.write(_dumps(record) + "\n")
-            fh.flush()
+        append_text(self.path, _dumps(record) + "\n")  # a full disk: OSError naming the log
 
 
 def _dumps(record: dict) -> str:

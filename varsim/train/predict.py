@@ -44,10 +44,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from varsim._common.seeding import resolve_seed
-from varsim._common.validate import check_int
+from varsim._common.validate import check_int, format_bytes, memory_limit_bytes
 
 __all__ = ["TEMPERATURES", "COMPOSITIONS", "TrainingLengthStats", "Simulation", "item_logits", "own_map",
-           "scaled_scores", "measure", "fit_readout", "simulate", "predict", "readout_probability"]
+           "scaled_scores", "measure", "fit_readout", "simulate", "check_prediction", "predict", "readout_probability"]
 
 #: the intervention's logit factors at n0 (pre-registered)
 TEMPERATURES = (1.0, 0.75, 0.5, 0.35, 0.25, 0.18, 0.12, 0.08, 0.05)
@@ -112,6 +112,9 @@ def _check_model(model, config) -> None:
     if mc.attention_output != "none":
         raise ValueError(f"checkpoint: the predictor reads the weights themselves, got the output normalization "
                          f"{mc.attention_output!r}")
+    if mc.norm != "none":
+        raise ValueError(f"checkpoint: the predictor reads the weights themselves, got the attention-output "
+                         f"normalization norm={mc.norm!r} (it rescales the readout's signal and noise together)")
 
 
 def own_map(model, head: int) -> tuple[str, dict]:
@@ -355,6 +358,10 @@ def simulate(stats: TrainingLengthStats, lengths, *, maps: dict | None = None, n
     if not lengths or min(lengths) < stats.n0:
         raise ValueError(f"lengths must be >= the training maximum {stats.n0}, got {lengths}")
     n_sim = check_int("n_sim", n_sim, minimum=1)
+    need = float(n_sim) * len(lengths) * (17.0 * len(maps) + 48.0)  # the records (budget.prediction_cost)
+    if need > memory_limit_bytes():
+        raise ValueError(f"n_sim={n_sim} is too large: {len(lengths)} lengths x {len(maps)} maps of records need about "
+                         f"{format_bytes(need)}, more than the {format_bytes(memory_limit_bytes())} of this machine")
     root = resolve_seed(seed, rng)
     if not gaussian and stats.task not in COMPOSITIONS:
         raise ValueError(f"checkpoint: no composition law for task {stats.task!r} (known: {', '.join(COMPOSITIONS)})")
@@ -386,18 +393,40 @@ def simulate(stats: TrainingLengthStats, lengths, *, maps: dict | None = None, n
                       sigma=stats.sigma, lapse=stats.lapse, chance=stats.chance)
 
 
+def check_prediction(config, lengths, *, n_maps: int, n_sets: int = 2048, n_sim: int = 1024,
+                     max_hours: float | None = None, names: dict | None = None):
+    """Validate the sizes of a prediction of a model with ``config`` (its run's :class:`varsim.train.TrainConfig`)
+    before anything runs: ``lengths`` (each >= the training maximum, at most the measured pool), ``n_sets`` (>= 16),
+    ``n_sim`` (>= 1), and the estimated memory and time (:func:`varsim.train.budget.check_prediction_cost`,
+    ``max_hours`` its time bound). ``names`` maps ``lengths``, ``n_sets`` and ``n_sim`` to the caller's names (the
+    CLI's flags). Returns ``(lengths, n_sets, n_sim, cost)``: the sizes as Python ints, and the estimated
+    :class:`varsim.train.budget.Cost`."""
+    from varsim.train.budget import check_prediction_cost
+
+    names = {"lengths": "lengths", "n_sets": "n_sets", "n_sim": "n_sim", **(names or {})}
+    lengths = [check_int(names["lengths"], n, minimum=1) for n in lengths]
+    if not lengths or min(lengths) < config.train_max:
+        raise ValueError(f"{names['lengths']} must be >= the training maximum {config.train_max}, got {lengths}")
+    n_sets = check_int(names["n_sets"], n_sets, minimum=16)
+    n_sim = check_int(names["n_sim"], n_sim, minimum=1)
+    cost = check_prediction_cost(config.model, config.train_max, lengths, n_sets, n_sim, n_maps, len(TEMPERATURES),
+                                 max_hours=max_hours, names=names)
+    return lengths, n_sets, n_sim, cost
+
+
 def predict(checkpoint, lengths, *, maps: dict | None = None, kappa: float = 1.0, n_sets: int = 2048,
-            n_sim: int = 1024, seed: int = 0) -> dict:
+            n_sim: int = 1024, seed: int = 0, max_hours: float | None = None) -> dict:
     """Load ``checkpoint`` (file or run directory), measure it at its training maximum and predict the accuracy,
     ranking-correct fraction and dispersion error at ``lengths`` of the model's own map (labelled by its name, first)
-    and of each map of ``maps`` applied in its place. JSON-able."""
+    and of each map of ``maps`` applied in its place. JSON-able. Sizes beyond the machine's memory, or whose
+    estimated time exceeds ``max_hours`` (default :data:`varsim.train.budget.PREDICT_MAX_HOURS`), are refused before
+    the measurement (:func:`check_prediction`)."""
     from varsim.train.checkpoint import load_checkpoint
 
     model, config, _ = load_checkpoint(checkpoint)
     _check_model(model, config)
-    lengths = [check_int("lengths", n, minimum=1) for n in lengths]
-    if not lengths or min(lengths) < config.train_max:
-        raise ValueError(f"lengths must be >= the training maximum {config.train_max}, got {lengths}")
+    lengths, n_sets, n_sim, _ = check_prediction(config, lengths, n_maps=1 + len(maps or {}), n_sets=n_sets,
+                                                 n_sim=n_sim, max_hours=max_hours)
     stats = measure(model, config, n_sets=n_sets, seed=seed)
     sim = simulate(stats, lengths, maps={**stats.own_maps, **(maps or {})}, n_sim=n_sim, seed=seed)
     return {"task": stats.task, "attention": stats.attention, "n0": stats.n0, "best_head": stats.best_head,
