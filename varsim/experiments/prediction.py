@@ -403,7 +403,8 @@ def render_trained(res: dict) -> str:
     """Markdown tables of :func:`analyze_trained`'s result."""
     li = list(LENGTHS).index(PRIMARY_LENGTH)
     methods = ("predictor", "carry", "logistic", "gaussian", "predictor_kappa1")
-    lines = [*provenance_lines(res), f"kappa frozen at {res['kappa']['measured']:g} (Gaussian {res['kappa']['gaussian']:g}); "
+    lines = [*provenance_lines(res),
+             f"kappa frozen at {res['kappa']['measured']:g} (Gaussian {res['kappa']['gaussian']:g}); "
              f"{res['n_runs']} runs kept, excluded {res['excluded'] or 'none'}.", "",
              "| variant | seeds | " + " | ".join(methods) + " | predictor - carry | predictor - logistic | "
              "predictor - Gaussian |", "|---" * (2 + len(methods) + 3) + "|"]
@@ -467,7 +468,8 @@ def _fmt_t(d: dict) -> str:
 
 def render(res: dict) -> str:
     """Markdown tables of :func:`analyze`'s result."""
-    lines = [*provenance_lines(res), f"kappa (fitted on {DEV_RECIPE}): measured {res['kappa']['measured']:.3f}, Gaussian "
+    lines = [*provenance_lines(res),
+             f"kappa (fitted on {DEV_RECIPE}): measured {res['kappa']['measured']:.3f}, Gaussian "
              f"{res['kappa']['gaussian']:.3f}; development MAE at N = 1024: measured "
              f"{res['dev_mae_1024']['measured']:.3f} (kappa = 1: {res['dev_mae_1024_kappa1']['measured']:.3f}), "
              f"Gaussian {res['dev_mae_1024']['gaussian']:.3f}. Seeds {res['seeds']}, cells {len(res['cells'])}, "

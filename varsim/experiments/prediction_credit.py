@@ -136,7 +136,8 @@ def render_credit(res: dict) -> str:
              "logits"}
     from varsim.experiments.prediction import provenance_lines
 
-    lines = [*provenance_lines(res), "Read: " + ", ".join(f"{k} (sha256 {v[:12]})" for k, v in (res.get("inputs") or {}).items())
+    lines = [*provenance_lines(res),
+             "Read: " + ", ".join(f"{k} (sha256 {v[:12]})" for k, v in (res.get("inputs") or {}).items())
              + ".", "",
              f"Held out: {h['runs']} softmax runs, seeds {h['seeds']}; MAE at N = {res['length']}, per-seed means "
              "[95% t over seeds].", "", "| predictor | MAE | minus ranking only |", "|---|---|---|"]
