@@ -1,0 +1,41 @@
+"""Logit laws and the exact finite-N theory of softmax weights over i.i.d. logits of each (issue 47).
+
+:data:`LAWS` registers the families (``gaussian``, ``sphere``, ``rademacher``, ``uniform``, ``empirical``; see
+:mod:`varsim.theory.laws.families`); :func:`logit_law` builds one; :func:`law_ipr`, :func:`law_decay_exponent`,
+:func:`law_ipr_and_exponent`, :func:`law_ipr_second_moment` and :func:`annealed_limit` are its exact theory
+(:mod:`varsim.theory.laws.exact`).
+"""
+
+from varsim.theory.laws.exact import (
+    annealed_limit,
+    law_decay_exponent,
+    law_ipr,
+    law_ipr_and_exponent,
+    law_ipr_second_moment,
+    logit_law,
+)
+from varsim.theory.laws.families import (
+    LAWS,
+    EmpiricalLaw,
+    GaussianLaw,
+    LogitLaw,
+    RademacherLaw,
+    SphereLaw,
+    UniformLaw,
+)
+
+__all__ = [
+    "LAWS",
+    "EmpiricalLaw",
+    "GaussianLaw",
+    "LogitLaw",
+    "RademacherLaw",
+    "SphereLaw",
+    "UniformLaw",
+    "annealed_limit",
+    "law_decay_exponent",
+    "law_ipr",
+    "law_ipr_and_exponent",
+    "law_ipr_second_moment",
+    "logit_law",
+]
