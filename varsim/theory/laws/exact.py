@@ -128,7 +128,9 @@ def law_ipr(law, n, beta):
 
 
 def law_decay_exponent(law, n, beta):
-    """Exact local exponent ``d ln E[sum w^2] / d ln N`` (same arguments as :func:`law_ipr`), in ``[-1, 0]``."""
+    """Exact local exponent ``d ln E[sum w^2] / d ln N`` (same arguments as :func:`law_ipr`): near 0 while the
+    weights are frozen, tending to -1 for every law with finite ``E[e^{2X}]`` (it can pass slightly below -1 where
+    ``N E[sum w^2]`` approaches its limit from above)."""
     law = _law(law)
     return scalar_or_grid(n, beta, law_ipr_and_exponent(law, n, beta)[1])
 
