@@ -8,10 +8,15 @@ laws that must coincide (Archimedes: the sphere at d = 3 is the uniform key at d
 from __future__ import annotations
 
 import math
+import runpy
+import sys
+from pathlib import Path
 
 import law_reference as R
+import mpmath as mp
 import numpy as np
 import pytest
+import sympy as sp
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -20,6 +25,7 @@ from varsim.testing import mc_settings
 from varsim.theory.laws import (
     LAWS,
     annealed_limit,
+    crossover_beta,
     law_decay_exponent,
     law_ipr,
     law_ipr_and_exponent,
@@ -193,3 +199,85 @@ def test_monte_carlo_check_rejects_planted_scaling():
     assert abs(mean - law_ipr(law, 64, 2.0)) > 5.0 * se
     mean, se = _mc_ipr(law, 64, 2.0, 4000, 7)
     assert abs(mean - law_ipr(law, 64, 2.0)) <= 5.0 * se
+
+
+def test_support_width_limit():
+    """A beta whose logit range exceeds SUPPORT_WIDTH_MAX is refused with a message naming beta."""
+    with pytest.raises(ValueError, match="beta must satisfy"):
+        law_ipr(logit_law("sphere", d=512), 10.0, 1000.0)
+
+
+def test_crossover_beta():
+    """``A(beta*) = N``: Gaussian ``sqrt(ln N)`` (1e-10); Rademacher ``inf`` once ``N > 2^d``; the local exponent at
+    beta* lies mid-crossover (between -0.6 and -0.2) for every law, a check of the phase picture."""
+    assert crossover_beta("gaussian", 1e6) == pytest.approx(math.sqrt(math.log(1e6)), rel=1e-10)
+    assert crossover_beta(logit_law("rademacher", d=16), 1e6) == math.inf
+    for law in (logit_law("sphere", d=16), logit_law("uniform", d=6), logit_law("rademacher", d=40)):
+        b = crossover_beta(law, 1e6)
+        assert annealed_limit(law, b) == pytest.approx(1e6, rel=1e-9)
+        assert -0.6 <= law_decay_exponent(law, 1e6, b) <= -0.2
+
+
+# ---- SymPy derivations (derivations/law_*.py) equal the package ----
+
+_ROOT = Path(__file__).resolve().parents[1]
+if str(_ROOT) not in sys.path:
+    sys.path.insert(0, str(_ROOT))
+
+
+@pytest.mark.parametrize("script", ["law_sphere", "law_rademacher", "law_uniform"])
+def test_derivation_scripts_run(script, capsys):
+    runpy.run_path(str(_ROOT / "derivations" / f"{script}.py"), run_name="__main__")
+    assert "LaTeX" in capsys.readouterr().out or script == "law_uniform"
+
+
+def test_sphere_derivation_equals_package():
+    """The integrated MGF (d = 3, 5, 7) equals the package's Bessel-form log-MGF (1e-12); the derived large-beta
+    constant ``a_d`` matches ``annealed_limit`` at large beta (ratio -> 1 like 1/b). Catches a wrong Bessel order or
+    a 1/d instead of 1/sqrt(d) argument scaling."""
+    from derivations import law_sphere as D
+
+    for dim in (3, 5, 7):
+        f = sp.lambdify(D.s, D.mgf(dim), "mpmath")
+        law = logit_law("sphere", d=dim)
+        for t in (0.3, 2.0, 9.0):  # package: ln E[e^{t T}], T = sqrt(d) C
+            assert float(law.log_mgf(t)) == pytest.approx(float(mp.log(f(t * math.sqrt(dim)))), rel=1e-12)
+    a_d = sp.lambdify(D.d, D.large_b_constant())
+    for dim, beta in ((4, 1000.0), (16, 3000.0)):
+        b = beta * math.sqrt(dim)
+        nu = dim / 2 - 1  # Hankel's next term I_nu(s) ~ e^s/sqrt(2 pi s) (1 - (4nu^2-1)/(8s)) gives this correction
+        first = 3.0 * (4 * nu * nu - 1) / (16 * b)
+        assert annealed_limit(logit_law("sphere", d=dim), beta) / (a_d(dim) * b ** ((dim - 1) / 2)) == \
+            pytest.approx(1.0 + first, abs=(dim / b) ** 2 * 10)
+
+
+def test_rademacher_derivation_equals_package():
+    """Binomial-sum MGF = package log-MGF (1e-12); ``A(beta) -> 2^d``, reached by the exact theory at N = 1e300."""
+    from derivations import law_rademacher as D
+
+    for dim in (1, 2, 5):
+        f = sp.lambdify(D.s, D.mgf(dim), "mpmath")
+        law = logit_law("rademacher", d=dim)
+        for t in (0.3, 4.0):
+            assert float(law.log_mgf(t)) == pytest.approx(float(mp.log(f(t))), rel=1e-12)
+        assert int(D.large_beta_limit(dim)) == 2**dim
+    assert 1e300 * law_ipr(logit_law("rademacher", d=5), 1e300, 40.0) == pytest.approx(32.0, rel=1e-8)
+
+
+def test_uniform_derivation_equals_package():
+    """The convolved Irwin-Hall pieces equal the package's exact coefficients (1e-15); the MGF equals the package
+    log-MGF (1e-12); ``A / z^d -> 1`` at large beta."""
+    from derivations import law_uniform as D
+    from varsim.theory.laws.families import _irwin_hall_coefficients
+
+    for dim in (2, 3, 4):
+        pieces = D.irwin_hall_pieces(dim)
+        coef = _irwin_hall_coefficients(dim)
+        for j in range(coef.shape[0]):
+            shifted = sp.Poly(sp.expand(pieces[j].subs(D.x, D.x + j)), D.x).all_coeffs()[::-1]
+            expect = [float(c) for c in shifted] + [0.0] * (dim - len(shifted))
+            np.testing.assert_allclose(coef[j], expect, rtol=1e-15, atol=1e-15)
+        f = sp.lambdify(D.z, D.mgf(dim), "mpmath")
+        for t in (0.3, 4.0):
+            assert float(logit_law("uniform", d=dim).log_mgf(t)) == pytest.approx(float(mp.log(f(t))), rel=1e-12)
+        assert D.large_beta_ratio(dim) == 1

@@ -2,12 +2,13 @@
 
 :data:`LAWS` registers the families (``gaussian``, ``sphere``, ``rademacher``, ``uniform``, ``empirical``; see
 :mod:`varsim.theory.laws.families`); :func:`logit_law` builds one; :func:`law_ipr`, :func:`law_decay_exponent`,
-:func:`law_ipr_and_exponent`, :func:`law_ipr_second_moment` and :func:`annealed_limit` are its exact theory
-(:mod:`varsim.theory.laws.exact`).
+:func:`law_ipr_and_exponent`, :func:`law_ipr_second_moment`, :func:`annealed_limit` and :func:`crossover_beta`
+are its exact theory (:mod:`varsim.theory.laws.exact`).
 """
 
 from varsim.theory.laws.exact import (
     annealed_limit,
+    crossover_beta,
     law_decay_exponent,
     law_ipr,
     law_ipr_and_exponent,
@@ -33,6 +34,7 @@ __all__ = [
     "SphereLaw",
     "UniformLaw",
     "annealed_limit",
+    "crossover_beta",
     "law_decay_exponent",
     "law_ipr",
     "law_ipr_and_exponent",

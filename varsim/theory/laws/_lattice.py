@@ -217,7 +217,8 @@ def ipr_exact(grid: Grid, n: np.ndarray, want_exponent: bool) -> tuple[np.ndarra
         extra = None
         if want_exponent:  # N ln L = (N - 1) ln L * N / (N - 1), or ln L itself at N = 1
             one = v == 1.0
-            extra = np.where(one, -np.exp(a), -minus * v / np.where(one, 1.0, v - 1.0))
+            with np.errstate(over="ignore", invalid="ignore"):
+                extra = np.where(one, -np.exp(a), -minus * v / np.where(one, 1.0, v - 1.0))
         return [log_f], extra
 
     log_e, mean = _outer(grid, n, terms, want_exponent)

@@ -22,8 +22,8 @@ from varsim.theory._args import scalar_or_grid
 from varsim.theory.laws import _lattice
 from varsim.theory.laws.families import LAWS, GaussianLaw, LogitLaw
 
-__all__ = ["annealed_limit", "law_decay_exponent", "law_ipr", "law_ipr_and_exponent", "law_ipr_second_moment",
-           "logit_law"]
+__all__ = ["SUPPORT_WIDTH_MAX", "annealed_limit", "crossover_beta", "law_decay_exponent", "law_ipr",
+           "law_ipr_and_exponent", "law_ipr_second_moment", "logit_law"]
 
 _CACHE: OrderedDict = OrderedDict()
 _CACHE_SIZE = 64
@@ -44,7 +44,17 @@ def _law(law) -> LogitLaw:
     return law
 
 
+#: Largest width ``|beta| (max T - min T)`` of a bounded law's logit support: the quadrature holds ~50 nodes per
+#: unit of it (2 M nodes here, ~0.4 GB of temporaries). Beyond it every N <= 1e300 at such a beta is frozen.
+SUPPORT_WIDTH_MAX = 4e4
+
+
 def _grid(law: LogitLaw, beta: float, n_max: float, fourth: bool) -> _lattice.Grid:
+    lo, hi = law.support(beta)
+    if hi - lo > SUPPORT_WIDTH_MAX:
+        raise ValueError(f"beta must satisfy |beta| * (support width of the {law.name} law) <= {SUPPORT_WIDTH_MAX:g} "
+                         f"(the quadrature holds ~50 nodes per unit of logit range), got {hi - lo:g} at "
+                         f"beta={beta:g}")
     n_max = max(1e8, 10.0 ** math.ceil(math.log10(n_max)))
     key = (id(law), repr(law), beta, fourth)
     with _LOCK:
@@ -157,3 +167,30 @@ def annealed_limit(law, beta):
     beta_arr = np.asarray(_gaussian.real_array("beta", beta))
     out = np.exp(law.log_mgf(2.0 * beta_arr) - 2.0 * law.log_mgf(beta_arr))
     return float(out) if np.ndim(beta) == 0 else out
+
+
+def _log_limit(law: LogitLaw, beta: float) -> float:
+    return float(law.log_mgf(2.0 * beta) - 2.0 * law.log_mgf(beta))
+
+
+def crossover_beta(law, n) -> float:
+    """The logit scale ``beta*`` at which the annealed asymptote ``E[sum w^2] ~ A(beta)/N`` reaches 1 at this ``N``
+    (``A`` = :func:`annealed_limit`, increasing in ``beta`` since the log-MGF is convex): below it ``N >> A`` and the
+    weights are spread (local exponent near -1), well above it they are frozen on the top logits.
+
+    Gaussian: ``sqrt(ln N)`` (between the REM boundaries ``sqrt(2 ln N / 3)`` and ``sqrt(2 ln N)``); sphere:
+    ``~ N^{2/(d-1)}`` (``derivations/law_sphere.py``); uniform keys: ``~ N^{1/d}``; a law with an atom at its top
+    (Rademacher, empirical) has ``A <= 1/P(top)``, and ``inf`` is returned when ``N`` exceeds it."""
+    from scipy.optimize import brentq
+
+    law = _law(law)
+    n = _gaussian.check_real("n", n, minimum=1.0, maximum=_gaussian.N_MAX)
+    target = math.log(n)
+    if target == 0.0:
+        return 0.0
+    hi = 1.0
+    while _log_limit(law, hi) < target:
+        if hi > 1e12:
+            return math.inf
+        hi *= 2.0
+    return brentq(lambda b: _log_limit(law, b) - target, 0.0, hi, xtol=1e-14 * hi, rtol=1e-14)
