@@ -26,7 +26,7 @@ __all__ = ["SUPPORT_WIDTH_MAX", "annealed_limit", "crossover_beta", "law_decay_e
            "law_ipr_and_exponent", "law_ipr_second_moment", "logit_law"]
 
 _CACHE: OrderedDict = OrderedDict()
-_CACHE_SIZE = 64
+_CACHE_SIZE = 512
 _LOCK = threading.Lock()
 
 
