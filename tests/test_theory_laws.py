@@ -281,3 +281,12 @@ def test_uniform_derivation_equals_package():
         for t in (0.3, 4.0):
             assert float(logit_law("uniform", d=dim).log_mgf(t)) == pytest.approx(float(mp.log(f(t))), rel=1e-12)
         assert D.large_beta_ratio(dim) == 1
+
+
+def test_docs_tables_are_what_the_script_makes(capsys):
+    """docs/site/theory/laws.md carries the tables ``figures/laws_numbers.py`` prints now (regenerate both together)."""
+    runpy.run_path(str(_ROOT / "figures" / "laws_numbers.py"), run_name="__main__")
+    printed = [line for line in capsys.readouterr().out.splitlines() if line.startswith("|")]
+    page = (_ROOT / "docs" / "site" / "theory" / "laws.md").read_text().splitlines()
+    missing = [line for line in printed if line not in page]
+    assert not missing, f"laws.md lacks {len(missing)} table rows the script prints, e.g. {missing[0]}"
