@@ -290,3 +290,11 @@ def test_docs_tables_are_what_the_script_makes(capsys):
     page = (_ROOT / "docs" / "site" / "theory" / "laws.md").read_text().splitlines()
     missing = [line for line in printed if line not in page]
     assert not missing, f"laws.md lacks {len(missing)} table rows the script prints, e.g. {missing[0]}"
+
+
+def test_empirical_negative_beta_is_the_mirrored_sample():
+    """The empirical law is not symmetric: ``beta = -1`` is the law of the negated sample at ``beta = 1``."""
+    flipped = logit_law("empirical", sample=-_SAMPLE)
+    n = np.array([2.0, 50.0, 1e9])
+    np.testing.assert_allclose(law_ipr(_LAWS["empirical"], n, -1.3), law_ipr(flipped, n, 1.3), rtol=1e-12)
+    assert not np.allclose(law_ipr(_LAWS["empirical"], n, 1.3), law_ipr(flipped, n, 1.3), rtol=1e-3)

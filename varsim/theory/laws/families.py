@@ -108,22 +108,30 @@ class GaussianLaw(LogitLaw):
         return gen.standard_normal(size)
 
 
-@LAWS.add
-class SphereLaw(LogitLaw):
-    """Query and keys on the unit sphere in dimension ``d``: ``T = sqrt(d) cos(angle)``."""
+class _KeyDimension(LogitLaw):
+    """A bounded family of dimension ``d`` (``d_min <= d <= d_max``) whose ``T`` lies in ``[-r, r]``,
+    ``r = sqrt(support_factor * d)``."""
 
-    name = "sphere"
     tail = "bounded"
+    d_min, d_max, support_factor = 1, D_MAX, 1.0
 
     def __init__(self, d: int):
-        self.d = check_int("d", d, minimum=2, maximum=D_MAX)
+        self.d = check_int("d", d, minimum=self.d_min, maximum=self.d_max)
 
     def params(self):
         return {"d": self.d}
 
     def support_t(self):
-        r = math.sqrt(self.d)
+        r = math.sqrt(self.support_factor * self.d)
         return (-r, r)
+
+
+@LAWS.add
+class SphereLaw(_KeyDimension):
+    """Query and keys on the unit sphere in dimension ``d``: ``T = sqrt(d) cos(angle)``."""
+
+    name = "sphere"
+    d_min = 2
 
     def log_mgf(self, s):
         # E[e^{s C}] = Gamma(d/2) (2/s)^{d/2-1} I_{d/2-1}(s); with s -> s sqrt(d) and I = ive e^{|s|}
@@ -156,21 +164,10 @@ class SphereLaw(LogitLaw):
 
 
 @LAWS.add
-class RademacherLaw(LogitLaw):
+class RademacherLaw(_KeyDimension):
     """Keys with i.i.d. ``+-1`` coordinates in dimension ``d`` and the all-ones query (``T = (2B - d)/sqrt d``)."""
 
     name = "rademacher"
-    tail = "bounded"
-
-    def __init__(self, d: int):
-        self.d = check_int("d", d, minimum=1, maximum=D_MAX)
-
-    def params(self):
-        return {"d": self.d}
-
-    def support_t(self):
-        r = math.sqrt(self.d)
-        return (-r, r)
 
     def log_mgf(self, s):
         z = np.abs(np.asarray(s, dtype=np.float64)) / math.sqrt(self.d)
@@ -201,21 +198,11 @@ def _irwin_hall_coefficients(d: int) -> np.ndarray:
 
 
 @LAWS.add
-class UniformLaw(LogitLaw):
+class UniformLaw(_KeyDimension):
     """Key coordinates uniform on ``[-sqrt 3, sqrt 3]`` in dimension ``d`` and the all-ones query."""
 
     name = "uniform"
-    tail = "bounded"
-
-    def __init__(self, d: int):
-        self.d = check_int("d", d, minimum=1, maximum=UNIFORM_D_MAX)
-
-    def params(self):
-        return {"d": self.d}
-
-    def support_t(self):
-        r = math.sqrt(3.0 * self.d)
-        return (-r, r)
+    d_max, support_factor = UNIFORM_D_MAX, 3.0
 
     def log_mgf(self, s):
         z = np.abs(np.asarray(s, dtype=np.float64)) * math.sqrt(3.0 / self.d)
