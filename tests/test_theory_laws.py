@@ -298,3 +298,18 @@ def test_empirical_negative_beta_is_the_mirrored_sample():
     n = np.array([2.0, 50.0, 1e9])
     np.testing.assert_allclose(law_ipr(_LAWS["empirical"], n, -1.3), law_ipr(flipped, n, 1.3), rtol=1e-12)
     assert not np.allclose(law_ipr(_LAWS["empirical"], n, 1.3), law_ipr(flipped, n, 1.3), rtol=1e-3)
+
+
+@pytest.mark.parametrize("d", [1000, 100_000])
+def test_sphere_large_dimension(d):
+    """Large d: the node measure has unit mass (1e-13), the log-MGF equals mpmath's ``ln 0F1(; d/2; s^2 d/4)``
+    (1e-13; SciPy's ``ive`` underflows there), and ``N E`` at N = 1e300 equals the limit (1e-12). Catches the
+    normaliser ``betaln((d-1)/2, 1/2)`` taken from SciPy at large d (its log-gamma difference is 5e-11 off at
+    d = 1e5) and Gauss-Jacobi weights that overflow above p = 1000."""
+    law = logit_law("sphere", d=d)
+    x, lw = law.measure(1.0)
+    assert abs(np.logaddexp.reduce(lw)) < 1e-13
+    for t in (0.3, 3.0):
+        ref = float(mp.log(mp.hyp0f1(mp.mpf(d) / 2, (t * mp.sqrt(d)) ** 2 / 4)))
+        assert float(law.log_mgf(t)) == pytest.approx(ref, rel=1e-13)
+    assert 1e300 * law_ipr(law, 1e300, 1.0) == pytest.approx(annealed_limit(law, 1.0), rel=1e-12)

@@ -7,7 +7,7 @@ below ``e^-_NEGLIGIBLE`` is kept unrefined: every quantity the quadrature needs 
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import roots_jacobi
+from scipy.special import roots_jacobi, roots_laguerre
 
 __all__ = ["panel_nodes"]
 
@@ -75,7 +75,14 @@ def panel_nodes(breaks: np.ndarray, log_density, max_width: float,
 
 def _jacobi_panel(a: float, b: float, log_density, p: float) -> tuple[np.ndarray, np.ndarray]:
     """Nodes and log-weights on ``[a, b]`` for a density ``(v - a)^p`` times a smooth factor: Gauss-Jacobi with
-    weight ``(1 + s)^p`` on ``[-1, 1]``, ``v = a + (b - a)(1 + s)/2``."""
+    weight ``(1 + s)^p`` on ``[-1, 1]``, ``v = a + (b - a)(1 + s)/2`` (Gauss-Laguerre after
+    ``v = a + (b - a) e^{-s/(p+1)}`` above ``p = 1000``, where SciPy's Jacobi rule overflows)."""
+    if p > 1000.0:
+        s, w = roots_laguerre(2 * _GL_X.size)
+        v = a + (b - a) * np.exp(-s / (p + 1.0))
+        # (v - a)^p dv = (b - a)^{p+1} / (p + 1) e^{-s} ds
+        lw = np.log(w) + (p + 1.0) * np.log(b - a) - np.log(p + 1.0) + log_density(v) - p * np.log(v - a)
+        return v, lw
     s, w = roots_jacobi(_GL_X.size, 0.0, p)
     half = 0.5 * (b - a)
     v = a + half * (1.0 + s)
