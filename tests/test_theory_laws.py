@@ -93,7 +93,7 @@ def test_exact_vs_mpmath_grid(name, n, beta):
     assert law_ipr(_LAWS[name], n, beta) == pytest.approx(ref, rel=1e-10, abs=0.0)
 
 
-@pytest.mark.parametrize("name, n, beta", [("rademacher", 7.0, 2.0), ("empirical", 1e4, 1.0)])
+@pytest.mark.parametrize("name, n, beta", [("rademacher", 7.0, 2.0), ("empirical", 1e4, 1.0), ("sphere", 1e300, 1.0)])
 def test_second_moment_vs_mpmath(name, n, beta):
     """``E[(sum w^2)^2]`` against mpmath (1e-10). Catches the ``N(N-1) M^2 L^{N-2}`` term dropped or mis-powered."""
     ref = R.reference(_MEASURES[name](beta), n, second=True)
