@@ -313,3 +313,12 @@ def test_sphere_large_dimension(d):
         ref = float(mp.log(mp.hyp0f1(mp.mpf(d) / 2, (t * mp.sqrt(d)) ** 2 / 4)))
         assert float(law.log_mgf(t)) == pytest.approx(ref, rel=1e-13)
     assert 1e300 * law_ipr(law, 1e300, 1.0) == pytest.approx(annealed_limit(law, 1.0), rel=1e-12)
+
+
+def test_missing_parameters_are_value_errors():
+    """A family named without its parameters (``law_ipr("sphere", ...)``) or with an unknown one is a ValueError
+    naming the parameter, not a TypeError."""
+    with pytest.raises(ValueError, match="'d'"):
+        law_ipr("sphere", 10.0, 1.0)
+    with pytest.raises(ValueError, match="'e'"):
+        logit_law("rademacher", d=3, e=2)

@@ -11,6 +11,7 @@ against mpmath in ``tests/test_theory_laws.py``).
 
 from __future__ import annotations
 
+import inspect
 import math
 import threading
 from collections import OrderedDict
@@ -32,8 +33,13 @@ _LOCK = threading.Lock()
 
 def logit_law(name: str, **params) -> LogitLaw:
     """The law ``name`` of :data:`varsim.theory.laws.LAWS` with its parameters (``logit_law("sphere", d=64)``);
-    an unknown name raises ``ValueError`` naming ``law``."""
-    return LAWS.find(name)(**params)
+    an unknown name raises ``ValueError`` naming ``law``, a missing or unknown parameter one naming it."""
+    family = LAWS.find(name)
+    try:
+        inspect.signature(family).bind(**params)
+    except TypeError as exc:
+        raise ValueError(f"law {name!r}: {exc}") from None
+    return family(**params)
 
 
 def _law(law) -> LogitLaw:
