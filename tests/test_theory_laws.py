@@ -322,3 +322,22 @@ def test_missing_parameters_are_value_errors():
         law_ipr("sphere", 10.0, 1.0)
     with pytest.raises(ValueError, match="'e'"):
         logit_law("rademacher", d=3, e=2)
+
+
+@pytest.mark.parametrize("beta", [0.5, 2.0, 5.0])
+def test_lattice_engine_reproduces_the_gaussian_quadrature(beta):
+    """The lattice quadrature fed a Gaussian node measure truncated at 40 standard deviations (mass lost < e^-800)
+    against ``varsim.theory.expected_ipr`` and ``decay_exponent`` (an independent quadrature, checked against mpmath
+    in tests/test_theory.py): 1e-11 relative, 1e-10 absolute on the exponent, N from 1 to 1e300."""
+    from varsim.theory.laws import _lattice
+    from varsim.theory.laws._nodes import panel_nodes
+
+    cells = np.arange(-math.floor(40 * beta / _lattice.H), math.floor(40 * beta / _lattice.H) + 1) * _lattice.H
+    breaks = np.concatenate([[-40 * beta, 40 * beta], cells[np.abs(cells) < 40 * beta]])
+    x, lw = panel_nodes(breaks, lambda v: -0.5 * (v / beta) ** 2 - math.log(beta * math.sqrt(2 * math.pi)),
+                        0.5 * beta)
+    grid = _lattice.Grid(_lattice.Measure(x, lw), 1e300, False)
+    n = np.array([1.0, 2.0, 37.0, 1e4, 1e12, 1e300])
+    e, g = _lattice.ipr_exact(grid, n, True)
+    np.testing.assert_allclose(e, T.expected_ipr(n, beta), rtol=1e-11)
+    np.testing.assert_allclose(g, T.decay_exponent(n, beta), atol=1e-10)
