@@ -341,3 +341,36 @@ def test_lattice_engine_reproduces_the_gaussian_quadrature(beta):
     e, g = _lattice.ipr_exact(grid, n, True)
     np.testing.assert_allclose(e, T.expected_ipr(n, beta), rtol=1e-11)
     np.testing.assert_allclose(g, T.decay_exponent(n, beta), atol=1e-10)
+
+
+def test_a_registered_law_gets_the_exact_theory():
+    """A new family registered in LAWS (here a two-point law, atoms 0 and 1 with 1/4, 3/4) gets the exact theory
+    with no other code: equal to exact enumeration at n = 2..6 (1e-12); removed afterwards."""
+    from varsim.theory.laws import LogitLaw
+
+    class TwoPoint(LogitLaw):
+        name = "two_point_test"
+        tail = "bounded"
+        symmetric = False
+
+        def support_t(self):
+            return (0.0, 1.0)
+
+        def log_mgf(self, s):
+            return np.log(0.25 + 0.75 * np.exp(np.asarray(s, dtype=float)))
+
+        def _draw(self, size, gen):
+            return (gen.random(size) < 0.75).astype(float)
+
+        def _measure(self, beta):
+            return beta * np.array([0.0, 1.0]), np.log([0.25, 0.75])
+
+    LAWS.add(TwoPoint)
+    try:
+        law = logit_law("two_point_test")
+        for n in range(2, 7):
+            ref = R.exact_small_n([0.0, 1.0], [0.25, 0.75], n, 2.5)
+            assert law_ipr(law, n, 2.5) == pytest.approx(ref, rel=1e-12, abs=0.0)
+    finally:
+        del LAWS["two_point_test"]
+    assert "two_point_test" not in LAWS
