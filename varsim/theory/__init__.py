@@ -16,12 +16,25 @@ For i.i.d. Gaussian keys and a fixed query the logits are i.i.d. ``N(0, beta^2)`
 * attention variants of ``varsim.variants`` (``remedies``): :func:`variant_beta`, :func:`variant_ipr` (softmax with an
   N-dependent temperature: ssmax, logn, critical; and sigmoid), :func:`sigmoid_moments`, :func:`sigmoid_variance`,
   :func:`topk_ipr_bounds`, :func:`adaptive_switch_off_entropy`, and :func:`variant_theory`, everything the theory kind
-  of a variant's registry entry gives.
+  of a variant's registry entry gives;
+* logit laws other than the Gaussian (``laws``): :data:`LAWS` (sphere / QK-norm, Rademacher and uniform keys,
+  measured logits), :func:`logit_law`, :func:`law_ipr`, :func:`law_decay_exponent`, :func:`law_ipr_and_exponent`,
+  :func:`law_ipr_second_moment`, :func:`annealed_limit`, :func:`crossover_beta`.
 
 Every function validates its arguments and raises ``ValueError`` naming the parameter.
 """
 
 from varsim.theory.ipr import BETA_MAX, N_MAX, decay_exponent, expected_ipr, ipr_and_exponent, ipr_second_moment
+from varsim.theory.laws import (
+    LAWS,
+    annealed_limit,
+    crossover_beta,
+    law_decay_exponent,
+    law_ipr,
+    law_ipr_and_exponent,
+    law_ipr_second_moment,
+    logit_law,
+)
 from varsim.theory.layernorm import (
     Estimate,
     layernorm_beta_parameters,
@@ -67,11 +80,14 @@ from varsim.theory.series import generic_series_coefficients, ipr_series, series
 
 __all__ = [
     "BETA_MAX",
+    "LAWS",
     "N_MAX",
     "PHASES",
     "Estimate",
     "adaptive_switch_off_entropy",
+    "annealed_limit",
     "chi_nodes",
+    "crossover_beta",
     "decay_exponent",
     "effective_exponent",
     "expected_ipr",
@@ -83,12 +99,17 @@ __all__ = [
     "ipr_normalized_variance",
     "ipr_second_moment",
     "ipr_series",
+    "law_decay_exponent",
+    "law_ipr",
+    "law_ipr_and_exponent",
+    "law_ipr_second_moment",
     "layernorm_beta_parameters",
     "layernorm_conditional_variance",
     "layernorm_marginal_pdf",
     "layernorm_moments",
     "layernorm_variance_eps",
     "layernorm_variance_eps_upper",
+    "logit_law",
     "phase",
     "phase_boundaries",
     "random_query_decay_exponent",
