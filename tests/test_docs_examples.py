@@ -20,6 +20,7 @@ MODULES = [
     "varsim.testing.strategies",
     "varsim.testing.power",
     "varsim.testing.mutants",
+    "varsim.testing.families",
     "varsim.train.config",
     "varsim.train.loop",
     "varsim.train.checkpoint",

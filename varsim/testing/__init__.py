@@ -21,6 +21,10 @@ strategies, adapters for other array libraries.
   dtype makes (float32 accumulation at float16/bfloat16); ``tolerance="low_precision"`` or ``"worst_case"``.
 * Power (:mod:`varsim.testing.power`, :mod:`varsim.testing.mutants`): :func:`power_report` plants a catalogue of
   bug classes (:data:`MUTANTS`) and correct kernels (:data:`CORRECT`) into your configuration and runs your check.
+* Reference families (:mod:`varsim.testing.families`): ALiBi, RoPE, sliding windows, grouped heads, a temperature
+  per head, softcapping, as ``reference=`` whose tolerances come from the family's own logits, weights and output;
+  any other ``reference=`` function is calibrated from its own float64 ``(o, w)`` (weights derived when it returns
+  only ``o``).
 * Adapters (:mod:`varsim.testing.arrays`): :func:`adapt` for torch, array-API namespaces, other layouts.
 * Statistical checks (:mod:`varsim.testing.checks`): :func:`assert_variance_matches`, :func:`assert_ipr_matches`,
   :func:`assert_mean_matches` run :func:`varsim.sim.measure_variance` with a budget chosen for a target relative SE
@@ -33,6 +37,7 @@ strategies, adapters for other array libraries.
 Every function that draws random numbers takes ``rng=`` (an int, a ``SeedSequence`` or a ``Generator``; SPEC 7).
 """
 
+from . import families
 from .arrays import LAYOUTS, Adapted, adapt, to_numpy
 from .attention import ATTENTION_FNS, SoftmaxAttention, attention_fn, softmax_attention, softmax_attention_nd
 from .cases import REFERENCE_CASES, AttentionCase, reference_cases
@@ -46,6 +51,7 @@ from .checks import (
     check_statistic,
 )
 from .config import AttentionConfig
+from .families import Family
 from .mutants import CORRECT, MUTANTS
 from .power import PowerReport, power_report
 from .precision import TOLERANCES
@@ -80,6 +86,8 @@ __all__ = [
     "softmax_ipr",
     "softmax_variance",
     "AttentionConfig",
+    "families",
+    "Family",
     "power_report",
     "PowerReport",
     "MUTANTS",

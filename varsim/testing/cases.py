@@ -256,6 +256,8 @@ def as_cases(cases) -> tuple[AttentionCase, ...]:
         cases = reference_cases()
     elif isinstance(cases, AttentionCase):
         cases = (cases,)
+    elif isinstance(cases, (str, bytes)) or not hasattr(cases, "__iter__"):
+        raise ValueError(f"cases must be an AttentionCase, a non-empty sequence of them, or None, got {cases!r}")
     cases = tuple(cases)
     if not cases or not all(isinstance(c, AttentionCase) for c in cases):
         raise ValueError("cases must be an AttentionCase, a non-empty sequence of them, or None")

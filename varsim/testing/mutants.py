@@ -20,7 +20,7 @@ from typing import Callable
 import numpy as np
 
 from .arrays import causal_mask
-from .attention import softmax_attention_nd
+from .families import softmax_rows
 from .precision import round_to
 
 __all__ = ["Kernel", "CORRECT", "MUTANTS", "kernel"]
@@ -49,9 +49,11 @@ def _apply_mask(s, m, value=-np.inf):
 
 
 def _softmax(s, dtype, acc):
+    """Max-subtracted softmax over the keys; a row with no key (a window past every valid key) gets zeros."""
     mx = s.max(axis=-1, keepdims=True)
-    e = np.exp(s - mx)
-    return e / e.sum(axis=-1, keepdims=True, dtype=acc)
+    e = np.exp(s - np.where(np.isfinite(mx), mx, 0.0).astype(s.dtype))
+    den = e.sum(axis=-1, keepdims=True, dtype=acc)
+    return e / np.where(den > 0, den, 1.0).astype(acc)
 
 
 def _combine(w, V, dtype, acc):
@@ -95,7 +97,10 @@ class Kernel:
     output : callable, optional
         Maps ``(o, w)`` at the end.
     whole : callable, optional
-        Replaces the pipeline: ``(q, K, V, tau, m, dtype, acc) -> (o, w)``.
+        Replaces the softmax and the product with the values: ``(s, V, dtype, acc) -> (o, w)`` with ``s`` the masked
+        logits (``-inf`` where masked).
+    exact : bool
+        Logits in float64 whatever the dtype (the float64 reference rounded at the end).
     needs : frozenset of str
         The keywords the planted function must take for the bug to exist (``"mask"``: it builds on a mask it
         receives; ``"causal"``: it builds the causal mask itself).
@@ -133,27 +138,28 @@ class Kernel:
     combine: Callable = _combine
     output: Callable | None = None
     whole: Callable | None = None
+    exact: bool = False
     needs: frozenset = frozenset()
     axes: frozenset = frozenset()
 
-    def __call__(self, q, K, V, *, tau=1.0, mask=None, causal=False, dtype="float64"):
+    def __call__(self, q, K, V, *, tau=1.0, mask=None, causal=False, dtype="float64", family=None):
         acc = _acc(dtype)
+        if family is not None:  # the family's stages in the accumulation precision (positions, head mapping)
+            q, K, V = family.inputs(q, K, V)
+            if not self.exact:
+                q, K, V = (a.astype(acc).astype(np.float64) for a in (q, K, V))
         given = (mask, causal, q.shape[-2], K.shape[-2])
         if self.inputs is not None:
             q, K, V, mask = self.inputs(q, K, V, mask)
         L, N = q.shape[-2], K.shape[-2]
         m = self.mask(mask, causal, L, N)
-        if self.whole is not None:
-            o, w = self.whole(q, K, V, tau, m, dtype, acc)
-        else:
-            s = np.matmul(q.astype(acc), np.swapaxes(K, -1, -2).astype(acc)) * acc(self.scale(tau, q.shape[-1],
-                                                                                              V.shape[-1]))
-            if self.logits is not None:
-                s = self.logits(s, dtype, acc)
-            if self.bias is not None:
-                s = s + self.bias(L, N).astype(acc)
-            with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-                s = self.apply_mask(s, m, self.mask_value)
+        if family is not None:
+            m = family.mask(m, L, N)
+        s = self._logits(q, K, V, tau, m, dtype, np.float64 if self.exact else acc, family)
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            if self.whole is not None:
+                o, w = self.whole(s, V, dtype, acc)
+            else:
                 w = self.softmax(s, dtype, acc)
                 if self.after_softmax is not None:
                     w = self.after_softmax(w, _mask(*given))
@@ -162,6 +168,22 @@ class Kernel:
             o, w = self.output(o, w)
         with np.errstate(over="ignore", invalid="ignore"):
             return round_to(o, dtype), round_to(w, dtype)
+
+    def _logits(self, q, K, V, tau, m, dtype, acc, family):
+        """The masked logits in ``acc``: products, scale, the bug's logit stage and bias, the family's bias and cap,
+        the mask."""
+        L, N = q.shape[-2], K.shape[-2]
+        s = np.matmul(q.astype(acc), np.swapaxes(K, -1, -2).astype(acc)) * acc(self.scale(tau, q.shape[-1],
+                                                                                          V.shape[-1]))
+        if self.logits is not None:
+            s = self.logits(s, dtype, acc)
+        if self.bias is not None:
+            s = s + self.bias(L, N).astype(acc)
+        if family is not None:
+            b = family.bias(q.shape[-3], L, N)
+            s = family.capped(s if b is None else s + b.astype(acc)).astype(acc)
+        with np.errstate(over="ignore", invalid="ignore"):
+            return self.apply_mask(s, m, self.mask_value)
 
     @property
     def outside_softmax(self) -> bool:
@@ -196,23 +218,22 @@ class Kernel:
 
 # --- correct kernels -------------------------------------------------------------------------------------------------
 
-def _reference(q, K, V, tau, m, dtype, acc):
-    return softmax_attention_nd(q, K, V, tau=tau, mask=m)
+def _reference(s, V, dtype, acc):
+    o, w = softmax_rows(s, V)
+    return o, w
 
 
-def _float32_math(q, K, V, tau, m, dtype, acc):
-    s = _apply_mask(np.matmul(q.astype(acc), np.swapaxes(K, -1, -2).astype(acc)) * acc(tau / math.sqrt(q.shape[-1])),
-                    m)
+def _float32_math(s, V, dtype, acc):
     w = _softmax(s, dtype, acc)
     return np.matmul(w, V.astype(acc)), w
 
 
-def _log_domain(q, K, V, tau, m, dtype, acc):
-    s = _apply_mask(np.matmul(q.astype(acc), np.swapaxes(K, -1, -2).astype(acc)) * acc(tau / math.sqrt(q.shape[-1])),
-                    m)
+def _log_domain(s, V, dtype, acc):
     mx = s.max(axis=-1, keepdims=True)
-    lse = mx + np.log(np.exp(s - mx).sum(axis=-1, keepdims=True))
-    w = np.exp(s - lse)
+    mx = np.where(np.isfinite(mx), mx, 0.0).astype(s.dtype)
+    total = np.exp(s - mx).sum(axis=-1, keepdims=True)
+    lse = mx + np.log(np.where(total > 0, total, 1.0))
+    w = np.where(total > 0, np.exp(s - lse), 0.0).astype(s.dtype)
     return np.matmul(w, V.astype(acc)), w
 
 
@@ -220,9 +241,7 @@ def _flash(block=32, rescale_acc=True, rescale_den=True):
     """Flash-attention style: blocks of keys, a running max, a running sum and an accumulator rescaled when the max
     grows; probabilities rounded to the dtype before the product with the values; one division at the end."""
 
-    def run(q, K, V, tau, m, dtype, acc):
-        s = _apply_mask(np.matmul(q.astype(acc), np.swapaxes(K, -1, -2).astype(acc)) *
-                        acc(tau / math.sqrt(q.shape[-1])), m)
+    def run(s, V, dtype, acc):
         N = s.shape[-1]
         run_max = np.full(s.shape[:-1], -np.inf, dtype=acc)
         den = np.zeros(s.shape[:-1], dtype=acc)
@@ -238,14 +257,15 @@ def _flash(block=32, rescale_acc=True, rescale_den=True):
                 ..., start:start + block, :].astype(acc))
             out = (out * alpha[..., None] if rescale_acc else out) + pv
             run_max = new_max
-        w = np.exp(s - run_max[..., None]) / den[..., None]
-        return out / den[..., None], w
+        safe_den = np.where(den > 0, den, 1.0)[..., None]  # a row with no key: zeros
+        w = np.exp(s - np.where(np.isfinite(run_max), run_max, 0.0)[..., None]) / safe_den
+        return out / safe_den, w
 
     return run
 
 
 CORRECT = {k.name: k for k in (
-    Kernel("reference", "the float64 reference, output rounded to the dtype", whole=_reference),
+    Kernel("reference", "the float64 reference, output rounded to the dtype", whole=_reference, exact=True),
     Kernel("float32_math", "softmax and the product with V in the accumulation precision, unrounded weights",
            whole=_float32_math),
     Kernel("rounded_probabilities", "normalised weights rounded to the dtype before the product with V "

@@ -131,7 +131,7 @@ def round_to(x, dtype: str) -> np.ndarray:
     return np.where(np.isnan(f), np.nan, out)
 
 
-def error_scale(q, K, V, w, o, *, tau: float, dtype: str, model: str):
+def error_scale(q, K, V, w, o, *, tau: float, dtype: str, model: str, logit_abs=None, logit_extra=None):
     """The error scale ``E`` of a correct kernel of ``dtype``, per output element and per weight.
 
     The same-draw checks allow ``tol_factor * E`` (plus ``atol``); the model is described in the module docstring.
@@ -149,6 +149,13 @@ def error_scale(q, K, V, w, o, *, tau: float, dtype: str, model: str):
         The kernel's dtype.
     model : {"calibrated", "low_precision", "worst_case"}
         A key of :data:`TOLERANCES`.
+    logit_abs : numpy.ndarray, optional
+        ``a_i``, broadcastable to ``(..., L, N)``: the absolute size of the products behind each logit (default
+        ``tau sum_d |q_d k_id| / sqrt(d_k)`` from ``q`` and ``K``). A reference that transforms its inputs (rotary
+        positions, grouped heads, a temperature per head) passes the size of *its* products.
+    logit_extra : numpy.ndarray, optional
+        The absolute size of what is added to a logit after the products (an ALiBi or other bias), broadcastable to
+        ``(..., L, N)``: rounded once more in the accumulation precision, ``sigma_i^2 += (u_a extra_i)^2``.
 
     Returns
     -------
@@ -163,7 +170,10 @@ def error_scale(q, K, V, w, o, *, tau: float, dtype: str, model: str):
     """
     d_k, n = q.shape[-1], K.shape[-2]
     scale = tau / math.sqrt(d_k)
-    a = scale * np.matmul(np.abs(q), np.swapaxes(np.abs(K), -1, -2))  # (..., L, N)
+    if logit_abs is None:
+        logit_abs = scale * np.matmul(np.abs(q), np.swapaxes(np.abs(K), -1, -2))  # (..., L, N)
+    a = np.asarray(logit_abs, dtype=np.float64)
+    extra = 0.0 if logit_extra is None else np.asarray(logit_extra, dtype=np.float64)
     acc = TOLERANCES[model]
     if acc is None:
         eps = 2.0 * unit_roundoff(dtype)
@@ -172,12 +182,13 @@ def error_scale(q, K, V, w, o, *, tau: float, dtype: str, model: str):
         return (growth * vmax)[..., None], growth[..., None]
     # weights below t may vanish: subnormals of the dtype, or of the accumulation when it flushes them (XLA, GPUs)
     u, ua, t = unit_roundoff(dtype), unit_roundoff(acc(dtype)), max(tiny(dtype), _MIN_NORMAL[acc(dtype)])
-    sig2 = (ua * (math.sqrt(d_k) + 1.0) * a) ** 2  # (..., L, N)
+    sig2 = (ua * (math.sqrt(d_k) + 1.0) * a) ** 2 + (ua * extra) ** 2  # (..., L, N)
     w2 = w * w
     c = w2 * sig2
     V2 = V * V
     logit = np.matmul(c, V2) - 2.0 * o * np.matmul(c, V) + o * o * c.sum(axis=-1, keepdims=True)
-    amax = np.where(w > 0.0, a, 0.0).max(axis=-1, keepdims=True)  # masked keys take no part in the log-sum-exp
+    # masked keys take no part in the log-sum-exp
+    amax = np.where(w > 0.0, a + extra, 0.0).max(axis=-1, keepdims=True, initial=0.0)
     common = n * ua**2 + (ua * amax) ** 2  # (..., L, 1): normaliser and log-sum-exp
     var_o = np.maximum(logit, 0.0) + (u * u + n * ua * ua) * np.matmul(w2, V2) + common * o * o
     small = w < 2.0 * t

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import warnings
 
 import numpy as np
 
@@ -25,6 +26,7 @@ from ._rng import describe_seed
 from .arrays import Adapted, adapt, causal_mask, fn_name
 from .attention import softmax_attention_nd
 from .cases import AttentionCase, as_cases
+from .families import Family, softmax_rows
 from .precision import DEFAULT_TOL_FACTOR, PRECISION_ORDER, TOLERANCES, error_scale
 
 __all__ = ["CaseResult", "ReferenceReport", "check_against_reference", "assert_matches_reference",
@@ -204,12 +206,94 @@ def _precision_note(fn: Adapted, dtype: str, out_dtype: str) -> tuple[str, str]:
                        f"at {out_dtype} tolerances (JAX computes in float32 unless jax_enable_x64 is set)")
 
 
-def _run_case(fn: Adapted, ref: Adapted, case: AttentionCase, root, tolerance, tol_factor, atol) -> CaseResult:
+def _skip_reason(fn: Adapted, ref: Adapted, case: AttentionCase) -> str:
     for who, f in (("attention_fn", fn), ("reference", ref)):
         if case.mask == "padding" and "mask" not in f.accepts:
-            return CaseResult(case, True, 0.0, "", skipped=f"{who} {f.__qualname__} takes no mask= keyword")
+            return f"{who} {f.__qualname__} takes no mask= keyword"
         if case.mask == "causal" and not ({"mask", "causal"} & f.accepts):
-            return CaseResult(case, True, 0.0, "", skipped=f"{who} {f.__qualname__} takes no mask= or causal=")
+            return f"{who} {f.__qualname__} takes no mask= or causal="
+    return ""
+
+
+@dataclasses.dataclass
+class _Calibration:
+    """What the tolerances of one case are built from: the reference's own float64 output and weights, the inputs
+    of its products (``q, K, V`` after its own transforms) and the size of its logits; ``V_check`` the values that
+    ``o = w V`` is checked with (None: the reference's output is not ``w V`` of the case's values)."""
+
+    o: np.ndarray
+    w: np.ndarray | None
+    q: np.ndarray
+    K: np.ndarray
+    V: np.ndarray
+    V_check: np.ndarray | None
+    logit_abs: np.ndarray | None = None
+    logit_extra: np.ndarray | None = None
+
+
+def _calibrate(ref: Adapted, q, K, V, tau, padding, causal) -> _Calibration:
+    """The calibration of one case from the reference: exact for the default reference and a
+    :class:`~varsim.testing.families.Family`, measured from the reference's own ``(o, w)`` otherwise."""
+    full_mask = causal_mask(q.shape[2], K.shape[2]) if causal else padding
+    if ref is DEFAULT_REFERENCE:
+        o, w = softmax_attention_nd(q, K, V, tau=tau, mask=full_mask)
+        return _Calibration(o, w, q, K, V, V)
+    family = getattr(ref, "family", None)
+    if family is not None:
+        q2, K2, V2 = family.inputs(q, K, V)
+        s, _ = family.logits(q2, K2, tau, full_mask)
+        o, w = softmax_rows(s, V2)
+        b = family.bias(q.shape[1], q.shape[2], K.shape[2])
+        return _Calibration(o, w, q2, K2, V2, V2, logit_extra=None if b is None else np.abs(b))
+    try:
+        o, w = ref.call4(q, K, V, tau=tau, mask=padding, causal=causal)
+        if w is None:
+            w = _derived_weights(ref, q, K, V, tau, padding, causal)
+    except (AssertionError, TypeError) as exc:  # the reference returned something unusable
+        raise type(exc)(f"reference: {exc}") from None
+    consistent = np.allclose(np.matmul(w, V), o, rtol=1e-9, atol=1e-12 * (1.0 + np.abs(V).max()))
+    a, extra = _measured_logit_sizes(q, K, w, tau)
+    return _Calibration(o, w, q, K, V, V if consistent else None, logit_abs=a, logit_extra=extra)
+
+
+def _derived_weights(ref: Adapted, q, K, V, tau, padding, causal, chunk: int = 64):
+    """The weights of a reference that returns only its output: attention is linear in the values, so the output
+    for the values ``I_N`` (one-hot, ``chunk`` columns at a time) is the weight matrix."""
+    B, H, N = K.shape[0], K.shape[1], K.shape[2]
+    cols = []
+    for start in range(0, N, chunk):
+        eye = np.zeros((B, H, N, min(chunk, N - start)))
+        eye[:, :, np.arange(start, start + eye.shape[-1]), np.arange(eye.shape[-1])] = 1.0
+        cols.append(ref.call4(q, K, eye, tau=tau, mask=padding, causal=causal)[0])
+    return np.concatenate(cols, axis=-1)
+
+
+def _measured_logit_sizes(q, K, w, tau):
+    """For a reference the kit cannot see into: ``a_i`` bounded by Cauchy-Schwarz, ``scale |q_l| max_h |k_hi|``
+    (any head mapping, any norm-preserving rotation), times how much wider the reference's logits spread than the
+    plain ones (a temperature per head); the bias term ``|log(w_i / max w)|`` (what was added beyond the
+    products)."""
+    scale = tau / math.sqrt(q.shape[-1])
+    qn = np.linalg.norm(q, axis=-1)[..., :, None]  # (B, H, L, 1)
+    kn = np.linalg.norm(K, axis=-1).max(axis=1, keepdims=True)[..., None, :]  # (B, 1, 1, N)
+    a = scale * qn * kn
+    with np.errstate(divide="ignore", invalid="ignore"):
+        logw = np.log(w / w.max(axis=-1, keepdims=True))
+    seen = np.isfinite(logw)
+    plain = scale * np.matmul(q, np.swapaxes(K.mean(axis=1, keepdims=True), -1, -2)) \
+        if K.shape[1] != q.shape[1] else scale * np.matmul(q, np.swapaxes(K, -1, -2))
+    spread = lambda x: np.sqrt(np.nanvar(np.where(seen, x, np.nan), axis=-1, keepdims=True))  # noqa: E731
+    with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        gamma = np.nan_to_num(spread(logw) / spread(plain), nan=1.0, posinf=1.0)
+    extra = np.where(seen, np.abs(logw), 0.0)
+    return a * np.clip(gamma, 1.0, None), extra
+
+
+def _run_case(fn: Adapted, ref: Adapted, case: AttentionCase, root, tolerance, tol_factor, atol) -> CaseResult:
+    skipped = _skip_reason(fn, ref, case)
+    if skipped:
+        return CaseResult(case, True, 0.0, "", skipped=skipped)
     tau = case.tau if ("tau" in fn.accepts and "tau" in ref.accepts) else 1.0
     q, K, V, mask = case.arrays(root, tau=tau)
     q, K, V = (fn.rounding(a, case.dtype) for a in (q, K, V))
@@ -222,15 +306,7 @@ def _run_case(fn: Adapted, ref: Adapted, case: AttentionCase, root, tolerance, t
         raise
     dtype, note = _precision_note(fn, fn.input_dtype(case.dtype), fn.out_dtype)
     note = note or fn.dtype_note
-    full_mask = causal_mask(q.shape[2], K.shape[2]) if causal else padding
-    o_ex, w_ex = softmax_attention_nd(q, K, V, tau=tau, mask=full_mask)
-    if ref is DEFAULT_REFERENCE:
-        o_ref, w_ref = o_ex, w_ex
-    else:
-        try:
-            o_ref, w_ref = ref.call4(q, K, V, tau=tau, mask=padding, causal=causal)
-        except (AssertionError, TypeError) as exc:  # the reference returned something unusable
-            raise type(exc)(f"reference: {exc}") from None
+    cal = _calibrate(ref, q, K, V, tau, padding, causal)
     shape = q.shape
     for arr, what in ((o, "o"), (w, "w")):
         if arr is not None:
@@ -239,14 +315,15 @@ def _run_case(fn: Adapted, ref: Adapted, case: AttentionCase, root, tolerance, t
                 return CaseResult(case, False, math.inf, bad, tau=tau, dtype=dtype, note=note)
 
     def ratio_of(model, factor):
-        tol_o, tol_w = (factor * e + atol for e in error_scale(q, K, V, w_ex, o_ex, tau=tau, dtype=dtype,
-                                                                model=model))
-        checks = [_worst(fn, o, o_ref, tol_o, "o", shape)]
+        tol_o, tol_w = (factor * e + atol for e in error_scale(
+            cal.q, cal.K, cal.V, cal.w, cal.o, tau=tau, dtype=dtype, model=model, logit_abs=cal.logit_abs,
+            logit_extra=cal.logit_extra))
+        checks = [_worst(fn, o, cal.o, tol_o, "o", shape)]
         if w is not None:
-            if w_ref is not None:
-                checks.append(_worst(fn, w, w_ref, tol_w, "w", shape))
-            r, text = _worst(fn, o, np.matmul(w, V), tol_o, "o", shape)
-            checks.append((r, text + " -- the output disagrees with the returned weights (o != w V)"))
+            checks.append(_worst(fn, w, cal.w, tol_w, "w", shape))
+            if cal.V_check is not None:
+                r, text = _worst(fn, o, np.matmul(w, cal.V_check), tol_o, "o", shape)
+                checks.append((r, text + " -- the output disagrees with the returned weights (o != w V)"))
         return max(checks, key=lambda c: c[0])
 
     ratio, detail = ratio_of(tolerance, tol_factor)
@@ -255,6 +332,38 @@ def _run_case(fn: Adapted, ref: Adapted, case: AttentionCase, root, tolerance, t
             TOLERANCES["calibrated"](dtype) and ratio_of("low_precision", tol_factor)[0] <= 1.0:
         verdict = "low_precision"
     return CaseResult(case, verdict == "pass", ratio, detail, tau=tau, verdict=verdict, dtype=dtype, note=note)
+
+
+CHECK_OPTIONS = ("reference", "tolerance", "tol_factor", "atol")
+"""The options of :func:`check_against_reference` besides the function, the cases and ``rng``."""
+
+
+def validated_options(*, tolerance: str = "calibrated", tol_factor=None, atol=0.0) -> dict:
+    """The tolerance options checked and completed (``tol_factor`` None: the model's default); a bad value is a
+    ValueError naming the option."""
+    tolerance = check_choice("tolerance", tolerance, tuple(TOLERANCES))
+    tol_factor = DEFAULT_TOL_FACTOR[tolerance] if tol_factor is None else tol_factor
+    tol_factor = check_real("tol_factor", tol_factor, minimum=0.0, strict_min=True)
+    atol = check_real("atol", atol, minimum=0.0)
+    return {"tolerance": tolerance, "tol_factor": tol_factor, "atol": atol}
+
+
+def reference_adapter(reference) -> Adapted:
+    """``reference=`` as the checks call it: the default float64 softmax for None, a
+    :class:`~varsim.testing.families.Family` in the ``(B, H, L, d)`` layout (with its stages readable by the
+    calibration), any other callable adapted like ``attention_fn``; anything else is a ValueError naming
+    ``reference``."""
+    if reference is None:
+        return DEFAULT_REFERENCE
+    if isinstance(reference, Family):
+        ref = adapt(reference, layout="bhld", accepts=("tau", "mask", "causal"))
+        ref.family = reference
+        ref.__qualname__ = reference.describe()
+        return ref
+    if isinstance(reference, Adapted) or callable(reference):
+        return adapt(reference)
+    raise ValueError(f"reference must be a callable (an attention function or a varsim.testing.families.Family) or "
+                     f"None, got {type(reference).__name__}")
 
 
 def _in_hypothesis_test() -> bool:
@@ -325,11 +434,8 @@ def check_against_reference(attention_fn, cases=None, *, reference=None, toleran
     ('fail', True)
     """
     fn = adapt(attention_fn)
-    ref = DEFAULT_REFERENCE if reference is None else adapt(reference)
-    tolerance = check_choice("tolerance", tolerance, tuple(TOLERANCES))
-    tol_factor = DEFAULT_TOL_FACTOR[tolerance] if tol_factor is None else tol_factor
-    tol_factor = check_real("tol_factor", tol_factor, minimum=0.0, strict_min=True)
-    atol = check_real("atol", atol, minimum=0.0)
+    ref = reference_adapter(reference)
+    tolerance, tol_factor, atol = validated_options(tolerance=tolerance, tol_factor=tol_factor, atol=atol).values()
     cases = as_cases(cases)
     root = resolve_seed(None, rng)
     results = tuple(_run_case(fn, ref, c, root, tolerance, tol_factor, atol) for c in cases)
