@@ -183,10 +183,14 @@ def alibi(max_bias: float = 8.0) -> Family:
 
     Examples
     --------
-    >>> from varsim.testing import check_against_reference, families
+    >>> from varsim.testing import adapt, check_against_reference, families
     >>> fam = families.alibi()
-    >>> check_against_reference(fam, reference=fam).verdict
+    >>> check_against_reference(adapt(fam, layout="bhld"), reference=fam).verdict
     'pass'
+    >>> def no_bias(q, K, V, tau=1.0, mask=None, causal=False):  # an ALiBi kernel that forgot its bias
+    ...     return families.Family()(q, K, V, tau=tau, mask=mask, causal=causal)
+    >>> check_against_reference(adapt(no_bias, layout="bhld"), reference=fam).verdict
+    'fail'
     """
     return Family("alibi", alibi_max_bias=check_real("max_bias", max_bias, minimum=0.0, strict_min=True))
 
