@@ -230,7 +230,8 @@ def test_a_float32_default_namespace_is_tested_at_float32_with_a_note():
     with pytest.raises(ValueError, match="dtype 'float64': namespace float32_numpy turns float64 arrays into float32"):
         adapt(fn, array=ns, dtype="float64")
     bug = lambda q, K, V, tau=1.0, mask=None: tuple(1.001 * a for a in fn(q, K, V, tau, mask))  # noqa: E731
-    assert check_against_reference(adapt(bug, array=ns, layout="bhld")).verdict == "fail"
+    report = check_against_reference(adapt(bug, array=ns, layout="bhld"))
+    assert not report.passed and report.verdict in ("fail", "profile")  # 0.1% is within TF32 rounding
 
 
 def test_jax_example_runs():

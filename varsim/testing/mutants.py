@@ -61,6 +61,30 @@ def _combine(w, V, dtype, acc):
     return np.matmul(_r(w, dtype, acc), V.astype(acc))
 
 
+def _pairwise_sum(x, dtype: str):
+    """Sum over the last axis in ``dtype``: pairwise (a tree), every partial sum rounded (float64 out)."""
+    x = round_to(x, dtype)
+    while x.shape[-1] > 1:
+        if x.shape[-1] % 2:
+            x = np.concatenate([x, np.zeros(x.shape[:-1] + (1,))], axis=-1)
+        x = round_to(x[..., 0::2] + x[..., 1::2], dtype)
+    return x
+
+
+def _softmax_in_dtype(s, dtype, acc):
+    """Softmax with the exponentials, their sum (pairwise) and the division rounded to the dtype."""
+    mx = s.max(axis=-1, keepdims=True)
+    e = round_to(np.exp(s - np.where(np.isfinite(mx), mx, 0.0)), dtype)
+    den = _pairwise_sum(e, dtype)
+    return round_to(e / np.where(den > 0, den, 1.0), dtype).astype(acc)
+
+
+def _combine_in_dtype(w, V, dtype, acc):
+    """``w V`` with the products and their pairwise sum over the keys rounded to the dtype."""
+    prod = round_to(w, dtype)[..., :, :, None] * V[..., None, :, :]  # (..., L, N, d_v)
+    return _pairwise_sum(np.swapaxes(prod, -1, -2), dtype).astype(acc)[..., 0]
+
+
 @dataclasses.dataclass(frozen=True)
 class Kernel:
     """One catalogue entry: an attention kernel, correct or with one bug, emulated at a given precision.
@@ -142,12 +166,16 @@ class Kernel:
     needs: frozenset = frozenset()
     axes: frozenset = frozenset()
 
-    def __call__(self, q, K, V, *, tau=1.0, mask=None, causal=False, dtype="float64", family=None):
+    def __call__(self, q, K, V, *, tau=1.0, mask=None, causal=False, dtype="float64", family=None,
+                 profile="sdpa"):
         acc = _acc(dtype)
-        if family is not None:  # the family's stages in the accumulation precision (positions, head mapping)
+        rounds = not self.exact and dtype != "float64"  # the profile's stages change nothing at float64
+        if family is not None:  # the family's stages in the accumulation precision, or the dtype (positions)
             q, K, V = family.inputs(q, K, V)
             if not self.exact:
-                q, K, V = (a.astype(acc).astype(np.float64) for a in (q, K, V))
+                stage = dtype if profile == "positions" else acc
+                q, K, V = (round_to(a, stage) if isinstance(stage, str) else a.astype(stage).astype(np.float64)
+                           for a in (q, K, V))
         given = (mask, causal, q.shape[-2], K.shape[-2])
         if self.inputs is not None:
             q, K, V, mask = self.inputs(q, K, V, mask)
@@ -155,33 +183,57 @@ class Kernel:
         m = self.mask(mask, causal, L, N)
         if family is not None:
             m = family.mask(m, L, N)
-        s = self._logits(q, K, V, tau, m, dtype, np.float64 if self.exact else acc, family)
+        prof = profile if rounds else "sdpa"
+        s = self._logits(q, K, V, tau, m, dtype, np.float64 if self.exact else acc, family, prof)
+        p_dtype = "tfloat32" if prof == "tf32" and dtype == "float32" else dtype
+        if p_dtype == "tfloat32":
+            V = round_to(V, p_dtype)
+        softmax, combine = self.softmax, self.combine
+        if prof == "low_precision":  # exp, sums and products rounded to the dtype, sums pairwise
+            softmax = _softmax_in_dtype if softmax is _softmax else softmax
+            combine = _combine_in_dtype if combine is _combine else combine
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
             if self.whole is not None:
-                o, w = self.whole(s, V, dtype, acc)
+                o, w = self.whole(s, V, p_dtype, acc)
             else:
-                w = self.softmax(s, dtype, acc)
+                w = softmax(s, dtype, acc)
                 if self.after_softmax is not None:
                     w = self.after_softmax(w, _mask(*given))
-                o = self.combine(w, V, dtype, acc)
+                o = combine(w, V, p_dtype, acc)
         if self.output is not None:
             o, w = self.output(o, w)
         with np.errstate(over="ignore", invalid="ignore"):
             return round_to(o, dtype), round_to(w, dtype)
 
-    def _logits(self, q, K, V, tau, m, dtype, acc, family):
+    def _logits(self, q, K, V, tau, m, dtype, acc, family, profile):
         """The masked logits in ``acc``: products, scale, the bug's logit stage and bias, the family's bias and cap,
-        the mask."""
+        the mask; with the roundings of ``profile`` (:data:`varsim.testing.precision.PROFILES`)."""
         L, N = q.shape[-2], K.shape[-2]
-        s = np.matmul(q.astype(acc), np.swapaxes(K, -1, -2).astype(acc)) * acc(self.scale(tau, q.shape[-1],
-                                                                                          V.shape[-1]))
+        scale = self.scale(tau, q.shape[-1], V.shape[-1])
+        if profile == "prescaled":
+            q, scale = round_to(q * scale, dtype), 1.0
+        elif profile == "tf32" and dtype == "float32":
+            q, K = round_to(q, "tfloat32"), round_to(K, "tfloat32")
+        if profile == "low_precision":  # every partial sum of the products rounded to the dtype
+            s = np.zeros(q.shape[:-1] + (N,))
+            for d in range(q.shape[-1]):
+                s = round_to(s + round_to(q[..., d:d + 1] * np.swapaxes(K[..., d:d + 1], -1, -2), dtype), dtype)
+            s = s.astype(acc)
+        else:
+            s = np.matmul(q.astype(acc), np.swapaxes(K, -1, -2).astype(acc))
+        s = _r(_r(s, dtype, acc) * acc(scale), dtype, acc) if profile in ("eager", "low_precision") else s * acc(scale)
         if self.logits is not None:
             s = self.logits(s, dtype, acc)
         if self.bias is not None:
             s = s + self.bias(L, N).astype(acc)
         if family is not None:
             b = family.bias(q.shape[-3], L, N)
-            s = family.capped(s if b is None else s + b.astype(acc)).astype(acc)
+            if b is not None:
+                b = round_to(b, dtype) if profile in ("positions", "eager") else b
+                s = _r(s + b, dtype, acc) if profile == "eager" else s + b.astype(acc)
+            s = family.capped(s).astype(acc)
+        if profile == "low_precision":
+            s = _r(s, dtype, acc)
         with np.errstate(over="ignore", invalid="ignore"):
             return self.apply_mask(s, m, self.mask_value)
 
