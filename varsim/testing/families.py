@@ -16,11 +16,13 @@ Notation (one batch): ``q (B, H, L, d_k)``, ``K (B, H, N, d_k)``, ``V (B, H, N, 
     q', K', V' = inputs(q, K, V)                  RoPE, grouped heads, per-head temperature
     s_hli      = tau q'_hl . k'_hi / sqrt(d_k) + bias_hli       ALiBi: bias = -m_h |p_l - i|
     s_hli      = cap tanh(s_hli / cap)            logit softcapping (when ``softcap``)
-    w          = softmax over the keys the mask and the window (p_l - W < i) leave; a row with none: zeros
+    w          = softmax over the keys the mask and the window (p_l - W < i) leave, and a sink key of logit
+                 sink_h and value 0 (when ``sinks``); a row with no key: zeros
     o          = w V'
 
 Families combine: ``alibi() + sliding_window(8)`` is ALiBi with a window. Constructors: :func:`alibi`,
-:func:`rope`, :func:`sliding_window`, :func:`grouped_heads`, :func:`head_temperature`, :func:`softcap`.
+:func:`rope`, :func:`sliding_window`, :func:`grouped_heads`, :func:`head_temperature`, :func:`softcap`,
+:func:`sinks`.
 """
 
 from __future__ import annotations
@@ -32,7 +34,9 @@ import numpy as np
 
 from varsim._common.validate import check_int, check_real
 
-__all__ = ["Family", "alibi", "rope", "sliding_window", "grouped_heads", "head_temperature", "softcap",
+from .attention import expand_kv_heads
+
+__all__ = ["Family", "alibi", "rope", "sliding_window", "grouped_heads", "head_temperature", "softcap", "sinks",
            "FAMILIES"]
 
 
@@ -79,6 +83,9 @@ class Family:
         Per-head temperature factors, head ``h`` multiplies its logits by ``head_scales[h % len]`` (empty: none).
     cap : float
         Logit softcapping ``cap tanh(s / cap)`` (0: none).
+    sinks : tuple of float
+        Attention sinks: head ``h`` has a virtual key of logit ``sinks[h % len]`` and value 0 in its softmax (the
+        weights of the real keys then sum to less than 1); empty: none.
     """
 
     name: str = "softmax"
@@ -88,6 +95,7 @@ class Family:
     group: int = 1
     head_scales: tuple = ()
     cap: float = 0.0
+    sinks: tuple = ()
 
     def __add__(self, other: Family) -> Family:
         if not isinstance(other, Family):
@@ -135,6 +143,21 @@ class Family:
         win = _positions(L, N) < self.window
         return win if mask is None else np.logical_and(mask, win)
 
+    def sink_logits(self, H: int):
+        """The sink logit of each head ``(H, 1, 1)``, or None."""
+        if not self.sinks:
+            return None
+        return np.array([self.sinks[h % len(self.sinks)] for h in range(H)], dtype=np.float64)[:, None, None]
+
+    def with_sinks(self, s, V):
+        """``s`` and ``V`` with the sink as one more key (logit per head, value 0); unchanged without sinks."""
+        sink = self.sink_logits(s.shape[-3])
+        if sink is None:
+            return s, V
+        col = np.broadcast_to(sink.astype(s.dtype), s.shape[:-1] + (1,))
+        zero = np.zeros(V.shape[:-2] + (1, V.shape[-1]))
+        return np.concatenate([s, col], axis=-1), np.concatenate([V, zero], axis=-2)
+
     def capped(self, s):
         """``cap tanh(s / cap)`` (``s`` itself without a cap)."""
         return self.cap * np.tanh(s / self.cap) if self.cap else s
@@ -161,9 +184,12 @@ class Family:
             from .arrays import causal_mask
 
             mask = causal_mask(L, N) if mask is None else np.logical_and(mask, causal_mask(L, N))
+        K, V = expand_kv_heads(q, K, V)
         q, K, V = self.inputs(q, K, V)
         s, _ = self.logits(q, K, tau, None if mask is None else np.asarray(mask, dtype=bool))
-        return softmax_rows(s, V)
+        s, V2 = self.with_sinks(s, V)
+        o, w = softmax_rows(s, V2)
+        return o, (w[..., :-1] if self.sinks else w)
 
 
 def softmax_rows(s, V):
@@ -223,6 +249,14 @@ def softcap(cap: float = 30.0) -> Family:
     return Family(f"softcap{cap:g}", cap=check_real("cap", cap, minimum=0.0, strict_min=True))
 
 
+def sinks(logits=(0.5, -1.0, 2.0)) -> Family:
+    """Attention sinks (as gpt-oss): head ``h`` adds a virtual key of logit ``logits[h % len]`` and value 0."""
+    logits = tuple(check_real("logits", x) for x in logits)
+    if not logits:
+        raise ValueError("logits: need at least one sink logit")
+    return Family("sinks", sinks=logits)
+
+
 FAMILIES = {
     "alibi": alibi,
     "rope": rope,
@@ -230,5 +264,6 @@ FAMILIES = {
     "grouped_heads": grouped_heads,
     "head_temperature": head_temperature,
     "softcap": softcap,
+    "sinks": sinks,
 }
 """The family constructors: name -> function returning a :class:`Family`."""

@@ -20,6 +20,7 @@ from typing import Callable
 import numpy as np
 
 from .arrays import causal_mask
+from .attention import expand_kv_heads
 from .families import softmax_rows
 from .precision import round_to
 
@@ -125,12 +126,19 @@ class Kernel:
         logits (``-inf`` where masked).
     exact : bool
         Logits in float64 whatever the dtype (the float64 reference rounded at the end).
+    expand : callable
+        ``(q, K, V) -> (K, V)`` with the query heads, for grouped-query keys and values (default
+        :func:`~varsim.testing.attention.expand_kv_heads`, ``repeat_interleave``).
+    family_change : callable, optional
+        ``Family -> Family``: the bug changes the reference family it is planted into (a window one key too wide,
+        a softcap or a sink left out); such a bug exists only where the family has that stage (``needs``).
     needs : frozenset of str
-        The keywords the planted function must take for the bug to exist (``"mask"``: it builds on a mask it
-        receives; ``"causal"``: it builds the causal mask itself).
+        What the planted function must have for the bug to exist: keywords (``"mask"``: it builds on a mask it
+        receives; ``"causal"``: it builds the causal mask itself) or stages of the reference family (``"window"``,
+        ``"cap"``, ``"sinks"``).
     axes : frozenset of str
         The axes its arrays must have (``"batch"``, ``"heads"``, ``"queries"``: a layout without a head axis cannot
-        swap it).
+        swap it; ``"gqa"``: it receives grouped-query keys, ``adapt(..., gqa=True)``).
 
     See Also
     --------
@@ -163,6 +171,8 @@ class Kernel:
     output: Callable | None = None
     whole: Callable | None = None
     exact: bool = False
+    expand: Callable = expand_kv_heads
+    family_change: Callable | None = None
     needs: frozenset = frozenset()
     axes: frozenset = frozenset()
 
@@ -170,6 +180,9 @@ class Kernel:
                  profile="sdpa"):
         acc = _acc(dtype)
         rounds = not self.exact and dtype != "float64"  # the profile's stages change nothing at float64
+        K, V = self.expand(q, K, V)
+        if family is not None and self.family_change is not None:
+            family = self.family_change(family)
         if family is not None:  # the family's stages in the accumulation precision, or the dtype (positions)
             q, K, V = family.inputs(q, K, V)
             if not self.exact:
@@ -188,6 +201,10 @@ class Kernel:
         p_dtype = "tfloat32" if prof == "tf32" and dtype == "float32" else dtype
         if p_dtype == "tfloat32":
             V = round_to(V, p_dtype)
+        n_real = s.shape[-1]
+        if family is not None and family.sinks:  # the sink: one more key of logit sink_h and value 0
+            s, V = family.with_sinks(s, np.broadcast_to(V, s.shape[:-2] + V.shape[-2:]))
+            s = s.astype(np.float64 if self.exact else acc)
         softmax, combine = self.softmax, self.combine
         if prof == "low_precision":  # exp, sums and products rounded to the dtype, sums pairwise
             softmax = _softmax_in_dtype if softmax is _softmax else softmax
@@ -195,11 +212,12 @@ class Kernel:
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
             if self.whole is not None:
                 o, w = self.whole(s, V, p_dtype, acc)
+                w = w[..., :n_real]
             else:
-                w = softmax(s, dtype, acc)
+                w = softmax(s, dtype, acc)[..., :n_real]  # the sink's value is 0: its column drops out of w V
                 if self.after_softmax is not None:
                     w = self.after_softmax(w, _mask(*given))
-                o = combine(w, V, p_dtype, acc)
+                o = combine(w, V[..., :n_real, :], p_dtype, acc)
         if self.output is not None:
             o, w = self.output(o, w)
         with np.errstate(over="ignore", invalid="ignore"):
@@ -439,6 +457,47 @@ def _rope_mismatch(q, K, V, mask):
     return interleaved(q), half(K), V, mask
 
 
+def _tile_kv(q, K, V):
+    """Grouped-query keys repeated as a whole (``repeat``/``tile``: query head ``h`` reads key head
+    ``h % H_kv``) instead of interleaved (``h // (H / H_kv)``)."""
+    if K.shape[-3] == q.shape[-3]:
+        return K, V
+    reps = q.shape[-3] // K.shape[-3]
+    tile = [1] * K.ndim
+    tile[-3] = reps
+    return np.tile(K, tile), np.tile(V, tile)
+
+
+def _skip_diagonal_tile(block):
+    """A causal kernel that skips a tile of keys starting at the query's own position (``start >= p`` instead of
+    ``start > p``): a query at a multiple of ``block`` loses its own key (it keeps key 0)."""
+
+    def mask(m, causal, L, N):
+        if not causal:
+            return m
+        pos = N - L + np.arange(L)
+        keep = causal_mask(L, N) & ~((np.arange(N)[None, :] == pos[:, None]) & (pos[:, None] % block == 0))
+        keep[:, 0] |= ~keep.any(axis=1)
+        return keep
+    return mask
+
+
+def _last_partial_tile_dropped(block):
+    """A tiled kernel that never visits the last partial tile of keys (``N // block`` tiles) when there are more
+    keys than one tile; a query left with no key keeps its first."""
+
+    def mask(m, causal, L, N):
+        m = _mask(m, causal, L, N)
+        if N <= block or N % block == 0:
+            return m
+        full = np.arange(N) < (N // block) * block
+        out = np.broadcast_to(full, (L, N)) if m is None else np.logical_and(m, full)
+        out = np.array(np.broadcast_to(out, np.broadcast_shapes(out.shape, (L, N))))
+        out[..., 0] |= ~out.any(axis=-1)
+        return out
+    return mask
+
+
 def _causal_top_left(mask, causal, L, N):
     return np.tril(np.ones((L, N), dtype=bool)) if causal else mask
 
@@ -506,6 +565,18 @@ _MUTANT_LIST = (
     Kernel("repeated_key", "first key counted twice", inputs=_repeat_first, output=_merge_repeated),
     Kernel("output_scaled_1.3", "output 1.3 times too large", output=lambda o, w: (1.3 * o, w)),
     Kernel("output_scaled_1.03", "output 3% too large", output=lambda o, w: (1.03 * o, w)),
+    Kernel("gqa_repeat_not_interleave", "grouped-query keys repeated (h % H_kv) instead of interleaved "
+                                        "(h // group)", expand=_tile_kv, axes=frozenset({"gqa"})),
+    Kernel("causal_tile_skips_diagonal", "causal kernel skipping the 64-key tile that starts at the query's own "
+                                         "position", mask=_skip_diagonal_tile(64), needs=frozenset({"causal"})),
+    Kernel("last_partial_tile_dropped", "tiled kernel that never visits the last partial 64-key tile",
+           mask=_last_partial_tile_dropped(64)),
+    Kernel("window_off_by_one", "sliding window one key too wide", needs=frozenset({"window"}),
+           family_change=lambda f: dataclasses.replace(f, window=f.window + 1)),
+    Kernel("softcap_missing", "logit softcapping not applied", needs=frozenset({"cap"}),
+           family_change=lambda f: dataclasses.replace(f, cap=0.0)),
+    Kernel("sink_ignored", "attention sink left out of the softmax", needs=frozenset({"sinks"}),
+           family_change=lambda f: dataclasses.replace(f, sinks=())),
 )
 MUTANTS = {k.name: k for k in _MUTANT_LIST}
 """The bug classes of the catalogue: name -> :class:`Kernel`, each the default pipeline with one stage changed."""

@@ -70,15 +70,16 @@ def _any_numpy(x) -> np.ndarray:
 # layout -> (q, K, V, mask) to (B, H, L, d) and back
 _TO_BHLD = {
     "bhld": (lambda a: a, lambda m: m),
+    "blhd": (lambda a: np.swapaxes(a, 1, 2), lambda m: m),
     "bld": (lambda a: a[:, None], lambda m: m[:, None]),
     "batch": (lambda a: a[:, None, None] if a.ndim == 2 else a[:, None], lambda m: m[:, None, None]),
     "sequence": (lambda a: a[None, None, None] if a.ndim == 1 else a[None, None], lambda m: m[None, None, None]),
 }
 # layout -> the axes a function of that layout sees (a bug on another axis cannot exist there)
-_LAYOUT_AXES = {"bhld": {"batch", "heads", "queries"}, "bld": {"batch", "queries"}, "batch": {"batch"},
-                "sequence": set()}
-_FROM_BHLD = {"bhld": lambda a: a, "bld": lambda a: a[:, 0], "batch": lambda a: a[:, 0, 0],
-              "sequence": lambda a: a[0, 0, 0]}
+_LAYOUT_AXES = {"bhld": {"batch", "heads", "queries"}, "blhd": {"batch", "heads", "queries"},
+                "bld": {"batch", "queries"}, "batch": {"batch"}, "sequence": set()}
+_FROM_BHLD = {"bhld": lambda a: a, "blhd": lambda a: np.swapaxes(a, 1, 2), "bld": lambda a: a[:, 0],
+              "batch": lambda a: a[:, 0, 0], "sequence": lambda a: a[0, 0, 0]}
 
 
 class _Planted:
@@ -100,7 +101,8 @@ class _Planted:
         o, w = self.kernel(q4, K4, V4, tau=tau, mask=m4, causal=bool(causal), dtype=dtype, family=self.family,
                            profile=self.profile)
         back = _FROM_BHLD[self.like.layout]
-        out = tuple(self._convert(back(a), dtype) for a in ((o, w) if self.returns_weights else (o,)))
+        back_w = (lambda a: a) if self.like.layout == "blhd" else back  # weights stay (B, H, L, N)
+        out = (self._convert(back(o), dtype),) + ((self._convert(back_w(w), dtype),) if self.returns_weights else ())
         return out if self.returns_weights else out[0]
 
     def _convert(self, arr, dtype):
@@ -245,10 +247,19 @@ def _returns_weights(like: Adapted, cases) -> bool:
     return w is not None
 
 
-def _not_applicable(kernel: Kernel, like: Adapted, cases, profile: str = "sdpa") -> str:
+_FAMILY_STAGES = {"window": "window", "cap": "cap", "sinks": "sinks"}
+
+
+def _not_applicable(kernel: Kernel, like: Adapted, cases, profile: str = "sdpa", family=None) -> str:
     if profile == "low_precision" and kernel.name.startswith("low_precision_"):
         return "no bug under profile 'low_precision' (the kernels of that profile accumulate in the dtype)"
-    missing = sorted(kernel.axes - _LAYOUT_AXES[like.layout])
+    for need, stage in _FAMILY_STAGES.items():
+        if need in kernel.needs and not getattr(family, stage, None):
+            return f"the reference has no {need} (pass a varsim.testing.families.Family with one)"
+    axes = _LAYOUT_AXES[like.layout] | ({"gqa"} if like.gqa and any(c.n_kv_heads != c.heads for c in cases) else set())
+    missing = sorted(kernel.axes - axes)
+    if "gqa" in missing:
+        return "your function does not take grouped-query keys (adapt(..., gqa=True)), or no case has them"
     if missing:
         return f"layout {like.layout!r} has no {' or '.join(missing)} axis"
     if "causal" in kernel.needs and "causal" not in like.accepts:
@@ -341,7 +352,7 @@ def power_report(attention_fn=None, cases=None, *, array="numpy", dtype: str | N
         rows.append(_row(name, k, True, out, tuple(1.0 for _ in seeds)))
     for name in bugs:
         k = MUTANTS[name]
-        why = _not_applicable(k, like, cases, check_options["profile"])
+        why = _not_applicable(k, like, cases, check_options["profile"], family)
         if why:
             rows.append(PowerRow(name, k.description, False, 0, 0, 0, (), not_applicable=why))
             continue
@@ -357,6 +368,9 @@ def power_report(attention_fn=None, cases=None, *, array="numpy", dtype: str | N
 
 def _configuration(attention_fn, *, array, dtype, layout, accepts, device) -> Adapted:
     """``attention_fn`` adapted, or without a function the configuration alone, computed in NumPy at ``dtype``."""
+    if layout == "packed" or getattr(attention_fn, "layout", None) == "packed":
+        raise ValueError("layout: power_report cannot plant into the 'packed' layout; describe the same kernel with "
+                         "layout='blhd' (the bugs are the same)")
     if attention_fn is not None:
         return adapt(attention_fn, array=array, dtype=dtype, layout=layout, device=device,
                      accepts=None if accepts is KEYWORDS else accepts)

@@ -24,7 +24,7 @@ from varsim._common.validate import check_choice, check_real
 
 from ._rng import describe_seed
 from .arrays import Adapted, adapt, causal_mask, fn_name
-from .attention import softmax_attention_nd
+from .attention import expand_kv_heads, softmax_attention_nd
 from .cases import AttentionCase, as_cases
 from .families import Family, softmax_rows
 from .precision import DEFAULT_PROFILE, DEFAULT_TOL_FACTOR, PRECISION_ORDER, PROFILES, TOLERANCES, error_scale
@@ -33,7 +33,11 @@ from .precision import profile as profile_of
 __all__ = ["CaseResult", "ReferenceReport", "check_against_reference", "assert_matches_reference",
            "DEFAULT_REFERENCE"]
 
-DEFAULT_REFERENCE = adapt(softmax_attention_nd, layout="bhld")
+DEFAULT_REFERENCE = adapt(softmax_attention_nd, layout="bhld", gqa=True)
+_PLAIN = Family()
+MASKED_ROWS = ("zeros", "nan")
+"""The conventions for a query with no key to attend (``masked_rows=``): a zero output and zero weights (flash
+kernels), or NaN there (a plain softmax of ``-inf`` logits); either way no NaN in any other row."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -277,21 +281,24 @@ def _calibrate(ref: Adapted, q, K, V, tau, padding, causal) -> _Calibration:
     """The calibration of one case from the reference: exact for the default reference and a
     :class:`~varsim.testing.families.Family`, measured from the reference's own ``(o, w)`` otherwise."""
     full_mask = causal_mask(q.shape[2], K.shape[2]) if causal else padding
+    raw_K, raw_V = K, V
+    K, V = expand_kv_heads(q, K, V)
     if ref is DEFAULT_REFERENCE:
-        o, w = softmax_attention_nd(q, K, V, tau=tau, mask=full_mask)
+        o, w = _PLAIN(q, K, V, tau=tau, mask=full_mask)  # softmax_attention_nd, zeros on a row with no key
         return _Calibration(o, w, q, K, V, V)
     family = getattr(ref, "family", None)
     if family is not None:
         q2, K2, V2 = family.inputs(q, K, V)
         s, _ = family.logits(q2, K2, tau, full_mask)
-        o, w = softmax_rows(s, V2)
+        o, w = softmax_rows(*family.with_sinks(s, V2))
+        w = w[..., :-1] if family.sinks else w
         b = family.bias(q.shape[1], q.shape[2], K.shape[2])
         return _Calibration(o, w, q2, K2, V2, V2, logit_extra=None if b is None else np.abs(b),
                             logits=np.where(np.isfinite(s), s, 0.0))
     try:
-        o, w = ref.call4(q, K, V, tau=tau, mask=padding, causal=causal)
+        o, w = ref.call4(q, raw_K, raw_V, tau=tau, mask=padding, causal=causal)
         if w is None:
-            w = _derived_weights(ref, q, K, V, tau, padding, causal)
+            w = _derived_weights(ref, q, raw_K, raw_V, tau, padding, causal)
     except (AssertionError, TypeError) as exc:  # the reference returned something unusable
         raise type(exc)(f"reference: {exc}") from None
     consistent = np.allclose(np.matmul(w, V), o, rtol=1e-9, atol=1e-12 * (1.0 + np.abs(V).max()))
@@ -302,7 +309,7 @@ def _calibrate(ref: Adapted, q, K, V, tau, padding, causal) -> _Calibration:
 def _derived_weights(ref: Adapted, q, K, V, tau, padding, causal, chunk: int = 64):
     """The weights of a reference that returns only its output: attention is linear in the values, so the output
     for the values ``I_N`` (one-hot, ``chunk`` columns at a time) is the weight matrix."""
-    B, H, N = K.shape[0], K.shape[1], K.shape[2]
+    B, H, N = K.shape[0], K.shape[1], K.shape[2]  # the one-hot values have the keys' heads
     cols = []
     for start in range(0, N, chunk):
         eye = np.zeros((B, H, N, min(chunk, N - start)))
@@ -333,9 +340,29 @@ def _measured_logit_sizes(q, K, w, tau):
     return a * np.clip(gamma, 1.0, None), extra
 
 
+def _masked_rows(fn, o, w, padding, convention, shape):
+    """Under ``masked_rows="nan"``: the rows with no key must be NaN (else a failure text); they are set to 0 so
+    that the other rows are compared (and checked for NaN) as usual."""
+    if convention != "nan" or padding is None:
+        return o, w, ""
+    empty = np.broadcast_to(~np.asarray(padding).any(axis=-1), shape[:3])  # (B, H, L)
+    if not empty.any():
+        return o, w, ""
+    if not np.isnan(o[empty]).all():
+        idx = tuple(int(i[0]) for i in np.nonzero(empty & ~np.isnan(o).all(axis=-1)))
+        return o, w, (f"{_where(fn, shape, idx + (0,), 'o')} = {o[idx][0]:.6g} where the query has no key to attend: "
+                      f"expected NaN (masked_rows='nan')")
+    o = np.where(empty[..., None], 0.0, o)
+    w = None if w is None else np.where(empty[..., None], 0.0, w)
+    return o, w, ""
+
+
 def _run_case(fn: Adapted, ref: Adapted, case: AttentionCase, root, tolerance, tol_factor, atol,
-              profile=DEFAULT_PROFILE) -> CaseResult:
+              profile=DEFAULT_PROFILE, masked_rows=None) -> CaseResult:
     skipped = _skip_reason(fn, ref, case)
+    if case.empty_rows and masked_rows is None:
+        skipped = skipped or ("a query with no key to attend: pass masked_rows='zeros' or 'nan' (your kernel's "
+                              "convention) to run this case")
     if skipped:
         return CaseResult(case, True, 0.0, "", skipped=skipped)
     tau = case.tau if ("tau" in fn.accepts and "tau" in ref.accepts) else 1.0
@@ -352,6 +379,9 @@ def _run_case(fn: Adapted, ref: Adapted, case: AttentionCase, root, tolerance, t
     note = note or fn.dtype_note
     cal = _calibrate(ref, q, K, V, tau, padding, causal)
     shape = q.shape
+    o, w, wrong = _masked_rows(fn, o, w, padding, masked_rows, shape)
+    if wrong:
+        return CaseResult(case, False, math.inf, wrong, tau=tau, dtype=dtype, note=note)
     for arr, what in ((o, "o"), (w, "w")):
         if arr is not None:
             bad = _nonfinite(fn, arr, what, shape)
@@ -384,18 +414,22 @@ def _run_case(fn: Adapted, ref: Adapted, case: AttentionCase, root, tolerance, t
 
 DETECTED = ("prescaled", "positions", "tf32", "eager", "low_precision")
 """The profiles a failing case is tried under (tightest first) to name the one it matches."""
-CHECK_OPTIONS = ("reference", "tolerance", "tol_factor", "atol", "profile")
+CHECK_OPTIONS = ("reference", "tolerance", "tol_factor", "atol", "profile", "masked_rows")
 """The options of :func:`check_against_reference` besides the function, the cases and ``rng``."""
 
 
-def validated_options(*, tolerance: str = "calibrated", tol_factor=None, atol=0.0, profile=DEFAULT_PROFILE) -> dict:
+def validated_options(*, tolerance: str = "calibrated", tol_factor=None, atol=0.0, profile=DEFAULT_PROFILE,
+                      masked_rows=None) -> dict:
     """The tolerance options checked and completed (``tol_factor`` None: the model's default); a bad value is a
     ValueError naming the option."""
     tolerance = check_choice("tolerance", tolerance, tuple(TOLERANCES))
     tol_factor = DEFAULT_TOL_FACTOR[tolerance] if tol_factor is None else tol_factor
     tol_factor = check_real("tol_factor", tol_factor, minimum=0.0, strict_min=True)
     atol = check_real("atol", atol, minimum=0.0)
-    return {"tolerance": tolerance, "tol_factor": tol_factor, "atol": atol, "profile": profile_of(profile).name}
+    if masked_rows is not None:
+        masked_rows = check_choice("masked_rows", masked_rows, MASKED_ROWS)
+    return {"tolerance": tolerance, "tol_factor": tol_factor, "atol": atol, "profile": profile_of(profile).name,
+            "masked_rows": masked_rows}
 
 
 def reference_adapter(reference) -> Adapted:
@@ -426,7 +460,7 @@ def _in_hypothesis_test() -> bool:
 
 def check_against_reference(attention_fn, cases=None, *, reference=None, tolerance: str = "calibrated",
                             tol_factor: float | None = None, atol: float = 0.0, profile: str = DEFAULT_PROFILE,
-                            rng=0) -> ReferenceReport:
+                            masked_rows: str | None = None, rng=0) -> ReferenceReport:
     """Run ``attention_fn`` and ``reference`` on the same draws of every case and compare them elementwise.
 
     Parameters
@@ -452,6 +486,9 @@ def check_against_reference(attention_fn, cases=None, *, reference=None, toleran
         float32), ``"prescaled"`` (q scaled in the dtype), ``"positions"`` (RoPE or ALiBi in the dtype), ``"tf32"``
         (float32 through TF32 tensor cores), ``"low_precision"`` (accumulation in the dtype). Under the default, a
         case beyond its tolerance but within another profile's gets the verdict ``"profile"`` naming it.
+    masked_rows : {"zeros", "nan"}, optional
+        Your kernel's output for a query with no key to attend (a fully masked row): zeros (flash kernels) or NaN.
+        Cases with such rows run only when it is given; either way a NaN in any other row fails.
     rng : int, SeedSequence or Generator
         Combined with each case's ``seed``.
 
@@ -492,11 +529,11 @@ def check_against_reference(attention_fn, cases=None, *, reference=None, toleran
     """
     fn = adapt(attention_fn)
     ref = reference_adapter(reference)
-    tolerance, tol_factor, atol, profile = validated_options(tolerance=tolerance, tol_factor=tol_factor, atol=atol,
-                                                             profile=profile).values()
+    tolerance, tol_factor, atol, profile, masked_rows = validated_options(
+        tolerance=tolerance, tol_factor=tol_factor, atol=atol, profile=profile, masked_rows=masked_rows).values()
     cases = as_cases(cases)
     root = resolve_seed(None, rng)
-    results = tuple(_run_case(fn, ref, c, root, tolerance, tol_factor, atol, profile) for c in cases)
+    results = tuple(_run_case(fn, ref, c, root, tolerance, tol_factor, atol, profile, masked_rows) for c in cases)
     if all(r.skipped for r in results):
         if _in_hypothesis_test():  # a drawn case the function cannot take (a mask): discard the example
             from hypothesis import reject
