@@ -188,7 +188,10 @@ class _Torch:
         return t.to(self.device)
 
     def rounding(self, arr):
-        return self.torch.from_numpy(np.ascontiguousarray(arr)).to(self.dtype).double().numpy()
+        """What the tensor will hold, computed in NumPy (round to nearest even, as torch's casts)."""
+        from .precision import round_to
+
+        return round_to(arr, str(self.dtype).split(".")[-1])
 
 
 class _Namespace:
