@@ -18,7 +18,9 @@ strategies, adapters for other array libraries.
   reference (:func:`softmax_attention_nd` by default) on identical draws of the cases :data:`REFERENCE_CASES` (or
   :class:`AttentionCase` s of your own, or drawn by :func:`attention_cases`) and names the worst element on failure.
 * Tolerances (:mod:`varsim.testing.precision`): per element, a multiple of the error a correct kernel of the
-  dtype makes (float32 accumulation at float16/bfloat16); ``tolerance="low_precision"`` or ``"worst_case"``.
+  dtype makes (float32 accumulation at float16/bfloat16); ``tolerance="low_precision"`` or ``"worst_case"``;
+  precision profiles (:data:`~varsim.testing.precision.PROFILES`: ``profile="eager"``, ``"prescaled"``,
+  ``"positions"``, ``"tf32"``, ``"low_precision"``) for kernels that round in more places than SDPA.
 * Power (:mod:`varsim.testing.power`, :mod:`varsim.testing.mutants`): :func:`power_report` plants a catalogue of
   bug classes (:data:`MUTANTS`) and correct kernels (:data:`CORRECT`) into your configuration and runs your check.
 * Reference families (:mod:`varsim.testing.families`): ALiBi, RoPE, sliding windows, grouped heads, a temperature

@@ -330,8 +330,7 @@ def _measured_logit_sizes(q, K, w, tau):
     with np.errstate(divide="ignore", invalid="ignore"):
         logw = np.log(w / w.max(axis=-1, keepdims=True))
     seen = np.isfinite(logw)
-    plain = scale * np.matmul(q, np.swapaxes(K.mean(axis=1, keepdims=True), -1, -2)) \
-        if K.shape[1] != q.shape[1] else scale * np.matmul(q, np.swapaxes(K, -1, -2))
+    plain = scale * np.matmul(q, np.swapaxes(K, -1, -2))  # K already has the query heads
     spread = lambda x: np.sqrt(np.nanvar(np.where(seen, x, np.nan), axis=-1, keepdims=True))  # noqa: E731
     with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
