@@ -194,3 +194,9 @@ def test_check_errors_name_the_argument():
         check_against_reference(lambda q, K, V: q, cases=5)
     with pytest.raises(ValueError, match="^reference must be"):
         check_against_reference(lambda q, K, V: q, reference=42)
+
+
+def test_a_case_too_large_for_the_machine_is_refused_before_drawing():
+    huge = AttentionCase("huge", batch=64, heads=32, n_queries=4096, n_keys=4096)
+    with pytest.raises(ValueError, match="^cases: case 'huge' has B\\*H\\*L\\*N = 3.44e\\+10 logits"):
+        check_against_reference(lambda q, K, V: q, huge)

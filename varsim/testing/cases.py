@@ -291,6 +291,10 @@ def reference_cases(*, masks: bool = True, float32: bool = True) -> tuple[Attent
     return tuple(c for c in REFERENCE_CASES if (masks or c.mask == "none") and (float32 or c.dtype == "float64"))
 
 
+MAX_LOGITS = 2**25
+"""The most logits ``B*H*L*N`` one case may have (each float64 array of that size is 256 MiB)."""
+
+
 def as_cases(cases) -> tuple[AttentionCase, ...]:
     """``cases`` as a non-empty tuple of :class:`AttentionCase`: one case, a sequence of them, or None (the standard
     battery); anything else is a ValueError."""
@@ -303,4 +307,10 @@ def as_cases(cases) -> tuple[AttentionCase, ...]:
     cases = tuple(cases)
     if not cases or not all(isinstance(c, AttentionCase) for c in cases):
         raise ValueError("cases must be an AttentionCase, a non-empty sequence of them, or None")
+    for c in cases:  # refused before anything is drawn: the check holds several float64 arrays of the logits' size
+        size = c.batch * c.heads * c.n_queries * c.n_keys
+        if size > MAX_LOGITS:
+            raise ValueError(f"cases: case {c.name!r} has B*H*L*N = {size:.3g} logits, above the limit of "
+                             f"{MAX_LOGITS:.3g} (the check holds several float64 arrays of that size, "
+                             f"{8 * MAX_LOGITS / 2**30:.1f} GiB each at the limit); make it smaller")
     return cases
