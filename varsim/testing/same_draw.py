@@ -160,8 +160,8 @@ class ReferenceReport:
         first = low[0]
         if first.verdict == "low_precision":
             return [f"  within the tolerance of a kernel accumulating in {first.dtype} itself (profile "
-                    f"'low_precision'), which is loose enough here to hide bugs of 10x a correct float32-"
-                    f"accumulating kernel's error: the kit does not accept it by default; if your kernel "
+                    f"'low_precision'), a model loose enough to let bugs with 10x a correct kernel's error pass "
+                    f"(the guide's power table): the kit does not accept it by default; if your kernel "
                     f"accumulates in {first.dtype} on purpose, see 'Precision profiles' in the guide"]
         common = [n for n in first.profiles if all(n in r.profiles for r in low)]
         names = common or list(dict.fromkeys(n for r in low for n in r.profiles))
