@@ -107,7 +107,8 @@ def main(argv=None) -> None:
     lines.append("| **missed** | bug classes passing with excess >= 10 | " + " | ".join(missed_cells) + " |")
     caught_all = {col: len(reports[col].caught) for col in cols}
     footer = (f"\n{len(MUTANTS)} bug classes, {len(CORRECT)} correct kernels, {args.seeds} seeds each, "
-              f"{len(REFERENCE_CASES)} cases per run. Caught at every seed: " + ", ".join(f"{d} ({c}) {caught_all[d, c]}" for d, c in cols)
+              f"{len(REFERENCE_CASES)} cases per run. Caught at every seed: "
+              + ", ".join(f"{d} ({c}) {caught_all[d, c]}" for d, c in cols)
               + f". Measured by `nice python benchmarks/bench_testing_catalogue.py` ({cpu:.0f} s CPU, {wall:.0f} s "
               f"wall).\n")
     table = "\n".join(lines) + "\n" + footer
