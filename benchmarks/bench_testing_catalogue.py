@@ -7,10 +7,10 @@
 For each dtype (float64, float32, float16, bfloat16; computed by the catalogue's NumPy emulation, bfloat16 without
 any extra library) and each configuration -- a ``(B, H, L, d)`` function taking ``tau=``, ``mask=`` and ``causal=``
 that returns the output only (as ``scaled_dot_product_attention`` does), or the output and the weights -- every
-kernel runs the standard battery (16 cases) at ``--seeds`` values of ``rng``. A cell is the number of seeds at which
-the check failed (``lp``: how many of them with the verdict *low precision*); the false-alarm row sums the failures
-of the correct kernels; ``missed`` counts bug classes that passed at a seed where their error was at least 10 times
-a correct kernel's (the goal: none in float16 and bfloat16).
+kernel runs the standard battery (``REFERENCE_CASES``) at ``--seeds`` values of ``rng``. A cell is the number of
+seeds at which the check failed (``lp``: how many of them with the verdict *low precision*); the false-alarm row
+sums the failures of the correct kernels; ``missed`` counts bug classes that passed at a seed where their error
+was at least 10 times a correct kernel's (the goal: none in float16 and bfloat16).
 
 Writes the Markdown table to ``docs/site/examples/testing_catalogue_power.md`` (included by the docs page "Test
 your attention") and the counts to ``build/bench_testing_catalogue.json`` (``--out`` to change the folder); with
@@ -29,7 +29,7 @@ import numpy as np
 
 from varsim._common.atomic import atomic_write_json, atomic_write_text
 from varsim._common.intervals import wilson_interval
-from varsim.testing import CORRECT, MUTANTS, power_report
+from varsim.testing import CORRECT, MUTANTS, REFERENCE_CASES, power_report
 
 ROOT = Path(__file__).resolve().parents[1]
 DTYPES = ("float64", "float32", "float16", "bfloat16")
@@ -106,8 +106,9 @@ def main(argv=None) -> None:
     lines.append("| **false alarms** | correct kernels, Wilson 95% upper bound | " + " | ".join(fa_cells) + " |")
     lines.append("| **missed** | bug classes passing with excess >= 10 | " + " | ".join(missed_cells) + " |")
     caught_all = {col: len(reports[col].caught) for col in cols}
-    footer = (f"\n{len(MUTANTS)} bug classes, {len(CORRECT)} correct kernels, {args.seeds} seeds each, 16 cases per "
-              f"run. Caught at every seed: " + ", ".join(f"{d} ({c}) {caught_all[d, c]}" for d, c in cols)
+    footer = (f"\n{len(MUTANTS)} bug classes, {len(CORRECT)} correct kernels, {args.seeds} seeds each, "
+              f"{len(REFERENCE_CASES)} cases per run. Caught at every seed: "
+              + ", ".join(f"{d} ({c}) {caught_all[d, c]}" for d, c in cols)
               + f". Measured by `nice python benchmarks/bench_testing_catalogue.py` ({cpu:.0f} s CPU, {wall:.0f} s "
               f"wall).\n")
     table = "\n".join(lines) + "\n" + footer

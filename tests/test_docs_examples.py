@@ -26,6 +26,7 @@ MODULES = [
     "varsim.testing.grad_cases",
     "varsim.testing.grad_mutants",
     "varsim.testing.grad_power",
+    "varsim.testing.families",
     "varsim.train.config",
     "varsim.train.loop",
     "varsim.train.checkpoint",

@@ -45,9 +45,11 @@ def test_array_api_strict_function_passes_and_its_bug_fails():
     layout; the same code scaled by 1/sqrt(d_v) fails with the worst element named."""
     attn = adapt(xp_attention, array=xp, layout="bhld")
     report = assert_matches_reference(attn)
-    assert report.passed and not any(r.skipped for r in report.results)
+    assert report.passed and not any(r.skipped for r in report.results if not r.case.empty_rows)
     assert_variance_matches(attn, lambda n: softmax_variance(n, d_k=16), [64], d_k=16, d_v=8, rng=1)
-    with pytest.raises(AssertionError, match=r"(?s)1[56] of 16 same-draw case.* fail.*worst: case .*[ow]\[b=.*x tol"):
+    n = len(REFERENCE_CASES) - 1  # the fully masked row runs only with masked_rows=
+    pattern = rf"(?s)({n - 1}|{n}) of {n} same-draw case.* fail.*worst: case .*[ow]\[b=.*x tol"
+    with pytest.raises(AssertionError, match=pattern):
         assert_matches_reference(adapt(xp_attention_sqrt_dv, array=xp, layout="bhld"))
 
 
@@ -70,7 +72,8 @@ def _rows(q, K, V, tau=1.0, mask=None):
 ])
 def test_layouts_pass_the_battery(layout, fn):
     report = assert_matches_reference(adapt(fn, layout=layout))
-    assert len(report.results) == len(REFERENCE_CASES) and not any(r.skipped for r in report.results)
+    assert len(report.results) == len(REFERENCE_CASES)
+    assert [r.case.name for r in report.results if r.skipped] == ["fully-masked-row"]  # no convention stated
 
 
 def test_keywords_are_read_from_the_signature_and_missing_mask_skips():
@@ -226,11 +229,12 @@ def test_a_float32_default_namespace_is_tested_at_float32_with_a_note():
 
     report = assert_matches_reference(adapt(fn, array=ns, layout="bhld"))
     assert "makes float32 arrays by default" in report.describe() and "jax_enable_x64" in report.describe()
-    assert {r.dtype for r in report.results} == {"float32"}
+    assert {r.dtype for r in report.results if not r.skipped} == {"float32"}
     with pytest.raises(ValueError, match="dtype 'float64': namespace float32_numpy turns float64 arrays into float32"):
         adapt(fn, array=ns, dtype="float64")
     bug = lambda q, K, V, tau=1.0, mask=None: tuple(1.001 * a for a in fn(q, K, V, tau, mask))  # noqa: E731
-    assert check_against_reference(adapt(bug, array=ns, layout="bhld")).verdict == "fail"
+    report = check_against_reference(adapt(bug, array=ns, layout="bhld"))
+    assert not report.passed and report.verdict in ("fail", "profile")  # 0.1% is within TF32 rounding
 
 
 def test_jax_example_runs():
@@ -245,7 +249,7 @@ def test_jax_example_runs():
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     report = assert_matches_reference(adapt(mod.jax_attention, array=mod.jnp, layout="bhld"))
-    assert {r.dtype for r in report.results} == {"float32"} and "jax_enable_x64" in report.describe()
+    assert {r.dtype for r in report.results if not r.skipped} == {"float32"} and "jax_enable_x64" in report.describe()
     mod.test_float64_with_x64()
 
 

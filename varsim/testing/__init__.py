@@ -18,9 +18,15 @@ strategies, adapters for other array libraries.
   reference (:func:`softmax_attention_nd` by default) on identical draws of the cases :data:`REFERENCE_CASES` (or
   :class:`AttentionCase` s of your own, or drawn by :func:`attention_cases`) and names the worst element on failure.
 * Tolerances (:mod:`varsim.testing.precision`): per element, a multiple of the error a correct kernel of the
-  dtype makes (float32 accumulation at float16/bfloat16); ``tolerance="low_precision"`` or ``"worst_case"``.
+  dtype makes (float32 accumulation at float16/bfloat16); ``tolerance="low_precision"`` or ``"worst_case"``;
+  precision profiles (:data:`~varsim.testing.precision.PROFILES`: ``profile="eager"``, ``"prescaled"``,
+  ``"positions"``, ``"tf32"``, ``"low_precision"``) for kernels that round in more places than SDPA.
 * Power (:mod:`varsim.testing.power`, :mod:`varsim.testing.mutants`): :func:`power_report` plants a catalogue of
   bug classes (:data:`MUTANTS`) and correct kernels (:data:`CORRECT`) into your configuration and runs your check.
+* Reference families (:mod:`varsim.testing.families`): ALiBi, RoPE, sliding windows, grouped heads, a temperature
+  per head, softcapping, as ``reference=`` whose tolerances come from the family's own logits, weights and output;
+  any other ``reference=`` function is calibrated from its own float64 ``(o, w)`` (weights derived when it returns
+  only ``o``).
 * Adapters (:mod:`varsim.testing.arrays`): :func:`adapt` for torch, array-API namespaces, other layouts.
 * Statistical checks (:mod:`varsim.testing.checks`): :func:`assert_variance_matches`, :func:`assert_ipr_matches`,
   :func:`assert_mean_matches` run :func:`varsim.sim.measure_variance` with a budget chosen for a target relative SE
@@ -33,6 +39,7 @@ strategies, adapters for other array libraries.
 Every function that draws random numbers takes ``rng=`` (an int, a ``SeedSequence`` or a ``Generator``; SPEC 7).
 """
 
+from . import families
 from .arrays import LAYOUTS, Adapted, adapt, to_numpy
 from .attention import ATTENTION_FNS, SoftmaxAttention, attention_fn, softmax_attention, softmax_attention_nd
 from .cases import REFERENCE_CASES, AttentionCase, reference_cases
@@ -46,6 +53,7 @@ from .checks import (
     check_statistic,
 )
 from .config import AttentionConfig
+from .families import Family
 from .mutants import CORRECT, MUTANTS
 from .power import PowerReport, power_report
 from .precision import TOLERANCES
@@ -80,6 +88,8 @@ __all__ = [
     "softmax_ipr",
     "softmax_variance",
     "AttentionConfig",
+    "families",
+    "Family",
     "power_report",
     "PowerReport",
     "MUTANTS",

@@ -39,12 +39,19 @@ import numpy as np
 
 from varsim._common.validate import check_choice
 
+from .attention import expand_kv_heads
+
 __all__ = ["adapt", "Adapted", "to_numpy", "LAYOUTS", "KEYWORDS", "fn_name"]
 
-LAYOUTS = ("batch", "bhld", "bld", "sequence")
+LAYOUTS = ("batch", "bhld", "blhd", "bld", "sequence", "packed")
 """The layouts :func:`adapt` knows: ``"batch"`` (``q (S, d_k)``, ``K (S, N, d_k)``, ``V (S, N, d_v)``), ``"bhld"``
-(``q (B, H, L, d_k)``), ``"bld"`` (heads folded into the batch) and ``"sequence"`` (one sequence at a time)."""
+(``q (B, H, L, d_k)``: SDPA), ``"blhd"`` (``q (B, L, H, d_k)``: flash-attn), ``"bld"`` (heads folded into the
+batch), ``"sequence"`` (one sequence at a time) and ``"packed"`` (variable-length sequences packed along one axis,
+``q (total_q, H, d_k)``, ``K (total_k, H_kv, d_k)``, with ``cu_seqlens_q`` and ``cu_seqlens_k``: flash-attn's
+``varlen`` functions)."""
 KEYWORDS = ("tau", "mask", "causal")
+#: layouts whose functions receive keys and values with their own (possibly fewer) heads when ``gqa=True``
+GQA_LAYOUTS = ("bhld", "blhd", "packed")
 """The keywords the kit passes to a function whose signature names them (or that lists them in ``accepts=``)."""
 _FLOAT_DTYPES = ("float64", "float32", "float16", "bfloat16")
 
@@ -181,7 +188,10 @@ class _Torch:
         return t.to(self.device)
 
     def rounding(self, arr):
-        return self.torch.from_numpy(np.ascontiguousarray(arr)).to(self.dtype).double().numpy()
+        """What the tensor will hold, computed in NumPy (round to nearest even, as torch's casts)."""
+        from .precision import round_to
+
+        return round_to(arr, str(self.dtype).split(".")[-1])
 
 
 class _Namespace:
@@ -237,9 +247,12 @@ class Adapted:
         The keywords ``fn`` takes, of ``"tau"``, ``"mask"``, ``"causal"``.
     device : str, optional
         torch device.
+    gqa : bool
+        ``fn`` takes keys and values with fewer heads than the queries (grouped-query attention) in the layouts with
+        a head axis; otherwise the kit repeats them to the query heads first.
     """
 
-    def __init__(self, fn, array="numpy", dtype=None, layout="batch", accepts=None, device=None):
+    def __init__(self, fn, array="numpy", dtype=None, layout="batch", accepts=None, device=None, gqa=False):
         if not callable(fn):
             raise ValueError(f"attention_fn must be callable, got {type(fn).__name__}")
         self.fn = fn
@@ -266,6 +279,11 @@ class Adapted:
             if bad:
                 raise ValueError(f"accepts: unknown keyword(s) {bad}; expected some of {KEYWORDS}")
             self.accepts = frozenset(accepts)
+        self.gqa = bool(gqa)
+        if self.gqa and self.layout not in GQA_LAYOUTS:
+            raise ValueError(f"gqa: layout {self.layout!r} has no head axis; gqa=True needs one of {GQA_LAYOUTS}")
+        if self.layout == "packed":  # padding is expressed by the sequence lengths
+            self.accepts = self.accepts | {"mask"}
         self.__qualname__ = fn_name(fn)
 
     def __repr__(self) -> str:
@@ -289,15 +307,9 @@ class Adapted:
         dtype name of ``o``."""
         B, H, L, _ = q.shape
         N, d_v = K.shape[2], V.shape[3]
-        kw = {}
-        if tau is not None and "tau" in self.accepts:
-            kw["tau"] = tau
-        if causal and "causal" in self.accepts:
-            kw["causal"] = True
-        elif causal or mask is not None:
-            if "mask" not in self.accepts:
-                raise ValueError(f"attention_fn {self.__qualname__} takes no mask= (nor causal=) keyword")
-            kw["mask"] = np.broadcast_to(causal_mask(L, N) if causal else mask, (B, 1, L, N))
+        if not (self.gqa and self.layout in GQA_LAYOUTS):
+            K, V = expand_kv_heads(q, K, V)
+        kw = self._keywords(tau, mask, causal, B, L, N)
         cast = self.dtype is None and case_dtype != "float64"
         conv = (lambda a: self.lib.asarray(a.astype(case_dtype))) if cast else self.lib.asarray
         if self.layout == "sequence":
@@ -315,6 +327,13 @@ class Adapted:
             o = np.stack(os).reshape(B, H, L, d_v)
             w = None if any(x is None for x in ws) else np.stack(ws).reshape(B, H, L, N)
             return o, w
+        if self.layout == "packed":
+            return self._call_packed(q, K, V, kw, conv)
+        if self.layout == "blhd":
+            args = tuple(np.swapaxes(a, 1, 2) for a in (q, K, V))
+            out = self.fn(*(conv(np.array(a)) for a in args), **self._lib_mask(kw))
+            o, w = self._unpack(out, (B, L, H, d_v), (B, H, L, N))
+            return np.swapaxes(o, 1, 2), w
         if self.layout == "bhld":
             args, o_shape, w_shape = (q, K, V), (B, H, L, d_v), (B, H, L, N)
             m = kw.get("mask")
@@ -333,6 +352,45 @@ class Adapted:
         out = self.fn(*(conv(np.array(a)) for a in args), **kw)  # copies: the function may write to them
         o, w = self._unpack(out, o_shape, w_shape)
         return o.reshape(B, H, L, d_v), (None if w is None else w.reshape(B, H, L, N))
+
+    def _keywords(self, tau, mask, causal, B, L, N) -> dict:
+        """The keywords the function takes: ``tau``, ``causal=True`` or the causal mask, the padding mask."""
+        kw = {}
+        if tau is not None and "tau" in self.accepts:
+            kw["tau"] = tau
+        if causal and "causal" in self.accepts:
+            kw["causal"] = True
+        elif causal or mask is not None:
+            if "mask" not in self.accepts:
+                raise ValueError(f"attention_fn {self.__qualname__} takes no mask= (nor causal=) keyword")
+            kw["mask"] = np.broadcast_to(causal_mask(L, N) if causal else mask, (B, 1, L, N))
+        return kw
+
+    def _lib_mask(self, kw):
+        if "mask" in kw:
+            kw = dict(kw, mask=self.lib.asarray(np.array(kw["mask"]), floating=False))
+        return kw
+
+    def _call_packed(self, q, K, V, kw, conv):
+        """Variable-length sequences packed along one axis: the valid keys of each sequence (its padding mask, a
+        prefix), every query; ``cu_seqlens_q``, ``cu_seqlens_k`` the cumulative lengths (int32, from 0)."""
+        B, H, L, _ = q.shape
+        N, d_v = K.shape[2], V.shape[3]
+        mask = kw.pop("mask", None)
+        valid = np.full(B, N) if mask is None else np.asarray(mask)[:, 0, -1].sum(axis=-1)
+        if mask is not None and not np.array_equal(np.asarray(mask)[:, 0],
+                                                   np.broadcast_to(np.arange(N) < valid[:, None, None], (B, L, N))):
+            raise ValueError("layout 'packed': the padding mask must keep a prefix of the keys of each sequence")
+        cu_q = np.arange(B + 1, dtype=np.int32) * L
+        cu_k = np.concatenate([[0], np.cumsum(valid)]).astype(np.int32)
+        pack = lambda a, lengths: np.concatenate([np.swapaxes(a[b, :, :n], 0, 1) for b, n in enumerate(lengths)])  # noqa: E731
+        args = (pack(q, [L] * B), pack(K, valid), pack(V, valid))
+        out = self.fn(*(conv(np.array(a)) for a in args), cu_seqlens_q=self.lib.asarray(cu_q, floating=False),
+                      cu_seqlens_k=self.lib.asarray(cu_k, floating=False), **kw)
+        if isinstance(out, tuple):
+            out = out[0]  # weights are not read back from packed sequences
+        o, _ = self._unpack(out, (B * L, H, d_v), None)
+        return np.swapaxes(o.reshape(B, L, H, d_v), 1, 2), None
 
     def _unpack(self, out, o_shape, w_shape):
         w = None
@@ -358,7 +416,8 @@ def causal_mask(n_queries: int, n_keys: int) -> np.ndarray:
     return np.arange(n_keys)[None, :] <= (n_keys - n_queries + np.arange(n_queries))[:, None]
 
 
-def adapt(fn, *, array="numpy", dtype: str | None = None, layout: str = "batch", accepts=None, device=None) -> Adapted:
+def adapt(fn, *, array="numpy", dtype: str | None = None, layout: str = "batch", accepts=None, device=None,
+          gqa: bool = False) -> Adapted:
     """Wrap an attention of another library or layout so that the kit can call it.
 
     The module documentation above says what each layout and library means for your function.
@@ -379,6 +438,10 @@ def adapt(fn, *, array="numpy", dtype: str | None = None, layout: str = "batch",
         The keywords ``fn`` takes, of ``"tau"``, ``"mask"``, ``"causal"`` (default: read from its signature).
     device : str, optional
         torch device (default ``"cpu"``).
+    gqa : bool
+        ``fn`` takes grouped-query keys and values (fewer heads than the queries; layouts ``"bhld"``, ``"blhd"``,
+        ``"packed"``), as SDPA with ``enable_gqa=True`` or flash-attn do; otherwise the kit repeats them to the
+        query heads before the call (and the grouped-query cases test nothing of the head mapping).
 
     Returns
     -------
@@ -410,4 +473,4 @@ def adapt(fn, *, array="numpy", dtype: str | None = None, layout: str = "batch",
     """
     if isinstance(fn, Adapted):
         return fn
-    return Adapted(fn, array=array, dtype=dtype, layout=layout, accepts=accepts, device=device)
+    return Adapted(fn, array=array, dtype=dtype, layout=layout, accepts=accepts, device=device, gqa=gqa)

@@ -14,7 +14,8 @@ import numpy as np
 
 from varsim._common.validate import check_choice, check_real
 
-__all__ = ["softmax_attention", "softmax_attention_nd", "SoftmaxAttention", "ATTENTION_FNS", "attention_fn"]
+__all__ = ["softmax_attention", "softmax_attention_nd", "SoftmaxAttention", "ATTENTION_FNS", "attention_fn",
+           "expand_kv_heads"]
 
 
 def softmax_attention(q, K, V, *, tau: float = 1.0, return_weights: bool = True):
@@ -104,9 +105,9 @@ def softmax_attention_nd(q, K, V, *, tau: float = 1.0, mask=None):
     q : array (..., L, d_k)
         Queries.
     K : array (..., N, d_k)
-        Keys.
+        Keys; with fewer heads than ``q`` (axis -3), grouped-query attention (:func:`expand_kv_heads`).
     V : array (..., N, d_v)
-        Values.
+        Values, with the heads of ``K``.
     tau : float
         Temperature multiplying the logits ``q.K^T / sqrt(d_k)``.
     mask : array of bool, optional
@@ -137,8 +138,7 @@ def softmax_attention_nd(q, K, V, *, tau: float = 1.0, mask=None):
     ((2, 4, 3, 5), True)
     """
     q = np.asarray(q, dtype=np.float64)
-    K = np.asarray(K, dtype=np.float64)
-    V = np.asarray(V, dtype=np.float64)
+    K, V = expand_kv_heads(q, np.asarray(K, dtype=np.float64), np.asarray(V, dtype=np.float64))
     logits = np.matmul(q, np.swapaxes(K, -1, -2)) * (tau / math.sqrt(q.shape[-1]))
     if mask is not None:
         mask = np.asarray(mask, dtype=bool)
@@ -149,6 +149,27 @@ def softmax_attention_nd(q, K, V, *, tau: float = 1.0, mask=None):
     e = np.exp(logits)
     w = e / e.sum(axis=-1, keepdims=True)
     return np.matmul(w, V), w
+
+
+def expand_kv_heads(q, K, V):
+    """Grouped-query keys and values expanded to the query heads: query head ``h`` of ``H`` reads key head
+    ``h // (H // H_kv)`` (``repeat_interleave``, PyTorch's ``enable_gqa`` and flash kernels' convention). Arrays
+    ``(..., H, L, d)``; ``K`` and ``V`` returned unchanged when they have the query heads (or fewer than 3 axes).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from varsim.testing.attention import expand_kv_heads
+    >>> K = np.arange(2.0).reshape(1, 2, 1, 1)
+    >>> expand_kv_heads(np.zeros((1, 4, 1, 1)), K, K)[0].ravel().tolist()
+    [0.0, 0.0, 1.0, 1.0]
+    """
+    if q.ndim < 3 or K.ndim < 3 or K.shape[-3] == q.shape[-3]:
+        return K, V
+    H, Hk = q.shape[-3], K.shape[-3]
+    if Hk < 1 or H % Hk:
+        raise ValueError(f"K must have a number of heads dividing the queries' {H}, got {Hk}")
+    return np.repeat(K, H // Hk, axis=-3), np.repeat(V, H // Hk, axis=-3)
 
 
 class SoftmaxAttention:

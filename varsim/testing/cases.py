@@ -6,7 +6,10 @@ standard battery that :func:`varsim.testing.assert_matches_reference` runs by de
 several sequences with their own keys; between them they cover huge logits (``beta = 400``: logits beyond the
 float64 range of ``exp``), one key, long sequences, several queries and heads, padding and causal masks
 (including a single query), masked keys whose logits exceed every unmasked one by more than 1e4 (an additive
-``-1e4`` mask leaks there), non-Gaussian keys (uniform, Rademacher with tied logits, Student-t) and float32 inputs.
+``-1e4`` mask leaks there), non-Gaussian keys (uniform, Rademacher with tied logits, Student-t), float32 inputs,
+grouped-query and multi-query heads (4 query heads over 2 or 1 key heads: ``repeat`` and ``repeat_interleave``
+differ), causal lengths across 64- and 128-key tiles (65, 128, 129, 257 keys; queries at positions 64, 128, 192,
+256) and a fully masked row (run when the check is told the convention).
 """
 
 from __future__ import annotations
@@ -72,6 +75,13 @@ class AttentionCase:
         keep at least one masked key and the second sequence only one valid key.
     seed : int
         Stream of this case's draws (combined with the check's ``rng``).
+    kv_heads : int
+        Heads of the keys and values (0: ``heads``). Fewer than ``heads`` is grouped-query attention (1:
+        multi-query): query head ``h`` reads key head ``h // (heads // kv_heads)`` (``repeat_interleave``, the
+        convention of PyTorch's ``enable_gqa`` and of flash kernels); ``heads`` must be a multiple of it.
+    empty_rows : bool
+        With a padding mask: the last sequence has no valid key at all (a fully masked row); run only when the
+        check is told the convention (``masked_rows="zeros"`` or ``"nan"``).
 
     See Also
     --------
@@ -106,6 +116,13 @@ class AttentionCase:
     dtype: str = "float64"
     seed: int = 0
     masked_logit: float = 0.0
+    kv_heads: int = 0
+    empty_rows: bool = False
+
+    @property
+    def n_kv_heads(self) -> int:
+        """The heads of the keys and values."""
+        return self.kv_heads or self.heads
 
     def __post_init__(self):
         for field in ("batch", "heads", "n_queries", "n_keys", "d_k", "d_v"):
@@ -121,13 +138,21 @@ class AttentionCase:
         check_real("masked_logit", self.masked_logit, minimum=0.0)
         if self.masked_logit and (self.mask == "none" or self.n_keys < 2 or self.batch < 2):
             raise ValueError("masked_logit needs a mask, n_keys >= 2 and batch >= 2")
+        check_int("kv_heads", self.kv_heads, minimum=0, maximum=self.heads)
+        if self.heads % self.n_kv_heads:
+            raise ValueError(f"kv_heads: heads ({self.heads}) must be a multiple of kv_heads ({self.kv_heads})")
+        if self.masked_logit and self.n_kv_heads != self.heads:
+            raise ValueError("masked_logit needs kv_heads == heads")
+        if self.empty_rows and (self.mask != "padding" or self.batch < 2 or self.masked_logit):
+            raise ValueError("empty_rows needs a padding mask, batch >= 2 and no masked_logit")
         if self.mask == "causal" and self.n_queries > self.n_keys:
             raise ValueError(f"n_queries: a causal case needs n_queries <= n_keys (bottom-right alignment), got "
                              f"{self.n_queries} > {self.n_keys}")
 
     def describe(self) -> str:
         """One line: the case's name and every field that shapes it."""
-        return (f"case {self.name!r} (B={self.batch}, H={self.heads}, L={self.n_queries}, N={self.n_keys}, "
+        kv = f", kv heads {self.n_kv_heads}" if self.n_kv_heads != self.heads else ""
+        return (f"case {self.name!r} (B={self.batch}, H={self.heads}{kv}, L={self.n_queries}, N={self.n_keys}, "
                 f"d_k={self.d_k}, d_v={self.d_v}, tau={self.tau:g}, beta={self.beta:g}, value_mean={self.value_mean:g}"
                 f", value_scale={self.value_scale:g}, keys {self.key_law}, mask {self.mask}"
                 f"{f', masked logits +{self.masked_logit:g}' if self.masked_logit else ''}, {self.dtype}, "
@@ -146,7 +171,8 @@ class AttentionCase:
         Returns
         -------
         q, K, V : numpy.ndarray
-            ``q (B, H, L, d_k)``, ``K (B, H, N, d_k)``, ``V (B, H, N, d_v)``, float64.
+            ``q (B, H, L, d_k)``, ``K (B, H_kv, N, d_k)``, ``V (B, H_kv, N, d_v)``, float64 (``H_kv`` the
+            :attr:`n_kv_heads`).
         mask : numpy.ndarray or None
             Boolean ``(B, 1, L, N)``, True where a query may attend a key; None without a mask.
         """
@@ -157,8 +183,8 @@ class AttentionCase:
         if self.masked_logit:
             q[:] = q[:, :, :1]  # one direction per sequence, so one key can be far above every query's others
         q *= (self.beta * math.sqrt(self.d_k) / tau) / np.maximum(np.linalg.norm(q, axis=-1, keepdims=True), 1e-300)
-        K = _standardised(g, self.key_law, (B, H, N, self.d_k))
-        V = self.value_mean + self.value_scale * g.standard_normal((B, H, N, self.d_v))
+        K = _standardised(g, self.key_law, (B, self.n_kv_heads, N, self.d_k))
+        V = self.value_mean + self.value_scale * g.standard_normal((B, self.n_kv_heads, N, self.d_v))
         mask = None
         if self.mask == "padding":
             valid = g.integers(1, N + 1, size=B)
@@ -166,6 +192,8 @@ class AttentionCase:
             if self.masked_logit:
                 valid[1:] = np.minimum(valid[1:], N - 1)
                 valid[1] = 1
+            if self.empty_rows:
+                valid[-1] = 0
             mask = np.broadcast_to((np.arange(N)[None, :] < valid[:, None])[:, None, None, :], (B, 1, L, N)).copy()
         elif self.mask == "causal":
             mask = np.broadcast_to(causal_mask(L, N), (B, 1, L, N)).copy()
@@ -220,6 +248,20 @@ REFERENCE_CASES = (
                   value_mean=-1.1, mask="causal", masked_logit=1.2e4, seed=16),
     AttentionCase("float32", batch=3, n_keys=64, d_k=16, d_v=8, tau=1.2, beta=3.0, value_mean=-0.6, dtype="float32",
                   seed=14),
+    AttentionCase("grouped-query", batch=2, heads=4, kv_heads=2, n_queries=3, n_keys=13, d_k=8, d_v=6, tau=1.2,
+                  beta=1.6, value_mean=0.6, seed=17),
+    AttentionCase("multi-query-causal", batch=2, heads=4, kv_heads=1, n_queries=2, n_keys=10, d_k=6, d_v=5, tau=0.8,
+                  beta=1.9, value_mean=-0.9, mask="causal", seed=18),
+    AttentionCase("causal-65", batch=2, heads=2, kv_heads=1, n_queries=2, n_keys=65, d_k=8, d_v=4, tau=1.3, beta=1.7,
+                  value_mean=0.8, mask="causal", seed=19),
+    AttentionCase("causal-128", batch=1, heads=2, n_queries=3, n_keys=128, d_k=8, d_v=3, tau=0.9, beta=2.1,
+                  value_mean=-1.3, mask="causal", seed=20),
+    AttentionCase("causal-129", batch=1, heads=1, n_queries=129, n_keys=129, d_k=8, d_v=4, tau=1.4, beta=1.4,
+                  value_mean=1.1, mask="causal", seed=21),
+    AttentionCase("causal-257", batch=1, heads=2, kv_heads=1, n_queries=66, n_keys=257, d_k=8, d_v=3, tau=0.7,
+                  beta=2.4, value_mean=-0.7, mask="causal", seed=22),
+    AttentionCase("fully-masked-row", batch=3, heads=2, n_queries=2, n_keys=9, d_k=6, d_v=4, tau=1.2, beta=1.5,
+                  value_mean=0.5, mask="padding", empty_rows=True, seed=23),
 )
 """The standard battery of same-draw cases (the module docstring lists what they cover). Each catches its own family
 of bugs; all have ``tau != 1``, ``d_k != d_v`` and a non-zero value mean."""
@@ -249,6 +291,10 @@ def reference_cases(*, masks: bool = True, float32: bool = True) -> tuple[Attent
     return tuple(c for c in REFERENCE_CASES if (masks or c.mask == "none") and (float32 or c.dtype == "float64"))
 
 
+MAX_LOGITS = 2**25
+"""The most logits ``B*H*L*N`` one case may have (each float64 array of that size is 256 MiB)."""
+
+
 def as_cases(cases) -> tuple[AttentionCase, ...]:
     """``cases`` as a non-empty tuple of :class:`AttentionCase`: one case, a sequence of them, or None (the standard
     battery); anything else is a ValueError."""
@@ -256,7 +302,15 @@ def as_cases(cases) -> tuple[AttentionCase, ...]:
         cases = reference_cases()
     elif isinstance(cases, AttentionCase):
         cases = (cases,)
+    elif isinstance(cases, (str, bytes)) or not hasattr(cases, "__iter__"):
+        raise ValueError(f"cases must be an AttentionCase, a non-empty sequence of them, or None, got {cases!r}")
     cases = tuple(cases)
     if not cases or not all(isinstance(c, AttentionCase) for c in cases):
         raise ValueError("cases must be an AttentionCase, a non-empty sequence of them, or None")
+    for c in cases:  # refused before anything is drawn: the check holds several float64 arrays of the logits' size
+        size = c.batch * c.heads * c.n_queries * c.n_keys
+        if size > MAX_LOGITS:
+            raise ValueError(f"cases: case {c.name!r} has B*H*L*N = {size:.3g} logits, above the limit of "
+                             f"{MAX_LOGITS:.3g} (the check holds several float64 arrays of that size, "
+                             f"{8 * MAX_LOGITS / 2**30:.1f} GiB each at the limit); make it smaller")
     return cases

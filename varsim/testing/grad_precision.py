@@ -49,7 +49,7 @@ import math
 import numpy as np
 
 from .grad_reference import sum_groups
-from .precision import _MIN_NORMAL, TOLERANCES, error_scale, tiny, unit_roundoff
+from .precision import MIN_NORMAL, TOLERANCES, error_scale, tiny, unit_roundoff
 
 __all__ = ["gradient_error_scale", "GRAD_PROFILES"]
 
@@ -114,7 +114,7 @@ def gradient_error_scale(ref: dict, q, dO, *, dtype: str, profile: str = "fused"
     True
     """
     u, ua = unit_roundoff(dtype), unit_roundoff(TOLERANCES["calibrated"](dtype))
-    t = max(tiny(dtype), _MIN_NORMAL[TOLERANCES["calibrated"](dtype)])
+    t = max(tiny(dtype), MIN_NORMAL[TOLERANCES["calibrated"](dtype)])
     sig2, common = _relative_terms(ref, q, dtype, profile)
     e_o = _output_error(q, ref, dtype)
     var_o = (e_o / 3.0) ** 2

@@ -20,7 +20,8 @@ from typing import Callable
 import numpy as np
 
 from .arrays import causal_mask
-from .attention import softmax_attention_nd
+from .attention import expand_kv_heads
+from .families import softmax_rows
 from .precision import round_to
 
 __all__ = ["Kernel", "CORRECT", "MUTANTS", "kernel"]
@@ -49,14 +50,40 @@ def _apply_mask(s, m, value=-np.inf):
 
 
 def _softmax(s, dtype, acc):
+    """Max-subtracted softmax over the keys; a row with no key (a window past every valid key) gets zeros."""
     mx = s.max(axis=-1, keepdims=True)
-    e = np.exp(s - mx)
-    return e / e.sum(axis=-1, keepdims=True, dtype=acc)
+    e = np.exp(s - np.where(np.isfinite(mx), mx, 0.0).astype(s.dtype))
+    den = e.sum(axis=-1, keepdims=True, dtype=acc)
+    return e / np.where(den > 0, den, 1.0).astype(acc)
 
 
 def _combine(w, V, dtype, acc):
     """Probabilities rounded to the dtype, then the product with the values accumulated in ``acc``."""
     return np.matmul(_r(w, dtype, acc), V.astype(acc))
+
+
+def _pairwise_sum(x, dtype: str):
+    """Sum over the last axis in ``dtype``: pairwise (a tree), every partial sum rounded (float64 out)."""
+    x = round_to(x, dtype)
+    while x.shape[-1] > 1:
+        if x.shape[-1] % 2:
+            x = np.concatenate([x, np.zeros(x.shape[:-1] + (1,))], axis=-1)
+        x = round_to(x[..., 0::2] + x[..., 1::2], dtype)
+    return x
+
+
+def _softmax_in_dtype(s, dtype, acc):
+    """Softmax with the exponentials, their sum (pairwise) and the division rounded to the dtype."""
+    mx = s.max(axis=-1, keepdims=True)
+    e = round_to(np.exp(s - np.where(np.isfinite(mx), mx, 0.0)), dtype)
+    den = _pairwise_sum(e, dtype)
+    return round_to(e / np.where(den > 0, den, 1.0), dtype).astype(acc)
+
+
+def _combine_in_dtype(w, V, dtype, acc):
+    """``w V`` with the products and their pairwise sum over the keys rounded to the dtype."""
+    prod = round_to(w, dtype)[..., :, :, None] * V[..., None, :, :]  # (..., L, N, d_v)
+    return _pairwise_sum(np.swapaxes(prod, -1, -2), dtype).astype(acc)[..., 0]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -95,13 +122,23 @@ class Kernel:
     output : callable, optional
         Maps ``(o, w)`` at the end.
     whole : callable, optional
-        Replaces the pipeline: ``(q, K, V, tau, m, dtype, acc) -> (o, w)``.
+        Replaces the softmax and the product with the values: ``(s, V, dtype, acc) -> (o, w)`` with ``s`` the masked
+        logits (``-inf`` where masked).
+    exact : bool
+        Logits in float64 whatever the dtype (the float64 reference rounded at the end).
+    expand : callable
+        ``(q, K, V) -> (K, V)`` with the query heads, for grouped-query keys and values (default
+        :func:`~varsim.testing.attention.expand_kv_heads`, ``repeat_interleave``).
+    family_change : callable, optional
+        ``Family -> Family``: the bug changes the reference family it is planted into (a window one key too wide,
+        a softcap or a sink left out); such a bug exists only where the family has that stage (``needs``).
     needs : frozenset of str
-        The keywords the planted function must take for the bug to exist (``"mask"``: it builds on a mask it
-        receives; ``"causal"``: it builds the causal mask itself).
+        What the planted function must have for the bug to exist: keywords (``"mask"``: it builds on a mask it
+        receives; ``"causal"``: it builds the causal mask itself) or stages of the reference family (``"window"``,
+        ``"cap"``, ``"sinks"``).
     axes : frozenset of str
         The axes its arrays must have (``"batch"``, ``"heads"``, ``"queries"``: a layout without a head axis cannot
-        swap it).
+        swap it; ``"gqa"``: it receives grouped-query keys, ``adapt(..., gqa=True)``).
 
     See Also
     --------
@@ -133,35 +170,90 @@ class Kernel:
     combine: Callable = _combine
     output: Callable | None = None
     whole: Callable | None = None
+    exact: bool = False
+    expand: Callable = expand_kv_heads
+    family_change: Callable | None = None
     needs: frozenset = frozenset()
     axes: frozenset = frozenset()
 
-    def __call__(self, q, K, V, *, tau=1.0, mask=None, causal=False, dtype="float64"):
+    def __call__(self, q, K, V, *, tau=1.0, mask=None, causal=False, dtype="float64", family=None,
+                 profile="sdpa"):
         acc = _acc(dtype)
+        rounds = not self.exact and dtype != "float64"  # the profile's stages change nothing at float64
+        K, V = self.expand(q, K, V)
+        if family is not None and self.family_change is not None:
+            family = self.family_change(family)
+        if family is not None:  # the family's stages in the accumulation precision, or the dtype (positions)
+            q, K, V = family.inputs(q, K, V)
+            if not self.exact:
+                stage = dtype if profile == "positions" else acc
+                q, K, V = (round_to(a, stage) if isinstance(stage, str) else a.astype(stage).astype(np.float64)
+                           for a in (q, K, V))
         given = (mask, causal, q.shape[-2], K.shape[-2])
         if self.inputs is not None:
             q, K, V, mask = self.inputs(q, K, V, mask)
         L, N = q.shape[-2], K.shape[-2]
         m = self.mask(mask, causal, L, N)
-        if self.whole is not None:
-            o, w = self.whole(q, K, V, tau, m, dtype, acc)
-        else:
-            s = np.matmul(q.astype(acc), np.swapaxes(K, -1, -2).astype(acc)) * acc(self.scale(tau, q.shape[-1],
-                                                                                              V.shape[-1]))
-            if self.logits is not None:
-                s = self.logits(s, dtype, acc)
-            if self.bias is not None:
-                s = s + self.bias(L, N).astype(acc)
-            with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-                s = self.apply_mask(s, m, self.mask_value)
-                w = self.softmax(s, dtype, acc)
+        if family is not None:
+            m = family.mask(m, L, N)
+        prof = profile if rounds else "sdpa"
+        s = self._logits(q, K, V, tau, m, dtype, np.float64 if self.exact else acc, family, prof)
+        p_dtype = "tfloat32" if prof == "tf32" and dtype == "float32" else dtype
+        if p_dtype == "tfloat32":
+            V = round_to(V, p_dtype)
+        n_real = s.shape[-1]
+        if family is not None and family.sinks:  # the sink: one more key of logit sink_h and value 0
+            s, V = family.with_sinks(s, np.broadcast_to(V, s.shape[:-2] + V.shape[-2:]))
+            s = s.astype(np.float64 if self.exact else acc)
+        softmax, combine = self.softmax, self.combine
+        if prof == "low_precision":  # exp, sums and products rounded to the dtype, sums pairwise
+            softmax = _softmax_in_dtype if softmax is _softmax else softmax
+            combine = _combine_in_dtype if combine is _combine else combine
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            if self.whole is not None:
+                o, w = self.whole(s, V, p_dtype, acc)
+                w = w[..., :n_real]
+            else:
+                w = softmax(s, dtype, acc)[..., :n_real]  # the sink's value is 0: its column drops out of w V
                 if self.after_softmax is not None:
                     w = self.after_softmax(w, _mask(*given))
-                o = self.combine(w, V, dtype, acc)
+                o = combine(w, V[..., :n_real, :], p_dtype, acc)
         if self.output is not None:
             o, w = self.output(o, w)
         with np.errstate(over="ignore", invalid="ignore"):
             return round_to(o, dtype), round_to(w, dtype)
+
+    def _logits(self, q, K, V, tau, m, dtype, acc, family, profile):
+        """The masked logits in ``acc``: products, scale, the bug's logit stage and bias, the family's bias and cap,
+        the mask; with the roundings of ``profile`` (:data:`varsim.testing.precision.PROFILES`)."""
+        L, N = q.shape[-2], K.shape[-2]
+        scale = self.scale(tau, q.shape[-1], V.shape[-1])
+        if profile == "prescaled":
+            q, scale = round_to(q * scale, dtype), 1.0
+        elif profile == "tf32" and dtype == "float32":
+            q, K = round_to(q, "tfloat32"), round_to(K, "tfloat32")
+        if profile == "low_precision":  # every partial sum of the products rounded to the dtype
+            s = np.zeros(q.shape[:-1] + (N,))
+            for d in range(q.shape[-1]):
+                s = round_to(s + round_to(q[..., d:d + 1] * np.swapaxes(K[..., d:d + 1], -1, -2), dtype), dtype)
+            s = s.astype(acc)
+        else:
+            s = np.matmul(q.astype(acc), np.swapaxes(K, -1, -2).astype(acc))
+        s = _r(_r(s, dtype, acc) * acc(scale), dtype, acc) if profile in ("eager", "low_precision") else s * acc(scale)
+        if self.logits is not None:
+            s = self.logits(s, dtype, acc)
+        if self.bias is not None:
+            s = s + self.bias(L, N).astype(acc)
+        if family is not None:
+            b = family.bias(q.shape[-3], L, N)
+            if b is not None:
+                b = round_to(b, dtype) if profile in ("positions", "eager") else b
+                s = _r(s + b, dtype, acc) if profile == "eager" else s + b.astype(acc)
+            s = family.capped(s).astype(acc)
+        if profile == "low_precision":
+            s = _r(s, dtype, acc)
+        with np.errstate(over="ignore", invalid="ignore"):
+            return self.apply_mask(s, m, self.mask_value)
 
     @property
     def outside_softmax(self) -> bool:
@@ -196,23 +288,22 @@ class Kernel:
 
 # --- correct kernels -------------------------------------------------------------------------------------------------
 
-def _reference(q, K, V, tau, m, dtype, acc):
-    return softmax_attention_nd(q, K, V, tau=tau, mask=m)
+def _reference(s, V, dtype, acc):
+    o, w = softmax_rows(s, V)
+    return o, w
 
 
-def _float32_math(q, K, V, tau, m, dtype, acc):
-    s = _apply_mask(np.matmul(q.astype(acc), np.swapaxes(K, -1, -2).astype(acc)) * acc(tau / math.sqrt(q.shape[-1])),
-                    m)
+def _float32_math(s, V, dtype, acc):
     w = _softmax(s, dtype, acc)
     return np.matmul(w, V.astype(acc)), w
 
 
-def _log_domain(q, K, V, tau, m, dtype, acc):
-    s = _apply_mask(np.matmul(q.astype(acc), np.swapaxes(K, -1, -2).astype(acc)) * acc(tau / math.sqrt(q.shape[-1])),
-                    m)
+def _log_domain(s, V, dtype, acc):
     mx = s.max(axis=-1, keepdims=True)
-    lse = mx + np.log(np.exp(s - mx).sum(axis=-1, keepdims=True))
-    w = np.exp(s - lse)
+    mx = np.where(np.isfinite(mx), mx, 0.0).astype(s.dtype)
+    total = np.exp(s - mx).sum(axis=-1, keepdims=True)
+    lse = mx + np.log(np.where(total > 0, total, 1.0))
+    w = np.where(total > 0, np.exp(s - lse), 0.0).astype(s.dtype)
     return np.matmul(w, V.astype(acc)), w
 
 
@@ -220,9 +311,7 @@ def _flash(block=32, rescale_acc=True, rescale_den=True):
     """Flash-attention style: blocks of keys, a running max, a running sum and an accumulator rescaled when the max
     grows; probabilities rounded to the dtype before the product with the values; one division at the end."""
 
-    def run(q, K, V, tau, m, dtype, acc):
-        s = _apply_mask(np.matmul(q.astype(acc), np.swapaxes(K, -1, -2).astype(acc)) *
-                        acc(tau / math.sqrt(q.shape[-1])), m)
+    def run(s, V, dtype, acc):
         N = s.shape[-1]
         run_max = np.full(s.shape[:-1], -np.inf, dtype=acc)
         den = np.zeros(s.shape[:-1], dtype=acc)
@@ -238,14 +327,15 @@ def _flash(block=32, rescale_acc=True, rescale_den=True):
                 ..., start:start + block, :].astype(acc))
             out = (out * alpha[..., None] if rescale_acc else out) + pv
             run_max = new_max
-        w = np.exp(s - run_max[..., None]) / den[..., None]
-        return out / den[..., None], w
+        safe_den = np.where(den > 0, den, 1.0)[..., None]  # a row with no key: zeros
+        w = np.exp(s - np.where(np.isfinite(run_max), run_max, 0.0)[..., None]) / safe_den
+        return out / safe_den, w
 
     return run
 
 
 CORRECT = {k.name: k for k in (
-    Kernel("reference", "the float64 reference, output rounded to the dtype", whole=_reference),
+    Kernel("reference", "the float64 reference, output rounded to the dtype", whole=_reference, exact=True),
     Kernel("float32_math", "softmax and the product with V in the accumulation precision, unrounded weights",
            whole=_float32_math),
     Kernel("rounded_probabilities", "normalised weights rounded to the dtype before the product with V "
@@ -367,6 +457,47 @@ def _rope_mismatch(q, K, V, mask):
     return interleaved(q), half(K), V, mask
 
 
+def _tile_kv(q, K, V):
+    """Grouped-query keys repeated as a whole (``repeat``/``tile``: query head ``h`` reads key head
+    ``h % H_kv``) instead of interleaved (``h // (H / H_kv)``)."""
+    if K.shape[-3] == q.shape[-3]:
+        return K, V
+    reps = q.shape[-3] // K.shape[-3]
+    tile = [1] * K.ndim
+    tile[-3] = reps
+    return np.tile(K, tile), np.tile(V, tile)
+
+
+def _skip_diagonal_tile(block):
+    """A causal kernel that skips a tile of keys starting at the query's own position (``start >= p`` instead of
+    ``start > p``): a query at a multiple of ``block`` loses its own key (it keeps key 0)."""
+
+    def mask(m, causal, L, N):
+        if not causal:
+            return m
+        pos = N - L + np.arange(L)
+        keep = causal_mask(L, N) & ~((np.arange(N)[None, :] == pos[:, None]) & (pos[:, None] % block == 0))
+        keep[:, 0] |= ~keep.any(axis=1)
+        return keep
+    return mask
+
+
+def _last_partial_tile_dropped(block):
+    """A tiled kernel that never visits the last partial tile of keys (``N // block`` tiles) when there are more
+    keys than one tile; a query left with no key keeps its first."""
+
+    def mask(m, causal, L, N):
+        m = _mask(m, causal, L, N)
+        if N <= block or N % block == 0:
+            return m
+        full = np.arange(N) < (N // block) * block
+        out = np.broadcast_to(full, (L, N)) if m is None else np.logical_and(m, full)
+        out = np.array(np.broadcast_to(out, np.broadcast_shapes(out.shape, (L, N))))
+        out[..., 0] |= ~out.any(axis=-1)
+        return out
+    return mask
+
+
 def _causal_top_left(mask, causal, L, N):
     return np.tril(np.ones((L, N), dtype=bool)) if causal else mask
 
@@ -434,6 +565,18 @@ _MUTANT_LIST = (
     Kernel("repeated_key", "first key counted twice", inputs=_repeat_first, output=_merge_repeated),
     Kernel("output_scaled_1.3", "output 1.3 times too large", output=lambda o, w: (1.3 * o, w)),
     Kernel("output_scaled_1.03", "output 3% too large", output=lambda o, w: (1.03 * o, w)),
+    Kernel("gqa_repeat_not_interleave", "grouped-query keys repeated (h % H_kv) instead of interleaved "
+                                        "(h // group)", expand=_tile_kv, axes=frozenset({"gqa"})),
+    Kernel("causal_tile_skips_diagonal", "causal kernel skipping the 64-key tile that starts at the query's own "
+                                         "position", mask=_skip_diagonal_tile(64), needs=frozenset({"causal"})),
+    Kernel("last_partial_tile_dropped", "tiled kernel that never visits the last partial 64-key tile",
+           mask=_last_partial_tile_dropped(64)),
+    Kernel("window_off_by_one", "sliding window one key too wide", needs=frozenset({"window"}),
+           family_change=lambda f: dataclasses.replace(f, window=f.window + 1)),
+    Kernel("softcap_missing", "logit softcapping not applied", needs=frozenset({"cap"}),
+           family_change=lambda f: dataclasses.replace(f, cap=0.0)),
+    Kernel("sink_ignored", "attention sink left out of the softmax", needs=frozenset({"sinks"}),
+           family_change=lambda f: dataclasses.replace(f, sinks=())),
 )
 MUTANTS = {k.name: k for k in _MUTANT_LIST}
 """The bug classes of the catalogue: name -> :class:`Kernel`, each the default pipeline with one stage changed."""

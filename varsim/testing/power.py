@@ -19,6 +19,9 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
+import numbers
+from collections.abc import Iterable
 
 import numpy as np
 
@@ -28,10 +31,12 @@ from .arrays import KEYWORDS, Adapted, adapt, fn_name, to_numpy
 from .cases import as_cases
 from .mutants import CORRECT, MUTANTS, Kernel
 from .precision import FLOAT_DTYPES, round_to
-from .same_draw import check_against_reference
+from .same_draw import CHECK_OPTIONS, check_against_reference, reference_adapter, validated_options
 
-__all__ = ["power_report", "PowerReport", "PowerRow", "MISSED_EXCESS"]
+__all__ = ["power_report", "PowerReport", "PowerRow", "MISSED_EXCESS", "MAX_CHECKS"]
 
+MAX_CHECKS = 20_000
+"""The most same-draw checks (seeds x kernels) :func:`power_report` runs unless ``max_checks=None``."""
 MISSED_EXCESS = 10.0
 """A bug whose error exceeds the correct kernels' by this factor must be caught: passing, it is listed as missed."""
 
@@ -65,22 +70,24 @@ def _any_numpy(x) -> np.ndarray:
 # layout -> (q, K, V, mask) to (B, H, L, d) and back
 _TO_BHLD = {
     "bhld": (lambda a: a, lambda m: m),
+    "blhd": (lambda a: np.swapaxes(a, 1, 2), lambda m: m),
     "bld": (lambda a: a[:, None], lambda m: m[:, None]),
     "batch": (lambda a: a[:, None, None] if a.ndim == 2 else a[:, None], lambda m: m[:, None, None]),
     "sequence": (lambda a: a[None, None, None] if a.ndim == 1 else a[None, None], lambda m: m[None, None, None]),
 }
 # layout -> the axes a function of that layout sees (a bug on another axis cannot exist there)
-_LAYOUT_AXES = {"bhld": {"batch", "heads", "queries"}, "bld": {"batch", "queries"}, "batch": {"batch"},
-                "sequence": set()}
-_FROM_BHLD = {"bhld": lambda a: a, "bld": lambda a: a[:, 0], "batch": lambda a: a[:, 0, 0],
-              "sequence": lambda a: a[0, 0, 0]}
+_LAYOUT_AXES = {"bhld": {"batch", "heads", "queries"}, "blhd": {"batch", "heads", "queries"},
+                "bld": {"batch", "queries"}, "batch": {"batch"}, "sequence": set()}
+_FROM_BHLD = {"bhld": lambda a: a, "blhd": lambda a: np.swapaxes(a, 1, 2), "bld": lambda a: a[:, 0],
+              "batch": lambda a: a[:, 0, 0], "sequence": lambda a: a[0, 0, 0]}
 
 
 class _Planted:
-    """A catalogue kernel called like the user's function."""
+    """A catalogue kernel called like the user's function (inside the reference's family, when there is one)."""
 
-    def __init__(self, kernel: Kernel, like: Adapted, returns_weights: bool):
-        self.kernel, self.like, self.returns_weights = kernel, like, returns_weights
+    def __init__(self, kernel: Kernel, like: Adapted, returns_weights: bool, family=None, profile="sdpa"):
+        self.kernel, self.like, self.returns_weights, self.family = kernel, like, returns_weights, family
+        self.profile = profile
         self.__qualname__ = kernel.name
 
     def __call__(self, q, K, V, tau=1.0, mask=None, causal=False):
@@ -91,9 +98,11 @@ class _Planted:
         to, to_mask = _TO_BHLD[self.like.layout]
         q4, K4, V4 = (to(a) for a, _ in arrays)
         m4 = None if mask is None else to_mask(_any_numpy(mask).astype(bool))
-        o, w = self.kernel(q4, K4, V4, tau=tau, mask=m4, causal=bool(causal), dtype=dtype)
+        o, w = self.kernel(q4, K4, V4, tau=tau, mask=m4, causal=bool(causal), dtype=dtype, family=self.family,
+                           profile=self.profile)
         back = _FROM_BHLD[self.like.layout]
-        out = tuple(self._convert(back(a), dtype) for a in ((o, w) if self.returns_weights else (o,)))
+        back_w = (lambda a: a) if self.like.layout == "blhd" else back  # weights stay (B, H, L, N)
+        out = (self._convert(back(o), dtype),) + ((self._convert(back_w(w), dtype),) if self.returns_weights else ())
         return out if self.returns_weights else out[0]
 
     def _convert(self, arr, dtype):
@@ -103,9 +112,9 @@ class _Planted:
         return lib.asarray(np.ascontiguousarray(arr))
 
 
-def _plant(kernel: Kernel, like: Adapted, returns_weights: bool) -> Adapted:
+def _plant(kernel: Kernel, like: Adapted, returns_weights: bool, family=None, profile="sdpa") -> Adapted:
     planted = copy.copy(like)
-    planted.fn = _Planted(kernel, like, returns_weights)
+    planted.fn = _Planted(kernel, like, returns_weights, family, profile)
     planted.__qualname__ = kernel.name
     return planted
 
@@ -238,8 +247,19 @@ def _returns_weights(like: Adapted, cases) -> bool:
     return w is not None
 
 
-def _not_applicable(kernel: Kernel, like: Adapted, cases) -> str:
-    missing = sorted(kernel.axes - _LAYOUT_AXES[like.layout])
+_FAMILY_STAGES = {"window": "window", "cap": "cap", "sinks": "sinks"}
+
+
+def _not_applicable(kernel: Kernel, like: Adapted, cases, profile: str = "sdpa", family=None) -> str:
+    if profile == "low_precision" and kernel.name.startswith("low_precision_"):
+        return "no bug under profile 'low_precision' (the kernels of that profile accumulate in the dtype)"
+    for need, stage in _FAMILY_STAGES.items():
+        if need in kernel.needs and not getattr(family, stage, None):
+            return f"the reference has no {need} (pass a varsim.testing.families.Family with one)"
+    axes = _LAYOUT_AXES[like.layout] | ({"gqa"} if like.gqa and any(c.n_kv_heads != c.heads for c in cases) else set())
+    missing = sorted(kernel.axes - axes)
+    if "gqa" in missing:
+        return "your function does not take grouped-query keys (adapt(..., gqa=True)), or no case has them"
     if missing:
         return f"layout {like.layout!r} has no {' or '.join(missing)} axis"
     if "causal" in kernel.needs and "causal" not in like.accepts:
@@ -254,7 +274,7 @@ def _not_applicable(kernel: Kernel, like: Adapted, cases) -> str:
 
 def power_report(attention_fn=None, cases=None, *, array="numpy", dtype: str | None = None, layout: str = "bhld",
                  accepts=KEYWORDS, device=None, returns_weights: bool | None = None, seeds=5, kernels=None,
-                 **check_options) -> PowerReport:
+                 max_checks: int | None = MAX_CHECKS, **check_options) -> PowerReport:
     """Plant every catalogue kernel into your configuration and run the same-draw check on each.
 
     Parameters
@@ -279,12 +299,19 @@ def power_report(attention_fn=None, cases=None, *, array="numpy", dtype: str | N
     returns_weights : bool, optional
         Default: whether ``attention_fn`` returns weights (checked on the first case); True without a function.
     seeds : int or sequence of int
-        The check's ``rng`` values (an int ``k`` means ``range(k)``).
+        The check's ``rng`` values (an int ``k`` means ``range(k)``; NumPy integers are ints).
     kernels : sequence of str, optional
         Catalogue names (default: every correct kernel and every bug).
+    max_checks : int or None
+        Refuse up front when ``seeds x kernels`` checks exceed this (default :data:`MAX_CHECKS`, about a minute of
+        CPU at a few milliseconds per check); None runs any number (asked explicitly).
     **check_options
         Passed to :func:`~varsim.testing.check_against_reference` (``tolerance``, ``tol_factor``, ``atol``,
-        ``reference``): run the check you run.
+        ``reference``): run the check you run. Every option is checked before any kernel runs: an unknown name or a
+        bad value is a ValueError naming it, never a row of the report. ``reference`` must be ``None`` or a
+        :class:`~varsim.testing.families.Family`, into which the kernels are planted (a correct ALiBi kernel is a
+        correct kernel of an ALiBi family); another reference function is refused, since the catalogue cannot be
+        planted into a function it cannot see into.
 
     Returns
     -------
@@ -304,40 +331,46 @@ def power_report(attention_fn=None, cases=None, *, array="numpy", dtype: str | N
     >>> report.caught, report.false_alarms
     (('dropped_key', 'output_scaled_1.03'), (0, 2))
     """
+    check_options = _checked_options(check_options)
+    family = getattr(check_options.get("reference"), "family", None)
     like = _configuration(attention_fn, array=array, dtype=dtype, layout=layout, accepts=accepts, device=device)
     if attention_fn is None:
         returns_weights = True if returns_weights is None else bool(returns_weights)
     cases = as_cases(cases)
+    correct, bugs = _kernel_names(kernels)
+    seeds = _checked_seeds(seeds, len(correct) + len(bugs), max_checks)
     if returns_weights is None:
         returns_weights = _returns_weights(like, cases)
-    seeds = tuple(range(check_int("seeds", seeds, minimum=1))) if isinstance(seeds, int) else tuple(seeds)
-    if not seeds:
-        raise ValueError("seeds: need at least one seed")
-    correct, bugs = _kernel_names(kernels)
     base, rows = {}, []
+    run = functools.partial(_run_planted, like=like, returns_weights=returns_weights, cases=cases,
+                            check_options=check_options, family=family)
     for name in correct:
         k = CORRECT[name]
-        out = [_run_planted(k, like, returns_weights, cases, s, check_options) for s in seeds]
+        out = [run(k, seed=s) for s in seeds]
         for s, o in zip(seeds, out):
             base[s] = max(base.get(s, 0.0), o[2])
         rows.append(_row(name, k, True, out, tuple(1.0 for _ in seeds)))
     for name in bugs:
         k = MUTANTS[name]
-        why = _not_applicable(k, like, cases)
+        why = _not_applicable(k, like, cases, check_options["profile"], family)
         if why:
             rows.append(PowerRow(name, k.description, False, 0, 0, 0, (), not_applicable=why))
             continue
-        out = [_run_planted(k, like, returns_weights, cases, s, check_options) for s in seeds]
+        out = [run(k, seed=s) for s in seeds]
         excess = tuple(o[2] / base[s] if base[s] > 0 else (np.inf if o[2] > 0 else 1.0) for s, o in zip(seeds, out))
         rows.append(_row(name, k, False, out, excess))
     config = (f"{fn_name(like) if attention_fn is not None else 'configuration'}: array {like.lib.name}, dtype "
               f"{like.dtype or 'of the cases'}, layout {like.layout}, keywords {sorted(like.accepts)}, "
-              f"{'o and w' if returns_weights else 'o only'}, {len(cases)} cases")
+              f"{'o and w' if returns_weights else 'o only'}, {len(cases)} cases"
+              f"{f', reference {family.describe()}' if family is not None else ''}, profile {check_options['profile']}")
     return PowerReport(config, tuple(rows), seeds)
 
 
 def _configuration(attention_fn, *, array, dtype, layout, accepts, device) -> Adapted:
     """``attention_fn`` adapted, or without a function the configuration alone, computed in NumPy at ``dtype``."""
+    if layout == "packed" or getattr(attention_fn, "layout", None) == "packed":
+        raise ValueError("layout: power_report cannot plant into the 'packed' layout; describe the same kernel with "
+                         "layout='blhd' (the bugs are the same)")
     if attention_fn is not None:
         return adapt(attention_fn, array=array, dtype=dtype, layout=layout, device=device,
                      accepts=None if accepts is KEYWORDS else accepts)
@@ -358,11 +391,55 @@ def _kernel_names(kernels) -> tuple[list, list]:
     return [n for n in names if n in CORRECT] or list(CORRECT), [n for n in names if n in MUTANTS]
 
 
-def _run_planted(kernel: Kernel, like: Adapted, returns_weights: bool, cases, seed, check_options) -> tuple:
-    """The same-draw check of ``kernel`` planted into ``like`` at one seed: ``(caught, low_precision, worst ratio,
-    error)``; a check that raises is caught, as the user's test would fail."""
+def _checked_options(options: dict) -> dict:
+    """The check's options validated before any kernel runs (a typo or a bad value would otherwise make every
+    planted kernel fail, counted as caught): unknown names, bad values and a reference the catalogue cannot be
+    planted into are ValueErrors naming the option."""
+    unknown = sorted(set(options) - set(CHECK_OPTIONS))
+    if unknown:
+        raise ValueError(f"power_report: unknown option(s) {unknown}; expected some of {list(CHECK_OPTIONS)} (or the "
+                         f"arguments of power_report itself)")
+    checked = dict(options)
+    checked.update(validated_options(**{k: options[k] for k in options if k != "reference"}))
+    ref = options.get("reference")
+    if ref is not None:
+        adapted = reference_adapter(ref)
+        if getattr(adapted, "family", None) is None:
+            raise ValueError(f"reference: power_report cannot plant its kernels into {fn_name(adapted)} (a function it "
+                             f"cannot see into: every planted kernel would differ from it, correct ones included); "
+                             f"pass a varsim.testing.families.Family describing your reference, or no reference")
+        checked["reference"] = adapted
+    return checked
+
+
+def _checked_seeds(seeds, n_kernels: int, max_checks) -> tuple:
+    """``seeds`` as a tuple of ints >= 0 (an integer ``k``: ``range(k)``), refused up front when ``seeds x kernels``
+    checks exceed ``max_checks`` (None: no limit)."""
+    if max_checks is not None:
+        max_checks = check_int("max_checks", max_checks, minimum=1)
+    if isinstance(seeds, (numbers.Integral, numbers.Real)) and not isinstance(seeds, (bool, np.bool_)):
+        count = check_int("seeds", seeds, minimum=1)
+    elif isinstance(seeds, (str, bytes)) or not isinstance(seeds, Iterable):
+        raise ValueError(f"seeds must be a positive integer or a sequence of integers >= 0, got {seeds!r}")
+    else:
+        seeds = tuple(check_int(f"seeds[{i}]", v, minimum=0) for i, v in enumerate(seeds))
+        if not seeds:
+            raise ValueError("seeds: need at least one seed")
+        count = len(seeds)
+    if max_checks is not None and count * n_kernels > max_checks:
+        raise ValueError(f"seeds: {count:.3g} seeds x {n_kernels} kernels = {count * n_kernels:.3g} same-draw checks, "
+                         f"above max_checks={max_checks} (each takes milliseconds to tens of milliseconds of CPU); "
+                         f"pass fewer seeds, or max_checks=None to run them anyway")
+    return tuple(range(count)) if not isinstance(seeds, tuple) else seeds
+
+
+def _run_planted(kernel: Kernel, *, like: Adapted, returns_weights: bool, cases, seed, check_options,
+                 family=None) -> tuple:
+    """The same-draw check of ``kernel`` planted into ``like`` (inside ``family``) at one seed: ``(caught,
+    low_precision, worst ratio, error)``; a check that raises is caught, as the user's test would fail."""
     try:
-        rep = check_against_reference(_plant(kernel, like, returns_weights), cases, rng=seed, **check_options)
+        planted = _plant(kernel, like, returns_weights, family, check_options.get("profile", "sdpa"))
+        rep = check_against_reference(planted, cases, rng=seed, **check_options)
     except (AssertionError, TypeError, ValueError, FloatingPointError) as exc:  # the user's test would fail
         return True, False, np.inf, f"raised {type(exc).__name__}"
     ran = [r.ratio for r in rep.results if not r.skipped]
