@@ -314,7 +314,7 @@ def error_scale(q, K, V, w, o, *, tau: float, dtype: str, model: str, logit_abs=
 def _profile_of(profile_, model: str) -> Profile:
     """The profile of the model: ``model="low_precision"`` is the low-precision profile (its historical name)."""
     prof = profile(profile_)
-    return PROFILES["low_precision"] if model == "low_precision" and prof.name == DEFAULT_PROFILE else prof
+    return PROFILES.find("low_precision") if model == "low_precision" and prof.name == DEFAULT_PROFILE else prof
 
 
 def _logit_variance(prof: Profile, dtype: str, d_k: int, a, r, logits, extra, u: float, ua: float):

@@ -402,7 +402,7 @@ def _run_case(fn: Adapted, ref: Adapted, case: AttentionCase, root, tolerance, t
     ratio, detail = ratio_of(tolerance, tol_factor)
     result = dict(tau=tau, dtype=dtype, note=note, verdict="pass" if ratio <= 1.0 else "fail")
     if result["verdict"] == "fail" and tolerance == "calibrated" and profile == DEFAULT_PROFILE:
-        within = {n: r for n in DETECTED if PROFILES[n].applies(dtype)
+        within = {n: r for n in DETECTED if PROFILES.find(n).applies(dtype)
                   for r in [ratio_of("calibrated", tol_factor, n)[0]] if r <= 1.0}  # the other profiles it passes
         if within:
             name = next(iter(within))
