@@ -489,9 +489,10 @@ def api_table(page_uri: str, index_url: str) -> str:
                     f"<td>{kind}</td><td>{html_escape(summary)}</td></tr>")
     if not rows:
         raise PluginError(f"{API_INDEX_PAGE}: {page_uri} documents no object")
-    return ('<table class="varsim-api-index"><thead><tr><th>Object</th><th>Kind</th><th>Summary</th></tr></thead>'
-            "<tbody>"
-            + "".join(rows) + "</tbody></table>")
+    # the class sits on a wrapper: the theme styles only tables without a class (``table:not([class])``)
+    return ('<div class="varsim-api-index md-typeset__scrollwrap"><div class="md-typeset__table"><table><thead><tr>'
+            "<th>Object</th><th>Kind</th><th>Summary</th></tr></thead><tbody>"
+            + "".join(rows) + "</tbody></table></div></div>")
 
 
 def on_page_content(html, page, config, files):

@@ -417,6 +417,7 @@ def test_api_index_lists_each_entry_of_the_rendered_pages_with_its_first_sentenc
     assert "<td>Monte Carlo statistics over i.i.d. keys.</td>" in table
     assert "<td>class</td><td>A value and its SE.</td>" in table and "Bases" not in table
     assert "Result.var" not in table  # a method is listed under its class's entry, not in the index
+    assert "<table>" in table and "<table " not in table  # the theme styles only tables without a class
     nav = [{"Home": "index.md"}, {"API reference": [{"Index": "api/index.md"}, {"varsim.sim": "api/sim.md"}]}]
     assert hooks.api_index_markdown(nav) == "## [varsim.sim](sim.md)\n\n<!-- varsim-api-table: api/sim.md -->\n"
 
