@@ -209,6 +209,19 @@ def _max_seconds(max_hours, default: float) -> float:
     return 3600.0 * hours
 
 
+def _refuse_time(sizes: dict, what: str, cost, max_seconds: float, *, flops: bool = True) -> None:
+    """Raise the ``ValueError`` (naming the size furthest above its default) of ``what`` (``"the run"``) whose
+    ``cost`` surely takes longer than ``max_seconds``; nothing when it fits."""
+    if cost.seconds <= max_seconds:
+        return
+    work = f"{cost.flops:.2g} flop, " if flops else ""
+    raise ValueError(
+        f"{_culprit(sizes)} is too large: {what} would take at least {format_seconds(cost.seconds)} "
+        f"({work}{cost.element_ops:.2g} elementwise operations), more than max_hours={max_seconds / 3600:g} "
+        "(raise max_hours, --max-hours, to run it anyway)"
+    )
+
+
 def check_training_cost(config, *, max_hours: float | None = None, memory_bytes: int | None = None) -> Cost:
     """Refuse (``ValueError`` naming the parameter) a training run that needs more memory than ``memory_bytes``
     (default: the machine's, :func:`varsim._common.validate.memory_limit_bytes`) or surely takes longer than
@@ -230,16 +243,9 @@ def check_training_cost(config, *, max_hours: float | None = None, memory_bytes:
             f"{config.train_range[1]} items) needs about {format_bytes(cost.peak_bytes)} of memory, more than the "
             f"{format_bytes(limit)} of this machine"
         )
-    max_seconds = _max_seconds(max_hours, TRAIN_MAX_HOURS)
-    if cost.seconds > max_seconds:
-        time_sizes = {"steps": (config.steps, 2000), "batch_size": (config.batch_size, 64),
-                      "train_max": (config.train_range[1], 16), **sizes}
-        raise ValueError(
-            f"{_culprit(time_sizes)} is too large: the run would take at least {format_seconds(cost.seconds)} "
-            f"({cost.flops:.2g} flop, {cost.element_ops:.2g} elementwise operations), more than "
-            f"max_hours={max_seconds / 3600:g} "
-            "(raise max_hours, --max-hours, to run it anyway)"
-        )
+    time_sizes = {"steps": (config.steps, 2000), "batch_size": (config.batch_size, 64),
+                  "train_max": (config.train_range[1], 16), **sizes}
+    _refuse_time(time_sizes, "the run", cost, _max_seconds(max_hours, TRAIN_MAX_HOURS))
     return cost
 
 
@@ -259,15 +265,8 @@ def check_evaluation_cost(model_config, lengths, n_examples: int, batch_size: in
             f"{_culprit(sizes)} is too large: evaluating a batch of {b} examples at N = {longest} needs about "
             f"{format_bytes(cost.peak_bytes)} of memory, more than the {format_bytes(limit)} of this machine"
         )
-    max_seconds = _max_seconds(max_hours, EVALUATE_MAX_HOURS)
-    if cost.seconds > max_seconds:
-        sizes = {"lengths": (longest, 16384), "n_examples": (n_examples, 1024)}
-        raise ValueError(
-            f"{_culprit(sizes)} is too large: the evaluation would take at least {format_seconds(cost.seconds)} "
-            f"({cost.flops:.2g} flop, {cost.element_ops:.2g} elementwise operations), more than "
-            f"max_hours={max_seconds / 3600:g} "
-            "(raise max_hours, --max-hours, to run it anyway)"
-        )
+    _refuse_time({"lengths": (longest, 16384), "n_examples": (n_examples, 1024)}, "the evaluation", cost,
+                 _max_seconds(max_hours, EVALUATE_MAX_HOURS))
     return cost
 
 
@@ -293,11 +292,5 @@ def check_prediction_cost(model_config, n0: int, lengths, n_sets: int, n_sim: in
             f"each of {len(lengths)} lengths up to N = {longest}) needs about {format_bytes(cost.peak_bytes)} of "
             f"memory, more than the {format_bytes(limit)} of this machine"
         )
-    max_seconds = _max_seconds(max_hours, PREDICT_MAX_HOURS)
-    if cost.seconds > max_seconds:
-        raise ValueError(
-            f"{_culprit(sizes)} is too large: the prediction would take at least {format_seconds(cost.seconds)} "
-            f"({cost.element_ops:.2g} elementwise operations), more than max_hours={max_seconds / 3600:g} "
-            "(raise max_hours, --max-hours, to run it anyway)"
-        )
+    _refuse_time(sizes, "the prediction", cost, _max_seconds(max_hours, PREDICT_MAX_HOURS), flops=False)
     return cost
