@@ -5,6 +5,7 @@ itself estimates for the runs ``compute`` makes, and a total above ``max_work`` 
 from __future__ import annotations
 
 import pytest
+from cli_checks import assert_terminated, terminate_when
 
 import varsim.sim._config as sim_config
 from varsim.cli import main
@@ -53,25 +54,15 @@ def test_a_run_of_about_an_hour_is_refused_before_it_starts(tmp_path, capsys):
 def test_sigterm_during_parallel_figures_shuts_the_pool_down_cleanly(tmp_path):
     """SIGTERM while `varsim figures --jobs 2` computes: exit 143 with one line, the workers ended with the pool,
     and no "leaked semaphore" warning from Python's resource tracker (which a parent killed outright leaves)."""
-    import signal
-    import subprocess
-    import sys
     import time
 
-    cmd = [sys.executable, "-m", "varsim", "figures", "--quick", "--jobs", "2", "--outdir", str(tmp_path),
-           "--only", "fig_decay_exponent", "fig_random_query", "fig_variance_vs_n"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
+    def pool_started(proc):
         first = proc.stdout.readline()  # the early line: printed before the pool starts
         assert first.startswith("making 3 figures"), first
         time.sleep(4.0)  # the workers have started and hold their jobs
         assert proc.poll() is None, "the figures finished before the signal; the test would prove nothing"
-        proc.send_signal(signal.SIGTERM)
-        out, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
-    assert proc.returncode == 143, (proc.returncode, err)
-    assert "leaked" not in err and len(err.strip().splitlines()) == 1, err
-    assert err.startswith("varsim figures: terminated"), err
+
+    argv = ["figures", "--quick", "--jobs", "2", "--outdir", str(tmp_path),
+            "--only", "fig_decay_exponent", "fig_random_query", "fig_variance_vs_n"]
+    code, _, err = terminate_when(argv, pool_started)
+    assert_terminated(code, err, "figures")

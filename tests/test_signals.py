@@ -10,13 +10,13 @@ multiprocessing's resource tracker printed "There appear to be N leaked semaphor
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
+from cli_checks import assert_terminated, terminate_when
 
 START_S = 90  # far above a spawned pool's start on a loaded 2-core machine (a few seconds)
 
@@ -44,25 +44,17 @@ def _spawned_workers(pid: int) -> int:
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc for the pool's workers")
 @pytest.mark.parametrize("command", sorted(POOL_COMMANDS))
 def test_sigterm_stops_the_pool_cleanly(tmp_path, command):
-    argv = POOL_COMMANDS[command](tmp_path)
-    proc = subprocess.Popen([sys.executable, "-m", "varsim", *argv], cwd=tmp_path, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True, env={**os.environ, "MPLBACKEND": "Agg"})
-    try:
+    def pool_started(proc):
         deadline = time.monotonic() + START_S
         while _spawned_workers(proc.pid) < 2:
             assert proc.poll() is None, f"varsim {command} ended before its pool started: {proc.stderr.read()}"
             assert time.monotonic() < deadline, f"varsim {command}: no pool of 2 workers within {START_S} s"
             time.sleep(0.05)
         time.sleep(0.5)  # the workers take their first jobs
-        proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    assert proc.returncode == 128 + signal.SIGTERM, (proc.returncode, err)
-    assert err.count("\n") == 1 and "terminated" in err and "Traceback" not in err, err
-    assert "leaked" not in err and "parent process died" not in err, err
+
+    code, _, err = terminate_when(POOL_COMMANDS[command](tmp_path), pool_started, cwd=tmp_path,
+                                  stdout=subprocess.DEVNULL, env={**os.environ, "MPLBACKEND": "Agg"})
+    assert_terminated(code, err, command)
     if command == "sweep":
         from varsim.sim.sweep import load_sweep
 
