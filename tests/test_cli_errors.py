@@ -8,7 +8,7 @@ import errno
 import json
 
 import pytest
-from cli_checks import run_cli
+from cli_checks import assert_one_line, run_cli
 
 from varsim.cli import main
 from varsim.train.checkpoint import latest_checkpoint
@@ -27,13 +27,6 @@ def runs(tmp_path_factory):
     return out
 
 
-def _assert_one_line(code, err, name, status=2):
-    assert code == status, err
-    assert err.count("\n") == 1 and err.endswith("\n"), err
-    assert "Traceback" not in err and "Warning" not in err, err
-    assert name in err, (name, err)
-
-
 TRAIN_CASES = [
     # unknown names
     (["--task", "sorting"], "task"),
@@ -47,6 +40,8 @@ TRAIN_CASES = [
     # NaN / inf / out of range / not numbers
     (["--task", "argmax", "--lr", "nan"], "lr"),
     (["--task", "argmax", "--lr", "inf"], "lr"),
+    (["--task", "argmax", "--lr", "-1"], "lr"),
+    (["--task", "argmax", "--lr", "abc"], "--lr"),
     (["--task", "argmax", "--weight-decay", "nan"], "--weight-decay"),
     (["--task", "argmax", "--weight-decay=-inf"], "--weight-decay"),
     (["--task", "argmax", "--clip-norm", "nan"], "--clip-norm"),
@@ -56,6 +51,12 @@ TRAIN_CASES = [
     (["--task", "argmax", "--steps", "2.5"], "--steps"),
     (["--task", "argmax", "--batch", "inf"], "--batch"),
     (["--task", "argmax", "--seed", "-1"], "seed"),
+    (["--task", "argmax", "--steps", "0"], "steps"),
+    (["--task", "argmax", "--batch", "0"], "--batch"),
+    (["--task", "argmax", "--d-model", "0"], "--d-model"),
+    (["--task", "argmax", "--train-max", "0"], "--train-max"),
+    (["--task", "argmax", "--train-min", "9", "--train-max", "4"], "train_min"),
+    (["--norm", "layernorm"], "task"),  # no --task
     (["--task", "argmax", "--d-model", "30", "--heads", "4"], "n_heads"),
     # sizes beyond the machine's memory or the time bound
     (["--task", "argmax", "--d-model", "1e9"], "d_model=1000000000"),
@@ -89,7 +90,7 @@ def test_bad_train_invocation(tmp_path, capsys, argv, name):
         argv += ["--outdir", str(tmp_path / "r")]
     before = sorted(p.name for p in tmp_path.iterdir())
     code, _, err = run_cli(capsys, ["train", *argv])
-    _assert_one_line(code, err, name)
+    assert_one_line(code, err, name)
     assert sorted(p.name for p in tmp_path.iterdir()) == before  # nothing created
 
 
@@ -99,7 +100,7 @@ def test_train_in_a_run_directory_held_by_another_process(runs, capsys):
     with run_lock(runs["argmax"], "someone else"):
         code, _, err = run_cli(capsys, ["train", "--task", "argmax", *TINY, "--outdir", str(runs["argmax"]),
                                      "--resume"])
-    _assert_one_line(code, err, "in use")
+    assert_one_line(code, err, "in use")
     assert "someone else" in err
 
 
@@ -111,7 +112,7 @@ def test_train_resume_with_a_damaged_metrics_line(runs, tmp_path, capsys):
     log = run / "metrics.jsonl"
     log.write_text("not json\n" + log.read_text())
     code, _, err = run_cli(capsys, ["train", "--task", "argmax", *TINY, "--outdir", str(run), "--resume"])
-    _assert_one_line(code, err, "line 1")
+    assert_one_line(code, err, "line 1")
     assert "metrics.jsonl" in err
 
 
@@ -133,9 +134,12 @@ EVAL_CASES = [
     (["{argmax}", "--lengths", "16", "--seed", "-5"], "seed"),
     (["{missing}"], "does not exist"),
     (["{not_a_ckpt}"], "unreadable"),
+    (["{empty}"], "no checkpoint"),
+    (["{truncated}"], "unreadable (truncated or corrupt)"),
     # outputs
     (["{argmax}", "--lengths", "16", "-o", ""], "output"),
     (["{argmax}", "--lengths", "16", "-o", "/proc/varsim-eval.json"], "output"),
+    (["{argmax}", "--lengths", "16", "-o", "/nonexistent/dir/out.json"], "output"),
     (["{argmax}", "--lengths", "16", "-o", "{not_a_ckpt}/x.json"], "output"),
     (["{argmax}", "--lengths", "16", "-o", "{argmax_ckpt}"], "output"),
     (["{argmax_ckpt}", "--lengths", "16", "-o", "{argmax_ckpt}"], "output"),
@@ -150,14 +154,19 @@ EVAL_CASES = [
 def test_bad_evaluate_invocation(runs, tmp_path, capsys, argv, name):
     not_a_ckpt = tmp_path / "cfg.json"
     not_a_ckpt.write_text("{}")
-    paths = {"argmax": runs["argmax"], "dictionary": runs["dictionary"], "tmp": tmp_path,
+    (tmp_path / "empty").mkdir()
+    truncated = tmp_path / "truncated.npz"  # a checkpoint cut short, as a copy interrupted mid-way leaves it
+    raw = latest_checkpoint(runs["argmax"]).read_bytes()
+    truncated.write_bytes(raw[: len(raw) // 2])
+    paths = {"argmax": runs["argmax"], "dictionary": runs["dictionary"], "tmp": tmp_path, "empty": tmp_path / "empty",
+             "truncated": truncated,
              "argmax_ckpt": latest_checkpoint(runs["argmax"]), "dictionary_ckpt": latest_checkpoint(runs["dictionary"]),
              "missing": tmp_path / "nope.npz", "not_a_ckpt": not_a_ckpt}
     argv = [a.format(**paths) for a in argv]
     protected = {p: p.read_bytes() for r in runs.values() for p in r.iterdir() if p.is_file()}
     before = sorted(p.name for p in tmp_path.iterdir())
     code, _, err = run_cli(capsys, ["evaluate", *argv])
-    _assert_one_line(code, err, name)
+    assert_one_line(code, err, name)
     assert sorted(p.name for p in tmp_path.iterdir()) == before
     assert {p: p.read_bytes() for p in protected} == protected
 
@@ -177,7 +186,7 @@ def test_full_disk_while_writing_the_evaluation_keeps_the_previous_file(runs, tm
     code, _, err = run_cli(capsys, ["evaluate", str(runs["argmax"]), "--lengths", "4", "--examples", "8", "-o",
                                  str(out)])
     monkeypatch.undo()
-    _assert_one_line(code, err, "No space left on device", status=1)
+    assert_one_line(code, err, "No space left on device", status=1)
     assert json.loads(out.read_text()) == {"previous": True}
     assert [p.name for p in tmp_path.iterdir()] == ["eval.json"]
 

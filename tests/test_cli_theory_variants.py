@@ -5,6 +5,7 @@ import json
 import math
 
 import pytest
+from cli_checks import refused
 
 from varsim import theory as T
 from varsim.cli import main
@@ -16,14 +17,7 @@ def _json(capsys, argv):
 
 
 def _fails(capsys, argv):
-    try:
-        code = main(["theory", *argv])
-    except SystemExit as exc:
-        code = exc.code
-    assert code == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "Traceback" not in err[0]
-    return err[0]
+    return refused(capsys, ["theory", *argv])
 
 
 @pytest.mark.parametrize("argv, name, params", [

@@ -4,10 +4,10 @@
 from __future__ import annotations
 
 import json
-import re
 
 import numpy as np
 import pytest
+from cli_checks import refused
 
 from varsim.cli import main
 from varsim.sim.sweep import SWEEP_FORMAT, SweepGrid, cell_key, cell_spawn_key, run_sweep, sweep_cells
@@ -250,13 +250,7 @@ def test_cli_sweep_passes_the_precision_target_and_the_logit_budget(capsys):
 ])
 def test_cli_sweep_bad_input_is_one_line_exit_2(argv, match, capsys):
     base = ["sweep", "--n", "16", "--beta", "1", "--sequences", "64"]
-    try:
-        code = main(base + ([] if "--workers" in argv else ["--workers", "1"]) + argv)
-    except SystemExit as exc:  # argparse's own errors exit from the parser
-        code = exc.code
-    err = capsys.readouterr().err
-    assert code == 2
-    assert len(err.strip().splitlines()) == 1 and re.search(match, err), err
+    refused(capsys, base + ([] if "--workers" in argv else ["--workers", "1"]) + argv, match)
 
 
 def test_sweep_cells_numbers_are_finite_floats():
