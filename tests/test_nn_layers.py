@@ -212,6 +212,14 @@ def attention_case(draw):
     return b, t, h, dh, mask, rng
 
 
+def _projection_inputs(case):
+    """``(x, w, bias)`` for an attention case: inputs (b, t, d) and the QKV projection (d, 3 d), (3 d,), d = h dh,
+    drawn from the case's generator in that order."""
+    b, t, h, dh, _, rng = case
+    d = h * dh
+    return rng.standard_normal((b, t, d)), rng.standard_normal((d, 3 * d)), rng.standard_normal(3 * d)
+
+
 @SMALL
 @given(attention_case())
 def test_attention_core_gradients_with_mask(case):
@@ -261,10 +269,8 @@ def test_attention_refuses_rows_without_keys():
 @SMALL
 @given(attention_case(), st.booleans())
 def test_self_attention_gradients(case, row_masks):
-    b, t, h, dh, mask, rng = case
-    d = h * dh
-    x = rng.standard_normal((b, t, d))
-    w, bias = rng.standard_normal((d, 3 * d)), rng.standard_normal(3 * d)
+    _, _, h, _, mask, rng = case
+    x, w, bias = _projection_inputs(case)
     km = per_row_masks(mask) if row_masks else mask
     assert_grads(
         lambda x, w, bias: att.self_attention_forward(x, w, bias, h, km), att.self_attention_backward, [x, w, bias], rng
@@ -275,9 +281,8 @@ def test_self_attention_gradients(case, row_masks):
 @given(attention_case())
 def test_query_attention_gradients(case):
     b, t, h, dh, mask, rng = case
-    d = h * dh
-    xq, x = rng.standard_normal((b, d)), rng.standard_normal((b, t, d))
-    w, bias = rng.standard_normal((d, 3 * d)), rng.standard_normal(3 * d)
+    x, w, bias = _projection_inputs(case)
+    xq = rng.standard_normal((b, h * dh))
     assert_grads(
         lambda xq, x, w, bias: att.query_attention_forward(xq, x, w, bias, h, mask),
         att.query_attention_backward,
@@ -291,9 +296,8 @@ def test_query_attention_gradients(case):
 def test_multihead_attention_gradients(case, shortcut):
     b, t, h, dh, mask, rng = case
     d = h * dh
-    x = rng.standard_normal((b, t, d))
-    shapes = [(d, 3 * d), (3 * d,), (d, d), (d,)]  # w_qkv, b_qkv, w_o, b_o
-    p = [rng.standard_normal(s) for s in shapes]
+    x, *p = _projection_inputs(case)  # p: w_qkv, b_qkv, then w_o, b_o
+    p += [rng.standard_normal((d, d)), rng.standard_normal(d)]
     if shortcut:
         xq = rng.standard_normal((b, d))
         fn = lambda xq, x, *p: att.multihead_attention_forward(x, *p, h, mask, xq=xq)  # noqa: E731
@@ -311,9 +315,7 @@ def test_query_row_shortcut_equals_full_attention_row(case, dtype):
     Catches projecting the query with the key columns, a mask applied to the wrong axis, heads concatenated in
     another order than the full path."""
     b, t, h, dh, mask, rng = case
-    d = h * dh
-    x = rng.standard_normal((b, t, d)).astype(dtype)
-    w, bias = rng.standard_normal((d, 3 * d)).astype(dtype), rng.standard_normal(3 * d).astype(dtype)
+    x, w, bias = (a.astype(dtype) for a in _projection_inputs(case))
     full, _ = att.self_attention_forward(x, w, bias, h, mask)
     tol = 1e-12 if dtype == "float64" else 2e-5
     for i in range(t):
