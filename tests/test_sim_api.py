@@ -228,6 +228,25 @@ def test_sizes_too_big_are_refused_up_front(kwargs, names):
         measure_variance(lambda q, K, V: V.mean(axis=1), [10**12], d_k=4, d_v=2, n_sequences=32)
 
 
+def test_the_memory_bound_is_half_of_what_the_process_may_use(monkeypatch):
+    """A simulation may allocate half of :func:`varsim._common.validate.memory_limit_bytes` (the one home of "how much
+    memory may a run use", a cgroup limit included). Catches a simulator that reads the machine's memory itself (the
+    patched limit below would then not count) or bounds a run at all of it, or at less than half."""
+    import varsim.sim._config as config
+
+    sizes = {"d_k": 4096, "d_v": 4096, "n_sequences": 64}
+    _, need = config.estimate_cost([16], **sizes)
+    message = r"memory, more than the bound .* GiB \(half this machine's memory\)"
+    monkeypatch.setattr(config, "memory_limit_bytes", lambda: int(1.98 * need))
+    with pytest.raises(ValueError, match=message):
+        config._check_cost([16], **sizes, max_work=1e30)
+    monkeypatch.setattr(config, "memory_limit_bytes", lambda: int(2.02 * need))
+    config._check_cost([16], **sizes, max_work=1e30)  # within the bound: not refused
+    monkeypatch.setattr(config, "memory_limit_bytes", lambda: 2**20)
+    with pytest.raises(ValueError, match=message):  # the public call asks the same bound
+        simulate([16], **sizes)
+
+
 def test_max_work_override():
     """A run just above a lowered max_work is refused; raising max_work lets it run (the documented override)."""
     with pytest.raises(ValueError, match="max_work=1e\\+03"):

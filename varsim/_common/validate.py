@@ -163,11 +163,20 @@ def parse_int(text: str) -> int:
 parse_int.__name__ = "int"  # argparse names the type in its message: "invalid int value: '2.5'"
 
 
+#: What :func:`memory_limit_bytes` assumes where the physical memory cannot be read (a non-POSIX system).
+FALLBACK_MEMORY_BYTES = 32 * 2**30
+
+
 @functools.lru_cache(maxsize=1)
 def memory_limit_bytes() -> int:
     """The memory this process may use: the machine's physical memory, or the cgroup limit when it is lower (read
-    once per process)."""
-    total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    once per process); :data:`FALLBACK_MEMORY_BYTES` where the physical memory cannot be read. The one answer to
+    "how much memory may a run use": the bounds of the simulator, the tasks, training and prediction are this or a
+    stated share of it."""
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - non-POSIX
+        total = FALLBACK_MEMORY_BYTES
     for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
         try:
             with open(path, encoding="ascii") as fh:

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import math
 import numbers
-import os
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from varsim._common.argtypes import MAX_ABS
-from varsim._common.validate import check_choice, check_finite_array, check_int, check_real
+from varsim._common.validate import check_choice, check_finite_array, check_int, check_real, memory_limit_bytes
 
 from ._kernel_args import KEY_BLOCK, LOGIT_BLOCK
 
@@ -41,12 +40,9 @@ DEFAULT_MAX_WORK = 2e12
 DEFAULT_FIGURE_MAX_WORK = DEFAULT_MAX_WORK / 6
 
 
-def _memory_budget() -> float:
-    """Bytes a run may allocate: half the physical memory (16 GiB when it cannot be read)."""
-    try:
-        return 0.5 * os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError, AttributeError):  # pragma: no cover - non-POSIX
-        return 16.0 * 2**30
+#: The share of the memory this process may use (:func:`varsim._common.validate.memory_limit_bytes`) that one
+#: simulation may allocate.
+MEMORY_SHARE = 0.5
 
 
 def estimate_cost(n_grid, *, d_k, d_v, n_sequences, sampler="full", coupled=False, draws_values=True,
@@ -97,7 +93,7 @@ def _check_cost(grid, *, d_k, d_v, n_sequences, max_work, **kw):
     work, mem = estimate_cost(grid, d_k=d_k, d_v=d_v, n_sequences=n_sequences, **kw)
     sizes = (f"n_grid (sum N = {float(sum(grid)):.3g}, max N = {float(max(grid)):.3g}), n_sequences={n_sequences:.3g}, "
              f"d_k={d_k:.3g}, d_v={d_v:.3g}")
-    budget = _memory_budget()
+    budget = MEMORY_SHARE * memory_limit_bytes()
     if mem > budget:
         raise ValueError(f"the run would need about {mem / 2**30:.3g} GiB of memory, more than the bound "
                          f"{budget / 2**30:.3g} GiB (half this machine's memory); reduce {sizes}")
