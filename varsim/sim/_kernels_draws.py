@@ -107,6 +107,13 @@ def _scale_into(q, scale, x):
 
 
 @nb.njit(**_INLINE)
+def _add_scaled(acc, c, buf, row):
+    """``acc += c * buf[row : row + acc.size]`` in float64 (one key's term of a weighted sum)."""
+    for j in range(acc.size):
+        acc[j] += c * np.float64(buf[row + j])
+
+
+@nb.njit(**_INLINE)
 def _value_rows(core, start, nb_, d_k, d_v, kbuf, vbuf, a_mat, noise, coupled):
     """The kept value rows ``A k_i + c eps_i`` of a block of ``nb_`` keys from key ``start`` (``eps`` alone
     uncoupled)."""
@@ -185,13 +192,9 @@ def full_sampler(state, p, tables, o_out, y2_out, keep, finish, extra):
                 ei = e[i]
                 s1 += ei
                 s2 += ei * ei
-                row = i * d_v
-                for c_ in range(d_v):
-                    acc_v[c_] += ei * np.float64(vbuf[row + c_])
+                _add_scaled(acc_v, ei, vbuf, i * d_v)
                 if coupled:
-                    row = i * d_k
-                    for j in range(d_k):
-                        acc_k[j] += ei * np.float64(kbuf[row + j])
+                    _add_scaled(acc_k, ei, kbuf, i * d_k)
         if keep:
             finish(seq, s, core, p, o_out, y2_out, extra)
             continue
@@ -245,11 +248,8 @@ def logits_sampler(state, p, tables, o_out, y2_out, keep, finish, extra):
                 block_max = max(block_max, si)
             if d_v > 0:
                 _draw(state, scratch, vbuf, vbuf_bits, nb_ * d_v, value_dist, zw, zk, zf)
-            if keep:
-                # -- phase 3 (keep): the value rows eps_i
-                for i in range(nb_):
-                    for c_ in range(d_v):
-                        core[start + i, c_] = np.float64(vbuf[i * d_v + c_])
+            if keep:  # -- phase 3 (keep): the value rows eps_i
+                _value_rows(core, start, nb_, 0, d_v, vbuf, vbuf, core, 0.0, False)
                 continue
             # -- phase 3: online softmax; the running maximum grows: rescale what was accumulated under the old one
             m, s1, s2 = _raise_max(m, block_max, s1, s2, acc_v, acc_v, False)
@@ -264,10 +264,7 @@ def logits_sampler(state, p, tables, o_out, y2_out, keep, finish, extra):
             s2 += t2
             if d_v > 0:
                 for i in range(nb_):
-                    ei = e[i]
-                    row = i * d_v
-                    for c_ in range(d_v):
-                        acc_v[c_] += ei * np.float64(vbuf[row + c_])
+                    _add_scaled(acc_v, e[i], vbuf, i * d_v)
         if keep:
             finish(seq, s, core, p, o_out, y2_out, extra)
             continue
