@@ -9,6 +9,7 @@ import shutil
 import numpy as np
 import pytest
 from registry_checks import check_figure_module, check_figure_replot, check_figure_written
+from repro_checks import module_grid
 
 import varsim.figures as figures
 from varsim.cli import main
@@ -223,7 +224,7 @@ def test_holm_adjustment():
 @pytest.fixture(scope="module")
 def tiny_repro(tmp_path_factory):
     """A tiny reproduction (8 runs of 60 steps, 3 lengths): enough to exercise records and figures, in seconds."""
-    from varsim.experiments import ReproductionSettings, run_reproduction
+    from varsim.experiments import ReproductionSettings
 
     settings = ReproductionSettings.quick(
         seeds=2, norms=("none", "layernorm"),
@@ -231,10 +232,7 @@ def tiny_repro(tmp_path_factory):
                "keep_checkpoints": 1, "log_every": 30},
         eval_lengths=(16, 32, 64), eval_examples=64, id_examples=64, probe_lengths=(16, 32, 64), probe_sets=16,
         hist_lengths=(16, 64))
-    out = tmp_path_factory.mktemp("repro") / "tiny"
-    report = run_reproduction(out, settings=settings, workers=2, progress=False)
-    assert report["failed"] == []
-    return out
+    return module_grid(tmp_path_factory, "repro", settings=settings)[0]
 
 
 def test_compact_records_keep_what_the_figures_use(tiny_repro):

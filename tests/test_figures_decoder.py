@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from repro_checks import module_grid
 
 import varsim.figures as figures
 from varsim.cli import main
@@ -40,11 +41,7 @@ def test_a_missing_results_directory_is_a_one_line_error(tmp_path, capsys):
 @pytest.fixture(scope="module")
 def quick_grid(tmp_path_factory):
     """The quick decoder grid (2 seeds, every position, norm and attention) and its figure drawn in quick mode."""
-    from varsim.experiments import run_reproduction
-
-    results = tmp_path_factory.mktemp("decoder") / "run"
-    report = run_reproduction(results, preset="decoder", quick=True, workers=2, progress=False)
-    assert report["failed"] == []
+    results, _ = module_grid(tmp_path_factory, "decoder", preset="decoder", quick=True)
     outdir = tmp_path_factory.mktemp("decfig")
     written = figures.make([NAME], outdir=outdir, quick=True, progress=False, decoder_results=results)
     return results, written, json.loads((outdir / f"{NAME}.json").read_text())
@@ -123,12 +120,7 @@ def test_committed_summary_is_drawn_without_an_option(quick_grid, tmp_path, monk
 @pytest.fixture(scope="module")
 def quick_constant(tmp_path_factory):
     """The quick grid's recipe check (``--preset decoder_constant``: the same grid with a constant learning rate)."""
-    from varsim.experiments import run_reproduction
-
-    results = tmp_path_factory.mktemp("decoder_constant") / "run"
-    report = run_reproduction(results, preset="decoder_constant", quick=True, workers=2, progress=False)
-    assert report["failed"] == []
-    return results
+    return module_grid(tmp_path_factory, "decoder_constant", preset="decoder_constant", quick=True)[0]
 
 
 def test_primary_figure_draws_every_arm(quick_grid, quick_constant, tmp_path):

@@ -7,7 +7,7 @@ import subprocess
 
 import numpy as np
 import pytest
-from repro_checks import run_records
+from repro_checks import module_grid, run_records
 
 from varsim.experiments import run_reproduction
 from varsim.experiments.remedies import remedies_settings
@@ -151,9 +151,7 @@ def test_holm_is_one_home():
 
 @pytest.fixture(scope="module")
 def slice_dir(tmp_path_factory):
-    out = tmp_path_factory.mktemp("remedies") / "quick"
-    report = run_reproduction(out, settings=SLICE, workers=2, progress=False)
-    return out, report
+    return module_grid(tmp_path_factory, "remedies", settings=SLICE)
 
 
 def test_quick_slice_end_to_end(slice_dir):

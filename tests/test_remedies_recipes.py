@@ -5,8 +5,8 @@ import json
 
 import numpy as np
 import pytest
+from repro_checks import module_grid
 
-from varsim.experiments import run_reproduction
 from varsim.experiments.remedies import RECIPES, remedies_settings
 from varsim.experiments.remedies_summary import ALPHA
 from varsim.experiments.settings import cells, job_specs
@@ -59,9 +59,7 @@ def test_the_replicate_is_softmax_from_other_streams_on_the_same_test_sets():
 
 @pytest.fixture(scope="module")
 def slice_summary(tmp_path_factory):
-    out = tmp_path_factory.mktemp("recipes") / "grid"
-    report = run_reproduction(out, settings=SLICE, workers=2, progress=False)
-    assert report["failed"] == []
+    out, _ = module_grid(tmp_path_factory, "recipes", settings=SLICE)
     return out, json.loads((out / "summary.json").read_text())
 
 

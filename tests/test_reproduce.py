@@ -7,6 +7,7 @@ and invariants, never particular accuracies.
 import json
 
 import pytest
+from repro_checks import module_grid
 
 import varsim.experiments as experiments
 from varsim.experiments import ReproductionSettings, run_reproduction
@@ -15,9 +16,7 @@ from varsim.experiments.records import record_numbers
 
 @pytest.fixture(scope="module")
 def quick_dir(tmp_path_factory):
-    out = tmp_path_factory.mktemp("repro") / "quick"
-    report = run_reproduction(out, quick=True, workers=2, progress=False)
-    return out, report
+    return module_grid(tmp_path_factory, "repro", quick=True)
 
 
 def test_quick_run_writes_every_file(quick_dir):
