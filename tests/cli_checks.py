@@ -9,6 +9,19 @@ import sys
 
 from varsim.cli import main
 
+#: Bad variant flags (``varsim.cli._options``' generator of them), which ``theory``, ``simulate`` and ``sweep`` each
+#: refuse in one line: (flags, a piece of that line).
+BAD_VARIANT_FLAGS = [
+    (["--attention", "nope"], "unknown attention 'nope'"),
+    (["--attention", "softmaxx"], "unknown attention 'softmaxx'"),
+    (["--attention", "softmax", "--ssmax-s", "0.5"], "--ssmax-s applies to --attention ssmax"),
+    (["--attention", "ssmax", "--ssmax-s", "-1"], "ssmax parameter 's'"),
+    (["--attention", "ssmax", "--ssmax-s", "x"], "--ssmax-s"),
+    (["--attention", "topk", "--topk", "2.5"], "topk parameter 'k'"),
+    (["--attention", "topk", "--topk", "0"], "topk parameter 'k'"),
+    (["--attention", "logn", "--logn-n0", "1"], "logn parameter 'n0'"),
+]
+
 
 def run_cli(capsys, argv) -> tuple[int, str, str]:
     """``varsim ARGV`` in-process: ``(exit status, stdout, stderr)``; argparse's own errors (SystemExit) included."""

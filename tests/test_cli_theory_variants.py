@@ -5,7 +5,7 @@ import json
 import math
 
 import pytest
-from cli_checks import refused
+from cli_checks import BAD_VARIANT_FLAGS, refused
 
 from varsim import theory as T
 from varsim.cli import main
@@ -87,11 +87,7 @@ def test_softmax_default_is_unchanged(capsys):
 
 
 @pytest.mark.parametrize("argv, word", [
-    (["--attention", "nope"], "nope"),
-    (["--attention", "ssmax", "--ssmax-s", "-1"], "'s'"),
-    (["--attention", "topk", "--topk", "2.5"], "'k'"),
-    (["--attention", "softmax", "--ssmax-s", "0.5"], "--ssmax-s"),
-    (["--attention", "ssmax", "--ssmax-s", "x"], "ssmax-s"),
+    *BAD_VARIANT_FLAGS,
     (["--attention", "ssmax", "--value-mean", "1"], "value_mean"),
     (["--attention", "sigmoid", "--value-scale", "-1"], "--value-scale"),
 ])

@@ -7,7 +7,7 @@ import json
 
 import numpy as np
 import pytest
-from cli_checks import refused
+from cli_checks import BAD_VARIANT_FLAGS, refused
 
 from varsim.cli import main
 from varsim.sim.sweep import SWEEP_FORMAT, SweepGrid, cell_key, cell_spawn_key, run_sweep, sweep_cells
@@ -234,11 +234,8 @@ def test_cli_sweep_passes_the_precision_target_and_the_logit_budget(capsys):
 
 
 @pytest.mark.parametrize("argv, match", [
-    (["--attention", "nope"], "unknown attention 'nope'"),
-    (["--attention", "softmax", "--ssmax-s", "0.5"], "--ssmax-s applies to --attention ssmax"),
+    *BAD_VARIANT_FLAGS,
     (["--attention", "logn", "--logn-clamp", "maybe"], "invalid choice"),
-    (["--attention", "ssmax", "--ssmax-s", "-1"], "ssmax parameter 's'"),
-    (["--attention", "topk", "--topk", "2.5"], "topk parameter 'k'"),
     (["--beta", "nan"], "beta"),
     (["--n", "0"], "n"),
     (["--sequences", "8"], "n_sequences"),
