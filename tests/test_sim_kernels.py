@@ -46,13 +46,14 @@ def impl(request):
 
 @pytest.mark.parametrize(
     "random_query, key_dist, value_dist, coupled",
-    [(False, 0, 0, False), (False, 1, 2, True), (True, 2, 1, False), (True, 0, 0, True)],
+    [(False, 0, 0, False), (False, 1, 2, True), (True, 2, 1, False), (True, 0, 0, True), (False, 3, 0, True),
+     (True, 3, 1, False)],
 )
 def test_full_kernel_matches_twin(random_query, key_dist, value_dist, coupled):
     """Online block softmax + linear value accumulation (kernel) == direct softmax on explicit q, K, V (twin) to
-    1e-12, with ragged blocks (N = 70 = 2 * 32 + 6), every key/value law, random query and matrix coupling; the
-    generator states end equal. Catches a dropped rescale when the running max grows, a wrong block offset, or
-    coupling applied to the wrong axis."""
+    1e-12, with ragged blocks (N = 70 = 2 * 32 + 6), every key/value law (sphere keys: code 3), random query and
+    matrix coupling; the generator states end equal. Catches a dropped rescale when the running max grows, a wrong
+    block offset, or coupling applied to the wrong axis."""
     rng = np.random.default_rng(4)
     d_k, d_v, n_keys, n_seq = 12, 5, 70, 4
     q = rng.normal(size=d_k)

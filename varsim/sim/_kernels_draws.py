@@ -43,7 +43,7 @@ import numpy as np
 from varsim._common.numba_cache import install as _install_cache
 
 from ._kernel_args import KEY_BLOCK, LOGIT_BLOCK
-from ._kernels_rng import GAUSSIAN, _draw, _exp_shifted, _scratch
+from ._kernels_rng import GAUSSIAN, SPHERE, _draw, _exp_shifted, _scratch
 
 _install_cache()  # before any @njit(cache=True): the cache stamp covers the modules a kernel compiles in
 
@@ -121,6 +121,21 @@ def _value_rows(core, start, nb_, d_k, d_v, kbuf, vbuf, a_mat, noise, coupled):
             core[start + i, c_] = val
 
 
+@nb.njit(nogil=True, cache=True)
+def _to_sphere(kbuf, n_rows, d_k):
+    """Scale each of the ``n_rows`` Gaussian keys in ``kbuf`` (row-major, ``d_k`` each) to norm ``sqrt(d_k)``: a
+    uniform direction, coordinates of unit variance (the sum of squares in index order, as the twin)."""
+    for i in range(n_rows):
+        row = i * d_k
+        r2 = 0.0
+        for j in range(d_k):
+            g = np.float64(kbuf[row + j])
+            r2 += g * g
+        f = math.sqrt(d_k / r2)
+        for j in range(d_k):
+            kbuf[row + j] = np.float32(np.float64(kbuf[row + j]) * f)
+
+
 @nb.njit(**_INLINE)
 def full_sampler(state, p, tables, o_out, y2_out, keep, finish, extra):
     """Run a full-sampler chunk (``p`` a ``FullSampler``): ``o_out`` float64[n_seq, d_v], ``y2_out`` float64[n_seq];
@@ -163,7 +178,10 @@ def full_sampler(state, p, tables, o_out, y2_out, keep, finish, extra):
             # -- phase 2: draw a block of keys and form its logits q.k_i
             nb_ = min(KEY_BLOCK, n_keys - start)
             off = start if keep else 0
-            _draw(state, scratch, kbuf, kbuf_bits, nb_ * d_k, key_dist, zw, zk, zf)
+            _draw(state, scratch, kbuf, kbuf_bits, nb_ * d_k, GAUSSIAN if key_dist == SPHERE else key_dist, zw, zk,
+                  zf)
+            if key_dist == SPHERE:
+                _to_sphere(kbuf, nb_, d_k)
             mb = -np.inf
             for i in range(nb_):
                 dot = 0.0
