@@ -43,6 +43,21 @@ _Y_A, _Y_B = -135.0, 7.5
 _BREAKS = np.concatenate([np.arange(_Y_A, -45.0, 6.0), np.arange(-45.0, -5.0, 2.0), np.arange(-5.0, 1.0, 0.5),
                           np.arange(1.0, 4.0, 0.25), np.arange(4.0, _Y_B + 1e-9, 0.5)])
 _PA, _PB = _BREAKS[:-1], _BREAKS[1:]
+
+
+def _full_window() -> tuple[np.ndarray, np.ndarray]:
+    """The unclipped window's nodes ``y`` and the weight times each kernel: ``(y, W)``, ``W[j, r] = w_j k_r(y_j)``
+    for ``k = -expm1(-e^y), e^{-e^y}, e^{2y - e^y}, e^{4y - e^y}`` (what underflows is below e^-700 of the rest)."""
+    half = 0.5 * (_PB - _PA)
+    y = ((_PA + half)[:, None] + half[:, None] * _GL_X).ravel()
+    w = (half[:, None] * _GL_W).ravel()
+    ey = np.exp(y)
+    with np.errstate(under="ignore"):
+        kernels = np.stack([-np.expm1(-ey), np.exp(-ey), np.exp(2.0 * y - ey), np.exp(4.0 * y - ey)], axis=1)
+    return y, w[:, None] * kernels
+
+
+_Y_FULL, _W_FULL = _full_window()
 _SIGMA = 1.5
 _FAR = 8.0 * _SIGMA  # erfc(8)/2 ~ 6e-30: each piece of the partition ends there
 _CHUNK = 256
@@ -114,6 +129,25 @@ class HeavyGrid:
 
     # -- the tails' shares of [P, L, M(, M4)] at any u
     def _window(self, u, lo, hi):
+        """Log-sums ``[P, L, M(, M4)]`` of the density times each kernel over ``lo <= y <= hi`` (per u)."""
+        full = (lo == _Y_A) & (hi == _Y_B)
+        out = [np.empty(u.size) for _ in range(self.rows)]
+        for sel, part in ((full, self._full_rows), (~full, self._clipped_rows)):
+            if np.any(sel):
+                for r, v in enumerate(part(u[sel], lo[sel], hi[sel])):
+                    out[r][sel] = v
+        return out
+
+    def _full_rows(self, u, lo, hi):
+        """The unclipped window: the density (which varies by at most e^71 across it beyond A0) scaled by its
+        largest value, one exponential per node, then a fixed-order sum against the precomputed kernels."""
+        lf = self._log_f(_Y_FULL[None, :] - u[:, None])
+        top = lf.max(axis=1)
+        with np.errstate(divide="ignore"):
+            sums = np.log(np.einsum("ij,jr->ir", np.exp(lf - top[:, None]), _W_FULL[:, :self.rows]))
+        return list((sums + top[:, None]).T)
+
+    def _clipped_rows(self, u, lo, hi):
         a = np.clip(_PA, lo[:, None], hi[:, None])
         b = np.clip(_PB, lo[:, None], hi[:, None])
         half = 0.5 * (b - a)

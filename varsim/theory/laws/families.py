@@ -280,11 +280,14 @@ class UniformLaw(_KeyDimension):
 
 
 def _log1p_square(r: np.ndarray) -> np.ndarray:
-    """``ln(1 + r^2)`` for ``r >= 0`` without overflow (``2 ln r + log1p(r^-2)`` above ``r = 1e8``)."""
-    big = r > 1e8
-    with np.errstate(divide="ignore"):
-        return np.where(big, 2.0 * np.log(np.where(big, r, 1.0)) + np.log1p((1.0 / np.where(big, r, 1.0)) ** 2),
-                        np.log1p(np.where(big, 0.0, r) ** 2))
+    """``ln(1 + r^2)`` for ``r >= 0`` without overflow (``2 ln r + log1p(r^-2)`` above ``r = 1e150``)."""
+    r = np.asarray(r, dtype=np.float64)
+    big = r > 1e150
+    out = np.log1p(np.square(np.where(big, 0.0, r)))
+    if np.any(big):
+        rb = np.where(big, r, 1.0)
+        out = np.where(big, 2.0 * np.log(rb) + np.log1p((1.0 / rb) ** 2), out)
+    return out
 
 
 @LAWS.add
