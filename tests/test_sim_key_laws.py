@@ -1,8 +1,9 @@
-"""The full sampler's keys against the exact theory of their logit law (``varsim.theory.laws``; issue 47).
+"""The samplers' keys against the exact theory of their logit law (``varsim.theory.laws``; issue 47).
 
 With a fixed query, sphere keys (``key_dist="sphere"``: QK-norm) give i.i.d. logits of the ``sphere`` law with
 ``d = d_k`` at the simulator's ``beta = tau |q| / sqrt(d_k)``; the simulated ``E[sum w^2]`` (its own standard error)
-must match ``law_ipr`` within 5 SE + 1%. Hypothesis draws N, beta and d_k.
+must match ``law_ipr`` within 5 SE + 1%, from the full sampler (keys drawn) and from the logits sampler (the cosine
+drawn directly). Hypothesis draws N, beta and d_k.
 """
 
 from __future__ import annotations
@@ -30,6 +31,16 @@ def test_sphere_keys_match_the_sphere_law(n, beta, d_k, seed):
     keys normalised to norm 1 instead of ``sqrt(d_k)`` (beta divided by sqrt(d_k)) and keys left Gaussian (the
     Gaussian theory, rejected below at small d_k)."""
     res = simulate([n], d_k=d_k, d_v=1, beta=beta, key_dist="sphere", n_sequences=3000, seed=seed)
+    _check(res, law_ipr(logit_law("sphere", d=d_k), n, beta))
+
+
+@mc_settings(max_examples=5, derandomize=True)
+@given(n=st.integers(2, 3000), beta=st.floats(0.3, 4.0), d_k=st.integers(2, 24), seed=st.integers(0, 2**31))
+def test_logits_sampler_draws_the_sphere_law(n, beta, d_k, seed):
+    """The logits sampler with sphere keys (the cosine drawn directly, Rao-Blackwell estimator) against the exact
+    sphere law. Catches the cosine of the wrong scale (z_1/|z| without sqrt(d_k)) and a Gaussian logit in its place."""
+    res = simulate([n], d_k=d_k, d_v=1, beta=beta, key_dist="sphere", sampler="logits", estimator="rao_blackwell",
+                   n_sequences=3000, seed=seed)
     _check(res, law_ipr(logit_law("sphere", d=d_k), n, beta))
 
 

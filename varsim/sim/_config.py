@@ -385,12 +385,14 @@ def _check_magnitudes(magnitudes: dict) -> None:
 
 
 def _check_sampler_fits(sampler, estimator, key_dist, *, coupled: bool) -> None:
-    """The logits sampler needs i.i.d. Gaussian keys without coupling; Rao-Blackwell needs values independent of
+    """The logits sampler needs keys whose logit law is the same for every query direction (Gaussian or sphere)
+    without coupling; Rao-Blackwell needs values independent of
     keys."""
     if sampler == "logits":
-        if key_dist != "gaussian":
+        if key_dist not in ("gaussian", "sphere"):
             raise ValueError(
-                f"sampler 'logits' is exact only for Gaussian keys; key_dist={key_dist!r} needs sampler='full'"
+                f"sampler 'logits' is exact only for rotation-invariant keys (gaussian, sphere); key_dist={key_dist!r}"
+                " needs sampler='full'"
             )
         if coupled:
             raise ValueError("sampler 'logits' cannot represent key-value coupling; use sampler='full'")

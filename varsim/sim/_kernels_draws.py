@@ -136,6 +136,16 @@ def _to_sphere(kbuf, n_rows, d_k):
             kbuf[row + j] = np.float32(np.float64(kbuf[row + j]) * f)
 
 
+@nb.njit(nogil=True, cache=True)
+def _sphere_cosine(gbuf, row, d_k):
+    """``sqrt(d_k) z_1 / |z|`` for the Gaussian vector ``z = gbuf[row:row + d_k]`` (squares summed in index order)."""
+    r2 = 0.0
+    for j in range(d_k):
+        g = np.float64(gbuf[row + j])
+        r2 += g * g
+    return math.sqrt(d_k / r2) * np.float64(gbuf[row])
+
+
 @nb.njit(**_INLINE)
 def full_sampler(state, p, tables, o_out, y2_out, keep, finish, extra):
     """Run a full-sampler chunk (``p`` a ``FullSampler``): ``o_out`` float64[n_seq, d_v], ``y2_out`` float64[n_seq];
@@ -230,8 +240,9 @@ def logits_sampler(state, p, tables, o_out, y2_out, keep, finish, extra):
     scale = p.scale
     value_dist = p.value_dist
     sigma = p.sigma
+    sphere = p.key_dist == SPHERE
     zw, zk, zf = tables
-    scratch = _scratch(max(LOGIT_BLOCK * max(d_v, 1), d_k))
+    scratch = _scratch(max(LOGIT_BLOCK * max(d_v, d_k if sphere else 1), d_k))
     slots = 2 * scratch[0].size  # variates of the largest request, padding included
     gbuf, gbuf_bits = _f32_buffer(slots)
     vbuf, vbuf_bits = _f32_buffer(slots)
@@ -255,12 +266,19 @@ def logits_sampler(state, p, tables, o_out, y2_out, keep, finish, extra):
             # -- phase 2: draw a block of logits beta g_i (and the block's value noise)
             nb_ = min(LOGIT_BLOCK, n_keys - start)
             off = start if keep else 0
-            _draw(state, scratch, gbuf, gbuf_bits, nb_, GAUSSIAN, zw, zk, zf)
             block_max = -np.inf
-            for i in range(nb_):
-                si = beta * np.float64(gbuf[i])
-                s[off + i] = si
-                block_max = max(block_max, si)
+            if sphere:
+                _draw(state, scratch, gbuf, gbuf_bits, nb_ * d_k, GAUSSIAN, zw, zk, zf)
+                for i in range(nb_):
+                    si = beta * _sphere_cosine(gbuf, i * d_k, d_k)
+                    s[off + i] = si
+                    block_max = max(block_max, si)
+            else:
+                _draw(state, scratch, gbuf, gbuf_bits, nb_, GAUSSIAN, zw, zk, zf)
+                for i in range(nb_):
+                    si = beta * np.float64(gbuf[i])
+                    s[off + i] = si
+                    block_max = max(block_max, si)
             if d_v > 0:
                 _draw(state, scratch, vbuf, vbuf_bits, nb_ * d_v, value_dist, zw, zk, zf)
             if keep:

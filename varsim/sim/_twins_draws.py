@@ -57,7 +57,14 @@ def sample_logits(state, p, n_seq: int, d_v: int):
             beta = p.scale * np.sqrt(np.sum(R.draw(state, p.d_k, GAUSSIAN).astype(np.float64) ** 2))
         for start in range(0, n_keys, LOGIT_BLOCK):
             nb = min(LOGIT_BLOCK, n_keys - start)
-            logits[s, start : start + nb] = beta * R.draw(state, nb, GAUSSIAN).astype(np.float64)
+            if p.key_dist == SPHERE:
+                z = R.draw(state, nb * p.d_k, GAUSSIAN).astype(np.float64).reshape(nb, p.d_k)
+                r2 = np.zeros(nb)
+                for j in range(p.d_k):
+                    r2 += z[:, j] * z[:, j]
+                logits[s, start : start + nb] = beta * (np.sqrt(p.d_k / r2) * z[:, 0])
+            else:
+                logits[s, start : start + nb] = beta * R.draw(state, nb, GAUSSIAN).astype(np.float64)
             if d_v:
                 eps = R.draw(state, nb * d_v, p.value_dist).astype(np.float64).reshape(nb, d_v)
                 V[s, start : start + nb] = p.mu + p.sigma * eps
