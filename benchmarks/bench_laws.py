@@ -19,7 +19,8 @@ import numpy as np
 
 GOAL_S = 1.0
 LAWS = (("gaussian", {}), ("sphere", {"d": 64}), ("sphere", {"d": 8}), ("rademacher", {"d": 64}),
-        ("uniform", {"d": 8}), ("empirical", {"sample": "normal-1000"}))
+        ("uniform", {"d": 8}), ("student_t", {"nu": 3.0}), ("student_t", {"nu": 30.0}),
+        ("empirical", {"sample": "normal-1000"}))
 
 
 def _law(name, params):

@@ -46,13 +46,14 @@ def impl(request):
 
 @pytest.mark.parametrize(
     "random_query, key_dist, value_dist, coupled",
-    [(False, 0, 0, False), (False, 1, 2, True), (True, 2, 1, False), (True, 0, 0, True)],
+    [(False, 0, 0, False), (False, 1, 2, True), (True, 2, 1, False), (True, 0, 0, True), (False, 3, 0, True),
+     (True, 3, 1, False)],
 )
 def test_full_kernel_matches_twin(random_query, key_dist, value_dist, coupled):
     """Online block softmax + linear value accumulation (kernel) == direct softmax on explicit q, K, V (twin) to
-    1e-12, with ragged blocks (N = 70 = 2 * 32 + 6), every key/value law, random query and matrix coupling; the
-    generator states end equal. Catches a dropped rescale when the running max grows, a wrong block offset, or
-    coupling applied to the wrong axis."""
+    1e-12, with ragged blocks (N = 70 = 2 * 32 + 6), every key/value law (sphere keys: code 3), random query and
+    matrix coupling; the generator states end equal. Catches a dropped rescale when the running max grows, a wrong
+    block offset, or coupling applied to the wrong axis."""
     rng = np.random.default_rng(4)
     d_k, d_v, n_keys, n_seq = 12, 5, 70, 4
     q = rng.normal(size=d_k)
@@ -67,18 +68,20 @@ def test_full_kernel_matches_twin(random_query, key_dist, value_dist, coupled):
     assert np.array_equal(a, b)
 
 
+@pytest.mark.parametrize("key_dist", [0, 3])
 @pytest.mark.parametrize("n_keys, n_seq", [(1500, 3), (100, 23)])
 @pytest.mark.parametrize("random_query, d_v", [(False, 0), (True, 0), (False, 3), (True, 3)])
-def test_logits_kernel_matches_twin(random_query, d_v, n_keys, n_seq):
+def test_logits_kernel_matches_twin(random_query, d_v, n_keys, n_seq, key_dist):
     """Logits sampler kernel == twin to 1e-12 across a block boundary (N = 1500 > 1024) and for many short
-    sequences, with and without values (d_v = 0 is the Rao-Blackwell path that draws no values at all). Catches a
-    dropped rescale when a later block raises the maximum, or accumulators not reset between sequences."""
+    sequences, with and without values (d_v = 0 is the Rao-Blackwell path that draws no values at all), Gaussian and
+    sphere keys (code 3). Catches a dropped rescale when a later block raises the maximum, or accumulators not reset
+    between sequences."""
     mu = np.array([0.5, -1.0, 2.0])[:d_v]
     a = new_state(2, d_v, int(random_query))
     b = a.copy()
     o, ot = np.empty((n_seq, d_v)), np.empty((n_seq, d_v))
     y2, y2t = np.empty(n_seq), np.empty(n_seq)
-    p = LogitsSampler(n_keys, 1.7, random_query, 9, 0.6, 1, mu, 1.4)
+    p = LogitsSampler(n_keys, 1.7, random_query, 9, 0.6, 1, mu, 1.4, key_dist)
     KA.logits_chunk(a, p, TABLES, o, y2)
     TA.logits_chunk(b, p, TABLES, ot, y2t)
     np.testing.assert_allclose(y2, y2t, rtol=1e-12)

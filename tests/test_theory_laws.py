@@ -22,16 +22,7 @@ from hypothesis import strategies as st
 
 import varsim.theory as T
 from varsim.testing import mc_settings
-from varsim.theory.laws import (
-    LAWS,
-    annealed_limit,
-    crossover_beta,
-    law_decay_exponent,
-    law_ipr,
-    law_ipr_and_exponent,
-    law_ipr_second_moment,
-    logit_law,
-)
+from varsim.theory import laws as TL
 
 _SAMPLE = np.array([-1.3, -0.2, 0.0, 0.4, 0.4, 1.1, 2.5])  # a small "measured" logit sample (with a tie)
 
@@ -42,34 +33,34 @@ _MEASURES = {
     "empirical": lambda beta: R.atoms_measure(_SAMPLE, beta),
 }
 _LAWS = {
-    "sphere": logit_law("sphere", d=8),
-    "rademacher": logit_law("rademacher", d=5),
-    "uniform": logit_law("uniform", d=4),
-    "empirical": logit_law("empirical", sample=_SAMPLE),
+    "sphere": TL.logit_law("sphere", d=8),
+    "rademacher": TL.logit_law("rademacher", d=5),
+    "uniform": TL.logit_law("uniform", d=4),
+    "empirical": TL.logit_law("empirical", sample=_SAMPLE),
 }
 
 
 def test_registry_and_errors():
     """Every family is registered; an unknown name and bad parameters raise naming the parameter."""
-    assert set(LAWS) == {"gaussian", "sphere", "rademacher", "uniform", "empirical"}
+    assert set(TL.LAWS) == {"gaussian", "sphere", "rademacher", "uniform", "student_t", "empirical"}
     with pytest.raises(ValueError, match="unknown law 'cauchy'"):
-        logit_law("cauchy")
+        TL.logit_law("cauchy")
     with pytest.raises(ValueError, match="d must be"):
-        logit_law("sphere", d=1)
+        TL.logit_law("sphere", d=1)
     with pytest.raises(ValueError, match="n must be"):
-        law_ipr(_LAWS["sphere"], 0.5, 1.0)
+        TL.law_ipr(_LAWS["sphere"], 0.5, 1.0)
     with pytest.raises(ValueError, match="beta must"):
-        law_ipr(_LAWS["sphere"], 10, float("nan"))
+        TL.law_ipr(_LAWS["sphere"], 10, float("nan"))
     with pytest.raises(ValueError, match="sample must contain only finite"):
-        logit_law("empirical", sample=[0.0, np.inf])
+        TL.logit_law("empirical", sample=[0.0, np.inf])
 
 
 def test_gaussian_law_is_the_package_theory():
     """The Gaussian law is ``varsim.theory.ipr`` itself (same numbers, bit for bit)."""
     n, beta = np.array([2.0, 1e3, 1e300]), 1.5
-    assert np.array_equal(law_ipr("gaussian", n, beta), T.expected_ipr(n, beta))
-    assert np.array_equal(law_decay_exponent("gaussian", n, beta), T.decay_exponent(n, beta))
-    assert annealed_limit("gaussian", beta) == pytest.approx(math.exp(beta * beta), rel=1e-14)
+    assert np.array_equal(TL.law_ipr("gaussian", n, beta), T.expected_ipr(n, beta))
+    assert np.array_equal(TL.law_decay_exponent("gaussian", n, beta), T.decay_exponent(n, beta))
+    assert TL.annealed_limit("gaussian", beta) == pytest.approx(math.exp(beta * beta), rel=1e-14)
 
 
 @pytest.mark.parametrize("name, n, beta", [("sphere", 1e300, 1.0), ("uniform", 2.5, 1.0), ("empirical", 1e300, 2.0),
@@ -80,7 +71,7 @@ def test_exact_vs_mpmath(name, n, beta):
     density (sphere exponent (d-3) in theta instead of (d-2)), 1/d scaling of the logit instead of 1/sqrt(d), and
     any shortcut in the tails (``1 - L`` formed as a difference loses every digit at N = 1e300)."""
     ref = R.reference(_MEASURES[name](beta), n)
-    assert law_ipr(_LAWS[name], n, beta) == pytest.approx(ref, rel=1e-10, abs=0.0)
+    assert TL.law_ipr(_LAWS[name], n, beta) == pytest.approx(ref, rel=1e-10, abs=0.0)
 
 
 @pytest.mark.slow
@@ -90,23 +81,23 @@ def test_exact_vs_mpmath(name, n, beta):
 def test_exact_vs_mpmath_grid(name, n, beta):
     """As above on a grid (up to ~1 min a point)."""
     ref = R.reference(_MEASURES[name](beta), n)
-    assert law_ipr(_LAWS[name], n, beta) == pytest.approx(ref, rel=1e-10, abs=0.0)
+    assert TL.law_ipr(_LAWS[name], n, beta) == pytest.approx(ref, rel=1e-10, abs=0.0)
 
 
 @pytest.mark.parametrize("name, n, beta", [("rademacher", 7.0, 2.0), ("empirical", 1e4, 1.0), ("sphere", 1e300, 1.0)])
 def test_second_moment_vs_mpmath(name, n, beta):
     """``E[(sum w^2)^2]`` against mpmath (1e-10). Catches the ``N(N-1) M^2 L^{N-2}`` term dropped or mis-powered."""
     ref = R.reference(_MEASURES[name](beta), n, second=True)
-    assert law_ipr_second_moment(_LAWS[name], n, beta) == pytest.approx(ref, rel=1e-10, abs=0.0)
+    assert TL.law_ipr_second_moment(_LAWS[name], n, beta) == pytest.approx(ref, rel=1e-10, abs=0.0)
 
 
 def test_rademacher_exact_enumeration():
     """Exact enumeration of all 3^n draws of the d = 2 Rademacher law (atoms -sqrt2, 0, sqrt2 with 1/4, 1/2, 1/4)
     at n = 2..5, mean and second moment: an exact check with no quadrature in it."""
-    law = logit_law("rademacher", d=2)
+    law = TL.logit_law("rademacher", d=2)
     atoms, probs = [-math.sqrt(2.0), 0.0, math.sqrt(2.0)], [0.25, 0.5, 0.25]
     for n in range(2, 6):
-        assert law_ipr(law, n, 1.7) == pytest.approx(R.exact_small_n(atoms, probs, n, 1.7), rel=1e-12)
+        assert TL.law_ipr(law, n, 1.7) == pytest.approx(R.exact_small_n(atoms, probs, n, 1.7), rel=1e-12)
 
 
 def test_sphere_three_is_uniform_one():
@@ -114,8 +105,8 @@ def test_sphere_three_is_uniform_one():
     different node constructions. Agree to 1e-12 over N in [1, 1e300]."""
     n = np.array([1.0, 2.0, 17.0, 1e5, 1e300])
     for beta in (0.3, 4.0):
-        a = law_ipr(logit_law("sphere", d=3), n, beta)
-        b = law_ipr(logit_law("uniform", d=1), n, beta)
+        a = TL.law_ipr(TL.logit_law("sphere", d=3), n, beta)
+        b = TL.law_ipr(TL.logit_law("uniform", d=1), n, beta)
         np.testing.assert_allclose(a, b, rtol=1e-12)
 
 
@@ -125,9 +116,9 @@ def test_bounded_limit(name):
     checked at N = 1e300 (1e-10) from the closed-form log-MGF of each law; and ``beta = 0`` gives ``1/N``."""
     law = _LAWS[name]
     for beta in (0.5, 2.0):
-        assert 1e300 * law_ipr(law, 1e300, beta) == pytest.approx(annealed_limit(law, beta), rel=1e-10)
-    assert law_ipr(law, 37.0, 0.0) == 1.0 / 37.0
-    assert law_ipr(law, 1.0, 2.0) == pytest.approx(1.0, rel=1e-12)
+        assert 1e300 * TL.law_ipr(law, 1e300, beta) == pytest.approx(TL.annealed_limit(law, beta), rel=1e-10)
+    assert TL.law_ipr(law, 37.0, 0.0) == 1.0 / 37.0
+    assert TL.law_ipr(law, 1.0, 2.0) == pytest.approx(1.0, rel=1e-12)
 
 
 @pytest.mark.parametrize("name", sorted(_LAWS))
@@ -149,8 +140,8 @@ def test_exponent_is_the_log_derivative():
         law = _LAWS[name]
         for n, beta in ((50.0, 2.0), (1e8, 3.0)):
             h = 1e-4
-            e_hi, e_lo = law_ipr(law, n * math.exp(h), beta), law_ipr(law, n * math.exp(-h), beta)
-            g = law_decay_exponent(law, n, beta)
+            e_hi, e_lo = TL.law_ipr(law, n * math.exp(h), beta), TL.law_ipr(law, n * math.exp(-h), beta)
+            g = TL.law_decay_exponent(law, n, beta)
             assert g == pytest.approx((math.log(e_hi) - math.log(e_lo)) / (2 * h), abs=1e-6)
             assert -1.01 <= g <= 0.0
 
@@ -159,10 +150,10 @@ def test_broadcast_and_scalars():
     """``(betas[:, None], ns)`` gives a table; scalars give floats; grid entries equal the scalar calls."""
     law = _LAWS["uniform"]
     ns, betas = np.array([2.0, 100.0, 1e9]), np.array([0.5, 2.0])
-    e, g = law_ipr_and_exponent(law, ns, betas[:, None])
+    e, g = TL.law_ipr_and_exponent(law, ns, betas[:, None])
     assert e.shape == g.shape == (2, 3)
-    assert isinstance(law_ipr(law, 100.0, 2.0), float)
-    assert e[1, 1] == pytest.approx(law_ipr(law, 100.0, 2.0), rel=1e-14)
+    assert isinstance(TL.law_ipr(law, 100.0, 2.0), float)
+    assert e[1, 1] == pytest.approx(TL.law_ipr(law, 100.0, 2.0), rel=1e-14)
 
 
 def _mc_ipr(law, n: int, beta: float, reps: int, seed: int) -> tuple[float, float]:
@@ -180,42 +171,42 @@ def _mc_ipr(law, n: int, beta: float, reps: int, seed: int) -> tuple[float, floa
 def test_monte_carlo_matches_exact(name, n, beta, d, seed):
     """Monte Carlo from each law's sampler against the exact theory within 5 of its standard errors (4000 draws).
     Catches a sampler and a theory that disagree on the law (the planted 1/d scaling is rejected below)."""
-    law = {"sphere": lambda: logit_law("sphere", d=max(d, 2)), "rademacher": lambda: logit_law("rademacher", d=d),
-           "uniform": lambda: logit_law("uniform", d=d), "empirical": lambda: _LAWS["empirical"]}[name]()
+    law = {"sphere": lambda: TL.logit_law("sphere", d=max(d, 2)), "rademacher": lambda: TL.logit_law("rademacher", d=d),
+           "uniform": lambda: TL.logit_law("uniform", d=d), "empirical": lambda: _LAWS["empirical"]}[name]()
     mean, se = _mc_ipr(law, n, beta, 4000, seed)
-    assert abs(mean - law_ipr(law, n, beta)) <= 5.0 * se
+    assert abs(mean - TL.law_ipr(law, n, beta)) <= 5.0 * se
 
 
 def test_monte_carlo_check_rejects_planted_scaling():
     """The power of the check above: a Rademacher sampler scaled by 1/d instead of 1/sqrt(d) (d = 16) is more than
     5 standard errors off the exact theory at N = 64, beta = 2."""
-    law = logit_law("rademacher", d=16)
+    law = TL.logit_law("rademacher", d=16)
 
     class Wrong(type(law)):
         def _draw(self, size, gen):
             return (2.0 * gen.binomial(self.d, 0.5, size) - self.d) / self.d
 
     mean, se = _mc_ipr(Wrong(16), 64, 2.0, 4000, 7)
-    assert abs(mean - law_ipr(law, 64, 2.0)) > 5.0 * se
+    assert abs(mean - TL.law_ipr(law, 64, 2.0)) > 5.0 * se
     mean, se = _mc_ipr(law, 64, 2.0, 4000, 7)
-    assert abs(mean - law_ipr(law, 64, 2.0)) <= 5.0 * se
+    assert abs(mean - TL.law_ipr(law, 64, 2.0)) <= 5.0 * se
 
 
 def test_support_width_limit():
     """A beta whose logit range exceeds SUPPORT_WIDTH_MAX is refused with a message naming beta."""
     with pytest.raises(ValueError, match="beta must satisfy"):
-        law_ipr(logit_law("sphere", d=512), 10.0, 1000.0)
+        TL.law_ipr(TL.logit_law("sphere", d=512), 10.0, 1000.0)
 
 
 def test_crossover_beta():
     """``A(beta*) = N``: Gaussian ``sqrt(ln N)`` (1e-10); Rademacher ``inf`` once ``N > 2^d``; the local exponent at
     beta* lies mid-crossover (between -0.6 and -0.2) for every law, a check of the phase picture."""
-    assert crossover_beta("gaussian", 1e6) == pytest.approx(math.sqrt(math.log(1e6)), rel=1e-10)
-    assert crossover_beta(logit_law("rademacher", d=16), 1e6) == math.inf
-    for law in (logit_law("sphere", d=16), logit_law("uniform", d=6), logit_law("rademacher", d=40)):
-        b = crossover_beta(law, 1e6)
-        assert annealed_limit(law, b) == pytest.approx(1e6, rel=1e-9)
-        assert -0.6 <= law_decay_exponent(law, 1e6, b) <= -0.2
+    assert TL.crossover_beta("gaussian", 1e6) == pytest.approx(math.sqrt(math.log(1e6)), rel=1e-10)
+    assert TL.crossover_beta(TL.logit_law("rademacher", d=16), 1e6) == math.inf
+    for law in (TL.logit_law("sphere", d=16), TL.logit_law("uniform", d=6), TL.logit_law("rademacher", d=40)):
+        b = TL.crossover_beta(law, 1e6)
+        assert TL.annealed_limit(law, b) == pytest.approx(1e6, rel=1e-9)
+        assert -0.6 <= TL.law_decay_exponent(law, 1e6, b) <= -0.2
 
 
 # ---- SymPy derivations (derivations/law_*.py) equal the package ----
@@ -225,7 +216,7 @@ if str(_ROOT) not in sys.path:
     sys.path.insert(0, str(_ROOT))
 
 
-@pytest.mark.parametrize("script", ["law_sphere", "law_rademacher", "law_uniform"])
+@pytest.mark.parametrize("script", ["law_sphere", "law_rademacher", "law_uniform", "law_student_t"])
 def test_derivation_scripts_run(script, capsys):
     runpy.run_path(str(_ROOT / "derivations" / f"{script}.py"), run_name="__main__")
     assert "LaTeX" in capsys.readouterr().out or script == "law_uniform"
@@ -239,7 +230,7 @@ def test_sphere_derivation_equals_package():
 
     for dim in (3, 5, 7):
         f = sp.lambdify(D.s, D.mgf(dim), "mpmath")
-        law = logit_law("sphere", d=dim)
+        law = TL.logit_law("sphere", d=dim)
         for t in (0.3, 2.0, 9.0):  # package: ln E[e^{t T}], T = sqrt(d) C
             assert float(law.log_mgf(t)) == pytest.approx(float(mp.log(f(t * math.sqrt(dim)))), rel=1e-12)
     a_d = sp.lambdify(D.d, D.large_b_constant())
@@ -247,7 +238,7 @@ def test_sphere_derivation_equals_package():
         b = beta * math.sqrt(dim)
         nu = dim / 2 - 1  # Hankel's next term I_nu(s) ~ e^s/sqrt(2 pi s) (1 - (4nu^2-1)/(8s)) gives this correction
         first = 3.0 * (4 * nu * nu - 1) / (16 * b)
-        assert annealed_limit(logit_law("sphere", d=dim), beta) / (a_d(dim) * b ** ((dim - 1) / 2)) == \
+        assert TL.annealed_limit(TL.logit_law("sphere", d=dim), beta) / (a_d(dim) * b ** ((dim - 1) / 2)) == \
             pytest.approx(1.0 + first, abs=(dim / b) ** 2 * 10)
 
 
@@ -257,11 +248,11 @@ def test_rademacher_derivation_equals_package():
 
     for dim in (1, 2, 5):
         f = sp.lambdify(D.s, D.mgf(dim), "mpmath")
-        law = logit_law("rademacher", d=dim)
+        law = TL.logit_law("rademacher", d=dim)
         for t in (0.3, 4.0):
             assert float(law.log_mgf(t)) == pytest.approx(float(mp.log(f(t))), rel=1e-12)
         assert int(D.large_beta_limit(dim)) == 2**dim
-    assert 1e300 * law_ipr(logit_law("rademacher", d=5), 1e300, 40.0) == pytest.approx(32.0, rel=1e-8)
+    assert 1e300 * TL.law_ipr(TL.logit_law("rademacher", d=5), 1e300, 40.0) == pytest.approx(32.0, rel=1e-8)
 
 
 def test_uniform_derivation_equals_package():
@@ -279,7 +270,7 @@ def test_uniform_derivation_equals_package():
             np.testing.assert_allclose(coef[j], expect, rtol=1e-15, atol=1e-15)
         f = sp.lambdify(D.z, D.mgf(dim), "mpmath")
         for t in (0.3, 4.0):
-            assert float(logit_law("uniform", d=dim).log_mgf(t)) == pytest.approx(float(mp.log(f(t))), rel=1e-12)
+            assert float(TL.logit_law("uniform", d=dim).log_mgf(t)) == pytest.approx(float(mp.log(f(t))), rel=1e-12)
         assert D.large_beta_ratio(dim) == 1
 
 
@@ -294,10 +285,10 @@ def test_docs_tables_are_what_the_script_makes(capsys):
 
 def test_empirical_negative_beta_is_the_mirrored_sample():
     """The empirical law is not symmetric: ``beta = -1`` is the law of the negated sample at ``beta = 1``."""
-    flipped = logit_law("empirical", sample=-_SAMPLE)
+    flipped = TL.logit_law("empirical", sample=-_SAMPLE)
     n = np.array([2.0, 50.0, 1e9])
-    np.testing.assert_allclose(law_ipr(_LAWS["empirical"], n, -1.3), law_ipr(flipped, n, 1.3), rtol=1e-12)
-    assert not np.allclose(law_ipr(_LAWS["empirical"], n, 1.3), law_ipr(flipped, n, 1.3), rtol=1e-3)
+    np.testing.assert_allclose(TL.law_ipr(_LAWS["empirical"], n, -1.3), TL.law_ipr(flipped, n, 1.3), rtol=1e-12)
+    assert not np.allclose(TL.law_ipr(_LAWS["empirical"], n, 1.3), TL.law_ipr(flipped, n, 1.3), rtol=1e-3)
 
 
 @pytest.mark.parametrize("d", [1000, 100_000])
@@ -306,22 +297,22 @@ def test_sphere_large_dimension(d):
     (1e-13; SciPy's ``ive`` underflows there), and ``N E`` at N = 1e300 equals the limit (1e-12). Catches the
     normaliser ``betaln((d-1)/2, 1/2)`` taken from SciPy at large d (its log-gamma difference is 5e-11 off at
     d = 1e5) and Gauss-Jacobi weights that overflow above p = 1000."""
-    law = logit_law("sphere", d=d)
+    law = TL.logit_law("sphere", d=d)
     x, lw = law.measure(1.0)
     assert abs(np.logaddexp.reduce(lw)) < 1e-13
     for t in (0.3, 3.0):
         ref = float(mp.log(mp.hyp0f1(mp.mpf(d) / 2, (t * mp.sqrt(d)) ** 2 / 4)))
         assert float(law.log_mgf(t)) == pytest.approx(ref, rel=1e-13)
-    assert 1e300 * law_ipr(law, 1e300, 1.0) == pytest.approx(annealed_limit(law, 1.0), rel=1e-12)
+    assert 1e300 * TL.law_ipr(law, 1e300, 1.0) == pytest.approx(TL.annealed_limit(law, 1.0), rel=1e-12)
 
 
 def test_missing_parameters_are_value_errors():
     """A family named without its parameters (``law_ipr("sphere", ...)``) or with an unknown one is a ValueError
     naming the parameter, not a TypeError."""
     with pytest.raises(ValueError, match="'d'"):
-        law_ipr("sphere", 10.0, 1.0)
+        TL.law_ipr("sphere", 10.0, 1.0)
     with pytest.raises(ValueError, match="'e'"):
-        logit_law("rademacher", d=3, e=2)
+        TL.logit_law("rademacher", d=3, e=2)
 
 
 @pytest.mark.parametrize("beta", [0.5, 2.0, 5.0])
@@ -365,12 +356,12 @@ def test_a_registered_law_gets_the_exact_theory():
         def _measure(self, beta):
             return beta * np.array([0.0, 1.0]), np.log([0.25, 0.75])
 
-    LAWS.add(TwoPoint)
+    TL.LAWS.add(TwoPoint)
     try:
-        law = logit_law("two_point_test")
+        law = TL.logit_law("two_point_test")
         for n in range(2, 7):
             ref = R.exact_small_n([0.0, 1.0], [0.25, 0.75], n, 2.5)
-            assert law_ipr(law, n, 2.5) == pytest.approx(ref, rel=1e-12, abs=0.0)
+            assert TL.law_ipr(law, n, 2.5) == pytest.approx(ref, rel=1e-12, abs=0.0)
     finally:
-        del LAWS["two_point_test"]
-    assert "two_point_test" not in LAWS
+        del TL.LAWS["two_point_test"]
+    assert "two_point_test" not in TL.LAWS

@@ -14,12 +14,17 @@ from varsim._common.validate import check_choice, check_finite_array, check_int,
 from ._kernel_args import KEY_BLOCK, LOGIT_BLOCK
 
 __all__ = [
-    "DISTRIBUTIONS", "SAMPLERS", "ESTIMATORS", "QUERIES", "MIN_CHUNKS", "DEFAULT_MAX_WORK", "TARGET_CHUNKS",
+    "DISTRIBUTIONS", "KEY_DISTRIBUTIONS", "SAMPLERS", "ESTIMATORS", "QUERIES", "MIN_CHUNKS", "DEFAULT_MAX_WORK",
+    "TARGET_CHUNKS",
     "MIN_TARGET_CHUNKS", "SimConfig", "make_config", "chunk_sizes", "estimate_cost", "simulate_work", "draws_values",
     "DEFAULT_FIGURE_MAX_WORK",
 ]
 
 DISTRIBUTIONS = ("gaussian", "uniform", "rademacher")  # kernel codes 0, 1, 2 (``_kernels_rng``)
+#: key laws: every law of :data:`DISTRIBUTIONS` and ``sphere`` (code 3: each key a Gaussian vector scaled to norm
+#: ``sqrt(d_k)``, uniform on that sphere, so unit variance per coordinate: QK-norm keys; the logits are the
+#: ``sphere`` law of :mod:`varsim.theory.laws` with ``d = d_k``)
+KEY_DISTRIBUTIONS = DISTRIBUTIONS + ("sphere",)
 SAMPLERS = ("full", "logits")
 ESTIMATORS = ("sample", "rao_blackwell")
 QUERIES = ("fixed", "random")
@@ -159,8 +164,8 @@ class SimConfig:
 
     @property
     def key_code(self) -> int:
-        """The kernels' code of ``key_dist`` (its index in :data:`DISTRIBUTIONS`)."""
-        return DISTRIBUTIONS.index(self.key_dist)
+        """The kernels' code of ``key_dist`` (its index in :data:`KEY_DISTRIBUTIONS`)."""
+        return KEY_DISTRIBUTIONS.index(self.key_dist)
 
     @property
     def value_code(self) -> int:
@@ -288,7 +293,7 @@ def make_config(
         raise ValueError(f"n_grid entries must be <= 2^62, got {grid_ints[-1]:.3g}")  # unreachable under max_work
     tau = check_real("tau", tau, minimum=0.0)
     query = check_choice("query", query, QUERIES)
-    key_dist = check_choice("key_dist", key_dist, DISTRIBUTIONS)
+    key_dist = check_choice("key_dist", key_dist, KEY_DISTRIBUTIONS)
     value_dist = check_choice("value_dist", value_dist, DISTRIBUTIONS)
     value_scale = check_real("value_scale", value_scale, minimum=0.0, strict_min=True)
     mu, mu_arg = _vector_or_scalar("value_mean", value_mean, d_v)
@@ -376,12 +381,14 @@ def _check_magnitudes(magnitudes: dict) -> None:
 
 
 def _check_sampler_fits(sampler, estimator, key_dist, *, coupled: bool) -> None:
-    """The logits sampler needs i.i.d. Gaussian keys without coupling; Rao-Blackwell needs values independent of
+    """The logits sampler needs keys whose logit law is the same for every query direction (Gaussian or sphere)
+    without coupling; Rao-Blackwell needs values independent of
     keys."""
     if sampler == "logits":
-        if key_dist != "gaussian":
+        if key_dist not in ("gaussian", "sphere"):
             raise ValueError(
-                f"sampler 'logits' is exact only for Gaussian keys; key_dist={key_dist!r} needs sampler='full'"
+                f"sampler 'logits' is exact only for rotation-invariant keys (gaussian, sphere); key_dist={key_dist!r}"
+                " needs sampler='full'"
             )
         if coupled:
             raise ValueError("sampler 'logits' cannot represent key-value coupling; use sampler='full'")

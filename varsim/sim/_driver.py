@@ -75,7 +75,9 @@ def simulate(
         with ``tau = 0`` (unless ``beta = 0``). The logits sampler depends on ``d_k``, ``tau`` and ``|q|`` only
         through ``beta`` (and, for a random query, on ``d_k`` through ``|q|^2 ~ chi^2_{d_k}``).
     key_dist, value_dist : ``"gaussian"``, ``"uniform"`` or ``"rademacher"``, each standardised to mean 0,
-        variance 1, i.i.d. across keys and coordinates.
+        variance 1, i.i.d. across keys and coordinates; ``key_dist`` may also be ``"sphere"`` (QK-norm keys: each
+        key uniform on the sphere of radius ``sqrt(d_k)``; with a fixed query the logits are i.i.d. of the
+        ``sphere`` law of :mod:`varsim.theory.laws` with ``d = d_k`` at the same ``beta``).
     value_mean, value_scale : values are ``value_mean + value_scale * eps`` (``value_mean`` scalar or length d_v).
     coupling, coupling_noise : key-value coupling (THEORY.md 2.4): a scalar ``a`` gives
         ``eps = a k[:d_v] + coupling_noise * eta`` (needs ``d_v <= d_k``), a ``(d_v, d_k)`` matrix ``A`` gives
@@ -452,4 +454,7 @@ def _standardised(rng: np.random.Generator, dist: str, shape) -> np.ndarray:
         return rng.standard_normal(shape)
     if dist == "uniform":
         return rng.uniform(-_SQRT3, _SQRT3, shape)
+    if dist == "sphere":
+        z = rng.standard_normal(shape)
+        return z * np.sqrt(shape[-1] / np.sum(z * z, axis=-1, keepdims=True))
     return rng.integers(0, 2, shape).astype(np.float64) * 2.0 - 1.0

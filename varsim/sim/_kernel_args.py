@@ -44,12 +44,13 @@ class FullSampler(NamedTuple):
 
 
 class LogitsSampler(NamedTuple):
-    """Logits sampler (i.i.d. Gaussian keys): the logit scale ``beta``, then blocks of ``LOGIT_BLOCK`` logits
-    ``beta g_i`` and their value noise.
+    """Logits sampler (keys of a rotation-invariant law): the logit scale ``beta``, then blocks of ``LOGIT_BLOCK``
+    logits ``beta g_i`` and their value noise.
 
     ``beta = beta_fixed``, or ``scale * |q|`` with ``|q|^2`` a sum of ``d_k`` squared Gaussians per sequence
     (``random_query``); values ``mu + sigma eps`` with ``mu`` float64[d_v], ``d_v`` the outputs' width (0: no values
-    are drawn, the Rao-Blackwell path).
+    are drawn, the Rao-Blackwell path). ``key_dist``: Gaussian keys (code 0, ``g_i ~ N(0, 1)``) or sphere keys
+    (code 3, ``g_i = sqrt(d_k) z_1 / |z|``, ``z ~ N(0, I_{d_k})``: the cosine to any fixed query, the ``sphere`` law).
     """
 
     n_keys: int
@@ -60,6 +61,7 @@ class LogitsSampler(NamedTuple):
     value_dist: int
     mu: np.ndarray
     sigma: float
+    key_dist: int = 0
 
 
 def sampler_args(cfg, n_keys: int, factor: float = 1.0) -> FullSampler | LogitsSampler:
@@ -70,7 +72,7 @@ def sampler_args(cfg, n_keys: int, factor: float = 1.0) -> FullSampler | LogitsS
     if cfg.sampler == "logits":
         mu = cfg.value_mean[: cfg.d_v if cfg.draws_values else 0]
         return LogitsSampler(int(n_keys), factor * float(cfg.beta or 0.0), random_query, cfg.d_k, scale,
-                             cfg.value_code, mu, cfg.value_scale)
+                             cfg.value_code, mu, cfg.value_scale, cfg.key_code)
     coupled = cfg.coupling is not None
     return FullSampler(int(n_keys), cfg.q_fixed if cfg.q_fixed is not None else np.zeros(cfg.d_k), random_query,
                        scale, cfg.key_code, cfg.value_code, coupled,

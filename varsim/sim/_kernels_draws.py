@@ -43,7 +43,7 @@ import numpy as np
 from varsim._common.numba_cache import install as _install_cache
 
 from ._kernel_args import KEY_BLOCK, LOGIT_BLOCK
-from ._kernels_rng import GAUSSIAN, _draw, _exp_shifted, _scratch
+from ._kernels_rng import GAUSSIAN, SPHERE, _draw, _exp_shifted, _scratch
 
 _install_cache()  # before any @njit(cache=True): the cache stamp covers the modules a kernel compiles in
 
@@ -128,6 +128,31 @@ def _value_rows(core, start, nb_, d_k, d_v, kbuf, vbuf, a_mat, noise, coupled):
             core[start + i, c_] = val
 
 
+@nb.njit(nogil=True, cache=True)
+def _to_sphere(kbuf, n_rows, d_k):
+    """Scale each of the ``n_rows`` Gaussian keys in ``kbuf`` (row-major, ``d_k`` each) to norm ``sqrt(d_k)``: a
+    uniform direction, coordinates of unit variance (the sum of squares in index order, as the twin)."""
+    for i in range(n_rows):
+        row = i * d_k
+        r2 = 0.0
+        for j in range(d_k):
+            g = np.float64(kbuf[row + j])
+            r2 += g * g
+        f = math.sqrt(d_k / r2)
+        for j in range(d_k):
+            kbuf[row + j] = np.float32(np.float64(kbuf[row + j]) * f)
+
+
+@nb.njit(nogil=True, cache=True)
+def _sphere_cosine(gbuf, row, d_k):
+    """``sqrt(d_k) z_1 / |z|`` for the Gaussian vector ``z = gbuf[row:row + d_k]`` (squares summed in index order)."""
+    r2 = 0.0
+    for j in range(d_k):
+        g = np.float64(gbuf[row + j])
+        r2 += g * g
+    return math.sqrt(d_k / r2) * np.float64(gbuf[row])
+
+
 @nb.njit(**_INLINE)
 def full_sampler(state, p, tables, o_out, y2_out, keep, finish, extra):
     """Run a full-sampler chunk (``p`` a ``FullSampler``): ``o_out`` float64[n_seq, d_v], ``y2_out`` float64[n_seq];
@@ -170,7 +195,10 @@ def full_sampler(state, p, tables, o_out, y2_out, keep, finish, extra):
             # -- phase 2: draw a block of keys and form its logits q.k_i
             nb_ = min(KEY_BLOCK, n_keys - start)
             off = start if keep else 0
-            _draw(state, scratch, kbuf, kbuf_bits, nb_ * d_k, key_dist, zw, zk, zf)
+            _draw(state, scratch, kbuf, kbuf_bits, nb_ * d_k, GAUSSIAN if key_dist == SPHERE else key_dist, zw, zk,
+                  zf)
+            if key_dist == SPHERE:
+                _to_sphere(kbuf, nb_, d_k)
             mb = -np.inf
             for i in range(nb_):
                 dot = 0.0
@@ -215,8 +243,9 @@ def logits_sampler(state, p, tables, o_out, y2_out, keep, finish, extra):
     scale = p.scale
     value_dist = p.value_dist
     sigma = p.sigma
+    sphere = p.key_dist == SPHERE
     zw, zk, zf = tables
-    scratch = _scratch(max(LOGIT_BLOCK * max(d_v, 1), d_k))
+    scratch = _scratch(max(LOGIT_BLOCK * max(d_v, d_k if sphere else 1), d_k))
     slots = 2 * scratch[0].size  # variates of the largest request, padding included
     gbuf, gbuf_bits = _f32_buffer(slots)
     vbuf, vbuf_bits = _f32_buffer(slots)
@@ -240,12 +269,19 @@ def logits_sampler(state, p, tables, o_out, y2_out, keep, finish, extra):
             # -- phase 2: draw a block of logits beta g_i (and the block's value noise)
             nb_ = min(LOGIT_BLOCK, n_keys - start)
             off = start if keep else 0
-            _draw(state, scratch, gbuf, gbuf_bits, nb_, GAUSSIAN, zw, zk, zf)
             block_max = -np.inf
-            for i in range(nb_):
-                si = beta * np.float64(gbuf[i])
-                s[off + i] = si
-                block_max = max(block_max, si)
+            if sphere:
+                _draw(state, scratch, gbuf, gbuf_bits, nb_ * d_k, GAUSSIAN, zw, zk, zf)
+                for i in range(nb_):
+                    si = beta * _sphere_cosine(gbuf, i * d_k, d_k)
+                    s[off + i] = si
+                    block_max = max(block_max, si)
+            else:
+                _draw(state, scratch, gbuf, gbuf_bits, nb_, GAUSSIAN, zw, zk, zf)
+                for i in range(nb_):
+                    si = beta * np.float64(gbuf[i])
+                    s[off + i] = si
+                    block_max = max(block_max, si)
             if d_v > 0:
                 _draw(state, scratch, vbuf, vbuf_bits, nb_ * d_v, value_dist, zw, zk, zf)
             if keep:  # -- phase 3 (keep): the value rows eps_i

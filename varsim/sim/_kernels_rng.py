@@ -40,6 +40,7 @@ from ._ziggurat import LAYER_BITS, LAYERS, kernel_tables
 _install_cache()  # before any @njit(cache=True): the cache stamp covers the modules a kernel compiles in
 
 GAUSSIAN, UNIFORM, RADEMACHER = 0, 1, 2
+SPHERE = 3  # keys only: Gaussian requests, each key then scaled to norm sqrt(d_k) (``_kernels_draws``)
 
 _U11 = np.uint64(11)
 _U17 = np.uint64(17)

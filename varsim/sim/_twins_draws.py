@@ -11,7 +11,7 @@ import numpy as np
 
 from . import _twins_rng as R
 from ._kernel_args import KEY_BLOCK, LOGIT_BLOCK
-from ._kernels_rng import GAUSSIAN
+from ._kernels_rng import GAUSSIAN, SPHERE
 
 
 def sample_full(state, p, n_seq: int):
@@ -26,12 +26,23 @@ def sample_full(state, p, n_seq: int):
         q[s] = R.draw(state, d_k, GAUSSIAN) if p.random_query else p.q_fixed
         for start in range(0, n_keys, KEY_BLOCK):
             nb = min(KEY_BLOCK, n_keys - start)
-            k = R.draw(state, nb * d_k, p.key_dist).astype(np.float64).reshape(nb, d_k)
+            k = R.draw(state, nb * d_k, GAUSSIAN if p.key_dist == SPHERE else p.key_dist).reshape(nb, d_k)
+            k = to_sphere(k) if p.key_dist == SPHERE else k.astype(np.float64)
             eps = R.draw(state, nb * d_v, p.value_dist).astype(np.float64).reshape(nb, d_v)
             K[s, start : start + nb] = k
             core = k @ p.a_mat.T + p.noise * eps if p.coupled else eps
             V[s, start : start + nb] = p.mu + p.sigma * core
     return q, K, V
+
+
+def to_sphere(k32: np.ndarray) -> np.ndarray:
+    """Twin of ``_kernels_draws._to_sphere``: each float32 row scaled to norm ``sqrt(d_k)`` (sum of squares in index
+    order, rounded to float32 as the kernel stores it), returned as float64."""
+    k = k32.astype(np.float64)
+    r2 = np.zeros(k.shape[0])
+    for j in range(k.shape[1]):
+        r2 += k[:, j] * k[:, j]
+    return (k * np.sqrt(k.shape[1] / r2)[:, None]).astype(np.float32).astype(np.float64)
 
 
 def sample_logits(state, p, n_seq: int, d_v: int):
@@ -46,7 +57,14 @@ def sample_logits(state, p, n_seq: int, d_v: int):
             beta = p.scale * np.sqrt(np.sum(R.draw(state, p.d_k, GAUSSIAN).astype(np.float64) ** 2))
         for start in range(0, n_keys, LOGIT_BLOCK):
             nb = min(LOGIT_BLOCK, n_keys - start)
-            logits[s, start : start + nb] = beta * R.draw(state, nb, GAUSSIAN).astype(np.float64)
+            if p.key_dist == SPHERE:
+                z = R.draw(state, nb * p.d_k, GAUSSIAN).astype(np.float64).reshape(nb, p.d_k)
+                r2 = np.zeros(nb)
+                for j in range(p.d_k):
+                    r2 += z[:, j] * z[:, j]
+                logits[s, start : start + nb] = beta * (np.sqrt(p.d_k / r2) * z[:, 0])
+            else:
+                logits[s, start : start + nb] = beta * R.draw(state, nb, GAUSSIAN).astype(np.float64)
             if d_v:
                 eps = R.draw(state, nb * d_v, p.value_dist).astype(np.float64).reshape(nb, d_v)
                 V[s, start : start + nb] = p.mu + p.sigma * eps

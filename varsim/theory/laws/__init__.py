@@ -1,9 +1,9 @@
 """Logit laws and the exact finite-N theory of softmax weights over i.i.d. logits of each (issue 47).
 
-:data:`LAWS` registers the families (``gaussian``, ``sphere``, ``rademacher``, ``uniform``, ``empirical``; see
-:mod:`varsim.theory.laws.families`); :func:`logit_law` builds one; :func:`law_ipr`, :func:`law_decay_exponent`,
-:func:`law_ipr_and_exponent`, :func:`law_ipr_second_moment`, :func:`annealed_limit` and :func:`crossover_beta`
-are its exact theory (:mod:`varsim.theory.laws.exact`).
+:data:`LAWS` registers the families (``gaussian``, ``sphere``, ``rademacher``, ``uniform``, ``student_t``,
+``empirical``; see :mod:`varsim.theory.laws.families`); :func:`logit_law` builds one; :func:`law_ipr`,
+:func:`law_decay_exponent`, :func:`law_ipr_and_exponent`, :func:`law_ipr_second_moment`, :func:`annealed_limit`
+and :func:`crossover_beta` are its exact theory (:mod:`varsim.theory.laws.exact`).
 """
 
 from varsim.theory.laws.exact import (
@@ -22,6 +22,7 @@ from varsim.theory.laws.families import (
     LogitLaw,
     RademacherLaw,
     SphereLaw,
+    StudentTLaw,
     UniformLaw,
 )
 
@@ -32,6 +33,7 @@ __all__ = [
     "LogitLaw",
     "RademacherLaw",
     "SphereLaw",
+    "StudentTLaw",
     "UniformLaw",
     "annealed_limit",
     "crossover_beta",

@@ -82,6 +82,12 @@ class Measure:
 
     def inner(self, k: np.ndarray, fourth: bool) -> np.ndarray:
         """``(ln(-ln L), ln M[, ln M4])`` at ``u = k H`` (1-D int array): rows, one column per u."""
+        log_p, log_l, *moments = self.parts(k, fourth)
+        return np.stack([_log_minus_ln_l(log_p, log_l)] + moments)
+
+    def parts(self, k: np.ndarray, fourth: bool) -> list[np.ndarray]:
+        """``[ln P, ln L, ln M(, ln M4)]`` of this measure at ``u = k H`` (additive over sub-measures: the
+        heavy-tailed laws of :mod:`varsim.theory.laws._heavy` add their tails to a core measure's parts)."""
         u = k * H
         n_cells = np.searchsorted(self.cells, _J_LO - k)
         log_t = np.arange(_N_MOMENTS)[:, None] * u[None, :] + self.below[:, n_cells]
@@ -96,8 +102,7 @@ class Measure:
         log_p = np.logaddexp(np.logaddexp(series[0], window[0]),
                              self.above[np.searchsorted(self.cells, _J_HI - k)])
         log_l = np.logaddexp(series[1], window[1])
-        return np.stack([_log_minus_ln_l(log_p, log_l)] + [np.logaddexp(series[r], window[r])
-                                                            for r in range(2, rows)])
+        return [log_p, log_l] + [np.logaddexp(series[r], window[r]) for r in range(2, rows)]
 
     def _window(self, u: np.ndarray, k: np.ndarray, fourth: bool) -> np.ndarray:
         """Region B in log space: rows ``P, L, M[, M4]`` from the nodes with ``Y_LO <= u + x < Y_HI``."""

@@ -4,9 +4,17 @@
 :func:`law_ipr_second_moment` (``E[(sum w^2)^2]``) for ``1 <= N <= 1e300`` (2 for the second moment) and
 ``|beta| <= 1e4``, and :func:`annealed_limit`, the ``N -> oo`` limit of ``N E[sum w^2]`` for a law with finite
 ``E[e^{2X}]``: ``E[e^{2X}] / E[e^X]^2`` (the law of large numbers in numerator and denominator of
-``sum w_i^2 = sum e^{2X_i} / (sum e^{X_i})^2``). The Gaussian law is :mod:`varsim.theory.ipr` itself; every other
+``sum w_i^2 = sum e^{2X_i} / (sum e^{X_i})^2``). The Gaussian law is :mod:`varsim.theory.ipr` itself; every bounded
 law goes through the lattice quadrature of :mod:`varsim.theory.laws._lattice` (relative accuracy ~1e-12, checked
-against mpmath in ``tests/test_theory_laws.py``).
+against mpmath in ``tests/test_theory_laws.py``); a heavy-tailed law (``tail == "heavy"``: Student-t keys) through
+:mod:`varsim.theory.laws._heavy`, the same representation on a core measure plus the tails' density and survival
+function (checked against mpmath in ``tests/test_theory_laws_heavy.py``).
+
+Phase picture of a heavy-tailed law (``P(T > t) ~ C t^-nu / nu``): ``N E[sum w^2]`` has no finite limit; at fixed
+beta, ``E[sum w^2]`` first falls like a bounded law's (exponent near -1 while the largest logit is within a unit or
+two of the rest), then rises back to 1 (frozen on the largest logit) with ``1 - E ~ nu Gamma(2 + 1/nu) / a_N``,
+``a_N = beta (N C / nu)^{1/nu}`` the scale of the largest logit, and a positive local exponent ``~ (1 - E)/nu``:
+there is no spread phase at large N for any beta.
 """
 
 from __future__ import annotations
@@ -20,7 +28,7 @@ import numpy as np
 
 from varsim.theory import ipr as _gaussian
 from varsim.theory._args import scalar_or_grid
-from varsim.theory.laws import _lattice
+from varsim.theory.laws import _heavy, _lattice
 from varsim.theory.laws.families import LAWS, GaussianLaw, LogitLaw
 
 __all__ = ["SUPPORT_WIDTH_MAX", "annealed_limit", "crossover_beta", "law_decay_exponent", "law_ipr",
@@ -55,9 +63,9 @@ def _law(law) -> LogitLaw:
 SUPPORT_WIDTH_MAX = 4e4
 
 
-def _grid(law: LogitLaw, beta: float, n_max: float, fourth: bool) -> _lattice.Grid:
+def _grid(law: LogitLaw, beta: float, n_max: float, fourth: bool) -> _lattice.Grid | _heavy.HeavyGrid:
     lo, hi = law.support(beta)
-    if hi - lo > SUPPORT_WIDTH_MAX:
+    if law.tail != "heavy" and hi - lo > SUPPORT_WIDTH_MAX:
         raise ValueError(f"beta must satisfy |beta| * (support width of the {law.name} law) <= {SUPPORT_WIDTH_MAX:g} "
                          f"(the quadrature holds ~50 nodes per unit of logit range), got {hi - lo:g} at "
                          f"beta={beta:g}")
@@ -68,12 +76,25 @@ def _grid(law: LogitLaw, beta: float, n_max: float, fourth: bool) -> _lattice.Gr
         if entry is not None and entry[0] is law and entry[1].n_max >= n_max:
             _CACHE.move_to_end(key)
             return entry[1]
-    grid = _lattice.Grid(_lattice.Measure(*law.measure(beta)), n_max, fourth)
+    if law.tail == "heavy":
+        grid = _heavy.HeavyGrid(law, beta, n_max, fourth)
+    else:
+        grid = _lattice.Grid(_lattice.Measure(*law.measure(beta)), n_max, fourth)
     with _LOCK:
         _CACHE[key] = (law, grid)
         while len(_CACHE) > _CACHE_SIZE:
             _CACHE.popitem(last=False)
     return grid
+
+
+def _ipr_exact(grid, v, want_exponent: bool):
+    engine = _heavy if isinstance(grid, _heavy.HeavyGrid) else _lattice
+    return engine.ipr_exact(grid, v, want_exponent)
+
+
+def _second_moment_exact(grid, v):
+    engine = _heavy if isinstance(grid, _heavy.HeavyGrid) else _lattice
+    return engine.second_moment_exact(grid, v)
 
 
 def _per_beta(law: LogitLaw, n, beta, n_min: float, compute):
@@ -108,7 +129,7 @@ def law_ipr_and_exponent(law, n, beta) -> tuple[np.ndarray, np.ndarray]:
     def compute(v, b):
         if b == 0.0:
             return 1.0 / v, np.full(v.shape, -1.0)
-        return _lattice.ipr_exact(_grid(law, b, float(v.max()), False), v, True)
+        return _ipr_exact(_grid(law, b, float(v.max()), False), v, True)
 
     return _per_beta(law, n, beta, 1.0, compute)
 
@@ -137,7 +158,7 @@ def law_ipr(law, n, beta):
     def compute(v, b):
         if b == 0.0:
             return (1.0 / v,)
-        return _lattice.ipr_exact(_grid(law, b, float(v.max()), False), v, False)[:1]
+        return _ipr_exact(_grid(law, b, float(v.max()), False), v, False)[:1]
 
     out, = _per_beta(law, n, beta, 1.0, compute)
     return scalar_or_grid(n, beta, out)
@@ -160,7 +181,7 @@ def law_ipr_second_moment(law, n, beta):
     def compute(v, b):
         if b == 0.0:
             return (1.0 / v / v,)
-        return (_lattice.second_moment_exact(_grid(law, b, float(v.max()), True), v),)
+        return (_second_moment_exact(_grid(law, b, float(v.max()), True), v),)
 
     out, = _per_beta(law, n, beta, 2.0, compute)
     return scalar_or_grid(n, beta, out)
@@ -168,9 +189,13 @@ def law_ipr_second_moment(law, n, beta):
 
 def annealed_limit(law, beta):
     """``lim_{N -> oo} N E[sum w^2] = E[e^{2X}] / E[e^X]^2 = exp(K(2 beta) - 2 K(beta))``, ``K = law.log_mgf``
-    (finite for every bounded law and the Gaussian, where it is ``e^{beta^2}``)."""
+    (finite for every bounded law and the Gaussian, where it is ``e^{beta^2}``; ``inf`` for a heavy-tailed law at
+    every ``beta != 0``)."""
     law = _law(law)
     beta_arr = np.asarray(_gaussian.real_array("beta", beta))
+    if law.tail == "heavy":  # E[e^{2X}] = inf: N E[sum w^2] grows without bound at every beta != 0
+        out = np.where(beta_arr == 0.0, 1.0, np.inf)
+        return float(out) if np.ndim(beta) == 0 else out
     out = np.exp(law.log_mgf(2.0 * beta_arr) - 2.0 * law.log_mgf(beta_arr))
     return float(out) if np.ndim(beta) == 0 else out
 
@@ -186,13 +211,16 @@ def crossover_beta(law, n) -> float:
 
     Gaussian: ``sqrt(ln N)`` (between the REM boundaries ``sqrt(2 ln N / 3)`` and ``sqrt(2 ln N)``); sphere:
     ``~ N^{2/(d-1)}`` (``derivations/law_sphere.py``); uniform keys: ``~ N^{1/d}``; a law with an atom at its top
-    (Rademacher, empirical) has ``A <= 1/P(top)``, and ``inf`` is returned when ``N`` exceeds it."""
+    (Rademacher, empirical) has ``A <= 1/P(top)``, and ``inf`` is returned when ``N`` exceeds it. A heavy-tailed
+    law (Student-t) has ``A = inf`` at every ``beta > 0``, so 0 is returned: there the weights freeze at every
+    beta as N grows, once the scale of the largest logit ``a_N = beta (N C / nu)^{1/nu}`` exceeds a few units
+    (``1 - E[sum w^2] ~ nu Gamma(2 + 1/nu) / a_N``; ``derivations/law_student_t.py``)."""
     from scipy.optimize import brentq
 
     law = _law(law)
     n = _gaussian.check_real("n", n, minimum=1.0, maximum=_gaussian.N_MAX)
     target = math.log(n)
-    if target == 0.0:
+    if target == 0.0 or law.tail == "heavy":
         return 0.0
     hi = 1.0
     while _log_limit(law, hi) < target:

@@ -13,6 +13,13 @@ standard deviation as in :func:`varsim.theory.expected_ipr`.
   ``T = (2 B - d)/sqrt(d)``, ``B ~ Binomial(d, 1/2)`` (``d = 1`` is any axis query ``e_i``).
 * ``uniform``: key coordinates uniform on ``[-sqrt 3, sqrt 3]``, the same all-ones query: ``T`` is a standardised
   Irwin-Hall sum, ``sqrt(3/d) (2 S - d)``, ``S = U_1 + .. + U_d``, a piecewise polynomial of degree ``d - 1``.
+* ``student_t``: multivariate Student-t keys with ``nu > 2`` degrees of freedom, ``k = z sqrt((nu - 2)/g)``,
+  ``z ~ N(0, I_d)``, ``g ~ chi^2_nu`` shared by the coordinates of one key (a Gaussian key with a random scale, the
+  standard heavy-tailed key), under any fixed unit query: the logit ``q.k`` is exactly ``T = sqrt((nu-2)/nu) t_nu``
+  in every dimension d (``t_nu`` Student's t, ``Var T = 1``). Heavy (power-law) tail ``P(T > t) ~ t^-nu``, so
+  ``E[e^{sT}] = inf`` for every ``s != 0``: its exact theory (:mod:`varsim.theory.laws._heavy`) uses the density and
+  the survival function instead of a node measure of the whole law. Keys with i.i.d. t coordinates are another law
+  (a convolution of d t laws, with the same tail index), not this one.
 * ``empirical``: the atoms ``T = s_i`` of a sample of measured logits (``beta = 1`` is the sample itself).
 """
 
@@ -23,7 +30,7 @@ from fractions import Fraction
 from functools import lru_cache
 
 import numpy as np
-from scipy.special import betaln, gammaln, ive
+from scipy.special import betainc, betaln, gammaln, ive
 
 from varsim._common.registry import Registry
 from varsim._common.seeding import resolve_seed
@@ -31,7 +38,8 @@ from varsim._common.validate import check_finite_array, check_int, check_real
 from varsim.theory.laws._lattice import H
 from varsim.theory.laws._nodes import panel_nodes
 
-__all__ = ["LAWS", "EmpiricalLaw", "GaussianLaw", "LogitLaw", "RademacherLaw", "SphereLaw", "UniformLaw"]
+__all__ = ["LAWS", "EmpiricalLaw", "GaussianLaw", "LogitLaw", "RademacherLaw", "SphereLaw", "StudentTLaw",
+           "UniformLaw"]
 
 LAWS = Registry("law", what="logit law")
 
@@ -39,6 +47,8 @@ LAWS = Registry("law", what="logit law")
 UNIFORM_D_MAX = 64
 #: Largest dimension of the Rademacher and sphere laws.
 D_MAX = 1_000_000
+#: Largest degrees of freedom of the Student-t law (its exact theory's grid grows like nu; beyond, use the Gaussian).
+NU_MAX = 100.0
 
 
 class LogitLaw:
@@ -267,6 +277,74 @@ class UniformLaw(_KeyDimension):
         breaks = np.concatenate([[0.0, half], np.arange(0, math.floor(half) + 1), cells[cells >= 0.0]])
         s, lw = panel_nodes(breaks, self._log_density_s, 0.5, left_power=self.d - 1.0)
         return _mirror(a * (self.d - 2.0 * s), lw)
+
+
+def _log1p_square(r: np.ndarray) -> np.ndarray:
+    """``ln(1 + r^2)`` for ``r >= 0`` without overflow (``2 ln r + log1p(r^-2)`` above ``r = 1e150``)."""
+    r = np.asarray(r, dtype=np.float64)
+    big = r > 1e150
+    out = np.log1p(np.square(np.where(big, 0.0, r)))
+    if np.any(big):
+        rb = np.where(big, r, 1.0)
+        out = np.where(big, 2.0 * np.log(rb) + np.log1p((1.0 / rb) ** 2), out)
+    return out
+
+
+@LAWS.add
+class StudentTLaw(LogitLaw):
+    """Multivariate Student-t keys (``nu`` degrees of freedom, ``2 < nu <= 100``) under a fixed query:
+    ``T = sqrt((nu-2)/nu) t_nu``, the density ``K (1 + t^2/(nu-2))^{-(nu+1)/2}``,
+    ``K = 1/(sqrt(nu-2) B(nu/2, 1/2))``."""
+
+    name = "student_t"
+    tail = "heavy"
+
+    def __init__(self, nu: float):
+        self.nu = check_real("nu", nu, minimum=2.0, maximum=NU_MAX, strict_min=True)
+        self._log_k = -0.5 * math.log(self.nu - 2.0) - _log_beta_half(0.5 * self.nu)
+
+    def params(self):
+        return {"nu": self.nu}
+
+    def support_t(self):
+        return (-math.inf, math.inf)
+
+    def log_mgf(self, s):
+        """``inf`` for every ``s != 0`` (power-law tails), 0 at ``s = 0``."""
+        s = np.asarray(s, dtype=np.float64)
+        return np.where(s == 0.0, 0.0, np.inf)
+
+    def log_density_t(self, t) -> np.ndarray:
+        """``ln`` of the density of ``T`` (any real ``t``, no overflow at ``|t|`` up to 1e308)."""
+        r = np.abs(np.asarray(t, dtype=np.float64)) / math.sqrt(self.nu - 2.0)
+        return self._log_k - 0.5 * (self.nu + 1.0) * _log1p_square(r)
+
+    def log_sf_t(self, t) -> np.ndarray:
+        """``ln P(T > t)`` for ``t >= 0``: ``ln(I_z(nu/2, 1/2) / 2)``, ``z = 1/(1 + t^2/(nu-2))``, from SciPy's
+        ``betainc`` while ``z >= 0.1`` and from the hypergeometric series of ``I_z`` (30 terms, all positive, in
+        log space) below, where it would underflow."""
+        r = np.abs(np.asarray(t, dtype=np.float64)) / math.sqrt(self.nu - 2.0)
+        a = 0.5 * self.nu
+        log_z = -_log1p_square(r)
+        small = log_z < math.log(0.1)
+        with np.errstate(divide="ignore"):
+            direct = np.log(0.5 * betainc(a, 0.5, np.exp(np.where(small, 0.0, log_z))))
+        z = np.exp(np.where(small, log_z, -np.inf))
+        term, total = np.ones_like(z), np.ones_like(z)
+        for n in range(30):
+            term = term * z * (a + 0.5 + n) / (a + 1.0 + n)
+            total = total + term
+        with np.errstate(divide="ignore"):
+            log_1mz = -np.log1p((1.0 / np.where(small, r, 1.0)) ** 2)
+        series = (a * log_z + 0.5 * log_1mz - math.log(a) - _log_beta_half(a) + np.log(total) - math.log(2.0))
+        return np.where(small, series, direct)
+
+    def _draw(self, size, gen):
+        return math.sqrt((self.nu - 2.0) / self.nu) * gen.standard_t(self.nu, size)
+
+    def _measure(self, beta):
+        raise ValueError("the student_t law has no finite node measure (power-law tails); its exact theory is "
+                         "varsim.theory.laws._heavy")
 
 
 @LAWS.add
