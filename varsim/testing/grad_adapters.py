@@ -6,7 +6,8 @@ grads = torch_gradients(my_attention, dtype="bfloat16")                 # q, k, 
 grads = torch_gradients(my_flash_attention, dtype="float16", layout="blhd")   # (B, L, H, d) like flash-attn
 ```
 
-Your forward gets torch tensors of ``dtype`` (leaves with ``requires_grad``), ``mask`` as a boolean tensor
+Your forward gets torch tensors of ``dtype`` (leaves with ``requires_grad``; non-contiguous in the cases that hand
+over strided views, with the check's memory order), ``mask`` as a boolean tensor
 ``(B, 1, L, N)`` (True = attend), ``sink`` (``(H,)``) and ``bias`` (``(H, L, N)``) as tensors with
 ``requires_grad``, and the other keywords as
 Python numbers; it returns ``o``, or ``(o, dropout_mask)`` when it applies dropout. ``o.backward(dO)`` gives the
@@ -32,6 +33,18 @@ def _to_layout(x, layout):
     return x if layout == "bhld" else np.swapaxes(x, 1, 2)
 
 
+def _torch_like(torch, x, layout, dtype, device):
+    """``x`` in ``layout`` as a torch tensor of ``dtype``: contiguous when ``x`` is, else with ``x``'s memory order
+    (the same strides, so a non-contiguous case reaches the function non-contiguous)."""
+    y = _to_layout(x, layout)
+    if x.flags.c_contiguous:
+        return torch.from_numpy(np.ascontiguousarray(y)).to(device=device, dtype=dtype)
+    t = torch.empty_strided(y.shape, tuple(st // y.itemsize for st in y.strides), dtype=dtype, device=device)
+    with torch.no_grad():
+        t.copy_(torch.from_numpy(np.array(y)))
+    return t
+
+
 class TorchGradients:
     """A torch forward wrapped as a backward of the gradient check's protocol (see :func:`torch_gradients`)."""
 
@@ -46,8 +59,7 @@ class TorchGradients:
         tdt = getattr(torch, self.dtype)
 
         def leaf(x, grad=True):
-            t = torch.from_numpy(np.ascontiguousarray(_to_layout(x, self.layout))).to(device=self.device, dtype=tdt)
-            return t.requires_grad_(grad)
+            return _torch_like(torch, x, self.layout, tdt, self.device).requires_grad_(grad)
 
         qt, kt, vt = leaf(q), leaf(K), leaf(V)
         if "mask" in kw:

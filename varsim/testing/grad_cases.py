@@ -21,7 +21,7 @@ from varsim._common.seeding import child_generator, resolve_seed
 
 from .grad_reference import full_mask
 
-__all__ = ["GradientCase", "GRADIENT_CASES", "GRAD_MASKS", "GRAD_KEYWORDS"]
+__all__ = ["GradientCase", "GRADIENT_CASES", "GRAD_MASKS", "GRAD_KEYWORDS", "plant_nonfinite", "strided_view"]
 
 GRAD_MASKS = ("none", "causal", "window", "padding", "rows")
 """Masks of a gradient case: none; causal (bottom-right, or top-left when the check is told so); a causal sliding
@@ -56,6 +56,14 @@ class GradientCase:
         Dropout probability (0: none).
     seed : int
         Stream of the draws (combined with the check's ``rng``).
+    masked_nan : bool
+        With ``mask="padding"``: the keys and values that no query of their sequence may attend (at least one per
+        padded sequence) hold NaN and inf (:func:`plant_nonfinite`); the output and gradients must not change. Run
+        only when the check is told ``masked_inputs="any"``.
+    strided : bool
+        ``q``, ``K`` and ``V`` are handed over as non-contiguous views (:func:`strided_view`), as they come out of a
+        fused projection: memory ordered ``(B, L, H, d)`` with a gap after each head's ``d`` channels, so the
+        ``(B, H, L, d)`` view is transposed and the ``(B, L, H, d)`` view sliced; the last axis stays contiguous.
 
     Examples
     --------
@@ -81,6 +89,8 @@ class GradientCase:
     bias: bool = False
     dropout_p: float = 0.0
     seed: int = 0
+    masked_nan: bool = False
+    strided: bool = False
 
     @property
     def needs(self) -> frozenset:
@@ -100,6 +110,8 @@ class GradientCase:
         extra += ["sink"] if self.sink else []
         extra += ["bias"] if self.bias else []
         extra += [f"dropout_p={self.dropout_p:g}"] if self.dropout_p else []
+        extra += ["NaN/inf in masked-out keys and values"] if self.masked_nan else []
+        extra += ["non-contiguous q, K, V"] if self.strided else []
         return (f"case {self.name!r} (B={self.batch}, H={self.heads}, KV heads={self.kv_heads}, L={self.n_queries}, "
                 f"N={self.n_keys}, d_k={self.d_k}, d_v={self.d_v}, tau={self.tau:g}, {', '.join(extra)})")
 
@@ -119,6 +131,8 @@ class GradientCase:
         if self.mask == "padding":
             valid = g.integers(1, N + 1, size=B)
             valid[0] = N
+            if self.masked_nan:  # every other sequence keeps at least one padded key for the NaN
+                valid[1:] = np.minimum(valid[1:], N - 1)
             given = np.broadcast_to((np.arange(N)[None, :] < valid[:, None])[:, None, None, :], (B, 1, L, N)).copy()
         elif self.mask == "rows":
             given = g.random((B, 1, L, N)) < 0.7
@@ -131,14 +145,40 @@ class GradientCase:
         return dict(q=q, K=K, V=V, dO=dO, mask=given, full=full, sink=sink, seed=seed, bias=bias)
 
 
+def plant_nonfinite(K: np.ndarray, V: np.ndarray, mask) -> tuple[np.ndarray, np.ndarray]:
+    """Copies of ``K (B, G, N, d_k)`` and ``V (B, G, N, d_v)`` with every key that no query of its sequence may attend
+    (``mask (B, 1, L, N)`` all False over the queries) set to NaN in ``K`` and, alternately, NaN and +inf in ``V``:
+    what padded slots of a KV cache or a packed buffer may hold. A kernel that multiplies masked weights (zero) by
+    those values, or adds the mask to the logits instead of selecting, returns NaN."""
+    K, V = K.copy(), V.copy()
+    dead = ~np.asarray(mask, dtype=bool)[:, 0].any(axis=1)  # (B, N)
+    b, j = np.nonzero(dead)
+    K[b, :, j] = np.nan
+    V[b, :, j] = np.where((j % 2 == 0)[:, None, None], np.nan, np.inf)
+    return K, V
+
+
+def strided_view(x: np.ndarray, gap: int = 3) -> np.ndarray:
+    """``x (B, H, L, d)`` as a non-contiguous view with the same values: its memory is ordered ``(B, L, H, d + gap)``
+    (a fused projection's output, the gaps NaN), so the view is transposed and sliced; ``x[..., -1]`` stays unit
+    stride."""
+    B, H, L, d = x.shape
+    buf = np.full((B, L, H, d + gap), np.nan, dtype=x.dtype)
+    view = np.swapaxes(buf[..., :d], 1, 2)
+    view[...] = x
+    return view
+
+
 GRADIENT_CASES = (
-    GradientCase("plain", batch=2, heads=2, kv_heads=2, n_queries=5, n_keys=7, d_k=16, d_v=8, seed=1),
-    GradientCase("grouped", heads=4, kv_heads=2, n_queries=6, n_keys=9, d_k=8, d_v=12, seed=2),
+    GradientCase("plain", batch=2, heads=2, kv_heads=2, n_queries=5, n_keys=7, d_k=16, d_v=8, seed=1, strided=True),
+    GradientCase("grouped", heads=4, kv_heads=2, n_queries=6, n_keys=9, d_k=8, d_v=12, seed=2, strided=True),
     GradientCase("multi_query_causal", heads=4, kv_heads=1, n_queries=7, n_keys=7, d_k=8, d_v=8, mask="causal",
                  seed=3),
     GradientCase("decode_causal", batch=2, heads=2, kv_heads=2, n_queries=3, n_keys=12, d_k=8, d_v=16,
                  mask="causal", seed=4),
     GradientCase("padding", batch=2, heads=2, kv_heads=2, n_queries=4, n_keys=10, mask="padding", seed=5),
+    GradientCase("padding_nan", batch=3, heads=2, kv_heads=2, n_queries=3, n_keys=9, d_k=8, d_v=8, mask="padding",
+                 masked_nan=True, seed=15),
     GradientCase("masked_row", heads=2, kv_heads=2, n_queries=4, n_keys=6, mask="rows", seed=6),
     GradientCase("window", heads=2, kv_heads=1, n_queries=12, n_keys=12, d_k=8, d_v=8, mask="window", window=4,
                  seed=7),
