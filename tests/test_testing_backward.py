@@ -157,15 +157,33 @@ def test_every_backward_mutant_fails_the_default_check(dtype, name):
 
 def test_the_power_statement_holds_in_every_dtype():
     """Per dtype, 4 seeds: no false alarm of a correct kernel, no bug with an error >= 10x a correct kernel's that
-    passes; the one bug not caught (dq summed in the dtype) is within 10x of a correct 16-bit kernel's error and is
-    identical to a correct kernel at 32 and 64 bits."""
+    passes; the one bug not always caught (dq summed in the dtype) is identical to a correct kernel at 32 and 64
+    bits, and at 16 bits passes only at seeds where its error is within 10x a correct kernel's (over the 255 and
+    257 keys of the long tiles it reaches about 11x at some seeds, and fails there)."""
     for dtype in FLOAT_DTYPES:
         report = backward_power_report(dtype=dtype, seeds=4)
         assert report.false_alarms[0] == 0, report.table()
         assert report.missed == (), report.table()
         assert set(report.not_caught) <= {"dq_accumulated_in_dtype"}, report.table()
         row = next(r for r in report.rows if r.name == "dq_accumulated_in_dtype")
-        assert max(row.excess) < 10.0
+        assert all(e < 10.0 for e, caught in zip(row.excess, row.caught_at) if not caught), row
+        if dtype in ("float64", "float32"):
+            assert not any(row.caught_at), row
+
+
+def test_a_tile_bug_beyond_129_keys_shows_only_in_the_offset_long_case():
+    """kv_tile_start_top_left (dK, dV of key tile n skip the query tiles before tile n: right when L == N) fails the
+    default check in every dtype in tile_257 alone (66 queries over 257 keys); the battery as it was, up to
+    tile_129 (square), passes it, and its power report calls it not applicable."""
+    bug = grad_kernel("kv_tile_start_top_left")
+    older = [c for c in GRADIENT_CASES if c.name not in ("tile_255", "tile_257")]
+    for dtype in FLOAT_DTYPES:
+        report = check_gradients(bug.at(dtype), dtype=dtype)
+        assert [r.case.name for r in report.results if r.verdict == "fail"] == ["tile_257"], report.describe()
+        assert report.worst.detail.startswith(("dk", "dv"))
+        assert check_gradients(bug.at(dtype), older, dtype=dtype).passed
+    row = backward_power_report(seeds=1, cases=older, kernels=["kv_tile_start_top_left"]).rows[-1]
+    assert "no case has causal_tiles" in row.not_applicable
 
 
 def test_a_bug_needing_a_feature_the_cases_lack_is_not_applicable():
@@ -473,3 +491,68 @@ def test_nan_in_masked_out_keys_and_values_fails_eager_torch_and_passes_a_kernel
         fixed = check_gradients(torch_gradients(ignores_masked, dtype=dtype), profile="eager", masked_inputs="any")
         assert fixed.passed and not any(r.case.masked_nan and r.skipped for r in fixed.results), fixed.describe()
 
+
+
+# --- packed variable-length batches (cu_seqlens) ------------------------------------------------------------------
+
+
+def test_packing_round_trips_and_reads_the_lengths_of_a_mask():
+    """pack/unpack invert each other; the varlen case's mask is read as its lengths, causal within each sequence,
+    the padding case's as lengths without causality, and a random mask is refused."""
+    from varsim.testing.grad_packed import pack, packed_lengths, unpack
+
+    d = CASE["varlen"].draw(0, tau=1.0)
+    B, H, L, _ = d["q"].shape
+    n_q, n_k, causal = packed_lengths(d["mask"], B, L, d["K"].shape[2])
+    assert causal and n_q[0] == L and len(set(n_q)) > 1 and (n_k >= n_q).all()
+    packed = pack(d["q"], n_q)
+    assert packed.shape == (n_q.sum(), H, d["q"].shape[-1])
+    back = unpack(packed, n_q, L)
+    keep = np.arange(L)[None, None, :, None] < n_q[:, None, None, None]
+    np.testing.assert_array_equal(np.where(keep, d["q"], 0.0), back)
+    p = CASE["padding"].draw(0, tau=1.0)
+    assert not packed_lengths(p["mask"], *p["mask"].shape[:1], *p["mask"].shape[2:])[2]
+    r = CASE["masked_row"].draw(0, tau=1.0)
+    with pytest.raises(ValueError, match="layout 'packed'"):
+        packed_lengths(r["mask"], *r["mask"].shape[:1], *r["mask"].shape[2:])
+
+
+def _varlen_torch(bug=""):
+    """A packed attention in torch, one sequence at a time through the docs' eager kernel, with a bug by name:
+    ``keys_at_query_offsets`` (a sequence's keys read from its queries' offset) or ``causal_top_left`` (the causal
+    mask of each sequence aligned top-left, as flash-attn before 2.1)."""
+    import torch
+
+    def varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, tau=1.0, causal=False):
+        cq, ck, outs = cu_seqlens_q.tolist(), cu_seqlens_k.tolist(), []
+        for b in range(len(cq) - 1):
+            start = cq[b] if bug == "keys_at_query_offsets" else ck[b]
+            qs, ks = slice(cq[b], cq[b + 1]), slice(start, start + ck[b + 1] - ck[b])
+            one = [t[sl].transpose(0, 1)[None] for t, sl in ((q, qs), (k, ks), (v, ks))]
+            mask = None
+            if causal and bug == "causal_top_left":
+                mask = torch.ones(cq[b + 1] - cq[b], ck[b + 1] - ck[b], dtype=torch.bool).tril()
+            outs.append(_torch_attention(*one, tau=tau, causal=causal and mask is None, mask=mask)[0].transpose(0, 1))
+        return torch.cat(outs)
+
+    return varlen
+
+
+def test_packed_layout_passes_a_varlen_kernel_and_fails_its_bugs():
+    """Through torch_gradients(layout="packed"), a correct varlen kernel passes every case it can take (the random
+    mask skipped); a kernel reading each sequence's keys at its queries' offset fails the varlen and padding cases,
+    and one aligning each sequence's causal mask top-left fails the varlen case (and the L < N causal ones)."""
+    pytest.importorskip("torch")
+    from varsim.testing import torch_gradients
+
+    for dtype in ("float32", "bfloat16"):
+        report = check_gradients(torch_gradients(_varlen_torch(), dtype=dtype, layout="packed"), profile="eager")
+        assert report.passed, report.describe()
+        ran = {r.case.name for r in report.results if not r.skipped}
+        assert {"varlen", "padding", "plain", "grouped", "tile_257"} <= ran, ran
+        assert "skipped masked_row: " in report.describe() and "takes no rows mask" in report.describe()
+    offsets = check_gradients(torch_gradients(_varlen_torch("keys_at_query_offsets"), layout="packed"))
+    assert {"varlen", "padding"} <= {r.case.name for r in offsets.results if r.verdict == "fail"}, offsets.describe()
+    top_left = check_gradients(torch_gradients(_varlen_torch("causal_top_left"), layout="packed"))
+    assert {"varlen", "decode_causal", "tile_257"} <= {r.case.name for r in top_left.results
+                                                        if r.verdict == "fail"}, top_left.describe()

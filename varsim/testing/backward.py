@@ -150,7 +150,7 @@ def _keywords(case: GradientCase, drawn: dict, accepts) -> dict:
     kw = {}
     if "tau" in accepts:
         kw["tau"] = case.tau
-    if case.mask in ("padding", "rows"):
+    if case.mask in ("padding", "rows", "varlen"):
         kw["mask"] = drawn["mask"].copy()
     if case.mask in ("causal", "window"):
         kw["causal"] = True
@@ -271,6 +271,9 @@ def _skip_reason(fn, case, masked_inputs) -> str:
     missing = sorted(case.needs - accepted_keywords(fn))
     if missing:
         return f"{fn_name_of(fn)} takes no {', '.join(missing)}="
+    kinds = getattr(fn, "mask_kinds", None)
+    if kinds is not None and case.mask not in kinds:
+        return f"{fn_name_of(fn)} takes no {case.mask} mask (it takes {', '.join(kinds)})"
     if case.masked_nan and masked_inputs != "any":
         return ("NaN and inf in masked-out keys and values: pass masked_inputs='any' if your kernel promises to "
                 "ignore them (PyTorch's math SDPA does not: 0 * NaN)")
