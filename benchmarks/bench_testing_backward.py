@@ -1,7 +1,7 @@
 """The backward check's numbers that the page "Test your backward pass" states: the power table per dtype and
 profile, false alarms of correct torch kernels, and the CPU time of one gradient check of a torch kernel.
 
-    nice python benchmarks/bench_testing_backward.py               # 20 seeds per dtype (~2 min on 2 busy cores)
+    nice python benchmarks/bench_testing_backward.py               # 20 seeds per dtype (~10 min on 2 busy cores)
     nice python benchmarks/bench_testing_backward.py --seeds 3     # a smoke run
     nice python benchmarks/bench_testing_backward.py --only torch  # the torch rows only
 
