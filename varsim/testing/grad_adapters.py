@@ -4,6 +4,7 @@ differentiation (:mod:`varsim.testing.backward`).
 ```python
 grads = torch_gradients(my_attention, dtype="bfloat16")                 # q, k, v (B, H, L, d) like SDPA
 grads = torch_gradients(my_flash_attention, dtype="float16", layout="blhd")   # (B, L, H, d) like flash-attn
+grads = torch_gradients(my_varlen_attention, layout="packed")   # (T, H, d) with cu_seqlens_q, cu_seqlens_k
 ```
 
 Your forward gets torch tensors of ``dtype`` (leaves with ``requires_grad``; non-contiguous in the cases that hand
