@@ -276,7 +276,7 @@ def _skip_reason(fn, case, masked_inputs) -> str:
         return f"{fn_name_of(fn)} takes no {case.mask} mask (it takes {', '.join(kinds)})"
     if case.masked_nan and masked_inputs != "any":
         return ("NaN and inf in masked-out keys and values: pass masked_inputs='any' if your kernel promises to "
-                "ignore them (PyTorch's math SDPA does not: 0 * NaN)")
+                "ignore them (PyTorch's SDPA on CPU does not: 0 * NaN)")
     return ""
 
 
