@@ -1,7 +1,7 @@
 """The backward check's numbers that the page "Test your backward pass" states: the power table per dtype and
 profile, false alarms of correct torch kernels, and the CPU time of one gradient check of a torch kernel.
 
-    nice python benchmarks/bench_testing_backward.py               # 20 seeds per dtype (~2 min on 2 busy cores)
+    nice python benchmarks/bench_testing_backward.py               # 20 seeds per dtype (~10 min on 2 busy cores)
     nice python benchmarks/bench_testing_backward.py --seeds 3     # a smoke run
     nice python benchmarks/bench_testing_backward.py --only torch  # the torch rows only
 
@@ -27,6 +27,7 @@ count and the machine's load average.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import math
 import os
 import statistics
@@ -72,6 +73,15 @@ def power_section(seeds: int) -> str:
     return "\n".join(lines)
 
 
+def _load_hf_eager():
+    """The docs' Hugging Face-style eager attention (docs/site/examples/hf_eager_attention.py, the one copy the
+    tests use too)."""
+    spec = importlib.util.spec_from_file_location("varsim_hf_eager", OUT / "hf_eager_attention.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.eager_attention
+
+
 def _torch_kernels():
     import torch
     import torch.nn.functional as F
@@ -83,33 +93,7 @@ def _torch_kernels():
         return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=tau / math.sqrt(q.shape[-1]),
                                               enable_gqa=q.shape[1] != k.shape[1])
 
-    def eager(q, k, v, tau=1.0, mask=None, causal=False, window=0, softcap=None, sink=None, bias=None, dropout_p=0.0,
-              seed=0):
-        H, G = q.shape[1], k.shape[1]
-        k, v = k.repeat_interleave(H // G, 1), v.repeat_interleave(H // G, 1)
-        L, N = q.shape[-2], k.shape[-2]
-        s = (q @ k.transpose(-1, -2)).float() * (tau / math.sqrt(q.shape[-1]))
-        if bias is not None:
-            s = s + bias.float()
-        if softcap:
-            s = softcap * torch.tanh(s / softcap)
-        m = torch.ones(L, N, dtype=torch.bool)
-        if causal:
-            pos, j = N - L + torch.arange(L)[:, None], torch.arange(N)[None]
-            m = (j <= pos) & ((j > pos - window) if window else True)
-        if mask is not None:
-            m = m & mask
-        s = s.masked_fill(~m, float("-inf"))
-        if sink is not None:
-            s = torch.cat([s, sink.float()[None, :, None, None].expand(*s.shape[:-1], 1)], -1)
-        p = torch.softmax(s, -1)
-        p = torch.nan_to_num(p[..., :-1] if sink is not None else p)
-        keep = None
-        if dropout_p:
-            keep = torch.rand(p.shape, generator=torch.Generator().manual_seed(seed)) >= dropout_p
-            p = p * keep / (1 - dropout_p)
-        o = p.to(q.dtype) @ v
-        return (o, keep) if dropout_p else o
+    eager = _load_hf_eager()
 
     return {"torch SDPA (fused profile)": (sdpa, "fused"), "HF-style eager in torch (eager profile)": (eager, "eager")}
 

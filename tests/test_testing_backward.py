@@ -3,10 +3,12 @@ model against correct emulated kernels of every dtype (no false alarm, and not l
 the power statement, and one-line failures for functions that misbehave. Needs no torch (the torch adapter's tests
 are at the end and skip without it)."""
 
+import functools
 import math
 
 import numpy as np
 import pytest
+from kit_checks import HF_EAGER, load_file
 
 from varsim.testing import (
     BACKWARD_MUTANTS,
@@ -87,6 +89,37 @@ def test_the_battery_covers_what_the_issue_lists():
     assert any(c.softcap and c.beta > c.softcap for c in GRADIENT_CASES)
     assert any(c.sink for c in GRADIENT_CASES) and any(c.dropout_p for c in GRADIENT_CASES)
     assert any(c.bias for c in GRADIENT_CASES)
+    assert any(c.masked_nan for c in GRADIENT_CASES) and any(c.strided for c in GRADIENT_CASES)
+
+
+def test_nan_is_planted_only_where_no_query_looks_and_strided_views_keep_the_values():
+    """plant_nonfinite sets NaN (K) and NaN/inf (V) exactly at keys no query of the sequence attends, at least one
+    per padded sequence; strided_view returns the same values in a non-contiguous view whose memory is (B, L, H, d)."""
+    from varsim.testing.grad_cases import plant_nonfinite, strided_view
+
+    case = CASE["padding_nan"]
+    for seed in range(5):
+        d = case.draw(seed, tau=case.tau)
+        K, V = plant_nonfinite(d["K"], d["V"], d["mask"])
+        dead = ~d["mask"][:, 0].any(axis=1)  # (B, N)
+        assert dead[1:].any(axis=1).all() and not dead[0].any()
+        assert np.array_equal(~np.isfinite(K).all(axis=(1, 3)), dead)
+        assert np.isinf(V).any() and np.isnan(V).any()
+        np.testing.assert_array_equal(K[~np.broadcast_to(dead[:, None, :, None], K.shape)],
+                                      d["K"][~np.broadcast_to(dead[:, None, :, None], K.shape)])
+    x = np.arange(2 * 3 * 4 * 5, dtype=float).reshape(2, 3, 4, 5)
+    v = strided_view(x)
+    np.testing.assert_array_equal(v, x)
+    assert not v.flags.c_contiguous and not np.swapaxes(v, 1, 2).flags.c_contiguous and v.strides[-1] == 8
+    assert not np.array_equal(v.ravel(order="K"), x.ravel())
+
+
+def test_masked_inputs_is_a_stated_convention():
+    """Without masked_inputs='any' the NaN case is skipped and listed; an unknown value is a one-line error."""
+    report = check_gradients(grad_kernel("fused").at("float32"), [CASE["plain"], CASE["padding_nan"]])
+    assert report.passed and "skipped padding_nan: NaN and inf in masked-out keys" in report.describe()
+    with pytest.raises(ValueError, match="masked_inputs"):
+        check_gradients(grad_kernel("fused").at("float32"), masked_inputs="nan")
 
 
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES)
@@ -124,15 +157,33 @@ def test_every_backward_mutant_fails_the_default_check(dtype, name):
 
 def test_the_power_statement_holds_in_every_dtype():
     """Per dtype, 4 seeds: no false alarm of a correct kernel, no bug with an error >= 10x a correct kernel's that
-    passes; the one bug not caught (dq summed in the dtype) is within 10x of a correct 16-bit kernel's error and is
-    identical to a correct kernel at 32 and 64 bits."""
+    passes; the one bug not always caught (dq summed in the dtype) is identical to a correct kernel at 32 and 64
+    bits, and at 16 bits passes only at seeds where its error is within 10x a correct kernel's (over the 255 and
+    257 keys of the long tiles it reaches about 11x at some seeds, and fails there)."""
     for dtype in FLOAT_DTYPES:
         report = backward_power_report(dtype=dtype, seeds=4)
         assert report.false_alarms[0] == 0, report.table()
         assert report.missed == (), report.table()
         assert set(report.not_caught) <= {"dq_accumulated_in_dtype"}, report.table()
         row = next(r for r in report.rows if r.name == "dq_accumulated_in_dtype")
-        assert max(row.excess) < 10.0
+        assert all(e < 10.0 for e, caught in zip(row.excess, row.caught_at) if not caught), row
+        if dtype in ("float64", "float32"):
+            assert not any(row.caught_at), row
+
+
+def test_a_tile_bug_beyond_129_keys_shows_only_in_the_offset_long_case():
+    """kv_tile_start_top_left (dK, dV of key tile n skip the query tiles before tile n: right when L == N) fails the
+    default check in every dtype in tile_257 alone (66 queries over 257 keys); the battery as it was, up to
+    tile_129 (square), passes it, and its power report calls it not applicable."""
+    bug = grad_kernel("kv_tile_start_top_left")
+    older = [c for c in GRADIENT_CASES if c.name not in ("tile_255", "tile_257")]
+    for dtype in FLOAT_DTYPES:
+        report = check_gradients(bug.at(dtype), dtype=dtype)
+        assert [r.case.name for r in report.results if r.verdict == "fail"] == ["tile_257"], report.describe()
+        assert report.worst.detail.startswith(("dk", "dv"))
+        assert check_gradients(bug.at(dtype), older, dtype=dtype).passed
+    row = backward_power_report(seeds=1, cases=older, kernels=["kv_tile_start_top_left"]).rows[-1]
+    assert "no case has causal_tiles" in row.not_applicable
 
 
 def test_a_bug_needing_a_feature_the_cases_lack_is_not_applicable():
@@ -263,36 +314,15 @@ def test_full_mask_kinds():
 
 # --- through torch autograd (skipped without torch) -------------------------------------------------------------------
 
-def _torch_attention(q, k, v, tau=1.0, mask=None, causal=False, window=0, softcap=None, sink=None, bias=None,
-                     dropout_p=0.0, seed=0):
-    """Eager attention in torch: products in the dtype, softmax in float32 (Hugging Face style), every feature."""
-    import torch
+@functools.cache
+def _hf_eager():
+    return load_file(HF_EAGER, "varsim_hf_eager").eager_attention
 
-    H, G = q.shape[1], k.shape[1]
-    k, v = k.repeat_interleave(H // G, 1), v.repeat_interleave(H // G, 1)
-    L, N = q.shape[-2], k.shape[-2]
-    s = (q @ k.transpose(-1, -2)).float() * (tau / math.sqrt(q.shape[-1]))
-    if bias is not None:
-        s = s + bias.float()
-    if softcap:
-        s = softcap * torch.tanh(s / softcap)
-    m = torch.ones(L, N, dtype=torch.bool)
-    if causal:
-        pos, j = N - L + torch.arange(L)[:, None], torch.arange(N)[None]
-        m = (j <= pos) & ((j > pos - window) if window else True)
-    if mask is not None:
-        m = m & mask
-    s = s.masked_fill(~m, float("-inf"))
-    if sink is not None:
-        s = torch.cat([s, sink.float()[None, :, None, None].expand(*s.shape[:-1], 1)], -1)
-    p = torch.softmax(s, -1)
-    p = torch.nan_to_num(p[..., :-1] if sink is not None else p)
-    keep = None
-    if dropout_p:
-        keep = torch.rand(p.shape, generator=torch.Generator().manual_seed(seed)) >= dropout_p
-        p = p * keep / (1 - dropout_p)
-    o = p.to(q.dtype) @ v
-    return (o, keep) if dropout_p else o
+
+def _torch_attention(*args, **kwargs):
+    """The docs' Hugging Face-style eager attention in torch (docs/site/examples/hf_eager_attention.py), loaded
+    when first called (it imports torch); it takes every keyword of the battery."""
+    return _hf_eager()(*args, **kwargs)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
@@ -302,7 +332,8 @@ def test_torch_eager_attention_passes_every_case_under_the_eager_profile(dtype):
 
     for s in range(3):
         report = check_gradients(torch_gradients(_torch_attention, dtype=dtype), rng=s, profile="eager")
-        assert report.passed and not any(r.skipped for r in report.results), report.describe()
+        assert report.passed, report.describe()
+        assert [r.case.name for r in report.results if r.skipped] == ["padding_nan"], report.describe()
 
 
 def test_torch_sdpa_passes_and_a_planted_autograd_bug_fails():
@@ -400,3 +431,128 @@ def test_an_eager_kernel_checked_as_fused_is_told_about_the_eager_profile_and_a_
     assert failing and all("check it with profile='eager'" in r.describe() for r in failing)
     bug = check_gradients(BACKWARD_MUTANTS["group_grads_averaged"].at("bfloat16"), dtype="bfloat16")
     assert not bug.passed and "profile='eager'" not in bug.describe()
+
+
+@pytest.mark.parametrize("layout", ["bhld", "blhd"])
+def test_torch_leaves_are_non_contiguous_in_the_strided_cases_and_a_contiguity_bug_fails(layout):
+    """The ``plain`` and ``grouped`` cases reach a torch function as non-contiguous views (last axis unit stride),
+    the others contiguous; a kernel that reads its input's storage as if it were contiguous (the bug of
+    Dao-AILab/flash-attention#2665) fails those two cases and passes the others."""
+    torch = pytest.importorskip("torch")
+    from varsim.testing import torch_gradients
+
+    to_bhld = (lambda t: t) if layout == "bhld" else (lambda t: t.transpose(1, 2))
+    seen = {}
+
+    def correct(q, k, v, tau=1.0, mask=None, causal=False):
+        seen[(q.shape, k.shape)] = (q.is_contiguous(), k.is_contiguous(), v.is_contiguous(), q.stride(-1))
+        return to_bhld(_torch_attention(to_bhld(q), to_bhld(k), to_bhld(v), tau=tau, mask=mask, causal=causal))
+
+    def assumes_contiguous(q, k, v, tau=1.0, mask=None, causal=False):
+        q, k, v = (t.as_strided(t.shape, torch.empty(t.shape).stride()) for t in (q, k, v))  # storage as if dense
+        return correct(q, k, v, tau=tau, mask=mask, causal=causal)
+
+    assert check_gradients(torch_gradients(correct, dtype="float32", layout=layout)).passed
+    strided = {c.name for c in GRADIENT_CASES if c.strided}
+    assert strided == {"plain", "grouped"}
+    flags = {c.name: seen[_torch_shapes(c, layout)] for c in GRADIENT_CASES if c.needs <= {"mask", "causal"}
+             and not c.masked_nan}
+    assert all(f == (False, False, False, 1) for n, f in flags.items() if n in strided), flags
+    assert all(f[:3] == (True, True, True) for n, f in flags.items() if n not in strided), flags
+    report = check_gradients(torch_gradients(assumes_contiguous, dtype="float32", layout=layout))
+    assert {r.case.name for r in report.results if r.verdict == "fail"} == strided, report.describe()
+
+
+def _torch_shapes(case, layout):
+    q, k = (case.batch, case.heads, case.n_queries, case.d_k), (case.batch, case.kv_heads, case.n_keys, case.d_k)
+    if layout == "blhd":
+        q, k = (q[0], q[2], q[1], q[3]), (k[0], k[2], k[1], k[3])
+    return tuple(q), tuple(k)
+
+
+def test_nan_in_masked_out_keys_and_values_fails_eager_torch_and_passes_a_kernel_that_ignores_them():
+    """pytorch/pytorch#101967 through torch autograd: with ``masked_inputs="any"`` the ``padding_nan`` case plants
+    NaN and inf in the padded keys and values; the Hugging Face-style eager kernel (P V with P = 0 there: 0 * NaN)
+    fails it, naming a non-finite output, and the same kernel with those keys and values zeroed first passes."""
+    torch = pytest.importorskip("torch")
+    from varsim.testing import torch_gradients
+
+    def ignores_masked(q, k, v, tau=1.0, mask=None):
+        if mask is not None:
+            live = mask.any(dim=2, keepdim=True).transpose(-1, -2)  # (B, 1, N, 1)
+            zero = torch.zeros((), dtype=k.dtype)
+            k, v = torch.where(live, k, zero), torch.where(live, v, zero)
+        return _torch_attention(q, k, v, tau=tau, mask=mask)
+
+    for dtype in ("float32", "bfloat16"):
+        eager = check_gradients(torch_gradients(_torch_attention, dtype=dtype), [CASE["padding_nan"]],
+                                profile="eager", masked_inputs="any")
+        assert not eager.passed and "non-finite" in eager.worst.detail, eager.describe()
+        fixed = check_gradients(torch_gradients(ignores_masked, dtype=dtype), profile="eager", masked_inputs="any")
+        assert fixed.passed and not any(r.case.masked_nan and r.skipped for r in fixed.results), fixed.describe()
+
+
+
+# --- packed variable-length batches (cu_seqlens) ------------------------------------------------------------------
+
+
+def test_packing_round_trips_and_reads_the_lengths_of_a_mask():
+    """pack/unpack invert each other; the varlen case's mask is read as its lengths, causal within each sequence,
+    the padding case's as lengths without causality, and a random mask is refused."""
+    from varsim.testing.grad_packed import pack, packed_lengths, unpack
+
+    d = CASE["varlen"].draw(0, tau=1.0)
+    B, H, L, _ = d["q"].shape
+    n_q, n_k, causal = packed_lengths(d["mask"], B, L, d["K"].shape[2])
+    assert causal and n_q[0] == L and len(set(n_q)) > 1 and (n_k >= n_q).all()
+    packed = pack(d["q"], n_q)
+    assert packed.shape == (n_q.sum(), H, d["q"].shape[-1])
+    back = unpack(packed, n_q, L)
+    keep = np.arange(L)[None, None, :, None] < n_q[:, None, None, None]
+    np.testing.assert_array_equal(np.where(keep, d["q"], 0.0), back)
+    p = CASE["padding"].draw(0, tau=1.0)
+    assert not packed_lengths(p["mask"], *p["mask"].shape[:1], *p["mask"].shape[2:])[2]
+    r = CASE["masked_row"].draw(0, tau=1.0)
+    with pytest.raises(ValueError, match="layout 'packed'"):
+        packed_lengths(r["mask"], *r["mask"].shape[:1], *r["mask"].shape[2:])
+
+
+def _varlen_torch(bug=""):
+    """A packed attention in torch, one sequence at a time through the docs' eager kernel, with a bug by name:
+    ``keys_at_query_offsets`` (a sequence's keys read from its queries' offset) or ``causal_top_left`` (the causal
+    mask of each sequence aligned top-left, as flash-attn before 2.1)."""
+    import torch
+
+    def varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, tau=1.0, causal=False):
+        cq, ck, outs = cu_seqlens_q.tolist(), cu_seqlens_k.tolist(), []
+        for b in range(len(cq) - 1):
+            start = cq[b] if bug == "keys_at_query_offsets" else ck[b]
+            qs, ks = slice(cq[b], cq[b + 1]), slice(start, start + ck[b + 1] - ck[b])
+            one = [t[sl].transpose(0, 1)[None] for t, sl in ((q, qs), (k, ks), (v, ks))]
+            mask = None
+            if causal and bug == "causal_top_left":
+                mask = torch.ones(cq[b + 1] - cq[b], ck[b + 1] - ck[b], dtype=torch.bool).tril()
+            outs.append(_torch_attention(*one, tau=tau, causal=causal and mask is None, mask=mask)[0].transpose(0, 1))
+        return torch.cat(outs)
+
+    return varlen
+
+
+def test_packed_layout_passes_a_varlen_kernel_and_fails_its_bugs():
+    """Through torch_gradients(layout="packed"), a correct varlen kernel passes every case it can take (the random
+    mask skipped); a kernel reading each sequence's keys at its queries' offset fails the varlen and padding cases,
+    and one aligning each sequence's causal mask top-left fails the varlen case (and the L < N causal ones)."""
+    pytest.importorskip("torch")
+    from varsim.testing import torch_gradients
+
+    for dtype in ("float32", "bfloat16"):
+        report = check_gradients(torch_gradients(_varlen_torch(), dtype=dtype, layout="packed"), profile="eager")
+        assert report.passed, report.describe()
+        ran = {r.case.name for r in report.results if not r.skipped}
+        assert {"varlen", "padding", "plain", "grouped", "tile_257"} <= ran, ran
+        assert "skipped masked_row: " in report.describe() and "takes no rows mask" in report.describe()
+    offsets = check_gradients(torch_gradients(_varlen_torch("keys_at_query_offsets"), layout="packed"))
+    assert {"varlen", "padding"} <= {r.case.name for r in offsets.results if r.verdict == "fail"}, offsets.describe()
+    top_left = check_gradients(torch_gradients(_varlen_torch("causal_top_left"), layout="packed"))
+    assert {"varlen", "decode_causal", "tile_257"} <= {r.case.name for r in top_left.results
+                                                        if r.verdict == "fail"}, top_left.describe()

@@ -28,7 +28,9 @@ logit bias ``(H, L, N)``, shared by the batch, added before the softcap; return 
 ``dropout_p`` and ``seed``
 (your function draws its own dropout mask and returns it as ``dropout_mask``, ``(B, H, L, N)``, True = kept: the
 reference then uses it). A case needing a keyword your function lacks is skipped and listed. A fully masked query
-row must give zero output and gradients (PyTorch >= 2.5, FlashAttention, MLX).
+row must give zero output and gradients (PyTorch >= 2.5, FlashAttention, MLX). Some cases hand ``q, K, V`` over as
+non-contiguous views (as from a fused QKV projection; the last axis unit stride), and with ``masked_inputs="any"`` a
+case plants NaN and inf in the keys and values no query may attend.
 
 :func:`torch_gradients` and :func:`jax_gradients` turn a forward function of those libraries into this protocol
 through their automatic differentiation.
@@ -48,17 +50,21 @@ from varsim._common.validate import check_choice, check_real
 
 from ._rng import describe_seed
 from .arrays import fn_name, to_numpy
-from .grad_cases import GRAD_KEYWORDS, GRADIENT_CASES, GradientCase
+from .grad_cases import GRAD_KEYWORDS, GRADIENT_CASES, GradientCase, plant_nonfinite, strided_view
 from .grad_precision import GRAD_PROFILES, gradient_error_scale
 from .grad_reference import attention_backward_reference
 from .precision import FLOAT_DTYPES, PRECISION_ORDER, round_to
 
 __all__ = ["check_gradients", "assert_gradients_match", "GradientReport", "GradientCaseResult", "accepted_keywords",
-           "OUTPUTS"]
+           "OUTPUTS", "MASKED_INPUTS"]
 
 OUTPUTS = ("o", "dq", "dk", "dv", "dsink", "dbias")
 """The outputs compared, in this order (``o`` when the function returns it, ``dsink`` and ``dbias`` in cases with
 sinks or a bias)."""
+MASKED_INPUTS = ("finite", "any")
+"""What a kernel may find at masked-out keys and values (``masked_inputs=``): ``"finite"`` (finite numbers only: the
+cases planting NaN there are skipped) or ``"any"`` (NaN and inf there must not reach the output or the gradients,
+the expectation of pytorch/pytorch#101967)."""
 
 
 def accepted_keywords(fn) -> frozenset:
@@ -144,7 +150,7 @@ def _keywords(case: GradientCase, drawn: dict, accepts) -> dict:
     kw = {}
     if "tau" in accepts:
         kw["tau"] = case.tau
-    if case.mask in ("padding", "rows"):
+    if case.mask in ("padding", "rows", "varlen"):
         kw["mask"] = drawn["mask"].copy()
     if case.mask in ("causal", "window"):
         kw["causal"] = True
@@ -261,33 +267,55 @@ def _call(fn, args, kw, timeout):
     return box["out"]
 
 
-def _run_case(fn, case, root, *, dtype, profile, causal, tol_factor, atol, timeout=None) -> GradientCaseResult:
-    accepts = accepted_keywords(fn)
-    missing = sorted(case.needs - accepts)
+def _skip_reason(fn, case, masked_inputs) -> str:
+    missing = sorted(case.needs - accepted_keywords(fn))
     if missing:
-        return GradientCaseResult(case, 0.0, "", skipped=f"{fn_name_of(fn)} takes no {', '.join(missing)}=")
+        return f"{fn_name_of(fn)} takes no {', '.join(missing)}="
+    kinds = getattr(fn, "mask_kinds", None)
+    if kinds is not None and case.mask not in kinds:
+        return f"{fn_name_of(fn)} takes no {case.mask} mask (it takes {', '.join(kinds)})"
+    if case.masked_nan and masked_inputs != "any":
+        return ("NaN and inf in masked-out keys and values: pass masked_inputs='any' if your kernel promises to "
+                "ignore them (PyTorch's SDPA on CPU does not: 0 * NaN)")
+    return ""
+
+
+def _inputs(case, drawn, dtype):
+    """The arrays the function gets (NaN planted, non-contiguous views) and those the reference gets."""
+    q, K, V, dO = (round_to(drawn[k], dtype) for k in ("q", "K", "V", "dO"))
+    Kin, Vin = plant_nonfinite(K, V, drawn["mask"]) if case.masked_nan else (K, V)
+    given = (strided_view(q), strided_view(Kin), strided_view(Vin), dO) if case.strided else (q, Kin, Vin, dO)
+    return given, (q, K, V, dO)
+
+
+def _run_case(fn, case, root, *, dtype, profile, causal, tol_factor, atol, timeout=None,
+              masked_inputs="finite") -> GradientCaseResult:
+    accepts = accepted_keywords(fn)
+    skipped = _skip_reason(fn, case, masked_inputs)
+    if skipped:
+        return GradientCaseResult(case, 0.0, "", skipped=skipped)
     tau = case.tau if "tau" in accepts else 1.0
     drawn = case.draw(root, tau=tau, causal=causal)
-    q, K, V, dO = (round_to(drawn[k], dtype) for k in ("q", "K", "V", "dO"))
+    args, (q, K, V, dO) = _inputs(case, drawn, dtype)
     sink = None if drawn["sink"] is None else round_to(drawn["sink"], dtype)
     if sink is not None:
         drawn["sink"] = sink
     bias = None if drawn["bias"] is None else round_to(drawn["bias"], dtype)
     drawn["bias"] = bias
     kw = _keywords(case, drawn, accepts)
-    given = [x.copy() for x in (q, K, V, dO)]
+    given = [x.copy() for x in args]
     name = fn_name_of(fn)
     try:
-        out = _unpack(_call(fn, (q, K, V, dO), kw, timeout), case.sink)
+        out = _unpack(_call(fn, args, kw, timeout), case.sink)
     except _Hung:
         return GradientCaseResult(case, math.inf, f"{name} did not return within {timeout:g} s (a hang? it is left "
                                                   "running in a background thread)")
     except Exception as exc:  # noqa: BLE001 - the user's function failed: one line naming the case
         first = (str(exc).splitlines() or [""])[0]
         return GradientCaseResult(case, math.inf, f"{name} raised {type(exc).__name__}: {first}")
-    after = out.pop("_inputs_after", (q, K, V, dO))
+    after = out.pop("_inputs_after", args)
     for label, before, now in zip(("q", "K", "V", "dO"), given, after):
-        if not np.array_equal(before, np.asarray(now, dtype=np.float64)):
+        if not np.array_equal(before, np.asarray(now, dtype=np.float64), equal_nan=True):
             return GradientCaseResult(case, math.inf, f"{name} changed its input {label} in place")
     keep = None
     if case.dropout_p:
@@ -319,7 +347,7 @@ def _as_cases(cases):
 
 def check_gradients(fn, cases=None, *, dtype: str | None = None, profile: str = "fused",
                     causal: str = "bottom_right", tol_factor: float = 4.0, atol: float = 0.0,
-                    timeout: float | None = 60.0, rng=0) -> GradientReport:
+                    timeout: float | None = 60.0, masked_inputs: str = "finite", rng=0) -> GradientReport:
     """Run ``fn``'s backward on the same draws as the float64 reference and compare every gradient elementwise.
 
     Parameters
@@ -343,6 +371,10 @@ def check_gradients(fn, cases=None, *, dtype: str | None = None, profile: str = 
     timeout : float or None
         Seconds one call of ``fn`` may take (it runs in a daemon thread; past this the case fails as a hang and the
         call is left running); None calls ``fn`` in this thread, without a limit.
+    masked_inputs : {"finite", "any"}
+        What your kernel may find at keys and values no query may attend (:data:`MASKED_INPUTS`): ``"any"`` runs
+        the cases with NaN and inf planted there (``padding_nan``), whose output and gradients must stay those of
+        the finite draw; ``"finite"`` (default) skips them and lists them as skipped.
     rng : int, SeedSequence or Generator
         Combined with each case's ``seed``.
 
@@ -371,10 +403,12 @@ def check_gradients(fn, cases=None, *, dtype: str | None = None, profile: str = 
     tol_factor = check_real("tol_factor", tol_factor, minimum=0.0, strict_min=True)
     atol = check_real("atol", atol, minimum=0.0)
     timeout = None if timeout is None else check_real("timeout", timeout, minimum=0.0, strict_min=True)
+    masked_inputs = check_choice("masked_inputs", masked_inputs, MASKED_INPUTS)
     if not callable(fn):
         raise ValueError(f"fn: expected a callable, got {type(fn).__qualname__}")
     root = resolve_seed(None, rng)
-    options = dict(dtype=dtype, profile=profile, causal=causal, tol_factor=tol_factor, atol=atol, timeout=timeout)
+    options = dict(dtype=dtype, profile=profile, causal=causal, tol_factor=tol_factor, atol=atol, timeout=timeout,
+                   masked_inputs=masked_inputs)
     results = tuple(_run_case(fn, c, root, **options) for c in _as_cases(cases))
     if all(r.skipped for r in results):
         raise ValueError(f"cases: every case was skipped ({results[0].skipped})")

@@ -59,7 +59,8 @@ class GradKernel:
         the accumulation precision.
     needs : frozenset of str
         What the case must have for the bug to show (``"softcap"``, ``"sink"``, ``"dropout"``, ``"mask"``,
-        ``"grouped"``, ``"causal"``).
+        ``"grouped"``, ``"causal"``, ``"causal_tiles"``: a causal case with fewer queries than keys and more than
+        128 keys).
     dtype : str
         The emulated precision (set with :meth:`at`).
 
@@ -105,7 +106,9 @@ class GradKernel:
             keep_bwd = keep
             if keep is not None and self.bug == "dropout_mask_differs":
                 keep_bwd = dropout_keep(seed + 1, keep.shape, dropout_p)
-            out = _emulate(self, q, K, V, dO, tau, m, m_bwd, softcap, sink, keep, keep_bwd, dropout_p, bias)
+            tiled = causal or window or self.bug != "kv_tile_start_top_left"
+            kern = self if tiled else dataclasses.replace(self, bug="")
+            out = _emulate(kern, q, K, V, dO, tau, m, m_bwd, softcap, sink, keep, keep_bwd, dropout_p, bias)
         with np.errstate(over="ignore", invalid="ignore"):
             out = {k: (None if v is None else round_to(v, self.dtype)) for k, v in out.items()}
         out["dropout_mask"] = keep
@@ -175,6 +178,9 @@ def _emulate(kern, q, K, V, dO, tau, m, m_bwd, softcap, sink, keep, keep_bwd, p,
     dq = np.matmul(dS, Kh.astype(acc)) * (1.0 if kern.bug == "dq_missing_scale" else scale)
     if kern.bug == "dq_accumulated_in_dtype":
         dq = _sum_in_dtype(dS[..., :, None] * Kh.astype(acc)[..., None, :, :], kern.dtype, acc) * scale
+    if kern.bug == "kv_tile_start_top_left":  # dK, dV: query tiles before the key tile skipped (causal kernels)
+        Pdb, dS = Pdb * _tile_reached(*dS.shape[-2:]), dS * _tile_reached(*dS.shape[-2:])
+        dv_h = np.matmul(np.swapaxes(rd(Pdb), -1, -2), dO.astype(acc))
     dk_h = np.matmul(np.swapaxes(dS, -1, -2), q.astype(acc)) * (1.0 if kern.bug == "dk_missing_scale" else scale)
     dk, dv = (_group(kern.bug, x, G) for x in (dk_h, dv_h))
     if kern.bug == "group_heads_tiled":
@@ -187,6 +193,13 @@ def _emulate(kern, q, K, V, dO, tau, m, m_bwd, softcap, sink, keep, keep_bwd, p,
     if bias is not None:
         dbias = np.zeros(dS.shape[1:]) if kern.bug == "dbias_missing" else dS.sum(axis=0)
     return dict(o=O, dq=dq, dk=dk, dv=dv, dsink=dsink, dbias=dbias)
+
+
+def _tile_reached(L: int, N: int, tile: int = 128) -> np.ndarray:
+    """``(L, N)``: True where the dK/dV loop of key tile ``j // tile`` reaches query ``l`` when it starts at query
+    tile ``j // tile`` (the top-left causal rule) instead of the bottom-right one: queries of earlier tiles are
+    skipped, which is harmless when ``L == N`` and loses gradient when the queries are the last ``L`` of ``N``."""
+    return (np.arange(L)[:, None] // tile) >= (np.arange(N)[None, :] // tile)
 
 
 def _delta(bug, dO, O, P, dP, c, m):
@@ -262,6 +275,9 @@ BACKWARD_MUTANTS = {k.name: k for k in (
     _k("dbias_missing", "no gradient for the additive bias", "dbias_missing", needs={"bias"}),
     _k("backward_bias_ignored", "the backward recomputes P without the additive bias", "backward_bias_ignored",
        needs={"bias"}),
+    _k("kv_tile_start_top_left", "dK, dV: the loop over 128-query tiles of key tile n starts at query tile n "
+       "(top-left) instead of the bottom-right tile, when queries are fewer than keys", "kv_tile_start_top_left",
+       needs={"causal_tiles"}),
     _k("dq_accumulated_in_dtype", "dq summed over the keys in the dtype (low-precision accumulation)",
        "dq_accumulated_in_dtype"),
 )}

@@ -36,6 +36,7 @@ def bug_applies(needs: frozenset, cases) -> str:
         "mask": any(c.mask != "none" for c in cases),
         "grouped": any(c.heads != c.kv_heads for c in cases),
         "causal": any(c.mask in ("causal", "window") and c.n_queries != c.n_keys for c in cases),
+        "causal_tiles": any(c.mask == "causal" and c.n_queries < c.n_keys > 128 for c in cases),
     }
     lacking = sorted(n for n in needs if not has[n])
     return f"no case has {', '.join(lacking)}" if lacking else ""
