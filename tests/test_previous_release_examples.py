@@ -34,11 +34,22 @@ SMALLER = ((r"n_max=2\*\*\d+", "n_max=2**8"), (r"\bsequences=\d+", "sequences=64
            (r"np\.linspace\(0\.1, 4, 79\)", "np.linspace(0.1, 4, 9)"))
 #: the modules a block imports that are optional extras (not in [test]): skipped when absent
 EXTRAS = ("torch", "jax")
+#: behaviour changed by design, each with the CHANGELOG.md sentence that announces it: file -> (regex, replacement,
+#: needle in CHANGELOG.md). The rewrite states what still holds: the standard battery grew, so a wrong kernel fails
+#: in every case 0.1.0 named and possibly more (an exact set of failing names no longer holds)
+CHANGED_BY_DESIGN = {
+    "usertest_testing-torch_6.py": (r"if not r\.passed\} == \{", "if not r.passed} >= {",
+                                    "assert the names it expects are among the failures"),
+}
 
 
-def smaller(code: str) -> str:
+def smaller(code: str, name: str = "") -> str:
     for old, new in SMALLER:
         code = re.sub(old, new, code)
+    if name in CHANGED_BY_DESIGN:
+        old, new, _ = CHANGED_BY_DESIGN[name]
+        code, count = re.subn(old, new, code)
+        assert count, f"{name}: the documented change {old!r} no longer applies"
     return code
 
 
@@ -49,12 +60,20 @@ def run_script(path: Path, env: dict, *, pytest_file: bool = False, strict: bool
     flags = ["-W", "error", "-W", "always::DeprecationWarning"] if strict else []
     with tempfile.TemporaryDirectory() as work:
         script = Path(work) / path.name
-        script.write_text(smaller(path.read_text(encoding="utf-8")), encoding="utf-8")
+        script.write_text(smaller(path.read_text(encoding="utf-8"), path.name), encoding="utf-8")
         command = [sys.executable, *flags, str(script)]
         if pytest_file:
             command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *flags, str(script)]
         return subprocess.run(command, cwd=work, capture_output=True, text=True, env={**env, "MPLBACKEND": "Agg"},
                               timeout=600)
+
+
+def test_every_change_by_design_is_announced_in_the_changelog():
+    """A script rewritten in :data:`CHANGED_BY_DESIGN` has its sentence in CHANGELOG.md (no silent break)."""
+    changelog = (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
+    for name, (_, _, needle) in CHANGED_BY_DESIGN.items():
+        assert (HERE / name).is_file(), name
+        assert needle in changelog, f"{name}: CHANGELOG.md does not announce {needle!r}"
 
 
 def _manifest() -> dict:
