@@ -628,7 +628,8 @@ def assert_matches_reference(attention_fn, cases=None, **options) -> ReferenceRe
     cases : AttentionCase, sequence of them, or None
         None runs the standard battery.
     **options
-        ``reference``, ``tolerance``, ``tol_factor``, ``atol``, ``rng``: as for :func:`check_against_reference`.
+        ``reference``, ``tolerance``, ``tol_factor``, ``atol``, ``profile``, ``masked_rows``, ``timeout``, ``rng``: as
+        for :func:`check_against_reference`.
 
     Returns
     -------
