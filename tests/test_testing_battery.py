@@ -94,9 +94,14 @@ def test_tile_and_head_bugs_are_caught_by_the_default_battery(dtype):
     report = power_report(dtype=dtype, seeds=2, returns_weights=False, accepts=("tau", "mask", "causal"),
                           kernels=["flash_tiled", "rounded_probabilities", "causal_tile_skips_diagonal",
                                    "last_partial_tile_dropped", "online_softmax_no_rescale"])
+    """Every tile bug fails wherever its error is 10x a correct kernel's, and at one seed at least; in bfloat16 the
+    dropped last tile (one key of 65 to 257) passes at seed 0, where its excess is 6.6: within SDPA's model around
+    the HF eager logits the default check also accepts (before that it failed only as *low precision*)."""
     assert report.false_alarms[0] == 0
+    assert report.missed == (), report.table()
     for bug in ("causal_tile_skips_diagonal", "last_partial_tile_dropped", "online_softmax_no_rescale"):
-        assert bug in report.caught, report.table()
+        row = next(r for r in report.rows if r.name == bug)
+        assert row.caught >= (1 if (dtype, bug) == ("bfloat16", "last_partial_tile_dropped") else 2), report.table()
 
 
 def test_tile_bugs_need_the_long_causal_cases():

@@ -6,6 +6,9 @@ bfloat16; TF32 float32 failed with a bare "fail"), advice recommending tolerance
 12-220x a correct kernel's error pass it), a profile model that leaves out one of its roundings (false alarms).
 """
 
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -13,7 +16,7 @@ from varsim.testing import check_against_reference, families, power_report
 from varsim.testing.arrays import Adapted
 from varsim.testing.mutants import kernel
 from varsim.testing.power import _Emulated
-from varsim.testing.precision import PROFILES, error_scale, round_to
+from varsim.testing.precision import PROFILES, emulated_logits, error_scale, round_to
 
 TIGHT = [p for p in PROFILES if p != "low_precision"]
 
@@ -52,16 +55,68 @@ def test_low_precision_profile_has_no_false_alarm(dtype):
     assert report.false_alarms == (0, 6), report.table()
 
 
-def test_eager_bfloat16_fails_the_default_naming_its_profile_and_passes_it():
-    """HF-style eager in bfloat16 at rng=0: not a bare fail but a verdict naming the profiles it fits, 'eager'
-    among them, never the low-precision one; with profile='eager' it passes."""
-    eager = _planted("rounded_probabilities", "bfloat16", "eager")
-    report = check_against_reference(eager, rng=0)
-    text = report.describe()
-    assert report.verdict == "profile" and not report.passed
-    assert "'eager': Hugging Face eager" in text and "low_precision" not in text
-    assert "profile 'sdpa'" in text.splitlines()[0]
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_eager_passes_the_default_naming_its_profile(dtype):
+    """HF-style eager (q.k and the scale rounded to the dtype, softmax in float32) passes the default check, the
+    cases it passes only through the emulated eager logits named in the message; with profile='eager' it passes
+    too. (It failed the default with the verdict 'profile' at rng=0 in bfloat16 before the emulation.)"""
+    eager = _planted("rounded_probabilities", dtype, "eager")
+    reports = [check_against_reference(eager, rng=seed) for seed in range(4)]
+    assert all(r.passed for r in reports), [r.describe() for r in reports if not r.passed][0]
+    named = [r for r in reports if any(c.profile == "eager" for c in r.results)]
+    assert named, "no case needed the eager emulation: the test does not exercise it"
+    text = named[0].describe()
+    assert "as a kernel of profile 'eager' rounds" in text and "Hugging Face eager" in text
     assert check_against_reference(eager, rng=0, profile="eager").passed
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+def test_default_check_misses_no_10x_bug_of_eager_or_sdpa_kernels(dtype):
+    """The default check (which accepts eager's exactly emulated logits) keeps its power: every bug with 10x a
+    correct kernel's error, planted into kernels written as SDPA or as HF eager, fails it, and neither kind of
+    correct kernel fails it."""
+    for written in ("sdpa", "eager"):
+        report = power_report(dtype=dtype, seeds=2, kernel_profile=written, returns_weights=False)
+        assert report.false_alarms[0] == 0, report.table()
+        assert report.missed == (), report.table()
+        for bug in ("temperature_ignored", "online_softmax_no_rescale", "output_scaled_1.03", "dropped_key"):
+            assert bug in report.caught, (written, bug, report.table())
+        assert ("kernels written in profile eager" in report.config) == (written == "eager")
+
+
+def test_emulated_eager_logits_and_their_rounding_ambiguity():
+    """rd(rd(q.k) * scale) from the float64 products; delta is nonzero only where float32 sums could round the
+    other way (a product exactly halfway between two bfloat16 numbers)."""
+    q = np.array([[1.0, 2.0**-8], [1.0, 0.0]])
+    K = np.array([[1.0, 1.0]])
+    s, delta = emulated_logits(q, K, 1.0, "bfloat16")
+    np.testing.assert_array_equal(s, [[1.0], [1.0]])  # 1 + 2^-8 ties to even
+    np.testing.assert_array_equal(delta, [[2.0**-7], [0.0]])
+    rng = np.random.default_rng(1)
+    q, K = round_to(rng.normal(size=(3, 8)), "float16"), round_to(rng.normal(size=(5, 8)), "float16")
+    s, delta = emulated_logits(q, K, 0.3, "float16")
+    np.testing.assert_array_equal(s, round_to(round_to(q @ K.T, "float16") * 0.3, "float16"))
+    assert np.all(delta < 1e-2 * np.abs(s) + 1e-6)
+
+
+def test_torch_eager_and_flex_attention_pass_the_default():
+    """Real torch kernels on the CPU under default options: Hugging Face-style eager in float16 and bfloat16, and
+    FlexAttention (eager mode, unfused) in bfloat16."""
+    torch = pytest.importorskip("torch")
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    import bench_testing_fp as bench
+
+    styles = bench.torch_styles()
+    for name in ("HF eager float16 (torch)", "HF eager bfloat16 (torch)"):
+        fn, options = styles[name]
+        for seed in range(3):
+            report = check_against_reference(fn, rng=seed, **options)
+            assert report.passed, report.describe()
+    flex = [name for name in styles if name.startswith("FlexAttention")]
+    if not flex:
+        pytest.skip(f"torch {torch.__version__} has no torch.nn.attention.flex_attention")
+    fn, options = styles[flex[0]]
+    assert check_against_reference(fn, rng=0, **options).passed
 
 
 def test_tf32_float32_is_named():

@@ -320,7 +320,8 @@ class Adapted:
                         k1 = dict(kw)
                         if "mask" in kw:
                             k1["mask"] = self.lib.asarray(kw["mask"][b, 0, l_], floating=False)
-                        out = self.fn(conv(q[b, h, l_].copy()), conv(K[b, h].copy()), conv(V[b, h].copy()), **k1)
+                        out = self._invoke((conv(q[b, h, l_].copy()), conv(K[b, h].copy()), conv(V[b, h].copy())),
+                                           k1)
                         o, w = self._unpack(out, (d_v,), (N,))
                         os.append(o)
                         ws.append(w)
@@ -331,7 +332,7 @@ class Adapted:
             return self._call_packed(q, K, V, kw, conv)
         if self.layout == "blhd":
             args = tuple(np.swapaxes(a, 1, 2) for a in (q, K, V))
-            out = self.fn(*(conv(np.array(a)) for a in args), **self._lib_mask(kw))
+            out = self._invoke(tuple(conv(np.array(a)) for a in args), self._lib_mask(kw))
             o, w = self._unpack(out, (B, L, H, d_v), (B, H, L, N))
             return np.swapaxes(o, 1, 2), w
         if self.layout == "bhld":
@@ -349,9 +350,18 @@ class Adapted:
             m = None if "mask" not in kw else np.broadcast_to(kw["mask"], (B, H, L, N)).reshape(S, N)
         if m is not None:
             kw["mask"] = self.lib.asarray(np.array(m), floating=False)
-        out = self.fn(*(conv(np.array(a)) for a in args), **kw)  # copies: the function may write to them
+        out = self._invoke(tuple(conv(np.array(a)) for a in args), kw)
         o, w = self._unpack(out, o_shape, w_shape)
         return o.reshape(B, H, L, d_v), (None if w is None else w.reshape(B, H, L, N))
+
+    def _invoke(self, arrays: tuple, kw: dict):
+        """``fn(q, K, V, **kw)`` on copies of the inputs, then :class:`InputChanged` if it wrote to one of them."""
+        before = [to_numpy(a, fn=self, what="input")[0].copy() for a in arrays]  # may share the input's memory
+        out = self.fn(*arrays, **kw)
+        for label, arr, was in zip(("q", "K", "V"), arrays, before):
+            if not np.array_equal(to_numpy(arr, fn=self, what="input")[0], was, equal_nan=True):
+                raise InputChanged(f"attention_fn {self.__qualname__} changed its input {label} in place")
+        return out
 
     def _keywords(self, tau, mask, causal, B, L, N) -> dict:
         """The keywords the function takes: ``tau``, ``causal=True`` or the causal mask, the padding mask."""
@@ -385,8 +395,9 @@ class Adapted:
         cu_k = np.concatenate([[0], np.cumsum(valid)]).astype(np.int32)
         pack = lambda a, lengths: np.concatenate([np.swapaxes(a[b, :, :n], 0, 1) for b, n in enumerate(lengths)])  # noqa: E731
         args = (pack(q, [L] * B), pack(K, valid), pack(V, valid))
-        out = self.fn(*(conv(np.array(a)) for a in args), cu_seqlens_q=self.lib.asarray(cu_q, floating=False),
-                      cu_seqlens_k=self.lib.asarray(cu_k, floating=False), **kw)
+        out = self._invoke(tuple(conv(np.array(a)) for a in args),
+                           dict(kw, cu_seqlens_q=self.lib.asarray(cu_q, floating=False),
+                                cu_seqlens_k=self.lib.asarray(cu_k, floating=False)))
         if isinstance(out, tuple):
             out = out[0]  # weights are not read back from packed sequences
         o, _ = self._unpack(out, (B * L, H, d_v), None)
@@ -409,6 +420,11 @@ class Adapted:
                 raise AssertionError(f"attention_fn {self.__qualname__} returned weights of shape {w.shape}; "
                                      f"expected {tuple(w_shape)} (layout {self.layout!r})")
         return o, w
+
+
+class InputChanged(Exception):
+    """The function under test wrote to an input array (a kernel updating ``q`` in place, say): the checks report it
+    as a failing case, in one line naming the input."""
 
 
 def causal_mask(n_queries: int, n_keys: int) -> np.ndarray:

@@ -31,6 +31,7 @@ from .arrays import KEYWORDS, Adapted, adapt, fn_name, to_numpy
 from .cases import as_cases
 from .mutants import CORRECT, MUTANTS, Kernel
 from .precision import FLOAT_DTYPES, round_to
+from .precision import profile as profile_of
 from .same_draw import CHECK_OPTIONS, check_against_reference, reference_adapter, validated_options
 
 __all__ = ["power_report", "PowerReport", "PowerRow", "MISSED_EXCESS", "MAX_CHECKS"]
@@ -274,7 +275,8 @@ def _not_applicable(kernel: Kernel, like: Adapted, cases, profile: str = "sdpa",
 
 def power_report(attention_fn=None, cases=None, *, array="numpy", dtype: str | None = None, layout: str = "bhld",
                  accepts=KEYWORDS, device=None, returns_weights: bool | None = None, seeds=5, kernels=None,
-                 max_checks: int | None = MAX_CHECKS, **check_options) -> PowerReport:
+                 max_checks: int | None = MAX_CHECKS, kernel_profile: str | None = None,
+                 **check_options) -> PowerReport:
     """Plant every catalogue kernel into your configuration and run the same-draw check on each.
 
     Parameters
@@ -305,6 +307,10 @@ def power_report(attention_fn=None, cases=None, *, array="numpy", dtype: str | N
     max_checks : int or None
         Refuse up front when ``seeds x kernels`` checks exceed this (default :data:`MAX_CHECKS`, about a minute of
         CPU at a few milliseconds per check); None runs any number (asked explicitly).
+    kernel_profile : str, optional
+        The precision profile the planted kernels are written in (default: the check's ``profile``): e.g.
+        ``kernel_profile="eager"`` with the default check measures what it catches of Hugging Face-style eager
+        kernels, which it accepts by emulating their roundings.
     **check_options
         Passed to :func:`~varsim.testing.check_against_reference` (``tolerance``, ``tol_factor``, ``atol``,
         ``reference``): run the check you run. Every option is checked before any kernel runs: an unknown name or a
@@ -332,6 +338,7 @@ def power_report(attention_fn=None, cases=None, *, array="numpy", dtype: str | N
     (('dropped_key', 'output_scaled_1.03'), (0, 2))
     """
     check_options = _checked_options(check_options)
+    kernel_profile = check_options["profile"] if kernel_profile is None else profile_of(kernel_profile).name
     family = getattr(check_options.get("reference"), "family", None)
     like = _configuration(attention_fn, array=array, dtype=dtype, layout=layout, accepts=accepts, device=device)
     if attention_fn is None:
@@ -343,7 +350,7 @@ def power_report(attention_fn=None, cases=None, *, array="numpy", dtype: str | N
         returns_weights = _returns_weights(like, cases)
     base, rows = {}, []
     run = functools.partial(_run_planted, like=like, returns_weights=returns_weights, cases=cases,
-                            check_options=check_options, family=family)
+                            check_options=check_options, family=family, kernel_profile=kernel_profile)
     for name in correct:
         k = CORRECT[name]
         out = [run(k, seed=s) for s in seeds]
@@ -352,7 +359,7 @@ def power_report(attention_fn=None, cases=None, *, array="numpy", dtype: str | N
         rows.append(_row(name, k, True, out, tuple(1.0 for _ in seeds)))
     for name in bugs:
         k = MUTANTS[name]
-        why = _not_applicable(k, like, cases, check_options["profile"], family)
+        why = _not_applicable(k, like, cases, kernel_profile, family)
         if why:
             rows.append(PowerRow(name, k.description, False, 0, 0, 0, (), not_applicable=why))
             continue
@@ -362,7 +369,9 @@ def power_report(attention_fn=None, cases=None, *, array="numpy", dtype: str | N
     config = (f"{fn_name(like) if attention_fn is not None else 'configuration'}: array {like.lib.name}, dtype "
               f"{like.dtype or 'of the cases'}, layout {like.layout}, keywords {sorted(like.accepts)}, "
               f"{'o and w' if returns_weights else 'o only'}, {len(cases)} cases"
-              f"{f', reference {family.describe()}' if family is not None else ''}, profile {check_options['profile']}")
+              f"{f', reference {family.describe()}' if family is not None else ''}, profile {check_options['profile']}"
+              + ("" if kernel_profile == check_options["profile"] else
+                 f", kernels written in profile {kernel_profile}"))
     return PowerReport(config, tuple(rows), seeds)
 
 
@@ -434,12 +443,13 @@ def _checked_seeds(seeds, n_kernels: int, max_checks) -> tuple:
 
 
 def _run_planted(kernel: Kernel, *, like: Adapted, returns_weights: bool, cases, seed, check_options,
-                 family=None) -> tuple:
+                 family=None, kernel_profile="sdpa") -> tuple:
     """The same-draw check of ``kernel`` planted into ``like`` (inside ``family``) at one seed: ``(caught,
     low_precision, worst ratio, error)``; a check that raises is caught, as the user's test would fail."""
     try:
-        planted = _plant(kernel, like, returns_weights, family, check_options.get("profile", "sdpa"))
-        rep = check_against_reference(planted, cases, rng=seed, **check_options)
+        planted = _plant(kernel, like, returns_weights, family, kernel_profile)
+        # the catalogue's own kernels never hang: no thread per call (``timeout`` is for the user's function)
+        rep = check_against_reference(planted, cases, rng=seed, **dict(check_options, timeout=None))
     except (AssertionError, TypeError, ValueError, FloatingPointError) as exc:  # the user's test would fail
         return True, False, np.inf, f"raised {type(exc).__name__}"
     ran = [r.ratio for r in rep.results if not r.skipped]

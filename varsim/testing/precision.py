@@ -40,7 +40,8 @@ import numpy as np
 from varsim._common.registry import Registry
 
 __all__ = ["TOLERANCES", "DEFAULT_TOL_FACTOR", "round_to", "unit_roundoff", "tiny", "more_precise", "error_scale",
-           "FLOAT_DTYPES", "PRECISION_ORDER", "MIN_NORMAL", "Profile", "PROFILES", "DEFAULT_PROFILE", "profile"]
+           "FLOAT_DTYPES", "PRECISION_ORDER", "MIN_NORMAL", "Profile", "PROFILES", "DEFAULT_PROFILE", "profile",
+           "emulated_logits"]
 
 FLOAT_DTYPES = ("float64", "float32", "float16", "bfloat16")
 # fewer significand bits first: the lower precision of two dtypes is the one with the larger index
@@ -97,6 +98,12 @@ class Profile:
     product_unit : callable, optional
         ``dtype -> unit roundoff`` of the operands of both products when lower than the dtype's (TF32 tensor cores
         at float32: ``2^-11``): ``sigma_i^2 += 2 (u_p r_i)^2`` and ``2 u_p^2 w_i^2 v_ij^2`` in the output.
+    emulate : callable, optional
+        ``(q, K, scale, dtype) -> (s, delta)``: the logits such a kernel computes, emulated exactly (its roundings to
+        the dtype applied to the float64 products) and, per logit, how far another rounding may put it (``delta``,
+        nonzero only where the float32 products or the scale lie that close to a rounding boundary of the dtype).
+        The default check accepts a kernel that matches these logits within the default model
+        (:func:`emulated_logits`); a profile without it is only named.
     """
 
     name: str
@@ -106,6 +113,7 @@ class Profile:
     operand_roundings: int = 0
     bias_in_dtype: bool = False
     product_unit: Callable | None = None
+    emulate: Callable | None = None
 
     def accumulation(self, dtype: str) -> str:
         """The dtype this profile accumulates in at ``dtype``."""
@@ -132,7 +140,8 @@ PROFILES.add(Profile("positions", "rotary positions applied to q and k, and an A
 PROFILES.add(Profile("tf32", "float32 inputs multiplied on TF32 tensor cores (10-bit significands), accumulated in "
                              "float32", product_unit=lambda dtype: max(unit_roundoff(dtype), 2.0**-11)))
 PROFILES.add(Profile("eager", "Hugging Face eager attention: q.k and the scale in the dtype, softmax in float32, "
-                              "probabilities cast to the dtype", logit_roundings=2, bias_in_dtype=True))
+                              "probabilities cast to the dtype", logit_roundings=2, bias_in_dtype=True,
+                     emulate=lambda q, K, scale, dtype: emulated_logits(q, K, scale, dtype)))
 PROFILES.add(Profile("low_precision", "products, sums and the softmax accumulated in the dtype itself (sums "
                                       "pairwise)", accumulate_in_dtype=True, logit_roundings=2, bias_in_dtype=True))
 DEFAULT_PROFILE = "sdpa"
@@ -143,6 +152,52 @@ def profile(name) -> Profile:
     """The profile ``name`` of :data:`PROFILES` (a :class:`Profile` is returned as it is); an unknown name is a
     ValueError naming ``profile`` and listing the known ones."""
     return name if isinstance(name, Profile) else PROFILES.find(name)
+
+
+def emulated_logits(q, K, scale: float, dtype: str):
+    """The logits of a Hugging Face-style eager kernel, ``rd(rd(q.k) * scale)`` (``rd``: rounding to ``dtype``), from
+    the float64 products, and how far the kernel's own may lie from them.
+
+    The kernel sums the products in float32 (exact products of float16 or bfloat16 numbers), rounds to the dtype,
+    multiplies by the scale in float32 and rounds again. Its float32 sum lies within ``(d_k + 1) u_32 sum_d |q_d
+    k_d|`` of the float64 one (any summation order) and its scaled value within ``3 u_32`` of the exact product, so
+    its logit is one of the dtype's numbers that those intervals round to; ``delta`` is the farthest of them from
+    ``s`` (zero for most logits: only a product that close to a rounding boundary of the dtype can round the other
+    way).
+
+    Parameters
+    ----------
+    q, K : numpy.ndarray
+        ``q (..., L, d_k)``, ``K (..., N, d_k)`` in float64, holding values of ``dtype``.
+    scale : float
+        ``tau / sqrt(d_k)``.
+    dtype : {"float64", "float32", "float16", "bfloat16"}
+        The kernel's dtype.
+
+    Returns
+    -------
+    s, delta : numpy.ndarray
+        ``(..., L, N)``: the emulated logits and the largest distance of another admissible rounding.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from varsim.testing.precision import emulated_logits
+    >>> s, delta = emulated_logits(np.array([[1.0, 2.0]]), np.array([[0.5, 0.25]]), 0.7, "bfloat16")
+    >>> s.tolist(), delta.tolist()
+    ([[0.69921875]], [[0.0]])
+    """
+    acc = TOLERANCES["calibrated"](dtype)
+    x = np.matmul(q, np.swapaxes(K, -1, -2))
+    m1 = (q.shape[-1] + 1) * unit_roundoff(acc) * np.matmul(np.abs(q), np.swapaxes(np.abs(K), -1, -2))
+    with np.errstate(over="ignore", invalid="ignore"):
+        s = round_to(round_to(x, dtype) * scale, dtype)
+        ends = [round_to(x - m1, dtype) * scale, round_to(x + m1, dtype) * scale]
+        lo, hi = np.minimum(*ends), np.maximum(*ends)
+        slack = 3.0 * unit_roundoff(acc)
+        lo, hi = round_to(lo - slack * np.abs(lo), dtype), round_to(hi + slack * np.abs(hi), dtype)
+        delta = np.nan_to_num(np.maximum(s - lo, hi - s), nan=0.0, posinf=0.0)
+    return s, delta
 
 
 def unit_roundoff(dtype: str) -> float:
@@ -224,7 +279,7 @@ def round_to(x, dtype: str) -> np.ndarray:
 
 
 def error_scale(q, K, V, w, o, *, tau: float, dtype: str, model: str, logit_abs=None, logit_extra=None,
-                logits=None, profile="sdpa"):
+                logits=None, profile="sdpa", logit_var=None):
     """The error scale ``E`` of a correct kernel of ``dtype``, per output element and per weight.
 
     The same-draw checks allow ``tol_factor * E`` (plus ``atol``); the model is described in the module docstring.
@@ -256,6 +311,9 @@ def error_scale(q, K, V, w, o, *, tau: float, dtype: str, model: str, logit_abs=
     profile : str or Profile
         A key of :data:`PROFILES` (default ``"sdpa"``): the stages a correct kernel rounds (``model="low_precision"``
         is ``profile="low_precision"``).
+    logit_var : numpy.ndarray, optional
+        Added to ``sigma_i^2``, broadcastable to ``(..., L, N)``: the squared distance of another admissible
+        rounding of each logit (``delta^2`` of :func:`emulated_logits`).
 
     Returns
     -------
@@ -291,6 +349,8 @@ def error_scale(q, K, V, w, o, *, tau: float, dtype: str, model: str, logit_abs=
     u, ua, t = unit_roundoff(dtype), unit_roundoff(acc), max(tiny(dtype), MIN_NORMAL[acc])
     sig2, u_out = _logit_variance(prof, dtype, d_k, a, r if prof.operand_roundings or prof.product_unit else None,
                                   logits, extra, u, ua)
+    if logit_var is not None:
+        sig2 = sig2 + logit_var
     w2 = w * w
     c = w2 * sig2
     V2 = V * V

@@ -23,8 +23,9 @@ from varsim._common.seeding import resolve_seed
 from varsim._common.validate import check_choice, check_real
 
 from ._rng import describe_seed
-from .arrays import Adapted, adapt, causal_mask, fn_name
+from .arrays import Adapted, InputChanged, adapt, causal_mask, fn_name
 from .attention import expand_kv_heads, softmax_attention_nd
+from .calls import Hung, call_with_timeout
 from .cases import AttentionCase, as_cases
 from .families import Family, softmax_rows
 from .precision import DEFAULT_PROFILE, DEFAULT_TOL_FACTOR, PRECISION_ORDER, PROFILES, TOLERANCES, error_scale
@@ -34,6 +35,8 @@ __all__ = ["CaseResult", "ReferenceReport", "check_against_reference", "assert_m
            "DEFAULT_REFERENCE"]
 
 DEFAULT_REFERENCE = adapt(softmax_attention_nd, layout="bhld", gqa=True)
+DEFAULT_TIMEOUT = 60.0
+"""Seconds one call of the function under test may take before its case fails as a hang."""
 _PLAIN = Family()
 MASKED_ROWS = ("zeros", "nan")
 """The conventions for a query with no key to attend (``masked_rows=``): a zero output and zero weights (flash
@@ -68,7 +71,9 @@ class CaseResult:
         Why ``dtype`` differs from the inputs' ("" when it does not).
     profile : str
         With the verdict ``"profile"`` or ``"low_precision"``: the tightest profile of
-        :data:`~varsim.testing.precision.PROFILES` whose tolerance the case passes.
+        :data:`~varsim.testing.precision.PROFILES` whose tolerance the case passes. With the verdict ``"pass"``: the
+        profile whose exactly emulated roundings the case matched (``"eager"``), when it did not pass the default
+        model directly ("" otherwise).
     profile_ratio : float
         Its ``|diff| / tolerance`` under that profile.
     profiles : tuple of str
@@ -172,6 +177,17 @@ class ReferenceReport:
                  f"each, bugs with 10x a correct kernel's error of that profile still fail"]
         return lines
 
+    @staticmethod
+    def _emulated_line(ran: list) -> list:
+        """The cases that passed through a profile's exactly emulated logits, named with the profile (none: [])."""
+        emulated = [r for r in ran if r.passed and r.profile]
+        if not emulated:
+            return []
+        profiles = list(dict.fromkeys(r.profile for r in emulated))
+        return [f"  {len(emulated)} of them ({', '.join(r.case.name for r in emulated)}) as a kernel of profile "
+                f"'{', '.join(profiles)}' rounds: within the default model of that profile's logits, emulated exactly "
+                f"({'; '.join(profile_of(n).description for n in profiles)})"]
+
     def describe(self) -> str:
         """The verdict in words: the worst element of the failing cases, skipped cases, how to reproduce."""
         ran = [r for r in self.results if not r.skipped]
@@ -190,7 +206,7 @@ class ReferenceReport:
             verdict = f"does not match the reference {self.reference}: {len(failed)} of {len(ran)}"
         head = (f"attention_fn {self.fn} {verdict} same-draw case(s) {'' if not bad else 'fail '}("
                 f"{self._tolerance_text()})")
-        lines = [head + (":" if bad else "")]
+        lines = [head + (":" if bad else "")] + self._emulated_line(ran)
         worst = max(bad, key=lambda r: r.ratio) if bad else None
         if worst is not None:
             lines.append(f"  worst: {worst.case.describe()}: {worst.detail}")
@@ -357,7 +373,7 @@ def _masked_rows(fn, o, w, padding, convention, shape):
 
 
 def _run_case(fn: Adapted, ref: Adapted, case: AttentionCase, root, tolerance, tol_factor, atol,
-              profile=DEFAULT_PROFILE, masked_rows=None) -> CaseResult:
+              profile=DEFAULT_PROFILE, masked_rows=None, timeout=None) -> CaseResult:
     skipped = _skip_reason(fn, ref, case)
     if case.empty_rows and masked_rows is None:
         skipped = skipped or ("a query with no key to attend: pass masked_rows='zeros' or 'nan' (your kernel's "
@@ -370,7 +386,13 @@ def _run_case(fn: Adapted, ref: Adapted, case: AttentionCase, root, tolerance, t
     causal = case.mask == "causal"
     padding = mask if case.mask == "padding" else None
     try:
-        o, w = fn.call4(q, K, V, tau=tau, mask=padding, causal=causal, case_dtype=case.dtype)
+        o, w = call_with_timeout(fn.call4, (q, K, V), dict(tau=tau, mask=padding, causal=causal,
+                                                            case_dtype=case.dtype), timeout)
+    except Hung:
+        return CaseResult(case, False, math.inf, f"attention_fn {fn.__qualname__} did not return within {timeout:g} s "
+                                                 f"(a hang? it is left running in a background thread)", tau=tau)
+    except InputChanged as exc:
+        return CaseResult(case, False, math.inf, str(exc), tau=tau)
     except Exception as exc:
         exc.add_note(f"while running attention_fn {fn.__qualname__} on {case.describe()}")
         raise
@@ -387,21 +409,17 @@ def _run_case(fn: Adapted, ref: Adapted, case: AttentionCase, root, tolerance, t
             if bad:
                 return CaseResult(case, False, math.inf, bad, tau=tau, dtype=dtype, note=note)
 
-    def ratio_of(model, factor, prof=profile):
-        tol_o, tol_w = (factor * e + atol for e in error_scale(
-            cal.q, cal.K, cal.V, cal.w, cal.o, tau=tau, dtype=dtype, model=model, logit_abs=cal.logit_abs,
-            logit_extra=cal.logit_extra, logits=cal.logits, profile=prof))
-        checks = [_worst(fn, o, cal.o, tol_o, "o", shape)]
-        if w is not None:
-            checks.append(_worst(fn, w, cal.w, tol_w, "w", shape))
-            if cal.V_check is not None:
-                r, text = _worst(fn, o, np.matmul(w, cal.V_check), tol_o, "o", shape)
-                checks.append((r, text + " -- the output disagrees with the returned weights (o != w V)"))
-        return max(checks, key=lambda c: c[0])
+    def ratio_of(model, factor, prof=profile, c=cal, logit_var=None):
+        return _ratio(fn, o, w, c, shape, tau=tau, dtype=dtype, model=model, factor=factor, atol=atol, profile=prof,
+                      logit_var=logit_var)
 
     ratio, detail = ratio_of(tolerance, tol_factor)
     result = dict(tau=tau, dtype=dtype, note=note, verdict="pass" if ratio <= 1.0 else "fail")
     if result["verdict"] == "fail" and tolerance == "calibrated" and profile == DEFAULT_PROFILE:
+        matched = _emulated_match(ratio_of, cal, ref, tau, padding, causal, dtype, tol_factor)
+        if matched:
+            result.update(verdict="pass", profile=matched[0], profile_ratio=matched[1], profiles=(matched[0],))
+            return CaseResult(case, True, ratio, detail, **result)
         within = {n: r for n in DETECTED if PROFILES.find(n).applies(dtype)
                   for r in [ratio_of("calibrated", tol_factor, n)[0]] if r <= 1.0}  # the other profiles it passes
         if within:
@@ -411,14 +429,53 @@ def _run_case(fn: Adapted, ref: Adapted, case: AttentionCase, root, tolerance, t
     return CaseResult(case, result["verdict"] == "pass", ratio, detail, **result)
 
 
+def _ratio(fn, o, w, cal: _Calibration, shape, *, tau, dtype, model, factor, atol, profile, logit_var=None):
+    """The worst ``|diff| / tolerance`` of the output (and weights, and ``o = w V``) against the calibration ``cal``
+    under ``model`` and ``profile``, and its text."""
+    tol_o, tol_w = (factor * e + atol for e in error_scale(
+        cal.q, cal.K, cal.V, cal.w, cal.o, tau=tau, dtype=dtype, model=model, logit_abs=cal.logit_abs,
+        logit_extra=cal.logit_extra, logits=cal.logits, profile=profile, logit_var=logit_var))
+    checks = [_worst(fn, o, cal.o, tol_o, "o", shape)]
+    if w is not None:
+        checks.append(_worst(fn, w, cal.w, tol_w, "w", shape))
+        if cal.V_check is not None:
+            r, text = _worst(fn, o, np.matmul(w, cal.V_check), tol_o, "o", shape)
+            checks.append((r, text + " -- the output disagrees with the returned weights (o != w V)"))
+    return max(checks, key=lambda c: c[0])
+
+
+def _emulated_match(ratio_of, cal: _Calibration, ref: Adapted, tau, padding, causal, dtype, tol_factor):
+    """``(profile, ratio)`` of the first profile with an emulation (:attr:`Profile.emulate`) whose exactly emulated
+    logits the case matches within the default model, plus the rounding ambiguity of each logit; None when none
+    does. Only for the default reference, whose logits are the plain ``q.k`` the emulations round."""
+    if ref is not DEFAULT_REFERENCE:
+        return None
+    full_mask = causal_mask(cal.q.shape[2], cal.K.shape[2]) if causal else padding
+    for name in EMULATED:
+        prof = PROFILES.find(name)
+        if not prof.applies(dtype):
+            continue
+        s, delta = prof.emulate(cal.q, cal.K, tau / math.sqrt(cal.q.shape[-1]), dtype)
+        if full_mask is not None:
+            s = np.where(full_mask, s, -np.inf)
+        o_e, w_e = softmax_rows(s, cal.V)
+        emulated = dataclasses.replace(cal, o=o_e, w=w_e)
+        r = ratio_of("calibrated", tol_factor, DEFAULT_PROFILE, emulated, delta * delta)[0]
+        if r <= 1.0:
+            return name, r
+    return None
+
+
+EMULATED = tuple(name for name in PROFILES if PROFILES.find(name).emulate is not None)
+"""The profiles whose kernels the default check emulates exactly and accepts (named in the verdict)."""
 DETECTED = ("prescaled", "positions", "tf32", "eager", "low_precision")
 """The profiles a failing case is tried under (tightest first) to name the one it matches."""
-CHECK_OPTIONS = ("reference", "tolerance", "tol_factor", "atol", "profile", "masked_rows")
+CHECK_OPTIONS = ("reference", "tolerance", "tol_factor", "atol", "profile", "masked_rows", "timeout")
 """The options of :func:`check_against_reference` besides the function, the cases and ``rng``."""
 
 
 def validated_options(*, tolerance: str = "calibrated", tol_factor=None, atol=0.0, profile=DEFAULT_PROFILE,
-                      masked_rows=None) -> dict:
+                      masked_rows=None, timeout=DEFAULT_TIMEOUT) -> dict:
     """The tolerance options checked and completed (``tol_factor`` None: the model's default); a bad value is a
     ValueError naming the option."""
     tolerance = check_choice("tolerance", tolerance, tuple(TOLERANCES))
@@ -427,8 +484,10 @@ def validated_options(*, tolerance: str = "calibrated", tol_factor=None, atol=0.
     atol = check_real("atol", atol, minimum=0.0)
     if masked_rows is not None:
         masked_rows = check_choice("masked_rows", masked_rows, MASKED_ROWS)
+    if timeout is not None:
+        timeout = check_real("timeout", timeout, minimum=0.0, strict_min=True)
     return {"tolerance": tolerance, "tol_factor": tol_factor, "atol": atol, "profile": profile_of(profile).name,
-            "masked_rows": masked_rows}
+            "masked_rows": masked_rows, "timeout": timeout}
 
 
 def reference_adapter(reference) -> Adapted:
@@ -459,7 +518,8 @@ def _in_hypothesis_test() -> bool:
 
 def check_against_reference(attention_fn, cases=None, *, reference=None, tolerance: str = "calibrated",
                             tol_factor: float | None = None, atol: float = 0.0, profile: str = DEFAULT_PROFILE,
-                            masked_rows: str | None = None, rng=0) -> ReferenceReport:
+                            masked_rows: str | None = None, timeout: float | None = DEFAULT_TIMEOUT,
+                            rng=0) -> ReferenceReport:
     """Run ``attention_fn`` and ``reference`` on the same draws of every case and compare them elementwise.
 
     Parameters
@@ -488,6 +548,11 @@ def check_against_reference(attention_fn, cases=None, *, reference=None, toleran
     masked_rows : {"zeros", "nan"}, optional
         Your kernel's output for a query with no key to attend (a fully masked row): zeros (flash kernels) or NaN.
         Cases with such rows run only when it is given; either way a NaN in any other row fails.
+    timeout : float or None
+        Seconds one call of ``attention_fn`` may take (default 60; None: no limit). It runs in a daemon thread, as
+        in :func:`~varsim.testing.check_gradients`; a call past this fails its case in one line as a hang, and the
+        cases after it are skipped. A function that writes to its inputs fails the case in one line naming the
+        input.
     rng : int, SeedSequence or Generator
         Combined with each case's ``seed``.
 
@@ -528,11 +593,20 @@ def check_against_reference(attention_fn, cases=None, *, reference=None, toleran
     """
     fn = adapt(attention_fn)
     ref = reference_adapter(reference)
-    tolerance, tol_factor, atol, profile, masked_rows = validated_options(
-        tolerance=tolerance, tol_factor=tol_factor, atol=atol, profile=profile, masked_rows=masked_rows).values()
+    tolerance, tol_factor, atol, profile, masked_rows, timeout = validated_options(
+        tolerance=tolerance, tol_factor=tol_factor, atol=atol, profile=profile, masked_rows=masked_rows,
+        timeout=timeout).values()
     cases = as_cases(cases)
     root = resolve_seed(None, rng)
-    results = tuple(_run_case(fn, ref, c, root, tolerance, tol_factor, atol, profile, masked_rows) for c in cases)
+    results, hung = [], None
+    for c in cases:
+        if hung is not None:
+            results.append(CaseResult(c, True, 0.0, "", skipped=f"not run: attention_fn hung on case '{hung}'"))
+            continue
+        results.append(_run_case(fn, ref, c, root, tolerance, tol_factor, atol, profile, masked_rows, timeout))
+        if results[-1].detail.startswith(f"attention_fn {fn.__qualname__} did not return within"):
+            hung = c.name
+    results = tuple(results)
     if all(r.skipped for r in results):
         if _in_hypothesis_test():  # a drawn case the function cannot take (a mask): discard the example
             from hypothesis import reject
@@ -554,7 +628,8 @@ def assert_matches_reference(attention_fn, cases=None, **options) -> ReferenceRe
     cases : AttentionCase, sequence of them, or None
         None runs the standard battery.
     **options
-        ``reference``, ``tolerance``, ``tol_factor``, ``atol``, ``rng``: as for :func:`check_against_reference`.
+        ``reference``, ``tolerance``, ``tol_factor``, ``atol``, ``profile``, ``masked_rows``, ``timeout``, ``rng``: as
+        for :func:`check_against_reference`.
 
     Returns
     -------
