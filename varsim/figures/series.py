@@ -112,7 +112,7 @@ def register_series(entry: Series) -> Series:
         if entry.of not in VARIANTS and entry.of not in CONTROLS:
             raise ValueError(f"series {entry.name!r}: of must name a weight map or a control, got {entry.of!r}")
         if entry.of in VARIANTS:
-            VARIANTS[entry.of].check_params(entry.params)
+            VARIANTS.find(entry.of).check_params(entry.params)
     added = SERIES.add(entry)
     try:
         series_styles()  # a declared colour or marker already taken raises
@@ -141,7 +141,7 @@ def series_style(name: str) -> dict:
 
     styles = series_styles()
     if name in VARIANTS:
-        return {"label": VARIANTS[name].label, **styles[name]}
+        return {"label": VARIANTS.find(name).label, **styles[name]}
     return {"label": SERIES.find(name).label, **styles[name]}
 
 
@@ -152,7 +152,7 @@ def series_label(name: str, params: dict | None = None) -> str:
 
     if name not in VARIANTS or not params:
         return series_style(name)["label"]
-    spec = VARIANTS[name]
+    spec = VARIANTS.find(name)
     full = spec.check_params(params)
     if full == spec.check_params({}):
         return spec.label
