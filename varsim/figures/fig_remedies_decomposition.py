@@ -25,8 +25,8 @@ SOURCE = "remedies"  # the data it draws: a key of varsim.figures.SOURCES
 BASELINE = "softmax"
 #: the sharpening maps whose remaining error is drawn over the decomposition (those the grid has)
 SHARPENING = ("logn_temperature", "topk1")
-#: area colours (Okabe-Ito): ranking errors, dispersion errors
-AREA_COLORS = {"ranking_error": "#D55E00", "dispersion_error": "#F0E442"}
+#: area colours: ranking errors, dispersion errors (greys: the series drawn over them keep their registry colours)
+AREA_COLORS = {"ranking_error": "#5A5A5A", "dispersion_error": "#BDBDBD"}
 
 
 def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, source=None) -> dict:
