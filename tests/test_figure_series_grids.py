@@ -114,3 +114,25 @@ def test_the_committed_pictures_show_each_series_in_its_registry_colour(drawn, n
         count = int(np.all(pixels == rgb, axis=-1).sum())
         assert count >= 40, (f"{COMMITTED_PICTURES[name]}: {key}'s colour {series.series_style(key)['color']} "
                              f"in {count} pixels; redraw it with `varsim figures --only {name}`")
+
+
+def test_the_old_calls_of_the_remedies_style_helpers_still_work_with_a_warning():
+    """0.1.0's ``variant_style(name, kind, role, families)``, ``variant_label(name, kind, role)`` and
+    ``REMEDY_COLORS`` keep working until 0.3.0, each with a DeprecationWarning; the new calls warn nothing."""
+    import warnings
+
+    from varsim.figures import remedies as fr
+
+    with pytest.warns(DeprecationWarning, match="families"):
+        old = fr.variant_style("ssmax", "trained", "remedy", {"trained": ["ssmax"]})
+    with pytest.warns(DeprecationWarning, match="variant_label"):
+        assert fr.variant_label("oracle", "inference", "positive_control") == fr.variant_label("oracle",
+                                                                                               "positive_control")
+    with pytest.warns(DeprecationWarning, match="REMEDY_COLORS"):
+        assert len(fr.REMEDY_COLORS) == 5
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert fr.variant_style("ssmax", "trained", "remedy") == old
+        assert fr.variant_label("topk1", "remedy") == series.series_style("topk1")["label"]
+    with pytest.raises(AttributeError):
+        fr.NO_SUCH_NAME  # noqa: B018

@@ -360,12 +360,17 @@ def family_variants(summary: dict) -> dict:
     return out
 
 
-def variant_style(name: str, kind: str, role: str) -> dict:
+def variant_style(name: str, kind: str, role: str, families: dict | None = None) -> dict:
     """Colour and marker of the series ``name`` from the series registry
     (:func:`varsim.figures.series.series_style`: the same in every figure), and its line style by role: trained
     remedies and the baseline solid, inference-only maps dashed, the positive control dotted, the null controls
-    dash-dotted."""
+    dash-dotted. ``families`` (which gave a remedy its colour by position until 0.1.0) is ignored, with a
+    DeprecationWarning, until 0.3.0."""
     from .series import series_style
+
+    if families is not None:
+        _deprecated("variant_style(..., families) is ignored: colours and markers come from the series registry "
+                    "(varsim.figures.series); drop the argument")
 
     sty = series_style(name)
     ls = LINE_STYLES.get(role, "-" if kind == "trained" else "--")
@@ -374,8 +379,13 @@ def variant_style(name: str, kind: str, role: str) -> dict:
 
 def variant_label(name: str, role: str, params: dict | None = None) -> str:
     """The legend label of the series ``name`` drawn at ``params`` (:func:`varsim.figures.series.series_label`);
-    a control's followed by its role in words."""
+    a control's followed by its role in words. The call of 0.1.0, ``variant_label(name, kind, role)``, still works
+    with a DeprecationWarning until 0.3.0."""
     from .series import series_label
+
+    if role in ("trained", "inference") and isinstance(params, str):
+        _deprecated("variant_label(name, kind, role) is now variant_label(name, role, params=None)")
+        role, params = params, None
 
     label = series_label(name, params)
     if role in ("positive_control", "negative_control"):
@@ -436,13 +446,14 @@ def draw_gain(ax, xs, series: dict, style: dict, ms: float) -> bool:
     return bool(bad.any())
 
 
-def gain_entry(series: dict, style: dict, ms: float, label: str) -> tuple:
-    """The legend entry ``(handle, label)`` of a series drawn by :func:`draw_gain`."""
+def gain_entry(series: dict, style: dict, ms: float, label: str | None = None) -> tuple:
+    """The legend entry ``(handle, label)`` of a series drawn by :func:`draw_gain` (``label``: default its
+    :func:`variant_label`)."""
     from matplotlib.lines import Line2D
 
     handle = Line2D([], [], color=style["color"], ls="none", marker=style["marker"], ms=ms,
                     mew=1.5 if series["role"] != "remedy" else 1.0)
-    return handle, label
+    return handle, variant_label(series["variant"], series["role"]) if label is None else label
 
 
 def significance_entries(alpha: float, failed: bool) -> list[tuple]:
@@ -499,6 +510,22 @@ def log2_axis(ax, lengths) -> None:
     ax.set_xscale("log", base=2)
     _style.log2_ticks(ax, float(n.min()), float(n.max()))
     ax.set_xlabel("set size $N$")
+
+
+def _deprecated(message: str) -> None:
+    import warnings
+
+    warnings.warn(f"{message} (deprecated in 0.2.0, removed in 0.3.0)", DeprecationWarning, stacklevel=3)
+
+
+def __getattr__(name: str):
+    """``REMEDY_COLORS`` (the palette a remedy took its colour from by position until 0.1.0), with a
+    DeprecationWarning until 0.3.0."""
+    if name == "REMEDY_COLORS":
+        _deprecated("varsim.figures.remedies.REMEDY_COLORS: a series' colour is varsim.figures.series."
+                    "series_style(name)['color']")
+        return ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def main(argv=None) -> int:
