@@ -122,8 +122,6 @@ def register_series(entry: Series) -> Series:
     return added
 
 
-
-
 def series_styles() -> dict:
     """Colour and marker of every weight map and control (:data:`varsim.variants.VARIANTS`), then of every named
     series (:data:`SERIES`), by name: one pool, so no two share a colour or a marker."""
@@ -153,11 +151,11 @@ def series_label(name: str, params: dict | None = None) -> str:
     if name not in VARIANTS or not params:
         return series_style(name)["label"]
     spec = VARIANTS.find(name)
-    full = spec.check_params(params)
-    if full == spec.check_params({}):
+    full, defaults = spec.check_params(params), spec.check_params({})
+    if full == defaults:
         return spec.label
     words = [(f"{k} on" if v else f"{k} off") if isinstance(v, bool) else f"{k} = {v:.3g}"
-             for k, v in full.items() if spec.check_params({}).get(k) != v]
+             for k, v in full.items() if defaults.get(k) != v]
     return f"{name} ({', '.join(words)})"
 
 
@@ -197,4 +195,4 @@ for _entry in (
     Series("softmax_replicate", "softmax, trained again", "softmax", color="#AA4499"),
     Series("oracle", "oracle", "oracle", color="#882255"),
 ):
-    register_series(_entry)
+    SERIES.add(_entry)  # declared colours, distinct from the maps' (tests/test_figure_series.py); no work at import
