@@ -24,6 +24,9 @@ The docstrings are written for Python's ``help()`` and use two conventions that 
 * **See Also** sections (``name : what it is`` lines, or bare names) become a list of links to the named objects.
 * **Constants documented by ``#:`` comments** (Sphinx's convention: the comment lines just above the assignment)
   take those lines as their docstring when they have none.
+* **Constants documented by a table** (a registry of named entries, ``QUANTITIES``) show no value when the value
+  names a private object (``{"decay_exponent": (_decay_exponent, ...)}``): a reader cannot use the private names,
+  and the value's raw strings show their backslashes doubled. The docstring's table says what they hold.
 * **Defaults that name a module constant** (``seed=SEED_DEFAULT``) show the constant's value (``seed=0``), in the
   signature and in the Parameters table: a constant whose value is a call of a private sentinel class with one
   argument (``SEED_DEFAULT = _DefaultSeed(0)``, which tells a default from a seed passed explicitly) shows that
@@ -248,6 +251,18 @@ def comment_docstring(obj: griffe.Object) -> None:
                                          parser_options=owner.parser_options if owner else None)
 
 
+PRIVATE_NAME = re.compile(r"(?<![\w.'\"])_[A-Za-z]\w*")
+TABLE_RULE = re.compile(r"^\|\s*:?-{3,}", re.MULTILINE)
+
+
+def hide_private_value(obj: griffe.Object) -> None:
+    """Drop the value of a public attribute documented by a Markdown table when the value names a private object."""
+    if not obj.is_attribute or obj.name.startswith("_") or obj.value is None or obj.docstring is None:
+        return
+    if TABLE_RULE.search(obj.docstring.value) and PRIVATE_NAME.search(str(obj.value)):
+        obj.value = None
+
+
 def members(obj: griffe.Object):
     """``obj`` and every object defined under it (aliases are documented where they are defined)."""
     yield obj
@@ -268,6 +283,7 @@ class VarsimDocstrings(griffe.Extension):
         for obj in members(pkg):
             if obj.docstring is None:
                 continue
+            hide_private_value(obj)
             obj.docstring.value = literal_blocks(translate_roles(obj.docstring.value, obj))
             if obj.is_function or obj.is_class:
                 fix_parameters(obj)

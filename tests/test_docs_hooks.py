@@ -442,3 +442,36 @@ def test_gallery_logs_one_line_per_figure_as_it_is_drawn(monkeypatch, tmp_path, 
     assert len(seen) == len(names) > 1
     for i, (name, err) in enumerate(zip(names, seen)):
         assert f"INFO    -  varsim gallery: {name}: {1.5 + i:.1f} s (simulated)" in err.splitlines(), err
+
+
+def test_a_constant_documented_by_a_table_shows_the_table_not_its_private_value(tmp_path):
+    """``plotting.QUANTITIES`` showed as a raw dict of private functions with doubled backslashes. A constant whose
+    docstring is a table and whose value names a private object shows no value; one without a table keeps its value;
+    QUANTITIES' table lists exactly its names, in order, with no private name. Seen failing without
+    ``hide_private_value`` (the raw value kept)."""
+    griffe = pytest.importorskip("griffe")
+    pkg = _griffe_package(tmp_path, '''
+def _f(x):
+    return x
+TABLED = {"a": (_f, r"$\\\\beta$")}
+"""Entries.
+
+| name | formula |
+|---|---|
+| `a` | $\\\\beta$ |
+"""
+PLAIN = {"a": (_f, 1)}
+"""Entries, no table."""
+''')
+    assert pkg["TABLED"].value is None and pkg["PLAIN"].value is not None
+    from varsim import plotting
+
+    ext = _load("griffe_varsim.py", "varsim_griffe_ext")
+    varsim_pkg = griffe.load("varsim", docstring_parser="numpy",
+                             extensions=griffe.load_extensions(ext.VarsimDocstrings))
+    quantities = varsim_pkg["plotting.QUANTITIES"]
+    assert quantities.value is None
+    text = quantities.docstring.value
+    rows = [line.split("|")[1].strip().strip("`") for line in text.splitlines() if line.startswith("| `")]
+    assert rows == list(plotting.QUANTITIES)
+    assert "_decay_exponent" not in text and "\\\\" not in text

@@ -71,3 +71,31 @@ def test_delta_e_orders_colours_as_seen():
     assert series.delta_e("#000000", "#000000") == 0.0
     assert series.delta_e("#000000", "#FFFFFF") == pytest.approx(100.0, abs=0.1)
     assert series.delta_e("#D55E00", "#E69F00") < series.delta_e("#D55E00", "#0072B2")
+
+
+def test_named_series_of_the_grids_are_registered_and_unknown_names_raise():
+    """A grid's own names (``topk1``, ``softmax_replicate``) are series of the registry with a label and a colour of
+    their own; an unknown name raises naming ``series``; a series named like a weight map, or drawing a map that is not
+    registered, or at parameters the map refuses, is refused and leaves the registry as it was."""
+    styles = series.series_styles()
+    assert {"topk1", "logn_temperature", "softmax_replicate", "oracle"} <= set(series.SERIES)
+    assert len({s["color"] for s in styles.values()}) == len(styles) == len(VR.VARIANTS) + len(series.SERIES)
+    assert series.series_style("topk1")["label"] != "topk1"
+    assert series.series_style("softmax")["label"] == VR.VARIANTS["softmax"].label
+    with pytest.raises(ValueError, match="unknown series 'topk2'"):
+        series.series_style("topk2")
+    before = dict(series.SERIES)
+    for bad, match in ((series.Series("ssmax", "x", "ssmax"), "weight map's name"),
+                       (series.Series("series_test_a", "x", "no_such_map"), "of must name"),
+                       (series.Series("series_test_b", "x", "topk", {"k": 0}), "topk parameter 'k'"),
+                       (series.Series("series_test_c", "x", "topk", color="#0072B2"), "already softmax's")):
+        with pytest.raises(ValueError, match=match):
+            series.register_series(bad)
+        assert series.SERIES == before
+
+
+def test_a_map_at_other_parameters_is_labelled_with_them():
+    """The grid's trained log-N (unclamped) is not labelled as the registry's clamped default."""
+    assert series.series_label("logn", {"n0": 16.0}) == VR.VARIANTS["logn"].label
+    assert series.series_label("logn", {"n0": 17.0, "clamp": False}) == "logn (n0 = 17, clamp off)"
+    assert series.series_label("topk1", {"k": 1}) == series.series_style("topk1")["label"]

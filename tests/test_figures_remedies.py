@@ -93,7 +93,7 @@ def test_primary_markers_are_the_summary_numbers(drawn):
     half = figures.load("fig_remedies_primary").SLOT / 2
     for r in summary["primary"]:
         ax = _axes(fig, _panel_title(r), words[r["kind"]])
-        sty = fr.variant_style(r["variant"], r["kind"], "remedy", d["families"])
+        sty = fr.variant_style(r["variant"], r["kind"], "remedy")
         i = recipes.index(r["recipe"])
         pts = [(y, f) for x, y, f in _points(ax, sty["marker"], sty["color"]) if abs(x - i) < half]
         assert pts == [(pytest.approx(r["mean_diff"]), r["significant"])], (r["variant"], r["recipe"], pts)
@@ -107,7 +107,7 @@ def test_primary_markers_are_the_summary_numbers(drawn):
                       for seg in coll.get_segments()  # the bar: horizontal, centred on the recipe
                       if seg[0][1] == seg[1][1] and seg[0][0] < seg[1][0] and abs(seg[0][0] + seg[1][0] - 2 * i) < 1e-9]
             else:
-                sty = fr.variant_style(c["variant"], kind, c["role"], d["families"])
+                sty = fr.variant_style(c["variant"], kind, c["role"])
                 color = sty["color"] if c["behaves"] else fr.FAIL_COLOR
                 ys = [y for x, y, _ in _points(ax, sty["marker"], color) if abs(x - i) < half]
             assert ys == [pytest.approx(c["mean_diff"])], (c["variant"], c["recipe"], family, ys)
@@ -128,11 +128,11 @@ def test_primary_fills_holm_significant_and_colours_failing_controls(drawn):
     fig = figures.load("fig_remedies_primary").draw(d)
     words = dict(fr.FAMILIES)
     ax = _axes(fig, p0["title"], words[rem["kind"]])
-    sty = fr.variant_style(rem["variant"], rem["kind"], "remedy", d["families"])
+    sty = fr.variant_style(rem["variant"], rem["kind"], "remedy")
     filled = sorted((round(x), f) for x, _, f in _points(ax, sty["marker"], sty["color"]))
     assert filled == [(0, True)] + [(i, False) for i in range(1, len(d["recipes"]))]
     nax = _axes(fig, p0["title"], words[null["kind"]])
-    nsty = fr.variant_style(null["variant"], null["kind"], null["role"], d["families"])
+    nsty = fr.variant_style(null["variant"], null["kind"], null["role"])
     assert len(_points(nax, nsty["marker"], fr.FAIL_COLOR)) == len(d["recipes"])
     assert not _points(nax, nsty["marker"], nsty["color"])
     texts = " ".join(_texts(fig))
@@ -166,7 +166,7 @@ def test_decomposition_areas_are_the_summary_numbers(drawn):
             np.testing.assert_allclose(tops[1], total)
             for v in figures.load("fig_remedies_decomposition").SHARPENING:
                 g = groups[(fr.panel_key(row), cell["recipe"], v)]
-                label = f"error left after {fr.variant_label(v, g['kind'], g['role'])}"
+                label = f"{d['labels'][v]}: the error left"
                 (ln,) = [x for x in ax.lines if x.get_label() == label]
                 np.testing.assert_allclose(ln.get_ydata(), 1.0 - np.array(g["accuracy"]["mean"]))
                 checked += 1
@@ -193,8 +193,7 @@ def test_accuracy_lines_are_the_recipes_numbers(drawn, quick_dir):
                 ax = _axes(fig, p["title"], words[kind])
                 for ln in ax.lines:
                     match = [v for v in {g["variant"] for g in summary["groups"]}
-                             if ln.get_label() == fr.variant_label(v, groups[(fr.panel_key(p), want, v)]["kind"],
-                                                                   groups[(fr.panel_key(p), want, v)]["role"])]
+                             if ln.get_label() == d["labels"][v]]
                     if match:
                         np.testing.assert_allclose(
                             ln.get_ydata(), groups[(fr.panel_key(p), want, match[0])]["accuracy"]["mean"])
@@ -222,8 +221,9 @@ def test_at_most_six_series_per_panel(drawn):
 
 
 def test_styles_distinct():
-    """Every remedy of the full grid has its own marker; within a family its own colour; trained and inference-only
-    line styles differ; the controls are grey (catches a palette that wraps or a control that looks like a remedy)."""
+    """Every series of the full grid has its own marker and colour (the series registry's); trained and
+    inference-only line styles differ, and the controls' from the remedies' (catches a palette that wraps or a
+    control that looks like a remedy)."""
     st = remedies_settings()
     groups = [{"variant": v, "kind": "trained" if v in st.attentions else "inference",
                "role": "remedy" if v in st.primary["variants"] else "other"}
@@ -231,13 +231,16 @@ def test_styles_distinct():
     fam = fr.family_variants({"groups": groups, "primary_endpoint": {"variants": list(st.primary["variants"])}})
     assert fam == {"trained": ["ssmax", "logn", "entmax15"],
                    "inference": ["topk1", "logn_temperature", "adaptive_temperature", "critical"]}
-    styles = {v: fr.variant_style(v, k, "remedy", fam) for k, vs in fam.items() for v in vs}
-    assert len({s["marker"] for s in styles.values()}) == 7
-    for vs in fam.values():
-        assert len({styles[v]["color"] for v in vs}) == len(vs)
+    styles = {v: fr.variant_style(v, k, "remedy") for k, vs in fam.items() for v in vs}
+    controls = {v: fr.variant_style(v, "inference", role) for v, role in (("oracle", "positive_control"),
+                                                                          ("permuted_softmax", "negative_control"),
+                                                                          ("softmax_replicate", "negative_control"))}
+    everyone = [*styles.values(), *controls.values(), fr.variant_style("softmax", "trained", "baseline")]
+    for key in ("marker", "color"):
+        assert len({s[key] for s in everyone}) == len(everyone) == 11, key
     assert {styles[v]["ls"] for v in fam["trained"]} != {styles[v]["ls"] for v in fam["inference"]}
-    for role in ("positive_control", "negative_control"):
-        assert fr.variant_style("x", "inference", role, fam)["color"] not in fr.REMEDY_COLORS
+    assert not {s["ls"] for s in controls.values()} & {s["ls"] for s in styles.values()}
+    assert fr.FAIL_COLOR not in {s["color"] for s in everyone}
 
 
 def test_without_a_source_they_are_skipped_with_one_line(tmp_path, capsys, monkeypatch):

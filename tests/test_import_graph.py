@@ -31,7 +31,8 @@ NEVER = {("varsim.sim", "varsim.nn"), ("varsim.train", "varsim.sim")}
 #: inside varsim.experiments: the grid, running it, the kinds (their summaries and tables, then the kinds), the entry
 #: points, the facade
 EXPERIMENTS_FLOORS = [
-    {"variant_axis", "grid_kind", "stats"},
+    {"grid_kind", "stats"},
+    {"variant_axis"},
     {"settings"},
     {"records", "report", "selection", "rerun_verdict"},
     {"worker"},

@@ -142,6 +142,40 @@ def test_simulate_refuses_lengths_below_the_training_maximum():
         simulate(stats, [8, 64])
 
 
+def test_composition_laws_are_a_registry_that_simulate_asks():
+    """The composition laws are a registry (``COMPOSITIONS.find``): a law registered for a new task is the one
+    ``simulate`` calls (here: the correct item always in column 0 of the pool's first items, so every set ranks it
+    by its logit alone), the old name-keyed call still works, and a task without a law is refused naming
+    ``checkpoint`` before any set is drawn. Seen failing with ``simulate`` choosing the argmax law by an
+    if-chain on the task name (the registered law never called)."""
+    from varsim._common.registry import Registry
+    from varsim.train import predict as P
+
+    assert isinstance(P.COMPOSITIONS, Registry) and set(P.COMPOSITIONS) == {"argmax", "dictionary"}
+    stats = _synthetic_argmax(np.random.default_rng(7), n_sets=64)
+    calls = []
+
+    def law(st, bases, n, rng):
+        calls.append(n)
+        return P.COMPOSITIONS["argmax"](st, bases, n, rng)  # the dict-style call of the public name
+
+    P.COMPOSITIONS.add(P.Composition("composition_test_task", law))
+    try:
+        stats.task = "composition_test_task"
+        sim = simulate(stats, [16, 32], n_sim=8, seed=3)
+        stats.task = "argmax"
+        ref = simulate(stats, [16, 32], n_sim=8, seed=3)
+    finally:
+        del P.COMPOSITIONS["composition_test_task"]
+    assert calls == [16, 32]
+    assert sim.table(1.0)["softmax"] == ref.table(1.0)["softmax"]
+    stats.task = "composition_test_task"
+    with pytest.raises(ValueError, match="checkpoint: unknown composition law 'composition_test_task'; expected one "
+                                         "of 'argmax', 'dictionary'"):
+        simulate(stats, [16], n_sim=8)
+    assert simulate(stats, [16], n_sim=8, gaussian=True).lengths == [16]  # the Gaussian ablation needs no law
+
+
 @pytest.fixture(scope="module")
 def untrained_checkpoints(tmp_path_factory):
     from varsim.train import TrainConfig, train

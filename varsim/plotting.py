@@ -310,14 +310,26 @@ def _log10_n_ipr(n, beta):
     return np.log10(n * expected_ipr(n, beta))
 
 
-#: the quantities :func:`phase_diagram` maps over ``(ln N, beta)``: name -> (``f(N, beta)`` broadcasting a row of
-#: N against a column of beta, colour-bar label, colour limits or None for the data's range)
 QUANTITIES = {
     "decay_exponent": (_decay_exponent, r"exact $d\ln E[\sum w^2]/d\ln N$", (-1.0, 0.0)),
     "rule_exponent": (_rule_exponent, r"rule $\mathrm{clamp}(1/2 - \ln N/\beta^2, -1, 0)$", (-1.0, 0.0)),
     "rule_error": (_rule_error, r"exact $-$ rule exponent", None),
     "log10_n_ipr": (_log10_n_ipr, r"$\log_{10} N\,E[\sum w^2]$", None),
 }
+r"""The quantities :func:`phase_diagram` maps over ``(ln N, beta)`` (its ``quantity=``), by name. Each is a tuple
+``(f, label, limits)``: ``f(N, beta)`` broadcasts a row of N against a column of beta, ``label`` is the colour bar's
+label, ``limits`` the colour limits (None: the data's range). Here $E[\sum_i w_i^2]$ is the exact mean inverse
+participation ratio of softmax over N standard Gaussian logits of scale beta (:func:`varsim.theory.expected_ipr`).
+
+| name | what it maps | formula | colour limits |
+|---|---|---|---|
+| `decay_exponent` | the exact local decay exponent of the mean IPR | $d\ln E[\sum_i w_i^2] \,/\, d\ln N$ | $[-1, 0]$ |
+| `rule_exponent` | the three-phase rule for it | $\mathrm{clamp}(1/2 - \ln N/\beta^2,\ -1,\ 0)$ | $[-1, 0]$ |
+| `rule_error` | how far the rule is off | `decay_exponent` $-$ `rule_exponent` | the data's range |
+| `log10_n_ipr` | the mean IPR over its uniform value $1/N$ | $\log_{10}(N\,E[\sum_i w_i^2])$ | the data's range |
+
+The exponents are :func:`varsim.theory.decay_exponent` and :func:`varsim.theory.effective_exponent`.
+"""
 
 
 @dataclasses.dataclass(frozen=True)

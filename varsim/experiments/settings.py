@@ -7,7 +7,8 @@ Pairing: seed index ``s`` fixes the initialization seed, the training-data strea
 of every normalization and architecture (all derived from ``root_seed`` and ``s`` only), so "norm X minus none"
 is a paired difference per seed.
 
-Variant axis (:mod:`varsim.experiments.variant_axis`, its fields and their validation; off by default: the paper
+Variant axis (:mod:`varsim.experiments.variant_axis`, its fields and their validation, the remedies kind's checks
+asked through :data:`varsim.experiments.grid_kind.KIND_CHECKS` like every kind's; off by default: the paper
 grid's ``settings.json``, specs and records carry none of its keys, so the committed records stay valid): trained
 attention variants, inference-only maps, depths, a selected lr grid, recipes, key encodings, long test lengths and a
 pre-registered primary endpoint.
@@ -20,7 +21,8 @@ import json
 from typing import NamedTuple
 
 from varsim._common.validate import check_choice, check_fields, check_int, check_int_grid, check_real
-from varsim.experiments.variant_axis import BASELINE_ATTENTION, REMEDY_FIELDS, REPLICATE_KEY, check_variant_axis
+from varsim.experiments.grid_kind import check_kind_settings
+from varsim.experiments.variant_axis import BASELINE_ATTENTION, REMEDY_FIELDS, REPLICATE_KEY
 from varsim.tasks import TASK_REGISTRY
 
 __all__ = ["ReproductionSettings", "GRID_ARCHITECTURES", "DEFAULT_NORMS", "BASELINE_NORM", "BASELINE_ATTENTION",
@@ -130,7 +132,7 @@ class ReproductionSettings:
             set_(field, check_int(field, getattr(self, field), minimum=1))
         set_("probe_sets", check_int("probe_sets", self.probe_sets, minimum=2))
         set_("learned_threshold", check_real("learned_threshold", self.learned_threshold, minimum=0.0, maximum=1.0))
-        check_variant_axis(self, set_)
+        check_kind_settings(self, set_)  # each grid kind's own checks, from its registry
         for cell in cells(self):  # build one config per cell now, so bad overrides fail before any work
             self.train_config(cell.task, cell.norm, cell.architecture, 0, attention=cell.attention, depth=cell.depth,
                               recipe=cell.recipe, encoding=cell.encoding)

@@ -1,5 +1,7 @@
 """The variant axis of a grid (REMEDIES.md 4): the settings fields of the remedies and decoder grids and their
-validation, one check per concern, run in :data:`CHECKS` order after the shared fields.
+validation, one check per concern, run in :data:`CHECKS` order after the shared fields: the remedies kind's checks
+(:data:`varsim.experiments.grid_kind.KIND_CHECKS` ``["remedies"]``; the decoder kind refines it). The fields are on
+every settings object, so the checks run on every grid; a paper grid's defaults pass them.
 
 ``attentions`` (trained attention variants, each a label -> ModelConfig overrides), ``inference_attentions`` (weight
 maps applied at evaluation to the softmax-trained runs), ``depths`` (``n_blocks``), an ``lr_grid`` selected on
@@ -12,6 +14,7 @@ grid's ``settings.json`` and run records carry none of them.
 from __future__ import annotations
 
 from varsim._common.validate import check_choice, check_int, check_int_grid, check_real
+from varsim.experiments.grid_kind import KIND_CHECKS, KindChecks
 
 __all__ = ["REMEDY_FIELDS", "BASELINE_ATTENTION", "PRIMARY_KEYS", "RECIPE_KEYS", "REPLICATE_KEY", "MODEL_KEYS",
            "CHECKS", "check_variant_axis", "has_variant_axis"]
@@ -180,3 +183,7 @@ def check_variant_axis(settings, set_) -> None:
     value)`` stores a normalized value); ValueError naming the field."""
     for check in CHECKS:
         check(settings, set_)
+
+
+#: the remedies kind owns these checks (ReproductionSettings asks the registry)
+KIND_CHECKS.add(KindChecks("remedies", CHECKS))

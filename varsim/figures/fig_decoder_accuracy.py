@@ -1,7 +1,8 @@
 """Decoder figure: test accuracy vs set size N of the causal decoder, one panel per position (columns: NoPE, RoPE,
 ALiBi) and normalization after attention (rows), one line per trained attention (softmax, its replicate, SSMax,
-log-N), for the first arm of the experiment (the pre-registered grid, cosine decay; ``--decoder-results DIR``
-draws another; :mod:`varsim.figures.decoder`).
+log-N, each in its colour, marker and label of the series registry, :mod:`varsim.figures.series`), for the first
+arm of the experiment (the pre-registered grid, cosine decay; ``--decoder-results DIR`` draws another;
+:mod:`varsim.figures.decoder`).
 
 Mean over seeds with the Student-t interval of the summary as a band (cut to [0, 1]). The dotted line marks chance,
 the dashed grey one the longest training set; the pre-registered primary endpoint's N is marked on the x axis.
@@ -28,11 +29,10 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, sourc
     panels = remedies.panels_of(summary)
     positions = [a for a in st["architectures"] if any(p["architecture"] == a for p in panels)]
     norms = [n for n in st["norms"] if any(p["norm"] == n for p in panels)]
-    families = remedies.family_variants(summary)
+    labels = remedies.series_labels(summary)
     for p in panels:
-        p["lines"] = [{**remedies.accuracy_line(g),
-                       "style": remedies.variant_style(g["variant"], g["kind"], g["role"], families),
-                       "label": remedies.variant_label(g["variant"], g["kind"], g["role"])}
+        p["lines"] = [{**remedies.accuracy_line(g), "style": remedies.variant_style(g["variant"], g["kind"], g["role"]),
+                       "label": labels[g["variant"]]}
                       for g in summary["groups"] if remedies.panel_key(g) == remedies.panel_key(p) and "accuracy" in g]
         p["chance"] = remedies.chance_of(st, p["task"])
         p["title"] = f"{position_label(p['architecture'])}, norm {p['norm']}"

@@ -7,8 +7,9 @@ softmax at N = 1024 (same seed index: same test sets), mean over the seeds with 
 marker: significant after Holm's step-down correction over its arm's primary family (2 variants x 3 positions x 2
 norms); open: not significant. One column per arm of the experiment (:mod:`varsim.figures.decoder`): the
 pre-registered grid (cosine decay) and the recipe check (a constant learning rate), each with its own family. The
-grey cross is the null control (softmax trained again from other streams), judged by its own unadjusted test: it
-must sit at 0, and is drawn in vermillion when it does not. Numbers: each arm's ``summary.json`` ``primary`` and
+null control (softmax trained again from other streams), judged by its own unadjusted test, must sit at 0, and is
+drawn in red when it does not. Every series in its colour, marker and label of the series registry
+(:mod:`varsim.figures.series`). Numbers: each arm's ``summary.json`` ``primary`` and
 ``controls`` rows.
 """
 
@@ -38,6 +39,7 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, sourc
     positions = list(st["architectures"])
     norms = list(st["norms"])
     families = remedies.family_variants(first["summary"])
+    labels = {k: v for arm in arms for k, v in remedies.series_labels(arm["summary"]).items()}
     grid = []
     for norm in norms:
         row = []
@@ -63,7 +65,7 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, sourc
     return {"name": NAME, **head, "seeds": st["seeds"], "length": ep["length"],
             "alpha": first["summary"]["alpha"], "confidence": first["summary"]["confidence"],
             "positions": [{"architecture": a, "label": position_label(a)} for a in positions],
-            "families": families, "grid": grid}
+            "families": families, "labels": labels, "grid": grid}
 
 
 def draw(data: dict, ax=None, *, style=None, footer: bool = False):
@@ -83,9 +85,9 @@ def draw(data: dict, ax=None, *, style=None, footer: bool = False):
                 a.set_title(p["title"], fontsize="medium")
                 a.axhline(0.0, color="k", lw=0.8)
                 for j, s in enumerate(p["series"]):
-                    sty = remedies.variant_style(s["variant"], s["kind"], s["role"], data["families"])
+                    sty = remedies.variant_style(s["variant"], s["kind"], s["role"])
                     failed |= remedies.draw_gain(a, x + remedies.dodge(j, len(p["series"]), SLOT), s, sty, ms)
-                    handles.setdefault(s["variant"], remedies.gain_entry(s, sty, ms))
+                    handles.setdefault(s["variant"], remedies.gain_entry(s, sty, ms, data["labels"][s["variant"]]))
                 _style.categories(a, [q["label"] for q in data["positions"]])
         _style.label_last_row(axes, "positional encoding")
         _style.label_first_column(axes, f"gain over softmax\nat N = {data['length']}")

@@ -1,8 +1,9 @@
 """Remedies figure: test accuracy vs set size N per remedy, for one training recipe, per task and key encoding.
 
 For the recipe :data:`RECIPE` (warmup then cosine decay, peak lr 1e-3; the grid's first recipe when it has not
-that one): the accuracy of softmax (black), of each remedy and of the oracle (the positive control: all weight on the
-correct item, the ceiling of any attention-side remedy; grey dotted), mean over the seeds with the 95% Student-t
+that one): the accuracy of softmax, of each remedy and of the oracle (the positive control: all weight on the
+correct item, the ceiling of any attention-side remedy; dotted), each in its colour, marker and label of the series
+registry (:mod:`varsim.figures.series`), mean over the seeds with the 95% Student-t
 interval as a band (cut to [0, 1]), at every evaluated N up to 16384. Upper row: trained remedies (solid); lower
 row: inference-only maps on the softmax models' own weights (dashed). The dotted black line is chance, the dashed
 grey one the longest training set. The gains at N = 1024 under every recipe, with their tests, are
@@ -50,7 +51,8 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, sourc
                 continue
             p["lines"].append(remedies.accuracy_line(g))
     return {"name": NAME, **remedies.header(src, quick), **remedies.accuracy_fields(src), "recipe": chosen,
-            "recipe_label": recipes[chosen]["label"], "families": families, "panels": panels}
+            "recipe_label": recipes[chosen]["label"], "families": families, "labels": remedies.series_labels(summary),
+            "panels": panels}
 
 
 def draw(data: dict, ax=None, *, style=None, footer: bool = False):
@@ -70,8 +72,8 @@ def draw(data: dict, ax=None, *, style=None, footer: bool = False):
                 for ln in p["lines"]:
                     if ln["role"] == "remedy" and ln["kind"] != kind:
                         continue
-                    sty = remedies.variant_style(ln["variant"], ln["kind"], ln["role"], data["families"])
-                    label = remedies.variant_label(ln["variant"], ln["kind"], ln["role"])
+                    sty = remedies.variant_style(ln["variant"], ln["kind"], ln["role"])
+                    label = data["labels"][ln["variant"]]
                     h = remedies.accuracy_band(a, n, ln, sty, label,
                                                lw=1.2 if ln["role"] == "positive_control" else None)
                     handles.setdefault(ln["variant"], h)
@@ -85,7 +87,7 @@ def draw(data: dict, ax=None, *, style=None, footer: bool = False):
         lines = [h for h in handles.values() if h not in ceilings]
         _style.legend_below(fig, [*lines, *ceilings, *guides], fontsize="small",
                             title="solid: trained with the remedy; dashed: inference-only map on the softmax "
-                                  "weights; grey: the oracle (the ceiling)", title_fontsize="small")
+                                  "weights; dotted: the oracle (the ceiling)", title_fontsize="small")
         _style.suptitle(fig, f"Accuracy vs N under one training recipe ({data['recipe_label']}): mean and {conf}% t "
                         f"interval over {data['seeds']} seeds")
         return _style.finish(fig, data, footer=footer)

@@ -4,10 +4,11 @@ For the softmax models of each task, key encoding (rows) and training recipe (co
 wrong at each set size N, split by the last block's best head (the head with the largest mean weight on the correct
 item at that N; :mod:`varsim.train.ranking`): a *ranking error* when that head's largest weight is on a wrong item,
 a *dispersion error* when its largest weight is on the correct item but the answer is still wrong (the weight is
-spread too thin over the others). The two stacked areas add up to 1 - accuracy (the black line). A sharpening map
-keeps the order of the logits: it concentrates the weight on the item with the top logit, so it can only repair
-dispersion errors. The coloured lines are the error left when the same weights are sharpened at inference (log-N
-temperature; top-1, the limit of sharpening): where the ranking errors dominate, no sharpening helps. Means over the
+spread too thin over the others). The two stacked areas add up to 1 - accuracy (the line in softmax's colour). A
+sharpening map keeps the order of the logits: it concentrates the weight on the item with the top logit, so it can
+only repair dispersion errors. The coloured lines are the error left when the same weights are sharpened at
+inference (log-N temperature; top-1, the limit of sharpening; colours, markers and labels of the series registry,
+:mod:`varsim.figures.series`): where the ranking errors dominate, no sharpening helps. Means over the
 seeds (the accuracy intervals are in ``fig_remedies_accuracy``); a secondary analysis (the primary endpoint is
 ``fig_remedies_primary``). The dashed grey line marks the longest training set.
 """
@@ -24,8 +25,8 @@ SOURCE = "remedies"  # the data it draws: a key of varsim.figures.SOURCES
 BASELINE = "softmax"
 #: the sharpening maps whose remaining error is drawn over the decomposition (those the grid has)
 SHARPENING = ("logn_temperature", "topk1")
-#: area colours (Okabe-Ito): ranking errors, dispersion errors
-AREA_COLORS = {"ranking_error": "#D55E00", "dispersion_error": "#F0E442"}
+#: area colours: ranking errors, dispersion errors (greys: the series drawn over them keep their registry colours)
+AREA_COLORS = {"ranking_error": "#5A5A5A", "dispersion_error": "#BDBDBD"}
 
 
 def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, source=None) -> dict:
@@ -58,7 +59,7 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, sourc
             cells.append(cell)
         rows.append({**p, "cells": cells})
     return {"name": NAME, **remedies.header(src, quick), **remedies.accuracy_fields(src),
-            "families": remedies.family_variants(summary), "rows": rows}
+            "families": remedies.family_variants(summary), "labels": remedies.series_labels(summary), "rows": rows}
 
 
 def draw(data: dict, ax=None, *, style=None, footer: bool = False):
@@ -68,6 +69,7 @@ def draw(data: dict, ax=None, *, style=None, footer: bool = False):
     A = _style.array
     rows = data["rows"]
     ncols = max(len(r["cells"]) for r in rows)
+    base, base_color = data["labels"][BASELINE], remedies.variant_style(BASELINE, "trained", "baseline")["color"]
     with _style.style(style):
         fig, axes = _style.subplots(len(rows), ncols, ax=ax, style=style, width=3.0, height=2.7, sharex=True,
                                     sharey=True)
@@ -83,18 +85,19 @@ def draw(data: dict, ax=None, *, style=None, footer: bool = False):
                     top = rank + A(cell["dispersion_error"])
                     handles["ranking_error"] = a.fill_between(
                         n, 0.0, rank, color=AREA_COLORS["ranking_error"], alpha=0.45, lw=0,
-                        label=f"{BASELINE}: ranking errors (largest weight on a wrong item)")
+                        label=f"{base}: ranking errors (largest weight on a wrong item)")
                     handles["dispersion_error"] = a.fill_between(
                         n, rank, top, color=AREA_COLORS["dispersion_error"], alpha=0.45, lw=0,
-                        label=f"{BASELINE}: dispersion errors (largest weight on the correct item, too little of it)")
-                    (handles["total"],) = a.plot(A(data["lengths"]), A(cell["error"]), color="k", lw=1.0,
-                                                 label=f"{BASELINE}: all errors (1 - accuracy)")
+                        label=f"{base}: dispersion errors (largest weight on the correct item, too little of it)")
+                    (handles["total"],) = a.plot(A(data["lengths"]), A(cell["error"]), lw=1.0,
+                                                 color=base_color,
+                                                 label=f"{base}: all errors (1 - accuracy)")
                 for ln in cell["lines"]:
-                    sty = remedies.variant_style(ln["variant"], ln["kind"], ln["role"], data["families"])
+                    sty = remedies.variant_style(ln["variant"], ln["kind"], ln["role"])
                     n = A(data["lengths"])
-                    label = remedies.variant_label(ln["variant"], ln["kind"], ln["role"])
+                    label = data["labels"][ln["variant"]]
                     (h,) = a.plot(n, A(ln["error"]), color=sty["color"], ls=sty["ls"], marker=sty["marker"],
-                                  label=f"error left after {label}")
+                                  label=f"{label}: the error left")
                     handles.setdefault(ln["variant"], h)
                 handles.update(remedies.guide_lines(a, data["train_max"]))
             for a in axrow[len(row["cells"]):]:

@@ -6,9 +6,10 @@ softmax at N = 1024 (same seed index: same test sets; the inference-only maps on
 mean over the seeds with its 95% Student-t interval. A filled marker: significant after Holm's step-down correction
 over the primary family only (every remedy x task x recipe x key encoding); open: not significant. Trained remedies
 in the upper row, inference-only maps in the lower one. The controls, judged by their own unadjusted tests: the
-oracle (all weight on the correct item: the ceiling of any attention-side remedy) is the grey bar with its interval as
-a band; the null control of the row (softmax trained again; softmax summed in another key order) is the grey cross,
-which must sit at 0. A control that fails its test is drawn in vermillion. Numbers:
+oracle (all weight on the correct item: the ceiling of any attention-side remedy) is a bar with its interval as a
+band; the null control of the row (softmax trained again; softmax summed in another key order) is a marker that must
+sit at 0. A control that fails its test is drawn in red. Every series in its colour, marker and label of the series
+registry (:mod:`varsim.figures.series`). Numbers:
 ``summary.json``'s ``primary`` and ``controls`` rows.
 """
 
@@ -49,7 +50,7 @@ def compute(quick: bool = False, seed: int = 0, *, progress: bool = False, sourc
             p["series"].append(remedies.gain_series(v, *roles[v], got))
     return {"name": NAME, **remedies.header(src, quick), "seeds": st["seeds"], "length": ep["length"],
             "alpha": summary["alpha"], "confidence": summary["confidence"], "correction": ep["correction"],
-            "recipes": recipes, "families": families, "panels": panels}
+            "recipes": recipes, "families": families, "labels": remedies.series_labels(summary), "panels": panels}
 
 
 def draw(data: dict, ax=None, *, style=None, footer: bool = False):
@@ -76,7 +77,7 @@ def draw(data: dict, ax=None, *, style=None, footer: bool = False):
                 nulls = [s for s in p["series"] if s["role"] == "negative_control" and s["kind"] == kind]
                 ceilings = [s for s in p["series"] if s["role"] == "positive_control"]
                 for s in ceilings:
-                    sty = remedies.variant_style(s["variant"], s["kind"], s["role"], data["families"])
+                    sty = remedies.variant_style(s["variant"], s["kind"], s["role"])
                     for i, (m, lo, hi, ok) in enumerate(zip(s["mean_diff"], s["ci_low"], s["ci_high"], s["behaves"])):
                         if m is None:
                             continue
@@ -85,19 +86,19 @@ def draw(data: dict, ax=None, *, style=None, footer: bool = False):
                         a.fill_between([x[i] - SLOT / 2, x[i] + SLOT / 2], lo, hi, color=color, alpha=0.15, lw=0)
                         a.hlines(m, x[i] - SLOT / 2, x[i] + SLOT / 2, color=color, lw=2.0)
                     handles.setdefault(s["variant"], (Line2D([], [], color=sty["color"], lw=2.0),
-                                                      remedies.variant_label(s["variant"], s["kind"], s["role"])))
+                                                      data["labels"][s["variant"]]))
                 dodged = nulls + mine
                 for j, s in enumerate(dodged):
-                    sty = remedies.variant_style(s["variant"], s["kind"], s["role"], data["families"])
+                    sty = remedies.variant_style(s["variant"], s["kind"], s["role"])
                     failed |= remedies.draw_gain(a, x + remedies.dodge(j, len(dodged), SLOT), s, sty, ms)
-                    handles.setdefault(s["variant"], remedies.gain_entry(s, sty, ms))
+                    handles.setdefault(s["variant"], remedies.gain_entry(s, sty, ms, data["labels"][s["variant"]]))
                 _style.categories(a, ticks)
         _style.label_last_row(axes, "training recipe")
         _style.label_first_column(axes, f"gain over softmax\nat N = {data['length']}")
         order = [v for k, _ in fams for v in data["families"][k]]
         entries = [handles[v] for v in order if v in handles] + [h for v, h in handles.items() if v not in order]
         remedies.gain_legend(fig, entries, data["alpha"], failed,
-                             f"filled: significant after {data['correction']}; grey: the controls")
+                             f"filled: significant after {data['correction']}; bar: the oracle (the ceiling)")
         _style.suptitle(fig, f"Primary endpoint: accuracy gain over softmax at N = {data['length']} per training "
                         f"recipe (mean, {conf}% t interval, {data['seeds']} paired seeds)")
         return _style.finish(fig, data, footer=footer)

@@ -15,9 +15,10 @@ stamped "smoke test, not results".
 
 Panels: one per task and key encoding (argmax; dictionary with binary keys; dictionary with learned keys), the
 remedies in two families (trained with the variant; inference-only maps on the softmax weights), each drawn in its own
-row so no panel has more than about six series. Style: within a family one Okabe-Ito colour per remedy, across the
-grid one marker per remedy; trained remedies solid, inference-only maps dashed; softmax black; the controls grey (the
-oracle, the positive control, is the ceiling; the null controls, softmax in distribution, must sit at 0).
+row so no panel has more than about six series. Style: every series (softmax, each remedy, each control) in its
+colour, marker and legend label from the series registry (:mod:`varsim.figures.series`: the same in every figure);
+trained remedies solid, inference-only maps dashed, the positive control dotted (the oracle is the ceiling), the null
+controls dash-dotted (softmax in distribution: they must sit at 0).
 """
 
 from __future__ import annotations
@@ -32,7 +33,8 @@ __all__ = ["GridSummarySource", "RemediesSource", "grid_of", "grid_summary",
            "COMMITTED_DIR", "COMMITTED_FILES", "write_committed", "read_summary", "header",
            "source_of", "chance_of", "panels_of", "panel_key", "PANEL_KEYS", "recipes_of", "recipe_label",
            "FAMILIES", "family_of", "family_variants", "variant_style", "variant_label", "groups_by_key",
-           "REMEDY_COLORS", "FAIL_COLOR", "log2_axis", "draw_gain", "significance_entries"]
+           "grid_params", "series_labels", "LINE_STYLES", "FAIL_COLOR", "log2_axis", "draw_gain",
+           "significance_entries"]
 
 #: The summary of the last full remedies run, shipped with the package.
 COMMITTED_DIR = Path(__file__).resolve().parent / "data" / "remedies"
@@ -50,15 +52,13 @@ ENCODING_WORDS = {"binary": "binary keys", "embedding": "learned keys"}
 
 #: the remedy families, each drawn in its own row of panels: (kind, what the row's titles say)
 FAMILIES = (("trained", "trained remedies"), ("inference", "inference-only maps"))
-#: Okabe-Ito colours of the remedies within a family (black is softmax; vermillion marks a failing control; the
-#: yellow is too light on white)
-REMEDY_COLORS = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9")
-#: the colour of a control that fails its own test
-FAIL_COLOR = "#D55E00"
-_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "h", "p", "8")
+#: the line style of a series by role (a remedy's by kind: trained solid, inference-only dashed)
+LINE_STYLES = {"baseline": "-", "positive_control": ":", "negative_control": "-."}
+#: the colour of a control that fails its own test (red: no series of the registry has it)
+FAIL_COLOR = "#FF0000"
 #: the controls in words, by role (a label of its own first)
 CONTROL_WORDS = {"oracle": "positive control: all weight on the correct item, the ceiling",
-                 "softmax_replicate": "null control: softmax trained again",
+                 "softmax_replicate": "null control",
                  "permuted_softmax": "null control: softmax summed in another key order",
                  "positive_control": "positive control", "negative_control": "null control"}
 
@@ -360,28 +360,54 @@ def family_variants(summary: dict) -> dict:
     return out
 
 
-def variant_style(label: str, kind: str, role: str, families: dict) -> dict:
-    """Colour, marker and line style of a variant; ``families`` (:func:`family_variants`) gives each remedy its
-    marker (its index over all remedies) and colour (its index within its family)."""
-    if role == "baseline":
-        return {"color": "#000000", "marker": ".", "ls": "-"}
-    if role == "positive_control":
-        return {"color": "0.35", "marker": "*", "ls": ":"}
-    if role == "negative_control":
-        return {"color": "0.55", "marker": "x" if kind == "trained" else "+", "ls": "-."}
-    everyone = [v for k, _ in FAMILIES for v in families.get(k, [])]
-    mine = families.get(kind, [])
-    k = everyone.index(label) if label in everyone else len(everyone)
-    j = mine.index(label) if label in mine else len(mine)
-    return {"color": REMEDY_COLORS[j % len(REMEDY_COLORS)], "marker": _MARKERS[k % len(_MARKERS)],
-            "ls": "-" if kind == "trained" else "--"}
+def variant_style(name: str, kind: str, role: str, families: dict | None = None) -> dict:
+    """Colour and marker of the series ``name`` from the series registry
+    (:func:`varsim.figures.series.series_style`: the same in every figure), and its line style by role: trained
+    remedies and the baseline solid, inference-only maps dashed, the positive control dotted, the null controls
+    dash-dotted. ``families`` (which gave a remedy its colour by position until 0.1.0) is ignored, with a
+    DeprecationWarning, until 0.3.0."""
+    from .series import series_style
+
+    if families is not None:
+        _deprecated("variant_style(..., families) is ignored: colours and markers come from the series registry "
+                    "(varsim.figures.series); drop the argument")
+
+    sty = series_style(name)
+    ls = LINE_STYLES.get(role, "-" if kind == "trained" else "--")
+    return {"color": sty["color"], "marker": sty["marker"], "ls": ls}
 
 
-def variant_label(label: str, kind: str, role: str) -> str:
-    """The legend label of a variant: remedies by name (inference-only maps marked), controls with their role."""
+def variant_label(name: str, role: str, params: dict | None = None) -> str:
+    """The legend label of the series ``name`` drawn at ``params`` (:func:`varsim.figures.series.series_label`);
+    a control's followed by its role in words. The call of 0.1.0, ``variant_label(name, kind, role)``, still works
+    with a DeprecationWarning until 0.3.0."""
+    from .series import series_label
+
+    if role in ("trained", "inference") and isinstance(params, str):
+        _deprecated("variant_label(name, kind, role) is now variant_label(name, role, params=None)")
+        role, params = params, None
+
+    label = series_label(name, params)
     if role in ("positive_control", "negative_control"):
-        return f"{label} ({CONTROL_WORDS.get(label, CONTROL_WORDS[role])})"
-    return label + (" (inference-only)" if kind == "inference" else "")
+        return f"{label}: {CONTROL_WORDS.get(name, CONTROL_WORDS[role])}"
+    return label
+
+
+def grid_params(summary: dict) -> dict:
+    """``{name: params}``: the parameters of the weight map each series of a summary's grid draws (its settings'
+    ``attentions`` ``attention_params`` and ``inference_attentions`` ``params``)."""
+    st = summary["settings"]
+    out = {name: dict(spec.get("attention_params") or {}) for name, spec in (st.get("attentions") or {}).items()}
+    out.update({name: dict(spec.get("params") or {}) for name, spec in (st.get("inference_attentions") or {}).items()})
+    return out
+
+
+def series_labels(summary: dict) -> dict:
+    """``{name: legend label}`` of every series of a summary's groups (:func:`variant_label`); a name that is no
+    registered weight map or series raises ValueError naming ``series``."""
+    params = grid_params(summary)
+    roles = {g["variant"]: g["role"] for g in summary["groups"]}
+    return {name: variant_label(name, role, params.get(name)) for name, role in roles.items()}
 
 
 def gain_series(variant: str, kind: str, role: str, got: list) -> dict:
@@ -420,13 +446,14 @@ def draw_gain(ax, xs, series: dict, style: dict, ms: float) -> bool:
     return bool(bad.any())
 
 
-def gain_entry(series: dict, style: dict, ms: float) -> tuple:
-    """The legend entry ``(handle, label)`` of a series drawn by :func:`draw_gain`."""
+def gain_entry(series: dict, style: dict, ms: float, label: str | None = None) -> tuple:
+    """The legend entry ``(handle, label)`` of a series drawn by :func:`draw_gain` (``label``: default its
+    :func:`variant_label`)."""
     from matplotlib.lines import Line2D
 
     handle = Line2D([], [], color=style["color"], ls="none", marker=style["marker"], ms=ms,
                     mew=1.5 if series["role"] != "remedy" else 1.0)
-    return handle, variant_label(series["variant"], series["kind"], series["role"])
+    return handle, variant_label(series["variant"], series["role"]) if label is None else label
 
 
 def significance_entries(alpha: float, failed: bool) -> list[tuple]:
@@ -483,6 +510,22 @@ def log2_axis(ax, lengths) -> None:
     ax.set_xscale("log", base=2)
     _style.log2_ticks(ax, float(n.min()), float(n.max()))
     ax.set_xlabel("set size $N$")
+
+
+def _deprecated(message: str) -> None:
+    import warnings
+
+    warnings.warn(f"{message} (deprecated in 0.2.0, removed in 0.3.0)", DeprecationWarning, stacklevel=3)
+
+
+def __getattr__(name: str):
+    """``REMEDY_COLORS`` (the palette a remedy took its colour from by position until 0.1.0), with a
+    DeprecationWarning until 0.3.0."""
+    if name == "REMEDY_COLORS":
+        _deprecated("varsim.figures.remedies.REMEDY_COLORS: a series' colour is varsim.figures.series."
+                    "series_style(name)['color']")
+        return ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def main(argv=None) -> int:

@@ -11,13 +11,18 @@ or the first free one of :data:`MARKERS`. More entries than colours is an error,
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import numpy as np
+
+from varsim._common.registry import Registry
 
 from ._style import COLORS
 from ._style import MARKERS as _FIRST_MARKERS
 
 __all__ = ["PALETTE", "MARKERS", "MIN_DELTA_E", "delta_e", "assign", "variant_styles", "norm_styles",
-           "variant_style", "norm_style"]
+           "variant_style", "norm_style", "Series", "SERIES", "register_series", "series_styles", "series_style",
+           "series_label"]
 
 #: the colours given out, in this order: Okabe-Ito's (the figures' shared ones first), then black, grey, brown and
 #: Paul Tol's "muted" colours
@@ -79,11 +84,88 @@ def _first_free(pool, taken: dict, key: str, who: str) -> str:
     return next((c for c in free if distance[c] >= MIN_DELTA_E), max(free, key=distance.__getitem__))
 
 
-def variant_styles() -> dict:
-    """Colour and marker of every weight map and control (:data:`varsim.variants.VARIANTS`), by name."""
+@dataclass(frozen=True)
+class Series:
+    """A series a grid draws under a name that is no weight map's: ``label`` its legend (Matplotlib mathtext),
+    ``of`` the weight map (:data:`varsim.variants.VARIANTS`) or control (:data:`varsim.variants.CONTROLS`) it draws,
+    at ``params``; ``color`` and ``marker``: declared (unique among maps and series), or given out (:func:`assign`)."""
+
+    name: str
+    label: str
+    of: str
+    params: dict = field(default_factory=dict)
+    color: str = ""
+    marker: str = ""
+
+
+SERIES = Registry("series", kind=Series)
+
+
+def register_series(entry: Series) -> Series:
+    """Add ``entry`` to :data:`SERIES`; a name of a weight map or of a series already registered, a weight map or
+    control ``of`` that is not registered, or a colour or marker already taken raise ValueError."""
+    from varsim.variants import CONTROLS, VARIANTS
+
+    if isinstance(entry, Series):
+        if entry.name in VARIANTS:
+            raise ValueError(f"series {entry.name!r} is a weight map's name; draw it as that map")
+        if entry.of not in VARIANTS and entry.of not in CONTROLS:
+            raise ValueError(f"series {entry.name!r}: of must name a weight map or a control, got {entry.of!r}")
+        if entry.of in VARIANTS:
+            VARIANTS.find(entry.of).check_params(entry.params)
+    added = SERIES.add(entry)
+    try:
+        series_styles()  # a declared colour or marker already taken raises
+    except ValueError:
+        del SERIES[added.name]
+        raise
+    return added
+
+
+def series_styles() -> dict:
+    """Colour and marker of every weight map and control (:data:`varsim.variants.VARIANTS`), then of every named
+    series (:data:`SERIES`), by name: one pool, so no two share a colour or a marker."""
     from varsim.variants import VARIANTS
 
-    return assign(((v.name, v.color, v.marker) for v in VARIANTS.values()), what="attention")
+    entries = [(v.name, v.color, v.marker) for v in VARIANTS.values()]
+    entries += [(s.name, s.color, s.marker) for s in SERIES.values()]
+    return assign(entries, what="series")
+
+
+def series_style(name: str) -> dict:
+    """``{"label", "color", "marker"}`` of the weight map or named series ``name`` (a weight map's label is its
+    registry ``label``); an unknown name raises ValueError naming ``series``."""
+    from varsim.variants import VARIANTS
+
+    styles = series_styles()
+    if name in VARIANTS:
+        return {"label": VARIANTS.find(name).label, **styles[name]}
+    return {"label": SERIES.find(name).label, **styles[name]}
+
+
+def series_label(name: str, params: dict | None = None) -> str:
+    """The legend label of the series ``name`` drawn at ``params``: its registry label, or, for a weight map at
+    parameters other than its defaults, the map's name and those parameters (``logn (n0 = 17, clamp off)``)."""
+    from varsim.variants import VARIANTS
+
+    if name not in VARIANTS or not params:
+        return series_style(name)["label"]
+    spec = VARIANTS.find(name)
+    full, defaults = spec.check_params(params), spec.check_params({})
+    if full == defaults:
+        return spec.label
+    words = [(f"{k} on" if v else f"{k} off") if isinstance(v, bool) else f"{k} = {v:.3g}"
+             for k, v in full.items() if defaults.get(k) != v]
+    return f"{name} ({', '.join(words)})"
+
+
+def variant_styles() -> dict:
+    """Colour and marker of every weight map and control (:data:`varsim.variants.VARIANTS`), by name (as in
+    :func:`series_styles`)."""
+    from varsim.variants import VARIANTS
+
+    styles = series_styles()
+    return {name: styles[name] for name in VARIANTS}
 
 
 def norm_styles() -> dict:
@@ -105,3 +187,12 @@ def norm_style(name: str) -> dict:
     from varsim.nn.norms import NORMS
 
     return norm_styles()[NORMS.find(name).name]
+
+
+for _entry in (
+    Series("topk1", r"top-1 (top-$k$, $k = 1$)", "topk", {"k": 1}, color="#E69F00"),
+    Series("logn_temperature", r"log-$N$ temperature ($N_0 = 16$)", "logn", {"n0": 16.0}, color="#117733"),
+    Series("softmax_replicate", "softmax, trained again", "softmax", color="#AA4499"),
+    Series("oracle", "oracle", "oracle", color="#882255"),
+):
+    SERIES.add(_entry)  # declared colours, distinct from the maps' (tests/test_figure_series.py); no work at import

@@ -48,12 +48,14 @@ from scipy.optimize import brentq
 from varsim.experiments.stats import holm
 from varsim.figures import fig_remedies_primary
 from varsim.figures.remedies import RemediesSource, panel_key, panels_of, recipes_of
+from varsim.figures.series import series_style
 from varsim.sim import measure_variance
 from varsim.theory import expected_ipr, ipr_normalized_variance, layernorm_moments, phase
 from varsim.theory.remedies import topk_ipr_bounds, variant_beta, variant_ipr
 from varsim.variants import ipr_norm, weights
 
-# Okabe-Ito colours (distinguishable with the common colour-vision deficiencies)
+# Okabe-Ito colours (distinguishable with the common colour-vision deficiencies); a weight map, a remedy or a control
+# is drawn in its own colour, the one every figure of varsim gives it (series_style: the series registry)
 COLORS = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#000000"]
 plt.rcParams.update({"font.size": 11, "axes.titlesize": 12, "legend.fontsize": 9})
 
@@ -300,12 +302,13 @@ for name in REMEDIES:  # a weight is a weight
 
 # %%
 fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
-for name, color in zip(REMEDIES, COLORS):
+for name in REMEDIES:
+    color = series_style(name)["color"]
     axes[0].errorbar(N_LONG, ipr[name], yerr=ipr_se[name], fmt="o", color=color, label=f"{name} (Monte Carlo)")
     if exact[name] is not None:
         axes[0].plot(N_LONG, exact[name], "-", color=color)
     axes[1].plot(N_PLANT, planted[name], "o-", color=color, label=name)
-axes[0].axhspan(lo, hi, color=COLORS[4], alpha=0.1, label="topk bounds [1/k, 1]")
+axes[0].axhspan(lo, hi, color=series_style("topk")["color"], alpha=0.1, label="topk bounds [1/k, 1]")
 axes[0].set(xscale="log", yscale="log", xlabel="sequence length N", ylabel="E[sum w^2] = Var(o_c) / sigma_v^2",
             title="Remedies on the logits (lines: exact)")
 axes[1].set(xscale="log", yscale="log", xlabel="sequence length N", ylabel="E[w_0]",
@@ -464,8 +467,8 @@ print("significant losses: " + (", ".join(f"{x['variant']} ({x['task']}, {x['enc
 
 # %% [markdown]
 # The same numbers as a figure (`varsim figures` draws it as `fig_remedies_primary`): per task and key encoding, the
-# gain of each remedy per recipe with its interval, filled where Holm's correction keeps it; the grey band is the
-# oracle's gain (the ceiling) and the grey crosses the null controls.
+# gain of each remedy per recipe with its interval, filled where Holm's correction keeps it; the bar with its band is
+# the oracle's gain (the ceiling) and the markers at 0 the null controls.
 
 # %%
 fig = fig_remedies_primary.draw(fig_remedies_primary.compute(source=source))
@@ -561,16 +564,19 @@ x = np.arange(len(recipes))
 for ax, p in zip(np.atleast_1d(axes), panels):
     mine = [s for s in split if s["panel"] == p["title"]]
     disp = np.array([s["disp"] for s in mine])
-    ax.bar(x, disp, 0.6, color="#F0E442", label="softmax: dispersion errors")
-    ax.bar(x, [s["rank"] for s in mine], 0.6, bottom=disp, color="#D55E00", alpha=0.6,
+    ax.bar(x, disp, 0.6, color="0.88", label="softmax: dispersion errors")  # greys: the series keep their colours
+    ax.bar(x, [s["rank"] for s in mine], 0.6, bottom=disp, color="0.68",
            label="softmax: ranking errors")
-    for i, (v, marker) in enumerate(zip(SHARPENING, "os")):
+    for i, v in enumerate(SHARPENING):
         rows = [primary[(panel_key(p), r["key"], v)] for r in recipes]
         m = np.array([r["mean_diff"] for r in rows])
         err = np.array([[r["mean_diff"] - r["ci_low"] for r in rows], [r["ci_high"] - r["mean_diff"] for r in rows]])
-        ax.errorbar(x + (i - 0.5) * 0.2, m, err, fmt=marker, color=COLORS[2 * i], ms=6, label=f"gain of {v}")
+        sty = series_style(v)
+        ax.errorbar(x + (i - 0.5) * 0.2, m, err, fmt=sty["marker"], color=sty["color"], ms=6,
+                    label=f"gain of {sty['label']}")
     o = [controls[(panel_key(p), r["key"], "oracle")]["mean_diff"] for r in recipes]
-    ax.plot(x, o, "k*", ms=9, label="gain of the oracle")
+    ax.plot(x, o, ls="none", marker=series_style("oracle")["marker"], color=series_style("oracle")["color"], ms=9,
+            label="gain of the oracle")
     ax.axhline(0, color="k", lw=0.8)
     ax.set_xticks(x, [r["label"].replace(", ", "\n") for r in recipes])
     ax.set_title(p["title"])
@@ -582,7 +588,7 @@ plt.show()
 
 # %% [markdown]
 # Read the bars against the markers. The bar's total height is softmax's error at $N = 1024$, and the oracle's
-# star sits near its top: a perfect selection would repair nearly all of it. Sharpening gains where the yellow
+# diamond sits near its top: a perfect selection would repair nearly all of it. Sharpening gains where the light
 # part, the dispersion errors, is large, and its markers stay at or below the top of that part in nearly every cell
 # (the printed count). On argmax retrieval the schedule decides which kind of error softmax makes. After a cosine
 # decay its best head still ranks the correct item first in most failing examples and spreads the weight too thin,
@@ -611,12 +617,13 @@ def explore(beta=BETA, log2_n=12):
     z[:, 0] += MARGIN
     w0 = [weights(nm, z, **params[nm])[:, 0].mean() for nm in names]
     fig, axes = plt.subplots(1, 2, figsize=(11, 3.6))
-    axes[0].bar(names, y2_mc, color=COLORS[: len(names)], label="Monte Carlo (200 sequences)")
+    colors = [series_style(nm)["color"] for nm in names]
+    axes[0].bar(names, y2_mc, color=colors, label="Monte Carlo (200 sequences)")
     axes[0].plot(names, exact_ipr, "k_", ms=30, mew=2, label="exact (topk: none)")
     axes[0].axhline(1 / n, color="k", ls=":", label="1/N (uniform)")
     axes[0].set(yscale="log", ylabel="E[sum w^2]", title=f"beta = {beta:.2f}, N = {n}", ylim=(None, 30 * max(y2_mc)))
     axes[0].legend(fontsize=8)
-    axes[1].bar(names, w0, color=COLORS[: len(names)])
+    axes[1].bar(names, w0, color=colors)
     axes[1].axhline(min(1.0, np.exp(MARGIN) / n), color="k", ls=":", label="min(1, e^m / N)")
     axes[1].set(yscale="log", ylabel="E[w_0], planted key", title=f"margin m = {MARGIN:g}")
     axes[1].legend(fontsize=8)

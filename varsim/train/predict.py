@@ -40,14 +40,17 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Callable
 
 import numpy as np
 
+from varsim._common.registry import Registry
 from varsim._common.seeding import resolve_seed
 from varsim._common.validate import check_int, format_bytes, memory_limit_bytes
 
-__all__ = ["TEMPERATURES", "COMPOSITIONS", "TrainingLengthStats", "Simulation", "item_logits", "own_map",
-           "scaled_scores", "measure", "fit_readout", "simulate", "check_prediction", "predict", "readout_probability"]
+__all__ = ["TEMPERATURES", "COMPOSITIONS", "Composition", "composition_of", "TrainingLengthStats", "Simulation",
+           "item_logits", "own_map", "scaled_scores", "measure", "fit_readout", "simulate", "check_prediction",
+           "predict", "readout_probability"]
 
 #: the intervention's logit factors at n0 (pre-registered)
 TEMPERATURES = (1.0, 0.75, 0.5, 0.35, 0.25, 0.18, 0.12, 0.08, 0.05)
@@ -303,8 +306,31 @@ def _compose_dictionary(stats: TrainingLengthStats, bases: np.ndarray, n: int, r
     return idx, np.zeros(bases.size, dtype=np.int64)
 
 
-#: task name -> composition law ``(stats, bases, n, rng) -> (pool indices (m, n), correct column (m,))``
-COMPOSITIONS = {"argmax": _compose_argmax, "dictionary": _compose_dictionary}
+@dataclass(frozen=True)
+class Composition:
+    """The composition law of the task ``name``: ``law(stats, bases, n, rng) -> (pool indices (m, n), correct
+    column (m,))``, the long sets built from the measured pool of :class:`TrainingLengthStats` (called as the law)."""
+
+    name: str
+    law: Callable = field(repr=False)
+
+    def __call__(self, stats: TrainingLengthStats, bases: np.ndarray, n: int, rng):
+        return self.law(stats, bases, n, rng)
+
+
+#: task name -> :class:`Composition` (called as its law); :func:`composition_of` asks it, an unknown task raises
+COMPOSITIONS = Registry("composition law", kind=Composition)
+for _law in (Composition("argmax", _compose_argmax), Composition("dictionary", _compose_dictionary)):
+    COMPOSITIONS.add(_law)
+
+
+def composition_of(task: str) -> Composition:
+    """The composition law of ``task`` (:data:`COMPOSITIONS`); ValueError naming ``checkpoint`` for a task without
+    one."""
+    try:
+        return COMPOSITIONS.find(task)
+    except ValueError as err:
+        raise ValueError(f"checkpoint: {err}") from None
 
 
 @dataclass
@@ -363,8 +389,7 @@ def simulate(stats: TrainingLengthStats, lengths, *, maps: dict | None = None, n
         raise ValueError(f"n_sim={n_sim} is too large: {len(lengths)} lengths x {len(maps)} maps of records need about "
                          f"{format_bytes(need)}, more than the {format_bytes(memory_limit_bytes())} of this machine")
     root = resolve_seed(seed, rng)
-    if not gaussian and stats.task not in COMPOSITIONS:
-        raise ValueError(f"checkpoint: no composition law for task {stats.task!r} (known: {', '.join(COMPOSITIONS)})")
+    compose = None if gaussian else composition_of(stats.task)
     if gaussian:
         zc, zd = stats.correct_logits(), stats.distractor_logits()
         mc, sc, md, sd = zc.mean(), zc.std(), zd.mean(), zd.std()
@@ -381,7 +406,7 @@ def simulate(stats: TrainingLengthStats, lengths, *, maps: dict | None = None, n
                 z[:, 0] = g.normal(mc, sc, size=bases.size)
                 col = np.zeros(bases.size, dtype=np.int64)
             else:
-                idx, col = COMPOSITIONS[stats.task](stats, bases, n, g)
+                idx, col = compose(stats, bases, n, g)
                 pool = stats.items @ stats.queries[bases].T  # (P, m): every pool item under each base's query
                 z = pool[idx, np.arange(bases.size)[:, None]]
             for label, (name, params) in maps.items():
