@@ -41,7 +41,6 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import math
-import threading
 
 import numpy as np
 
@@ -50,6 +49,7 @@ from varsim._common.validate import check_choice, check_real
 
 from ._rng import describe_seed
 from .arrays import fn_name, to_numpy
+from .calls import Hung, call_with_timeout
 from .grad_cases import GRAD_KEYWORDS, GRADIENT_CASES, GradientCase, plant_nonfinite, strided_view
 from .grad_precision import GRAD_PROFILES, gradient_error_scale
 from .grad_reference import attention_backward_reference
@@ -241,32 +241,6 @@ def _compare(out, ref, err, what_fn, dtype, tol_factor, atol, has_o):
     return worst[0], worst[1], tuple(ratios)
 
 
-class _Hung(Exception):
-    """The function did not return in time."""
-
-
-def _call(fn, args, kw, timeout):
-    """``fn(*args, **kw)`` in a daemon thread, waiting at most ``timeout`` seconds (None: in this thread)."""
-    if timeout is None:
-        return fn(*args, **kw)
-    box = {}
-
-    def target():
-        try:
-            box["out"] = fn(*args, **kw)
-        except BaseException as exc:  # noqa: BLE001 - handed to the caller
-            box["exc"] = exc
-
-    worker = threading.Thread(target=target, daemon=True, name="varsim-check-gradients")
-    worker.start()
-    worker.join(timeout)
-    if worker.is_alive():
-        raise _Hung()
-    if "exc" in box:
-        raise box["exc"]
-    return box["out"]
-
-
 def _skip_reason(fn, case, masked_inputs) -> str:
     missing = sorted(case.needs - accepted_keywords(fn))
     if missing:
@@ -306,8 +280,8 @@ def _run_case(fn, case, root, *, dtype, profile, causal, tol_factor, atol, timeo
     given = [x.copy() for x in args]
     name = fn_name_of(fn)
     try:
-        out = _unpack(_call(fn, args, kw, timeout), case.sink)
-    except _Hung:
+        out = _unpack(call_with_timeout(fn, args, kw, timeout, "varsim-check-gradients"), case.sink)
+    except Hung:
         return GradientCaseResult(case, math.inf, f"{name} did not return within {timeout:g} s (a hang? it is left "
                                                   "running in a background thread)")
     except Exception as exc:  # noqa: BLE001 - the user's function failed: one line naming the case
