@@ -95,36 +95,6 @@ def test_relu_backward_colsum_equals_reference(dtype, shape):
     assert np.all(g1[out == 0] == 0)
 
 
-@pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("b,h,t,d", [(1, 1, 1, 1), (2, 1, 5, 3), (3, 4, 17, 16), (1, 2, 40, 8)])
-@pytest.mark.parametrize("masked", [False, True])
-def test_query_attention_kernels_equal_references(dtype, b, h, t, d, masked):
-    """The query row's fused attention (logits, mask, softmax, weighted mean) and its backward == the NumPy
-    references, one key included. Catches a kernel that scales after the softmax, attends to masked keys or drops
-    the second term of dx (the logits' path)."""
-    rng = np.random.default_rng(b * 1000 + t)
-    u, x = rng.standard_normal((b, h, d)).astype(dtype), rng.standard_normal((b, t, d)).astype(dtype)
-    mask = np.zeros((0, 0), dtype=bool)
-    if masked:
-        mask = rng.random((b, t)) < 0.6
-        mask[:, 0] = True
-    scale = 1.0 / np.sqrt(d)
-    outs = [[np.empty((b, h, t), dtype), np.empty((b, h, d), dtype)] for _ in range(2)]
-    FK.query_softmax_attention(u, x, mask, scale, *outs[0])
-    FK.query_softmax_attention_reference(u, x, mask, scale, *outs[1])
-    for a, c in zip(*outs):
-        np.testing.assert_allclose(a, c, **_tol(dtype))
-    if masked:
-        assert np.all(outs[0][0][~np.broadcast_to(mask[:, None, :], (b, h, t))] == 0)
-    w = outs[0][0]
-    dxbar = rng.standard_normal((b, h, d)).astype(dtype)
-    grads = [[np.empty((b, h, d), dtype), np.empty((b, t, d), dtype)] for _ in range(2)]
-    FK.query_softmax_attention_backward(dxbar, w, x, u, scale, *grads[0])
-    FK.query_softmax_attention_backward_reference(dxbar, w, x, u, scale, *grads[1])
-    for a, c in zip(*grads):
-        np.testing.assert_allclose(a, c, rtol=_tol(dtype)["rtol"] * 10, atol=_tol(dtype)["atol"] * 10)
-
-
 # ----------------------------------------------------------------------------------------------------------------------
 # The fused layers: against the default layers, and their gradients (central differences in float64)
 
@@ -153,8 +123,9 @@ def test_fused_layernorm_equals_default_and_has_correct_gradients():
 
 @pytest.mark.parametrize("masked", [False, True])
 def test_fused_query_attention_equals_default_and_has_correct_gradients(masked):
-    """query_attention_forward/backward with ``fused=True`` == the default path to rounding (outputs, weights and
-    every gradient), and the fused gradients match central differences (float64, 3 examples of 6 tokens, 2 heads)."""
+    """query_attention_forward/backward with ``fused=True`` (the softmax kernels inside the query row's products)
+    == the default path to rounding (outputs, weights and every gradient), and the fused gradients match central
+    differences (float64, 3 examples of 6 tokens, 2 heads)."""
     from nn_checks import numeric_grads
 
     from varsim.nn.attention import attention_weights, query_attention_backward, query_attention_forward

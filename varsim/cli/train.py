@@ -161,7 +161,7 @@ def register(parser: argparse.ArgumentParser) -> None:
     m.add_argument("--dtype", help="float32 (default) or float64")
     m.add_argument("--activation", help="relu (default) or gelu")
     m.add_argument("--fused", action=argparse.BooleanOptionalAction, default=None,
-                   help="softmax, layer norm, the query row's attention and ReLU's backward in fused Numba kernels "
+                   help="attention's softmax, layer norm and ReLU's backward in fused Numba kernels "
                         "(default off: other float32 bits than the default path; recorded in the run's config)")
     from varsim.variants import TRAINABLE_MAPS
 

@@ -20,12 +20,10 @@ Notation: R rows, T keys, D features, B batch, H heads.
   (D,).
 - ``relu_backward_colsum(dh, out, db)``: in place ``dh <- dh (out > 0)`` (R, K) and ``db = sum_rows dh`` (K,): ReLU's
   backward and the bias gradient of the linear layer below it in one pass.
-- ``query_softmax_attention(u, x, mask, scale, w, xbar)``: the query row of each head over a small set:
-  ``w[b, h] = softmax(scale u[b, h] . x[b, t])`` over the keys ``t`` with ``mask[b, t]`` (a (0, 0) mask: all), into
-  ``w`` (B, H, T), and ``xbar[b, h] = sum_t w[b, h, t] x[b, t]`` (B, H, D).
-- ``query_softmax_attention_backward(dxbar, w, x, u, scale, du, dx)``: its backward: ``dw = dxbar . x[t]``,
-  ``ds = scale w (dw - sum w dw)``, ``du[b, h] = sum_t ds[t] x[b, t]`` (B, H, D) and
-  ``dx[b, t] = sum_h w[b, h, t] dxbar[b, h] + ds[b, h, t] u[b, h]`` (B, T, D).
+
+The set transformer's query row over its small set keeps NumPy's batched products around the softmax kernels: a
+kernel doing the logits, the softmax and the weighted mean in one pass measured 2-3x slower than those products on
+this machine (B = 64, H = 4, T = 17, D = 64; ``benchmarks/bench_train.py``'s notes), so it is not here.
 """
 
 from __future__ import annotations
@@ -43,8 +41,6 @@ __all__ = [
     "layernorm_rows", "layernorm_rows_reference",
     "layernorm_backward_rows", "layernorm_backward_rows_reference",
     "relu_backward_colsum", "relu_backward_colsum_reference",
-    "query_softmax_attention", "query_softmax_attention_reference",
-    "query_softmax_attention_backward", "query_softmax_attention_backward_reference",
 ]
 
 
@@ -181,88 +177,3 @@ def relu_backward_colsum_reference(dh, out, db):
     """NumPy reference of :func:`relu_backward_colsum` (same arguments)."""
     np.multiply(dh, out > 0, out=dh)
     db[...] = dh.sum(axis=0, dtype=np.float64)
-
-
-# ----------------------------------------------------------------------------------------------------------------------
-# The query row's softmax attention over a small set (the set transformer's last block)
-
-
-@nb.njit(nogil=True, cache=True)
-def query_softmax_attention(u, x, mask, scale, w, xbar):
-    b_n, h_n, d = u.shape
-    t_n = x.shape[1]
-    has_mask = mask.shape[0] > 0
-    for b in range(b_n):
-        for h in range(h_n):
-            m = -np.inf
-            for t in range(t_n):
-                if has_mask and not mask[b, t]:
-                    w[b, h, t] = -np.inf
-                    continue
-                s = 0.0
-                for k in range(d):
-                    s += u[b, h, k] * np.float64(x[b, t, k])
-                w[b, h, t] = scale * s
-                m = max(m, w[b, h, t])
-            tot = 0.0
-            for t in range(t_n):
-                e = np.exp(w[b, h, t] - m)
-                w[b, h, t] = e
-                tot += e
-            for k in range(d):
-                xbar[b, h, k] = 0.0
-            for t in range(t_n):
-                wt = w[b, h, t] / tot
-                w[b, h, t] = wt
-                if wt != 0.0:
-                    for k in range(d):
-                        xbar[b, h, k] += wt * x[b, t, k]
-
-
-def query_softmax_attention_reference(u, x, mask, scale, w, xbar):
-    """NumPy reference of :func:`query_softmax_attention` (same arguments)."""
-    z = scale * np.einsum("bhk,btk->bht", u.astype(np.float64), x)
-    if mask.shape[0]:
-        z[~np.broadcast_to(mask[:, None, :], z.shape)] = -np.inf
-    z = np.exp(z - z.max(axis=-1, keepdims=True))
-    w[...] = z / z.sum(axis=-1, keepdims=True)
-    xbar[...] = np.einsum("bht,btk->bhk", w.astype(np.float64), x)
-
-
-@nb.njit(nogil=True, cache=True)
-def query_softmax_attention_backward(dxbar, w, x, u, scale, du, dx):
-    b_n, h_n, d = u.shape
-    t_n = x.shape[1]
-    ds = np.empty(t_n)
-    for b in range(b_n):
-        for t in range(t_n):
-            for k in range(d):
-                dx[b, t, k] = 0.0
-        for h in range(h_n):
-            tot = 0.0
-            for t in range(t_n):
-                s = 0.0
-                if w[b, h, t] != 0.0:
-                    for k in range(d):
-                        s += dxbar[b, h, k] * np.float64(x[b, t, k])
-                ds[t] = s
-                tot += w[b, h, t] * s
-            for k in range(d):
-                du[b, h, k] = 0.0
-            for t in range(t_n):
-                wt = w[b, h, t]
-                if wt == 0.0:
-                    continue
-                g = scale * wt * (ds[t] - tot)
-                for k in range(d):
-                    du[b, h, k] += g * x[b, t, k]
-                    dx[b, t, k] += wt * dxbar[b, h, k] + g * u[b, h, k]
-
-
-def query_softmax_attention_backward_reference(dxbar, w, x, u, scale, du, dx):
-    """NumPy reference of :func:`query_softmax_attention_backward` (same arguments)."""
-    w64 = w.astype(np.float64)
-    dw = np.einsum("bhk,btk->bht", dxbar.astype(np.float64), x)
-    ds = scale * w64 * (dw - (w64 * dw).sum(axis=-1, keepdims=True))
-    du[...] = np.einsum("bht,btk->bhk", ds, x)
-    dx[...] = np.einsum("bht,bhk->btk", w64, dxbar) + np.einsum("bht,bhk->btk", ds, u)

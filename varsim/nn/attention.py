@@ -32,12 +32,7 @@ import math
 
 import numpy as np
 
-from .fused import (
-    query_attention_fused,
-    query_attention_fused_backward,
-    softmax_forward_inplace,
-    softmax_vjp_inplace,
-)
+from .fused import softmax_forward_inplace, softmax_vjp_inplace
 from .layers import linear_backward, linear_forward
 from .weightmaps import AttentionSpec, softmax_inplace, softmax_vjp
 
@@ -269,9 +264,8 @@ def query_attention_forward(
                                                            map such as softmax drops it; sigmoid keeps it)
         out_h      = sum_t u_h[t] (x[t] Wv_h + bv_h) = (sum_t u_h[t] x[t]) Wv_h + (sum_t u_h[t]) bv_h
     (``u`` the effective weights; their sum is 1 for normalized maps, 0 with ipr_norm), so the per-token work is two
-    (H x D) products instead of a (D x 2D) projection: O(T D H) per example. ``fused`` (plain softmax only): the
-    logits, the mask, the softmax and the weighted mean token in one Numba kernel
-    (:func:`varsim.nn._fused_kernels.query_softmax_attention`), and the backward in another.
+    (H x D) products instead of a (D x 2D) projection: O(T D H) per example. ``fused``: as
+    :func:`attention_forward`.
     """
     if x.ndim != 3:
         raise ValueError(f"x must be (B, T, D), got shape {x.shape}")
@@ -288,12 +282,7 @@ def query_attention_forward(
     u = (qh @ wk).transpose(1, 0, 2)  # (B, H, D): the query of head h pulled back to token space
     scale = 1.0 / math.sqrt(dh)
     key_mask = _query_key_mask(key_mask, b, t)
-    if fused and spec is None:  # logits, mask, softmax and the weighted mean token in one kernel
-        u = np.ascontiguousarray(u)
-        w, xbar = query_attention_fused(u, x, key_mask, scale)
-        uw, map_cache = w, None
-    else:
-        w, uw, xbar, map_cache = _query_weights(u, x, qh, b_qkv[d : 2 * d], key_mask, spec, theta, scale)
+    w, uw, xbar, map_cache = _query_weights(u, x, qh, b_qkv[d : 2 * d], key_mask, spec, theta, scale, fused)
     wv = w_qkv[:, 2 * d :].reshape(d, h, dh).transpose(1, 0, 2)  # (H, D, Dh)
     out = (xbar.transpose(1, 0, 2) @ wv).transpose(1, 0, 2)  # (B, H, Dh)
     usum = None
@@ -304,8 +293,7 @@ def query_attention_forward(
         out += usum[:, :, None] * b_qkv[2 * d :].reshape(h, dh)
     # weight_sum "zero" (ipr_norm): the value bias cancels exactly
     out = out.reshape(b, d)
-    return out, (xq, x, w_qkv, b_qkv, qh, u, w, xbar, scale, h, uw, usum, spec, attention, map_cache,
-                 fused and spec is None)
+    return out, (xq, x, w_qkv, b_qkv, qh, u, w, xbar, scale, h, uw, usum, spec, attention, map_cache, fused)
 
 
 def _query_key_mask(key_mask, b: int, t: int):
@@ -321,10 +309,11 @@ def _query_key_mask(key_mask, b: int, t: int):
     return key_mask
 
 
-def _query_weights(u, x, qh, b_k, key_mask, spec, theta, scale):
+def _query_weights(u, x, qh, b_k, key_mask, spec, theta, scale, fused=False):
     """The query rows' logits ``scale u x^T`` (B, H, T) (with the key-bias term ``b_k . q_h`` for a map that is not
     shift-invariant), masked, through the weight map -> ``(w, uw, xbar, map_cache)``: the map's weights, the
-    effective weights (ipr_norm; else ``w``), the weighted mean token (B, H, D) and the map's cache."""
+    effective weights (ipr_norm; else ``w``), the weighted mean token (B, H, D) and the map's cache. ``fused``: plain
+    softmax in the Numba kernel."""
     h = qh.shape[0]
     w = u @ x.swapaxes(1, 2)  # (B, H, T) logits (without the constant bias term), then the weights
     if spec is not None and not spec.shift_invariant:  # the key-bias term bk_h . q_h matters: add it back
@@ -334,7 +323,7 @@ def _query_weights(u, x, qh, b_k, key_mask, spec, theta, scale):
         np.copyto(w, -np.inf, where=~key_mask[:, None, :])
     map_cache = None
     if spec is None:  # plain softmax, in place
-        uw = softmax_inplace(w)
+        uw = softmax_forward_inplace(w) if fused else softmax_inplace(w)
     else:  # the maps act on (B, H, Tq, T): one query row
         m4 = None if key_mask is None else key_mask[:, None, None, :]
         uw4, w4, map_cache = spec.forward(w[:, :, None, :], m4, theta)
@@ -359,12 +348,8 @@ def query_attention_backward(dheads: np.ndarray, cache):
     wv = w_qkv[:, 2 * d :].reshape(d, h, dh).transpose(1, 2, 0)  # (H, Dh, D)
     dxbar = (do @ wv).transpose(1, 0, 2)  # (B, H, D)
     # xbar = uw x (B, H, T) @ (B, T, D)
-    if fused:  # the softmax's backward and the products over the small set in one kernel
-        du, dx = query_attention_fused_backward(dxbar, w, x, u, scale)  # (B, H, D), (B, T, D)
-        ds = dtheta = None
-    else:
-        du, dx, ds, dtheta = _query_weights_backward(dxbar, dheads, x, u, w, uw, usum, b_qkv[2 * d :], scale, spec,
-                                                     map_cache)
+    du, dx, ds, dtheta = _query_weights_backward(dxbar, dheads, x, u, w, uw, usum, b_qkv[2 * d :], scale, spec,
+                                                 map_cache, fused)
     # u_h = Wk_h q_h
     duh = du.transpose(1, 0, 2)  # (H, B, D)
     dw_qkv[:, d : 2 * d] = (duh.transpose(0, 2, 1) @ qh).transpose(1, 0, 2).reshape(d, d)  # (H, D, Dh) -> (D, D)
@@ -382,7 +367,7 @@ def query_attention_backward(dheads: np.ndarray, cache):
     return _with_dtheta((dxq, dx, dw_qkv, db_qkv), attention, dtheta)
 
 
-def _query_weights_backward(dxbar, dheads, x, u, w, uw, usum, b_v, scale, spec, map_cache):
+def _query_weights_backward(dxbar, dheads, x, u, w, uw, usum, b_v, scale, spec, map_cache, fused=False):
     """The backward of :func:`_query_weights` from ``dxbar`` (B, H, D) -> ``(du (B, H, D), dx (B, T, D), ds (B, H, T)
     the logits' gradient, dtheta or None)``; ``b_v`` the value bias (D,), whose term reaches the logits when the
     weights' sum is free."""
@@ -390,7 +375,7 @@ def _query_weights_backward(dxbar, dheads, x, u, w, uw, usum, b_v, scale, spec, 
     dw = dxbar @ x.swapaxes(1, 2)  # (B, H, T)
     dtheta = None
     if spec is None:  # softmax backward in place, then the logits w = scale * u x^T
-        ds = softmax_vjp(w, dw, overwrite=True)
+        ds = softmax_vjp_inplace(w, dw) if fused else softmax_vjp(w, dw, overwrite=True)
     else:
         if usum is not None:  # d(sum u)/du = 1 for every key
             dw += (dheads.reshape(b, h, -1) * b_v.reshape(h, -1)).sum(axis=-1)[:, :, None]

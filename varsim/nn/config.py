@@ -73,8 +73,8 @@ class ModelConfig:
     positions: str = "none"
     max_positions: int = 4096
     tie_head: bool = False
-    # the fused path (varsim.nn.fused): softmax, layer norm, the query row's attention and ReLU's backward in Numba
-    # kernels; opt-in because its float32 bits differ from the default path; left out of to_dict when False
+    # the fused path (varsim.nn.fused): attention's softmax, layer norm and ReLU's backward (with the bias gradient)
+    # in Numba kernels; opt-in because its float32 bits differ from the default path; left out of to_dict when False
     fused: bool = False
 
     def __post_init__(self):

@@ -6,9 +6,9 @@ path: a fused model trains to other bits than the same model unfused (the same m
 kernel-against-reference tests hold both). The default path, the golden fingerprints and the committed grids never
 call this module. What the fused path covers (anything else runs the default code):
 
-- the softmax of attention and its backward (the plain softmax weight map; other maps run their own code);
-- the query row's attention of the set transformer's last block over its small set (plain softmax): logits, mask,
-  softmax and weighted mean in one kernel, and its backward in another;
+- the softmax of attention and its backward (the plain softmax weight map; other maps run their own code), in the
+  full self-attention blocks and in the set transformer's query row alike (whose small products stay NumPy's: a
+  kernel fusing them with the softmax measured slower);
 - layer norm with its backward (pre-LN's norms, the final norm and ``norm="layernorm"`` after attention), in
   :mod:`varsim.nn.norms` (``layernorm_fused_forward``, ``layernorm_fused_backward``);
 - ReLU's backward fused with the bias gradient of the linear layer below it (the MLPs).
@@ -27,8 +27,6 @@ __all__ = [
     "softmax_vjp_inplace",
     "rows_view",
     "relu_backward_bias",
-    "query_attention_fused",
-    "query_attention_fused_backward",
 ]
 
 
@@ -64,26 +62,3 @@ def relu_backward_bias(dh: np.ndarray, out: np.ndarray) -> np.ndarray:
     relu_backward_colsum(rows_view(dh), rows_view(out), db)
     return db
 
-
-def query_attention_fused(u: np.ndarray, x: np.ndarray, key_mask: np.ndarray | None, scale: float):
-    """The query rows' softmax attention over the tokens: ``u`` (B, H, D) each head's query pulled back to token
-    space, ``x`` (B, T, D), ``key_mask`` (B, T) bool or None -> ``(w (B, H, T) the weights, xbar (B, H, D) the
-    weighted mean token)`` (:func:`varsim.nn._fused_kernels.query_softmax_attention`)."""
-    from ._fused_kernels import query_softmax_attention
-
-    b, h, d = u.shape
-    mask = np.zeros((0, 0), dtype=bool) if key_mask is None else np.ascontiguousarray(key_mask)
-    w = np.empty((b, h, x.shape[1]), dtype=x.dtype)
-    xbar = np.empty((b, h, d), dtype=x.dtype)
-    query_softmax_attention(u, x, mask, float(scale), w, xbar)
-    return w, xbar
-
-
-def query_attention_fused_backward(dxbar: np.ndarray, w: np.ndarray, x: np.ndarray, u: np.ndarray, scale: float):
-    """-> ``(du (B, H, D), dx (B, T, D))`` from ``dxbar`` (B, H, D), the gradient of the weighted mean token."""
-    from ._fused_kernels import query_softmax_attention_backward
-
-    du = np.empty_like(u)
-    dx = np.empty_like(x)
-    query_softmax_attention_backward(np.ascontiguousarray(dxbar), w, x, u, float(scale), du, dx)
-    return du, dx
