@@ -222,6 +222,17 @@ def test_fused_model_gradients(task, kw):
     check_model_grads(ModelConfig(task=task, **{**TINY, **kw}))
 
 
+def test_fused_decoder_gradients():
+    """The causal decoder with ``fused=True`` (its pre-LN norms and final norm take the fused layer norm; its own
+    attention keeps the default code): central differences of every parameter."""
+    from nn_checks import check_model_grads
+
+    from varsim.nn.model import ModelConfig
+
+    check_model_grads(ModelConfig(task="argmax", **{**TINY, "architecture": "decoder", "n_blocks": 2,
+                                                    "pre_ln": True, "positions": "rope"}))
+
+
 @pytest.mark.parametrize("kw", [dict(n_blocks=2, pre_ln=True), dict(task="dictionary", norm="layernorm")])
 def test_fused_model_float32_close_to_default(kw):
     """In float32 the fused model's loss and gradients equal the default model's to float32 rounding (the same
