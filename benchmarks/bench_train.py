@@ -21,7 +21,7 @@ time) lies below it the script says so. Both run in this process with ``--thread
 OMP_NUM_THREADS set before NumPy is imported, ``torch.set_num_threads`` for torch); varsim also with one BLAS
 thread, as ``varsim.train.train`` runs (the thread count changes float32 bits, so training fixes it at 1). The five
 (varsim and the gemms at each thread count, torch) are timed in alternating blocks of steps
-(``_timing.blocked_medians``: other load on the machine hits all alike, and neither library's idle threads slow the
+(``_timing.blocked_times``: other load on the machine hits all alike, and neither library's idle threads slow the
 other). With ``--threads`` T > 1 two more contenders run in the same blocks: the step with its batch cut into T
 shards (``loss_and_grads(shards=T)``, :mod:`varsim.nn.shards`, as ``train`` runs ``TrainConfig(shards=T)``) on a
 pool of T threads at one BLAS thread each, and the same shards one after the other in one thread (the pool's
@@ -74,7 +74,7 @@ if ARGS is not None:
     _set_threads(ARGS.threads)  # before NumPy loads OpenBLAS
 
 import numpy as np  # noqa: E402
-from _timing import blocked_medians, blocked_times  # noqa: E402
+from _timing import blocked_times  # noqa: E402
 
 from varsim.nn.model import ModelConfig, Transformer  # noqa: E402
 from varsim.nn.optim import Adam  # noqa: E402
@@ -307,10 +307,12 @@ def bench_step(name: str, kw: dict, repeats: int, torch_ok: bool, shards: int = 
     one = {k: (lambda: blas_threads(1)) for k in ("varsim_1", "gemms_1", "fused_1", "sharded", "sharded_serial",
                                                    "fused_sharded")}
     try:
-        med = blocked_medians(steps, repeats, contexts=one)
+        times = blocked_times(steps, repeats, contexts=one)
     finally:
         if pool is not None:
             pool.shutdown()
+    med = {k: float(np.median(walls)) for k, (walls, _) in times.items()}
+    row["cpu_ms"] = {k: 1e3 * float(np.median(cpus)) for k, (_, cpus) in times.items()}  # process CPU per step
     if pool is not None:
         row["sharded_ms"], row["sharded_serial_ms"] = 1e3 * med["sharded"], 1e3 * med["sharded_serial"]
         row["fused_sharded_ms"] = 1e3 * med["fused_sharded"]
@@ -394,23 +396,25 @@ def profile_steps(repeats: int, top: int = 12) -> None:
 
 def print_outside_products(rows: list[dict], t: int, torch_ok: bool) -> None:
     """The product floor, the step and the share of the step outside the products, for the default path and the
-    fused one (``ModelConfig(fused=True)``), at ``t`` BLAS threads and at one; and each step's ratio to torch at
-    ``t`` threads. With ``t`` > 1 also the fused step in ``t`` shards (one BLAS thread each), measured against the
-    floor at ``t`` threads (the shards' products run side by side)."""
+    fused one (``ModelConfig(fused=True)``), at ``t`` BLAS threads and at one; each step's ratio to torch at ``t``
+    threads; and the same from the process CPU time per step (median), which other load on the machine disturbs less
+    than the wall time (at one thread it is the thread's own work; at ``t`` it includes the spinning of idle BLAS
+    threads)."""
     print("\nthe step outside the products: floor = the linear layers' products alone; outside = 1 - floor / step; "
           "step / floor (issue goal <= 1.5)")
-    ways = [("default", "varsim_ms", "gemms_ms", t), ("default", "varsim_1_ms", "gemms_1_ms", 1),
-            ("fused", "fused_ms", "gemms_ms", t), ("fused", "fused_1_ms", "gemms_1_ms", 1)]
-    if t > 1:
-        ways.append((f"fused, {t} shards", "fused_sharded_ms", "gemms_ms", t))
-    print(f"{'model':24s} {'path':18s} {'threads':>7s} {'floor ms':>9s} {'step ms':>8s} {'outside':>8s} "
-          f"{'step/floor':>10s}" + (f" {f'/ torch ({t})':>12s}" if torch_ok else ""))
+    ways = [("default", "varsim", "gemms", t), ("default", "varsim_1", "gemms_1", 1),
+            ("fused", "fused", "gemms", t), ("fused", "fused_1", "gemms_1", 1)]
+    print(f"{'model':24s} {'path':8s} {'threads':>7s} {'floor ms':>9s} {'step ms':>8s} {'outside':>8s} "
+          f"{'step/floor':>10s}" + (f" {f'/ torch ({t})':>12s}" if torch_ok else "")
+          + f" {'CPU ms: floor':>13s} {'step':>7s} {'step/floor':>10s}")
     for r in rows:
+        cpu = r["cpu_ms"]
         for path, step_key, floor_key, threads in ways:
-            step, floor = r[step_key], r[floor_key]
+            step, floor = r[f"{step_key}_ms"], r[f"{floor_key}_ms"]
             vs = f" {step / r['torch_ms']:12.2f}" if torch_ok else ""
-            print(f"{r['config']:24s} {path:18s} {threads:7d} {floor:9.3f} {step:8.3f} {1 - floor / step:8.1%} "
-                  f"{step / floor:10.2f}{vs}")
+            print(f"{r['config']:24s} {path:8s} {threads:7d} {floor:9.3f} {step:8.3f} {1 - floor / step:8.1%} "
+                  f"{step / floor:10.2f}{vs} {cpu[floor_key]:13.3f} {cpu[step_key]:7.3f} "
+                  f"{cpu[step_key] / cpu[floor_key]:10.2f}")
 
 
 def main() -> int:
@@ -454,12 +458,14 @@ def main() -> int:
     if t > 1:
         print(f"\nsharded step: the batch in {t} shards, 1 BLAS thread each (same blocks, same run)")
         print(f"{'model':24s} {f'{t} threads ms':>14s} {'serial ms':>10s} {'speed-up':>9s} {'vs varsim (1)':>14s}"
+              + (f" {'vs torch':>9s}" if torch_ok else "") + f" {'fused ms':>9s}"
               + (f" {'vs torch':>9s}" if torch_ok else ""))
         for r in rows:
             vs_torch = f" {r['sharded_ms'] / r['torch_ms']:9.2f}" if torch_ok else ""
+            fused_vs = f" {r['fused_sharded_ms'] / r['torch_ms']:9.2f}" if torch_ok else ""
             speedup = r["sharded_serial_ms"] / r["sharded_ms"]
             print(f"{r['config']:24s} {r['sharded_ms']:14.3f} {r['sharded_serial_ms']:10.3f} {speedup:9.2f} "
-                  f"{r['sharded_ms'] / r['varsim_1_ms']:14.2f}{vs_torch}")
+                  f"{r['sharded_ms'] / r['varsim_1_ms']:14.2f}{vs_torch} {r['fused_sharded_ms']:9.3f}{fused_vs}")
     if torch_ok:
         for key, how in (("ratio", f"varsim at {t} BLAS threads"),
                          ("ratio_1", "varsim at 1 BLAS thread, as train() runs")):
