@@ -267,3 +267,29 @@ def test_fused_is_opt_in_and_recorded():
     assert TrainConfig.from_dict(cfg.to_dict()).model.fused is True
     with pytest.raises(ValueError, match="fused"):
         ModelConfig(task="argmax", fused="yes")
+
+
+def test_fused_model_evaluates_on_its_own_path(monkeypatch):
+    """A fused two-block model's evaluation (``predict``/``logits_and_weights``: the full blocks' rows in blocks,
+    no cache) gives the logits of its training forward pass to float64 rounding, and its own path's kernels run
+    there (catches an inference path that forgets ``fused`` and so evaluates other bits than it trains)."""
+    from nn_checks import batch_for
+
+    import varsim.nn.attention as attention_module
+    from varsim.nn import fused as fused_module
+    from varsim.nn.model import ModelConfig, Transformer
+
+    cfg = ModelConfig(task="argmax", **{**TINY, "n_blocks": 2})
+    model = Transformer(cfg, seed=4)
+    batch = batch_for(cfg, 5, (3, 9), 6)
+    calls = []
+
+    def spy(y):
+        calls.append(y.shape)
+        return fused_module.softmax_forward_inplace(y)
+
+    logits, _ = model.forward(batch)
+    monkeypatch.setattr(attention_module, "softmax_forward_inplace", spy)
+    got, _ = model.logits_and_weights(batch)
+    np.testing.assert_allclose(got, logits, rtol=1e-10, atol=1e-12)
+    assert len(calls) >= 2  # the full block's rows and the query row

@@ -180,14 +180,14 @@ ROW_BLOCK_ELEMENTS = 1 << 17
 
 def self_attention_rows(x: np.ndarray, w_qkv: np.ndarray, b_qkv: np.ndarray, n_heads: int, key_mask=None,
                         attention: AttentionSpec | None = None, theta: np.ndarray | None = None, *,
-                        block_elements: int | None = None):
+                        block_elements: int | None = None, fused: bool = False):
     """``self_attention_forward`` for inference: the same head outputs (B, T, D), computed for a block of query rows
     at a time so that the (B, H, rows, T) logits stay in cache, and no cache for a backward pass.
 
     Returns ``(heads, w0)``: ``w0`` (B, H, 1, T) the weights of query row 0 (the model's query token), as
     ``attention_weights`` would give them. Every row goes through the same arithmetic as in
     ``self_attention_forward`` (the weight maps act row by row), so the outputs agree with it to rounding.
-    ``block_elements``: logits per block (default ``ROW_BLOCK_ELEMENTS``).
+    ``block_elements``: logits per block (default ``ROW_BLOCK_ELEMENTS``). ``fused``: as :func:`attention_forward`.
     """
     if x.ndim != 3:
         raise ValueError(f"x must be (B, T, D), got shape {x.shape}")
@@ -203,7 +203,7 @@ def self_attention_rows(x: np.ndarray, w_qkv: np.ndarray, b_qkv: np.ndarray, n_h
     for r0 in range(0, t, per):  # blocks of query rows
         r1 = min(t, r0 + per)
         m = mask if mask is None or mask.shape[2] == 1 else mask[:, :, r0:r1]
-        out[:, :, r0:r1], cache = attention_forward(q[:, :, r0:r1], k, v, m, attention, theta)
+        out[:, :, r0:r1], cache = attention_forward(q[:, :, r0:r1], k, v, m, attention, theta, fused=fused)
         if w0 is None:
             w0 = cache[3][:, :, :1].copy()
     return out.transpose(0, 2, 1, 3).reshape(b, t, d), w0

@@ -240,7 +240,7 @@ class Transformer(Model):
                                                  fused=c.fused)
             x_res = x[:, 0]
         elif inference:  # (B, T, D); att holds query row 0's weights (B, H, 1, T) only
-            heads, att = self_attention_rows(h, w_qkv, b_qkv, c.n_heads, key_mask, spec, theta)
+            heads, att = self_attention_rows(h, w_qkv, b_qkv, c.n_heads, key_mask, spec, theta, fused=c.fused)
             x_res = x
         else:  # (B, T, D)
             heads, att = self_attention_forward(h, w_qkv, b_qkv, c.n_heads, key_mask, spec, theta, fused=c.fused)
