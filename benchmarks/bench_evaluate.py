@@ -1,13 +1,14 @@
-"""`varsim evaluate` wall time by BLAS thread count, and measured time against the up-front cost estimate.
+"""`varsim evaluate` wall time by worker count, and measured time against the up-front cost estimate.
 
     python benchmarks/bench_evaluate.py [--n 16384] [--examples 128] [--repeats 5] [--quick]
 
 Part 1, threads. ``varsim.train.evaluate`` of a freshly initialised default one-block model (D = 64, H = 4, float32;
-the weights do not change the work) at set size ``--n``, ``--examples`` examples in batches of 64, with
-``blas_threads`` = None (NumPy's own pool: one thread per core), 1 and 2, and with one BLAS thread in 2 worker
-threads (``workers=2``, what ``varsim evaluate`` does on two cores). The settings run alternately, ``--repeats``
-rounds in rotated order, each after a pause (``_timing.PAUSE_S``), in this process, so other load on the machine
-hits all alike; the table gives the median seconds and the ratio to one thread (> 1: slower than one thread).
+the weights do not change the work) at set size ``--n``, ``--examples`` examples in batches of 64, with 1 and 2
+worker threads (``workers=2``, what ``varsim evaluate`` does on two cores); evaluation multiplies on one BLAS thread
+in every setting (more BLAS threads changed its float32 bits; ``benchmarks/check_threads.py``). The settings run
+alternately, ``--repeats`` rounds in rotated order, each after a pause (``_timing.PAUSE_S``), in this process, so
+other load on the machine hits all alike; the table gives the median seconds and the ratio to one worker (> 1:
+slower than one worker).
 
 Part 2, budget. For a few training and evaluation sizes, the wall time measured on one BLAS thread divided by the
 lower-bound estimate of ``varsim.train.budget`` (``Cost.seconds``): every ratio must stay above 1 for the estimate
@@ -28,7 +29,7 @@ def _parse():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=16384, help="set size (default 16384)")
     ap.add_argument("--examples", type=int, default=128, help="examples per evaluation (default 128)")
-    ap.add_argument("--repeats", type=int, default=5, help="rounds of the four settings (default 5)")
+    ap.add_argument("--repeats", type=int, default=5, help="rounds of the two settings (default 5)")
     ap.add_argument("--quick", action="store_true", help="N = 2048, 64 examples, 2 rounds (a smoke run)")
     return ap.parse_args()
 
@@ -38,15 +39,15 @@ def bench_threads(task: str, n: int, examples: int, repeats: int) -> dict:
     from varsim.train import evaluate
 
     model = Transformer(ModelConfig(task=task), seed=0)
-    settings = {"default (NumPy's)": (None, 1), "1 thread": (1, 1), "2 threads": (2, 1), "1 thread, 2 workers": (1, 2)}
+    settings = {"1 worker": 1, "2 workers": 2}
     times = {k: [] for k in settings}
-    evaluate(model, [n], n_examples=64, blas_threads=1, progress=False)  # warm-up
+    evaluate(model, [n], n_examples=64, progress=False)  # warm-up
     order = list(settings.items())
     for r in range(repeats):
-        for label, (threads, workers) in order[r % 4:] + order[: r % 4]:  # rotated: no setting always runs first
+        for label, workers in order[r % len(order):] + order[: r % len(order)]:  # rotated: no setting always runs first
             time.sleep(PAUSE_S)
             t0 = time.perf_counter()
-            evaluate(model, [n], n_examples=examples, blas_threads=threads, workers=workers, progress=False)
+            evaluate(model, [n], n_examples=examples, workers=workers, progress=False)
             times[label].append(time.perf_counter() - t0)
     return {k: statistics.median(v) for k, v in times.items()}
 
@@ -81,7 +82,7 @@ def bench_budget(quick: bool) -> list[tuple[str, float, float]]:
         cfg = TrainConfig(**kw, steps=1)
         model = Transformer(cfg.model, seed=0)
         t0 = time.perf_counter()
-        evaluate(model, [n], n_examples=64, blas_threads=1, progress=False)
+        evaluate(model, [n], n_examples=64, progress=False)
         dt = time.perf_counter() - t0
         rows.append((label, dt, evaluation_cost(cfg.model, [n], 64, 64).seconds))
     return rows
@@ -94,10 +95,10 @@ def main() -> int:
     print(f"load average {load:.1f} on {os.cpu_count()} cores; OPENBLAS_NUM_THREADS="
           f"{os.environ.get('OPENBLAS_NUM_THREADS', 'unset')}")
     print(f"\nevaluate at N = {n}, {examples} examples, batch 64: median of {repeats} rounds (s)")
-    print(f"{'task':<11} {'setting':<20} {'seconds':>8} {'/ 1 thread':>11}")
+    print(f"{'task':<11} {'setting':<20} {'seconds':>8} {'/ 1 worker':>11}")
     for task in ("argmax", "dictionary"):
         med = bench_threads(task, n, examples, repeats)
-        one = med["1 thread"]
+        one = med["1 worker"]
         for label, t in med.items():
             print(f"{task:<11} {label:<20} {t:>8.2f} {t / one:>11.2f}")
     print("\nmeasured time / lower-bound estimate (varsim.train.budget), one BLAS thread: must be > 1")

@@ -21,11 +21,15 @@ time) lies below it the script says so. Both run in this process with ``--thread
 OMP_NUM_THREADS set before NumPy is imported, ``torch.set_num_threads`` for torch); varsim also with one BLAS
 thread, as ``varsim.train.train`` runs (the thread count changes float32 bits, so training fixes it at 1). The five
 (varsim and the gemms at each thread count, torch) are timed in alternating blocks of steps
-(``_timing.blocked_medians``: other load on the machine hits all alike, and neither library's idle threads slow the
+(``_timing.blocked_times``: other load on the machine hits all alike, and neither library's idle threads slow the
 other). With ``--threads`` T > 1 two more contenders run in the same blocks: the step with its batch cut into T
 shards (``loss_and_grads(shards=T)``, :mod:`varsim.nn.shards`, as ``train`` runs ``TrainConfig(shards=T)``) on a
 pool of T threads at one BLAS thread each, and the same shards one after the other in one thread (the pool's
-speed-up is their ratio; threads share the GIL for the step's Python and small NumPy work). The table gives the median
+speed-up is their ratio; threads share the GIL for the step's Python and small NumPy work).
+The fused path (``ModelConfig(fused=True)``, :mod:`varsim.nn.fused`:
+the same model and parameters with attention's softmax, layer norm and ReLU's backward in Numba
+kernels) runs in the same blocks at ``--threads`` and at one BLAS thread (and in ``--threads`` shards); a table gives
+each path's step against the floor (the share of the step outside the products). The table gives the median
 step time of ``--repeats`` steps, the ratios varsim / torch (<= 1.0 means varsim is as fast or faster) at
 ``--threads`` BLAS threads and at one, and the largest difference between the two models' logits and gradients
 before training (the twin check), then whether the goals of ``TRAIN_GOAL`` and ``EVAL_GOAL``
@@ -70,7 +74,7 @@ if ARGS is not None:
     _set_threads(ARGS.threads)  # before NumPy loads OpenBLAS
 
 import numpy as np  # noqa: E402
-from _timing import blocked_medians, blocked_times  # noqa: E402
+from _timing import blocked_times  # noqa: E402
 
 from varsim.nn.model import ModelConfig, Transformer  # noqa: E402
 from varsim.nn.optim import Adam  # noqa: E402
@@ -254,13 +258,22 @@ def bench_step(name: str, kw: dict, repeats: int, torch_ok: bool, shards: int = 
         _, _, grads = model.loss_and_grads(batch)
         opt.step(grads)
 
+    fmodel = Transformer(ModelConfig(dtype="float32", fused=True, **kw), seed=0)  # the same parameters, fused path
+    fopt = Adam(fmodel.params, lr=1e-3)
+
+    def fused_step():
+        _, _, grads = fmodel.loss_and_grads(batch)
+        fopt.step(grads)
+
     shapes = gemm_shapes(model, batch)
     floor = gemm_floor(shapes)
-    steps = {"varsim": varsim_step, "varsim_1": varsim_step, "gemms": floor, "gemms_1": floor}
+    steps = {"varsim": varsim_step, "varsim_1": varsim_step, "gemms": floor, "gemms_1": floor,
+             "fused": fused_step, "fused_1": fused_step}
     pool = ThreadPoolExecutor(shards) if shards > 1 else None
     if pool is not None:
         steps["sharded"] = lambda: opt.step(model.loss_and_grads(batch, shards=shards, pool=pool)[2])
         steps["sharded_serial"] = lambda: opt.step(model.loss_and_grads(batch, shards=shards)[2])
+        steps["fused_sharded"] = lambda: fopt.step(fmodel.loss_and_grads(batch, shards=shards, pool=pool)[2])
     row = {"config": name, "params": model.n_params, "gflop": sum(2 * m * k * n for m, k, n in shapes) / 1e9}
     if torch_ok:
         import torch
@@ -291,15 +304,20 @@ def bench_step(name: str, kw: dict, repeats: int, torch_ok: bool, shards: int = 
 
         steps["torch"] = torch_step
         row["max_abs_diff"] = err
-    one = {k: (lambda: blas_threads(1)) for k in ("varsim_1", "gemms_1", "sharded", "sharded_serial")}
+    one = {k: (lambda: blas_threads(1)) for k in ("varsim_1", "gemms_1", "fused_1", "sharded", "sharded_serial",
+                                                   "fused_sharded")}
     try:
-        med = blocked_medians(steps, repeats, contexts=one)
+        times = blocked_times(steps, repeats, contexts=one)
     finally:
         if pool is not None:
             pool.shutdown()
+    med = {k: float(np.median(walls)) for k, (walls, _) in times.items()}
+    row["cpu_ms"] = {k: 1e3 * float(np.median(cpus)) for k, (_, cpus) in times.items()}  # process CPU per step
     if pool is not None:
         row["sharded_ms"], row["sharded_serial_ms"] = 1e3 * med["sharded"], 1e3 * med["sharded_serial"]
+        row["fused_sharded_ms"] = 1e3 * med["fused_sharded"]
     row["varsim_ms"], row["varsim_1_ms"] = 1e3 * med["varsim"], 1e3 * med["varsim_1"]
+    row["fused_ms"], row["fused_1_ms"] = 1e3 * med["fused"], 1e3 * med["fused_1"]
     row["gemms_ms"], row["gemms_1_ms"] = 1e3 * med["gemms"], 1e3 * med["gemms_1"]
     if torch_ok:
         row["torch_ms"] = 1e3 * med["torch"]
@@ -376,6 +394,29 @@ def profile_steps(repeats: int, top: int = 12) -> None:
             print(f"  {100 * v[2] / total:5.1f}%  {1e3 * v[2] / repeats:7.3f} ms  {func} ({where})")
 
 
+def print_outside_products(rows: list[dict], t: int, torch_ok: bool) -> None:
+    """The product floor, the step and the share of the step outside the products, for the default path and the
+    fused one (``ModelConfig(fused=True)``), at ``t`` BLAS threads and at one; each step's ratio to torch at ``t``
+    threads; and the same from the process CPU time per step (median), which other load on the machine disturbs less
+    than the wall time (at one thread it is the thread's own work; at ``t`` it includes the spinning of idle BLAS
+    threads)."""
+    print("\nthe step outside the products: floor = the linear layers' products alone; outside = 1 - floor / step; "
+          "step / floor (issue goal <= 1.5)")
+    ways = [("default", "varsim", "gemms", t), ("default", "varsim_1", "gemms_1", 1),
+            ("fused", "fused", "gemms", t), ("fused", "fused_1", "gemms_1", 1)]
+    print(f"{'model':24s} {'path':8s} {'threads':>7s} {'floor ms':>9s} {'step ms':>8s} {'outside':>8s} "
+          f"{'step/floor':>10s}" + (f" {f'/ torch ({t})':>12s}" if torch_ok else "")
+          + f" {'CPU ms: floor':>13s} {'step':>7s} {'step/floor':>10s}")
+    for r in rows:
+        cpu = r["cpu_ms"]
+        for path, step_key, floor_key, threads in ways:
+            step, floor = r[f"{step_key}_ms"], r[f"{floor_key}_ms"]
+            vs = f" {step / r['torch_ms']:12.2f}" if torch_ok else ""
+            print(f"{r['config']:24s} {path:8s} {threads:7d} {floor:9.3f} {step:8.3f} {1 - floor / step:8.1%} "
+                  f"{step / floor:10.2f}{vs} {cpu[floor_key]:13.3f} {cpu[step_key]:7.3f} "
+                  f"{cpu[step_key] / cpu[floor_key]:10.2f}")
+
+
 def main() -> int:
     args = ARGS
     if args.profile:
@@ -413,15 +454,18 @@ def main() -> int:
         print(f"{r['config']:24s} {r['gflop']:6.3f} {r['gemms_ms']:14.3f} {r['gemms_1_ms']:13.3f} {goal} "
               f"{r['gflop'] / r['gemms_ms'] * 1e3:20.1f} {r['gflop'] / r['gemms_1_ms'] * 1e3:6.1f} "
               f"{r['gflop'] / r['varsim_ms'] * 1e3:12.1f} {r['gflop'] / r['varsim_1_ms'] * 1e3:6.1f}")
+    print_outside_products(rows, t, torch_ok)
     if t > 1:
         print(f"\nsharded step: the batch in {t} shards, 1 BLAS thread each (same blocks, same run)")
         print(f"{'model':24s} {f'{t} threads ms':>14s} {'serial ms':>10s} {'speed-up':>9s} {'vs varsim (1)':>14s}"
+              + (f" {'vs torch':>9s}" if torch_ok else "") + f" {'fused ms':>9s}"
               + (f" {'vs torch':>9s}" if torch_ok else ""))
         for r in rows:
             vs_torch = f" {r['sharded_ms'] / r['torch_ms']:9.2f}" if torch_ok else ""
+            fused_vs = f" {r['fused_sharded_ms'] / r['torch_ms']:9.2f}" if torch_ok else ""
             speedup = r["sharded_serial_ms"] / r["sharded_ms"]
             print(f"{r['config']:24s} {r['sharded_ms']:14.3f} {r['sharded_serial_ms']:10.3f} {speedup:9.2f} "
-                  f"{r['sharded_ms'] / r['varsim_1_ms']:14.2f}{vs_torch}")
+                  f"{r['sharded_ms'] / r['varsim_1_ms']:14.2f}{vs_torch} {r['fused_sharded_ms']:9.3f}{fused_vs}")
     if torch_ok:
         for key, how in (("ratio", f"varsim at {t} BLAS threads"),
                          ("ratio_1", "varsim at 1 BLAS thread, as train() runs")):

@@ -436,9 +436,13 @@ def test_evaluation_cost_counts_the_chunks_held_at_once_and_the_cores(trained, m
     monkeypatch.setattr(evaluate_module, "default_workers", lambda: 8)
     d, _ = trained["argmax"]
     evaluate(d, lengths=[4], n_examples=4, workers=2)
-    evaluate(d, lengths=[4], n_examples=4, workers=3, blas_threads=None)
-    evaluate(d, lengths=[4], n_examples=4, workers=3, blas_threads=2)
-    assert seen == [(2, 2), (3, 8), (3, 6)]
+    with pytest.warns(DeprecationWarning, match="blas_threads"):  # its threads go to the workers
+        evaluate(d, lengths=[4], n_examples=4, workers=3, blas_threads=None)
+    with pytest.warns(DeprecationWarning, match="blas_threads"):
+        evaluate(d, lengths=[4], n_examples=4, workers=3, blas_threads=2)
+    with pytest.warns(DeprecationWarning, match="blas_threads"):
+        evaluate(d, lengths=[4], n_examples=4, workers=2, blas_threads=5)
+    assert seen == [(2, 2), (8, 8), (3, 3), (5, 5)]
 
 
 def test_evaluate_refuses_oversized_lengths_and_counts(trained):
@@ -453,24 +457,59 @@ def test_evaluate_refuses_oversized_lengths_and_counts(trained):
         evaluate(d, lengths=[10**30])
 
 
-def test_evaluate_runs_blas_single_threaded_by_default(trained, monkeypatch):
-    """The default BLAS thread count of evaluate() is 1 (benchmarks/bench_evaluate.py: several times
-    faster than NumPy's default on this small model); None leaves the pool alone. Catches a default of None."""
+def test_evaluate_multiplies_on_one_blas_thread_whatever_it_is_asked(trained, monkeypatch):
+    """Every matrix product of evaluate() runs on one BLAS thread, whatever ``blas_threads`` says (deprecated: a
+    multi-threaded OpenBLAS GEMM rounds the large products differently, so more threads changed the outputs'
+    bits): the thread count in force is read with threadpoolctl inside each linear layer of the forward pass.
+    Catches the old behaviour (``blas_threads=None`` left NumPy's pool, ``blas_threads=2`` set 2 threads)."""
+    threadpoolctl = pytest.importorskip("threadpoolctl")
     from varsim._common import blas
+    from varsim.nn import layers
+
+    numpy_blas = {label.rsplit(":", 1)[0] for *_, label in blas._blas_controls()}  # NumPy's (loaded with it)
+    if not numpy_blas:
+        pytest.skip("NumPy's BLAS cannot be controlled here")
+
+    def in_force():
+        return {i["num_threads"] for i in threadpoolctl.threadpool_info() if i["filepath"] in numpy_blas}
 
     seen = []
-    real = blas.blas_threads
+    real = layers.linear_forward
 
-    def spy(n):
-        seen.append(n)
-        return real(n)
+    def spy(*args, **kwargs):
+        seen.append(in_force())
+        return real(*args, **kwargs)
 
-    monkeypatch.setattr(blas, "blas_threads", spy)
+    for module in ("varsim.nn.layers", "varsim.nn.attention", "varsim.nn.model", "varsim.nn.base"):
+        monkeypatch.setattr(f"{module}.linear_forward", spy, raising=False)
     d, _ = trained["argmax"]
-    evaluate(d, lengths=[4], n_examples=8)
-    evaluate(d, lengths=[4], n_examples=8, blas_threads=None)
-    evaluate(d, lengths=[4], n_examples=8, blas_threads=2)
-    assert seen == [1, 2]
+    with threadpoolctl.threadpool_limits(3, user_api="blas"):  # the pool as a user's process may have it
+        evaluate(d, lengths=[4], n_examples=8)
+        for n in (None, 2, 4):
+            with pytest.warns(DeprecationWarning, match="blas_threads"):
+                evaluate(d, lengths=[4], n_examples=8, blas_threads=n)
+        after = in_force()
+    assert seen and all(s == {1} for s in seen), seen
+    assert after == {3}  # the caller's pool is given back
+
+
+def test_evaluate_same_bits_for_any_blas_threads_and_workers():
+    """The outputs of evaluate() (correct counts and every ranking statistic, floats included) are the same bits
+    for ``blas_threads`` 1, 2, 4 and ``workers`` 1, 2, 4, on a model whose item MLP multiplies 64 x 1025 rows
+    (products a multi-threaded OpenBLAS splits across threads). Before the fix, 2 BLAS threads gave other
+    ``weight_correct`` bits on OpenBLAS 0.3.31's Haswell kernel (benchmarks/check_threads.py); on a BLAS whose
+    threading never changes a bit this passes either way, the spy test above holds the mechanism everywhere."""
+    import warnings
+
+    model = Transformer(ModelConfig(task="argmax", d_model=64, n_heads=4), seed=3)
+    results = []
+    for blas, workers in ((1, 1), (2, 1), (4, 1), (1, 2), (1, 4), (2, 2)):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            ev = evaluate(model, lengths=[1024], n_examples=64, batch_size=64, progress=False, blas_threads=blas,
+                          workers=workers)
+        results.append(json.dumps({"correct": ev["correct"], "ranking": ev["ranking"]}, sort_keys=True))
+    assert len(set(results)) == 1, results
 
 
 @pytest.mark.parametrize("content,match", [

@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 from pathlib import Path
 
 from varsim.cli._options import (
@@ -43,7 +44,9 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=seed_option(), default=0,
                         help="test-set seed (default 0; same seed = same examples)")
     parser.add_argument("--threads", type=threads_option(0), default=1,
-                        help="BLAS threads (default 1, the fastest for this small model; 0: NumPy's own default)")
+                        help="deprecated (until 0.3.0): evaluation multiplies on one BLAS thread, so that no number "
+                             "depends on the thread count; a value other than 1 only raises --workers to it "
+                             "(0: one per core)")
     parser.add_argument("--workers", type=threads_option(0), default=0,
                         help="threads evaluating a batch's chunks at once (default 0: one per core; the results "
                              "do not depend on it)")
@@ -111,6 +114,11 @@ def run(args) -> int:
     attention = attention_kwargs(args)
     if args.output is not None:
         check_output(args.output, args.checkpoint)
+    workers = args.workers or default_workers()
+    if args.threads != 1:
+        print("varsim evaluate: --threads is deprecated and will be removed in 0.3.0: evaluation multiplies on one "
+              "BLAS thread (more would change float32 bits); its threads go to --workers", file=sys.stderr)
+        workers = max(workers, args.threads or default_workers())
     result = evaluate(
         args.checkpoint,
         lengths=DEFAULT_LENGTHS if args.lengths is None else args.lengths,
@@ -118,8 +126,7 @@ def run(args) -> int:
         batch_size=args.batch_size,
         seed=args.seed,
         progress=args.progress,
-        blas_threads=args.threads or None,
-        workers=args.workers or default_workers(),
+        workers=workers,
         max_hours=args.max_hours,
         **attention,
     )

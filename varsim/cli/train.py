@@ -67,6 +67,7 @@ _MODEL_FLAGS = {
     "key_encoding": "key_encoding",
     "dtype": "dtype",
     "activation": "activation",
+    "fused": "fused",
 }
 # flag dest -> TrainConfig field
 _TRAIN_FLAGS = (
@@ -159,6 +160,9 @@ def register(parser: argparse.ArgumentParser) -> None:
     m.add_argument("--key-encoding")
     m.add_argument("--dtype", help="float32 (default) or float64")
     m.add_argument("--activation", help="relu (default) or gelu")
+    m.add_argument("--fused", action=argparse.BooleanOptionalAction, default=None,
+                   help="attention's softmax, layer norm and ReLU's backward in fused Numba kernels "
+                        "(default off: other float32 bits than the default path; recorded in the run's config)")
     from varsim.variants import TRAINABLE_MAPS
 
     add_variant_flags(parser, default=None, default_help="default: the config file's, else softmax",

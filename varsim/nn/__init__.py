@@ -12,6 +12,7 @@ sparsemax with backward passes; critical, adaptive_temperature, topk for inferen
 ``ModelConfig(attention=..., attention_params=..., attention_output=...)``. This package never imports ``varsim.sim``.
 """
 
+from . import layers as _layers
 from .architectures import ARCHITECTURES, build_model, get_architecture
 from .attention import (
     attention_backward,
@@ -26,22 +27,7 @@ from .attention import (
     self_attention_rows,
 )
 from .decoder import Decoder  # registers the "decoder" architecture
-from .layers import (
-    embedding_backward,
-    embedding_forward,
-    gelu_backward,
-    gelu_forward,
-    linear_backward,
-    linear_forward,
-    mlp_backward,
-    mlp_forward,
-    relu_backward,
-    relu_forward,
-    residual_backward,
-    residual_forward,
-    softmax_cross_entropy_backward,
-    softmax_cross_entropy_forward,
-)
+from .layers import *  # noqa: F403 - the elementary layers' forward/backward pairs: every name of layers.__all__
 from .model import ModelConfig, Transformer
 from .norms import (
     NORMS,
@@ -82,20 +68,6 @@ __all__ = [
     "get_norm",
     "Adam",
     "AdamW",
-    "linear_forward",
-    "linear_backward",
-    "embedding_forward",
-    "embedding_backward",
-    "relu_forward",
-    "relu_backward",
-    "gelu_forward",
-    "gelu_backward",
-    "mlp_forward",
-    "mlp_backward",
-    "residual_forward",
-    "residual_backward",
-    "softmax_cross_entropy_forward",
-    "softmax_cross_entropy_backward",
     "layernorm_forward",
     "layernorm_backward",
     "standardize_forward",
@@ -123,3 +95,4 @@ __all__ = [
     "ipr_norm_forward",
     "ipr_norm_backward",
 ]
+__all__ += _layers.__all__

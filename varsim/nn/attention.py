@@ -32,6 +32,7 @@ import math
 
 import numpy as np
 
+from .fused import softmax_forward_inplace, softmax_vjp_inplace
 from .layers import linear_backward, linear_forward
 from .weightmaps import AttentionSpec, softmax_inplace, softmax_vjp
 
@@ -90,10 +91,12 @@ def _with_dtheta(grads: tuple, attention, dtheta) -> tuple:
 
 
 def attention_forward(q: np.ndarray, k: np.ndarray, v: np.ndarray, key_mask: np.ndarray | None = None,
-                      attention: AttentionSpec | None = None, theta: np.ndarray | None = None):
+                      attention: AttentionSpec | None = None, theta: np.ndarray | None = None, *,
+                      fused: bool = False):
     """``q`` (B, H, Tq, Dh), ``k``/``v`` (B, H, T, Dh), ``key_mask`` bool broadcastable to (B, H, Tq, T).
 
     Returns ``out`` (B, H, Tq, Dh) = map(q k^T / sqrt(Dh)) v (softmax by default); the cache keeps the weights.
+    ``fused``: plain softmax and its backward in a Numba pass (:mod:`varsim.nn.fused`; other float32 bits).
     """
     if k.shape[-1] != q.shape[-1] or k.shape[:-1] != v.shape[:-1]:
         raise ValueError(f"q (.., Tq, Dh), k (.., T, Dh), v (.., T, Dv) do not fit: {q.shape}, {k.shape}, {v.shape}")
@@ -106,22 +109,22 @@ def attention_forward(q: np.ndarray, k: np.ndarray, v: np.ndarray, key_mask: np.
             raise ValueError("key_mask leaves a query row with no key to attend to")
         np.copyto(w, -np.inf, where=~key_mask)
     if spec is None:  # plain softmax, in place (max-subtracted: exp never overflows, whatever the logits)
-        u, map_cache = softmax_inplace(w), None
+        u, map_cache = (softmax_forward_inplace(w) if fused else softmax_inplace(w)), None
     else:
         u, w, map_cache = spec.forward(w, key_mask, theta)  # u: effective weights (ipr_norm), else u = w
     out = u @ v  # (B, H, Tq, Dh)
-    return out, (q, k, v, w, scale, u, spec, attention, map_cache)
+    return out, (q, k, v, w, scale, u, spec, attention, map_cache, fused)
 
 
 def attention_backward(dout: np.ndarray, cache):
     """-> ``(dq, dk, dv)``, shaped like ``q``, ``k``, ``v`` (then ``dtheta`` (H,) for a map with a learned
     parameter)."""
-    q, k, v, w, scale, u, spec, attention, map_cache = cache
+    q, k, v, w, scale, u, spec, attention, map_cache, fused = cache
     dw = dout @ v.swapaxes(-1, -2)  # (B, H, Tq, T)
     dv = u.swapaxes(-1, -2) @ dout  # (B, H, T, Dh)
     dtheta = None
     if spec is None:  # softmax backward, in place: ds = w * (dw - sum_j w_j dw_j)
-        ds = softmax_vjp(w, dw, overwrite=True)
+        ds = softmax_vjp_inplace(w, dw) if fused else softmax_vjp(w, dw, overwrite=True)
     else:
         ds, dtheta = spec.backward(dw, map_cache)
     ds *= scale
@@ -147,11 +150,12 @@ def _head_mask(key_mask, b: int, tq: int, t: int):
 
 
 def self_attention_forward(x: np.ndarray, w_qkv: np.ndarray, b_qkv: np.ndarray, n_heads: int, key_mask=None,
-                           attention: AttentionSpec | None = None, theta: np.ndarray | None = None):
+                           attention: AttentionSpec | None = None, theta: np.ndarray | None = None, *,
+                           fused: bool = False):
     """``x`` (B, T, D) -> concatenated head outputs (B, T, D), before the output projection.
 
     ``key_mask``: (B, T) (the same keys for every query row) or (B, T, T) (row i may attend to key j), True = allowed.
-    ``attention``/``theta``: the weight map (module docstring).
+    ``attention``/``theta``: the weight map (module docstring). ``fused``: as :func:`attention_forward`.
     """
     if x.ndim != 3:
         raise ValueError(f"x must be (B, T, D), got shape {x.shape}")
@@ -160,7 +164,8 @@ def self_attention_forward(x: np.ndarray, w_qkv: np.ndarray, b_qkv: np.ndarray, 
     _check_qkv_params(d, w_qkv, b_qkv)
     qkv, lin_cache = linear_forward(x, w_qkv, b_qkv)  # (B, T, 3D)
     q, k, v = qkv.reshape(b, t, 3, n_heads, dh).transpose(2, 0, 3, 1, 4)  # 3 x (B, H, T, Dh), views
-    out, att_cache = attention_forward(q, k, v, _head_mask(key_mask, b, t, t), attention, theta)  # (B, H, T, Dh)
+    out, att_cache = attention_forward(q, k, v, _head_mask(key_mask, b, t, t), attention, theta,
+                                       fused=fused)  # (B, H, T, Dh)
     heads = out.transpose(0, 2, 1, 3).reshape(b, t, d)  # (B, T, H*Dh)
     return heads, (lin_cache, att_cache, n_heads)
 
@@ -175,14 +180,14 @@ ROW_BLOCK_ELEMENTS = 1 << 17
 
 def self_attention_rows(x: np.ndarray, w_qkv: np.ndarray, b_qkv: np.ndarray, n_heads: int, key_mask=None,
                         attention: AttentionSpec | None = None, theta: np.ndarray | None = None, *,
-                        block_elements: int | None = None):
+                        block_elements: int | None = None, fused: bool = False):
     """``self_attention_forward`` for inference: the same head outputs (B, T, D), computed for a block of query rows
     at a time so that the (B, H, rows, T) logits stay in cache, and no cache for a backward pass.
 
     Returns ``(heads, w0)``: ``w0`` (B, H, 1, T) the weights of query row 0 (the model's query token), as
     ``attention_weights`` would give them. Every row goes through the same arithmetic as in
     ``self_attention_forward`` (the weight maps act row by row), so the outputs agree with it to rounding.
-    ``block_elements``: logits per block (default ``ROW_BLOCK_ELEMENTS``).
+    ``block_elements``: logits per block (default ``ROW_BLOCK_ELEMENTS``). ``fused``: as :func:`attention_forward`.
     """
     if x.ndim != 3:
         raise ValueError(f"x must be (B, T, D), got shape {x.shape}")
@@ -198,7 +203,7 @@ def self_attention_rows(x: np.ndarray, w_qkv: np.ndarray, b_qkv: np.ndarray, n_h
     for r0 in range(0, t, per):  # blocks of query rows
         r1 = min(t, r0 + per)
         m = mask if mask is None or mask.shape[2] == 1 else mask[:, :, r0:r1]
-        out[:, :, r0:r1], cache = attention_forward(q[:, :, r0:r1], k, v, m, attention, theta)
+        out[:, :, r0:r1], cache = attention_forward(q[:, :, r0:r1], k, v, m, attention, theta, fused=fused)
         if w0 is None:
             w0 = cache[3][:, :, :1].copy()
     return out.transpose(0, 2, 1, 3).reshape(b, t, d), w0
@@ -248,6 +253,8 @@ def query_attention_forward(
     key_mask=None,
     attention: AttentionSpec | None = None,
     theta: np.ndarray | None = None,
+    *,
+    fused: bool = False,
 ):
     """``xq`` (B, D) query rows, ``x`` (B, T, D) tokens, ``key_mask`` (B, T) -> head outputs (B, D).
 
@@ -257,7 +264,8 @@ def query_attention_forward(
                                                            map such as softmax drops it; sigmoid keeps it)
         out_h      = sum_t u_h[t] (x[t] Wv_h + bv_h) = (sum_t u_h[t] x[t]) Wv_h + (sum_t u_h[t]) bv_h
     (``u`` the effective weights; their sum is 1 for normalized maps, 0 with ipr_norm), so the per-token work is two
-    (H x D) products instead of a (D x 2D) projection: O(T D H) per example.
+    (H x D) products instead of a (D x 2D) projection: O(T D H) per example. ``fused``: as
+    :func:`attention_forward`.
     """
     if x.ndim != 3:
         raise ValueError(f"x must be (B, T, D), got shape {x.shape}")
@@ -273,25 +281,8 @@ def query_attention_forward(
     wk = w_qkv[:, d : 2 * d].reshape(d, h, dh).transpose(1, 2, 0)  # (H, Dh, D)
     u = (qh @ wk).transpose(1, 0, 2)  # (B, H, D): the query of head h pulled back to token space
     scale = 1.0 / math.sqrt(dh)
-    w = u @ x.swapaxes(1, 2)  # (B, H, T) logits (without the constant bias term), then the weights
-    if spec is not None and not spec.shift_invariant:  # the key-bias term bk_h . q_h matters: add it back
-        w += np.einsum("hbk,hk->bh", qh, b_qkv[d : 2 * d].reshape(h, dh))[:, :, None]
-    w *= scale
-    if key_mask is not None:
-        key_mask = np.asarray(key_mask, dtype=bool)
-        if key_mask.shape != (b, t):
-            raise ValueError(f"key_mask must have shape {(b, t)}, got {key_mask.shape}")
-        if not np.all(np.any(key_mask, axis=-1)):
-            raise ValueError("key_mask leaves a query row with no key to attend to")
-        np.copyto(w, -np.inf, where=~key_mask[:, None, :])
-    map_cache = None
-    if spec is None:  # plain softmax, in place
-        uw = softmax_inplace(w)
-    else:  # the maps act on (B, H, Tq, T): one query row
-        m4 = None if key_mask is None else key_mask[:, None, None, :]
-        uw4, w4, map_cache = spec.forward(w[:, :, None, :], m4, theta)
-        uw, w = uw4[:, :, 0], w4[:, :, 0]
-    xbar = _few_products(uw, x)  # (B, H, D): attention-weighted mean token of each head
+    key_mask = _query_key_mask(key_mask, b, t)
+    w, uw, xbar, map_cache = _query_weights(u, x, qh, b_qkv[d : 2 * d], key_mask, spec, theta, scale, fused)
     wv = w_qkv[:, 2 * d :].reshape(d, h, dh).transpose(1, 0, 2)  # (H, D, Dh)
     out = (xbar.transpose(1, 0, 2) @ wv).transpose(1, 0, 2)  # (B, H, Dh)
     usum = None
@@ -302,12 +293,47 @@ def query_attention_forward(
         out += usum[:, :, None] * b_qkv[2 * d :].reshape(h, dh)
     # weight_sum "zero" (ipr_norm): the value bias cancels exactly
     out = out.reshape(b, d)
-    return out, (xq, x, w_qkv, b_qkv, qh, u, w, xbar, scale, h, uw, usum, spec, attention, map_cache)
+    return out, (xq, x, w_qkv, b_qkv, qh, u, w, xbar, scale, h, uw, usum, spec, attention, map_cache, fused)
+
+
+def _query_key_mask(key_mask, b: int, t: int):
+    """The query rows' key mask as a (B, T) bool array (None: every key); ValueError for a wrong shape or a row
+    with no key."""
+    if key_mask is None:
+        return None
+    key_mask = np.asarray(key_mask, dtype=bool)
+    if key_mask.shape != (b, t):
+        raise ValueError(f"key_mask must have shape {(b, t)}, got {key_mask.shape}")
+    if not np.all(np.any(key_mask, axis=-1)):
+        raise ValueError("key_mask leaves a query row with no key to attend to")
+    return key_mask
+
+
+def _query_weights(u, x, qh, b_k, key_mask, spec, theta, scale, fused=False):
+    """The query rows' logits ``scale u x^T`` (B, H, T) (with the key-bias term ``b_k . q_h`` for a map that is not
+    shift-invariant), masked, through the weight map -> ``(w, uw, xbar, map_cache)``: the map's weights, the
+    effective weights (ipr_norm; else ``w``), the weighted mean token (B, H, D) and the map's cache. ``fused``: plain
+    softmax in the Numba kernel."""
+    h = qh.shape[0]
+    w = u @ x.swapaxes(1, 2)  # (B, H, T) logits (without the constant bias term), then the weights
+    if spec is not None and not spec.shift_invariant:  # the key-bias term bk_h . q_h matters: add it back
+        w += np.einsum("hbk,hk->bh", qh, b_k.reshape(h, -1))[:, :, None]
+    w *= scale
+    if key_mask is not None:
+        np.copyto(w, -np.inf, where=~key_mask[:, None, :])
+    map_cache = None
+    if spec is None:  # plain softmax, in place
+        uw = softmax_forward_inplace(w) if fused else softmax_inplace(w)
+    else:  # the maps act on (B, H, Tq, T): one query row
+        m4 = None if key_mask is None else key_mask[:, None, None, :]
+        uw4, w4, map_cache = spec.forward(w[:, :, None, :], m4, theta)
+        uw, w = uw4[:, :, 0], w4[:, :, 0]
+    return w, uw, _few_products(uw, x), map_cache  # xbar (B, H, D): attention-weighted mean token of each head
 
 
 def query_attention_backward(dheads: np.ndarray, cache):
     """-> ``(dxq, dx, dw_qkv, db_qkv)`` (then ``dtheta`` for a map with a learned parameter)."""
-    xq, x, w_qkv, b_qkv, qh, u, w, xbar, scale, h, uw, usum, spec, attention, map_cache = cache
+    xq, x, w_qkv, b_qkv, qh, u, w, xbar, scale, h, uw, usum, spec, attention, map_cache, fused = cache
     b, t, d = x.shape
     dh = d // h
     do = dheads.reshape(b, h, dh).transpose(1, 0, 2)  # (H, B, Dh)
@@ -322,19 +348,8 @@ def query_attention_backward(dheads: np.ndarray, cache):
     wv = w_qkv[:, 2 * d :].reshape(d, h, dh).transpose(1, 2, 0)  # (H, Dh, D)
     dxbar = (do @ wv).transpose(1, 0, 2)  # (B, H, D)
     # xbar = uw x (B, H, T) @ (B, T, D)
-    dw = dxbar @ x.swapaxes(1, 2)  # (B, H, T)
-    dtheta = None
-    if spec is None:  # softmax backward in place, then the logits w = scale * u x^T
-        ds = softmax_vjp(w, dw, overwrite=True)
-    else:
-        if usum is not None:  # d(sum u)/du = 1 for every key
-            dw += (dheads.reshape(b, h, dh) * b_qkv[2 * d :].reshape(h, dh)).sum(axis=-1)[:, :, None]
-        ds4, dtheta = spec.backward(dw[:, :, None, :], map_cache)
-        ds = ds4[:, :, 0]
-    ds *= scale
-    du = ds @ x  # (B, H, D)
-    dx = uw.swapaxes(1, 2) @ dxbar  # (B, T, D)
-    dx += ds.swapaxes(1, 2) @ u
+    du, dx, ds, dtheta = _query_weights_backward(dxbar, dheads, x, u, w, uw, usum, b_qkv[2 * d :], scale, spec,
+                                                 map_cache, fused)
     # u_h = Wk_h q_h
     duh = du.transpose(1, 0, 2)  # (H, B, D)
     dw_qkv[:, d : 2 * d] = (duh.transpose(0, 2, 1) @ qh).transpose(1, 0, 2).reshape(d, d)  # (H, D, Dh) -> (D, D)
@@ -350,6 +365,27 @@ def query_attention_backward(dheads: np.ndarray, cache):
     dw_qkv[:, :d] = xq.reshape(b, d).T @ dq
     db_qkv[:d] = dq.sum(axis=0)
     return _with_dtheta((dxq, dx, dw_qkv, db_qkv), attention, dtheta)
+
+
+def _query_weights_backward(dxbar, dheads, x, u, w, uw, usum, b_v, scale, spec, map_cache, fused=False):
+    """The backward of :func:`_query_weights` from ``dxbar`` (B, H, D) -> ``(du (B, H, D), dx (B, T, D), ds (B, H, T)
+    the logits' gradient, dtheta or None)``; ``b_v`` the value bias (D,), whose term reaches the logits when the
+    weights' sum is free."""
+    b, h, _ = dxbar.shape
+    dw = dxbar @ x.swapaxes(1, 2)  # (B, H, T)
+    dtheta = None
+    if spec is None:  # softmax backward in place, then the logits w = scale * u x^T
+        ds = softmax_vjp_inplace(w, dw) if fused else softmax_vjp(w, dw, overwrite=True)
+    else:
+        if usum is not None:  # d(sum u)/du = 1 for every key
+            dw += (dheads.reshape(b, h, -1) * b_v.reshape(h, -1)).sum(axis=-1)[:, :, None]
+        ds4, dtheta = spec.backward(dw[:, :, None, :], map_cache)
+        ds = ds4[:, :, 0]
+    ds *= scale
+    du = ds @ x  # (B, H, D)
+    dx = uw.swapaxes(1, 2) @ dxbar  # (B, T, D)
+    dx += ds.swapaxes(1, 2) @ u
+    return du, dx, ds, dtheta
 
 
 def attention_weights(cache) -> np.ndarray:

@@ -36,7 +36,7 @@ from .layers import (
     softmax_cross_entropy_backward,
     softmax_cross_entropy_forward,
 )
-from .norms import get_norm, layernorm_backward, layernorm_forward
+from .norms import get_norm, layernorm_backward, layernorm_forward, layernorm_fused_backward, layernorm_fused_forward
 from .set_params import theta_name
 from .shards import sharded_loss_and_grads
 from .weightmaps import TRAINABLE_MAPS
@@ -239,10 +239,12 @@ class Model:
         return [(p[f"{prefix}.{i}.w"], p[f"{prefix}.{i}.b"]) for i in range(depth)]
 
     def _layernorm_forward(self, prefix: str, x):
-        return layernorm_forward(x, self.params[f"{prefix}.gamma"], self.params[f"{prefix}.beta"])
+        forward = layernorm_fused_forward if self.config.fused else layernorm_forward
+        return forward(x, self.params[f"{prefix}.gamma"], self.params[f"{prefix}.beta"])
 
     def _layernorm_backward(self, prefix: str, dout, cache, grads):
-        dx, grads[f"{prefix}.gamma"], grads[f"{prefix}.beta"] = layernorm_backward(dout, cache)
+        backward = layernorm_fused_backward if self.config.fused else layernorm_backward
+        dx, grads[f"{prefix}.gamma"], grads[f"{prefix}.beta"] = backward(dout, cache)
         return dx
 
     def _mlp_backward(self, prefix: str, dout, cache, grads, first: int = 0):
@@ -258,15 +260,16 @@ class Model:
         attention output after W_o (``a_pre`` = heads W_o + b_o); ``a_post`` the normalized ``a_pre``."""
         c, p = self.config, self.params
         norm = get_norm(c.norm)
+        norm_forward = norm.pair(c.fused)[0]
         norm_params = {name: p[f"{pre}.attn_norm.{name}"] for name, _ in norm.params}
         w_o, b_o = p[f"{pre}.attn.w_o"], p[f"{pre}.attn.b_o"]
         if norm.per_head:  # normalize each head's output, then project
             a_pre = heads
-            a_post, norm_cache = norm.forward(heads, norm_params, c.n_heads)
+            a_post, norm_cache = norm_forward(heads, norm_params, c.n_heads)
             a, o_cache = linear_forward(a_post, w_o, b_o)
         else:  # project, then normalize the attention output
             a_pre, o_cache = linear_forward(heads, w_o, b_o)
-            a_post, norm_cache = norm.forward(a_pre, norm_params, c.n_heads)
+            a_post, norm_cache = norm_forward(a_pre, norm_params, c.n_heads)
             a = a_post
         return a_pre, a_post, a, (norm_cache, o_cache)
 
@@ -274,11 +277,12 @@ class Model:
         """-> dheads (B, R, D), storing the gradients of W_o, b_o and the normalization's parameters."""
         norm_cache, o_cache = cache
         norm = get_norm(self.config.norm)
+        norm_backward = norm.pair(self.config.fused)[1]
         if norm.per_head:
             dnormed, grads[f"{pre}.attn.w_o"], grads[f"{pre}.attn.b_o"] = linear_backward(da, o_cache)
-            dheads, norm_grads = norm.backward(dnormed, norm_cache)
+            dheads, norm_grads = norm_backward(dnormed, norm_cache)
         else:
-            da_pre, norm_grads = norm.backward(da, norm_cache)
+            da_pre, norm_grads = norm_backward(da, norm_cache)
             dheads, grads[f"{pre}.attn.w_o"], grads[f"{pre}.attn.b_o"] = linear_backward(da_pre, o_cache)
         for name, g in norm_grads.items():
             grads[f"{pre}.attn_norm.{name}"] = g

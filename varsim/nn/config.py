@@ -73,6 +73,9 @@ class ModelConfig:
     positions: str = "none"
     max_positions: int = 4096
     tie_head: bool = False
+    # the fused path (varsim.nn.fused): attention's softmax, layer norm and ReLU's backward (with the bias gradient)
+    # in Numba kernels; opt-in because its float32 bits differ from the default path; left out of to_dict when False
+    fused: bool = False
 
     def __post_init__(self):
         get_task(self.task)  # unknown names: ValueError listing the registered tasks
@@ -100,7 +103,7 @@ class ModelConfig:
             object.__setattr__(self, "d_hidden", check_int("d_hidden", self.d_hidden, minimum=1, maximum=MAX_COUNT))
         if self.d_model % self.n_heads:
             raise ValueError(f"n_heads ({self.n_heads}) must divide d_model ({self.d_model})")
-        for name in ("residual", "pre_ln", "tie_head"):
+        for name in ("residual", "pre_ln", "tie_head", "fused"):
             if not isinstance(getattr(self, name), (bool, np.bool_)):
                 raise ValueError(f"{name} must be a bool, got {getattr(self, name)!r}")
             object.__setattr__(self, name, bool(getattr(self, name)))
@@ -167,8 +170,8 @@ class ModelConfig:
 
     def to_dict(self) -> dict:
         """All fields, except those at the defaults of configs written before they existed (``attention="softmax"``,
-        ``attention_output="none"``, the default ``architecture``, the sequence-model fields), so that records
-        comparing config dicts (the reproduction's run specs) stay valid. ``from_dict`` fills them in."""
+        ``attention_output="none"``, the default ``architecture``, the sequence-model fields, ``fused=False``), so
+        that records comparing config dicts (the reproduction's run specs) stay valid. ``from_dict`` fills them in."""
         d = dataclasses.asdict(self)
         if d["attention"] == "softmax":
             del d["attention"], d["attention_params"]
@@ -179,6 +182,8 @@ class ModelConfig:
         for k, v in _SEQUENCE_DEFAULTS.items():
             if d[k] == v:
                 del d[k]
+        if not d["fused"]:  # the default path: configs recorded before the field existed read the same
+            del d["fused"]
         return d
 
     @classmethod

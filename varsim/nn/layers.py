@@ -166,11 +166,12 @@ def activation_backward(dout: np.ndarray, cache, name: str, *, overwrite: bool =
 # MLP: Linear (-> activation -> Linear)*; no activation after the last layer
 
 
-def mlp_forward(x: np.ndarray, layers, activation: str = "relu"):
+def mlp_forward(x: np.ndarray, layers, activation: str = "relu", *, fused: bool = False):
     """``x`` (..., D0), ``layers`` a sequence of ``(w, b)`` with w (D_i, D_{i+1}) -> ``out`` (..., D_last).
 
     The activation sits between consecutive Linear layers, not after the last one, so a depth-1 MLP is a Linear
-    layer and the output can be read as logits or added to a residual stream.
+    layer and the output can be read as logits or added to a residual stream. ``fused``: the backward pass takes
+    ReLU's backward and the bias gradient below it in one Numba pass (:func:`varsim.nn.fused.relu_backward_bias`).
     """
     lookup(_ACT_FORWARD, activation, param="activation")
     caches = []
@@ -186,16 +187,23 @@ def mlp_forward(x: np.ndarray, layers, activation: str = "relu"):
             if i < last:
                 h, act_cache = _ACT_FORWARD[activation](h, overwrite=True)  # h: linear_forward's fresh output
         caches.append((lin_cache, act_cache))
-    return h, (caches, activation)
+    return h, (caches, activation, fused and activation == "relu")
 
 
 def mlp_backward(dout: np.ndarray, cache):
     """-> ``(dx, [(dw, db), ...])`` in layer order."""
-    caches, activation = cache
+    caches, activation, fused_relu = cache
     grads = [None] * len(caches)
     dh = dout
     for i in range(len(caches) - 1, -1, -1):
         lin_cache, act_cache = caches[i]
+        if act_cache is not None and fused_relu and lin_cache[2]:  # ReLU's backward with this layer's bias grad
+            from .fused import relu_backward_bias
+
+            db = relu_backward_bias(dh, act_cache)  # in place in dh: linear_backward's fresh dx
+            dh, dw, _ = linear_backward(dh, (*lin_cache[:2], False))
+            grads[i] = (dw, db)
+            continue
         if act_cache is not None:
             dh = _ACT_BACKWARD[activation](dh, act_cache, overwrite=True)  # dh: linear_backward's fresh dx
         dh, dw, db = linear_backward(dh, lin_cache)

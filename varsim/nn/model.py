@@ -191,7 +191,8 @@ class Transformer(Model):
         if c.item_mlp_depth > 1:
             if not fused:
                 h, act_cache = activation_forward(h, c.activation, overwrite=True)  # h: a fresh array
-            h, rest_cache = mlp_forward(h, self._layers("embed", c.item_mlp_depth)[1:], c.activation)  # (B, T, D)
+            h, rest_cache = mlp_forward(h, self._layers("embed", c.item_mlp_depth)[1:], c.activation,
+                                        fused=c.fused)  # (B, T, D)
         if sel is not None:
             h = _scatter_rows(h, sel, b, t)
         if c.task_spec.learned_query:
@@ -235,13 +236,14 @@ class Transformer(Model):
         spec, theta_name = c.attention_spec, self._theta_name(i)
         theta = None if theta_name is None else p[theta_name]
         if last:  # query-row shortcut: (B, D)
-            heads, att = query_attention_forward(h[:, 0], h, w_qkv, b_qkv, c.n_heads, key_mask, spec, theta)
+            heads, att = query_attention_forward(h[:, 0], h, w_qkv, b_qkv, c.n_heads, key_mask, spec, theta,
+                                                 fused=c.fused)
             x_res = x[:, 0]
         elif inference:  # (B, T, D); att holds query row 0's weights (B, H, 1, T) only
-            heads, att = self_attention_rows(h, w_qkv, b_qkv, c.n_heads, key_mask, spec, theta)
+            heads, att = self_attention_rows(h, w_qkv, b_qkv, c.n_heads, key_mask, spec, theta, fused=c.fused)
             x_res = x
         else:  # (B, T, D)
-            heads, att = self_attention_forward(h, w_qkv, b_qkv, c.n_heads, key_mask, spec, theta)
+            heads, att = self_attention_forward(h, w_qkv, b_qkv, c.n_heads, key_mask, spec, theta, fused=c.fused)
             x_res = x
         a_pre, a_post, a, out_cache = self._attn_out_forward(pre, heads)
         r = x_res + a if c.residual else a
@@ -249,9 +251,10 @@ class Transformer(Model):
         if c.pre_ln:
             h2, ln2 = self._layernorm_forward(f"{pre}.ln2", r)
         if sel is None:
-            m, mlp_cache = mlp_forward(h2, self._layers(f"{pre}.mlp", 2), c.activation)
+            m, mlp_cache = mlp_forward(h2, self._layers(f"{pre}.mlp", 2), c.activation, fused=c.fused)
         else:  # padded items' rows stay 0: nothing reads them (masked as keys; the last block reads row 0 only)
-            m, mlp_cache = mlp_forward(_gather_rows(h2, sel), self._layers(f"{pre}.mlp", 2), c.activation)
+            m, mlp_cache = mlp_forward(_gather_rows(h2, sel), self._layers(f"{pre}.mlp", 2), c.activation,
+                                       fused=c.fused)
             m = _scatter_rows(m, sel, *h2.shape[:2])
         out = r + m
         if record is not None:
@@ -306,7 +309,8 @@ class Transformer(Model):
         z, fln = q, None
         if c.pre_ln:
             z, fln = self._layernorm_forward("final_ln", q)
-        logits, mlp_cache = mlp_forward(z, self._layers("head", c.predictor_depth), c.activation)  # (B, C)
+        logits, mlp_cache = mlp_forward(z, self._layers("head", c.predictor_depth), c.activation,
+                                        fused=c.fused)  # (B, C)
         return logits, (fln, mlp_cache)
 
     def _head_backward(self, dlogits, cache, grads):

@@ -26,6 +26,8 @@ import numpy as np
 from varsim._common.registry import Registry
 from varsim._common.validate import check_positive_int, check_real
 
+from .fused import rows_view
+
 __all__ = [
     "NORMS",
     "Normalization",
@@ -39,6 +41,8 @@ __all__ = [
     "standardize_per_head_backward",
     "layernorm_per_head_forward",
     "layernorm_per_head_backward",
+    "layernorm_fused_forward",
+    "layernorm_fused_backward",
 ]
 
 DEFAULT_EPS = 1e-5
@@ -92,6 +96,36 @@ def layernorm_backward(dout: np.ndarray, cache):
     dbeta = d2.sum(axis=0)  # (D,)
     dx = standardize_backward(dout * gamma, std_cache)
     return dx, dgamma, dbeta
+
+
+# The fused pair (ModelConfig(fused=True), varsim.nn.fused): the same layer in one Numba pass each way
+
+
+def layernorm_fused_forward(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float = DEFAULT_EPS):
+    """``x`` (..., D), ``gamma``/``beta`` (D,) -> ``xhat * gamma + beta`` (..., D), as
+    :func:`varsim.nn.norms.layernorm_forward`; cache ``(xhat (R, D), rstd (R,), gamma)``."""
+    from ._fused_kernels import layernorm_rows
+
+    _check_affine(x, gamma, beta)
+    x2 = rows_view(np.ascontiguousarray(x))
+    out = np.empty_like(x2)
+    xhat = np.empty_like(x2)
+    rstd = np.empty(x2.shape[0], dtype=x2.dtype)
+    layernorm_rows(x2, gamma, beta, float(eps), out, xhat, rstd)
+    return out.reshape(x.shape), (xhat, rstd, gamma)
+
+
+def layernorm_fused_backward(dout: np.ndarray, cache):
+    """-> ``(dx (..., D), dgamma (D,), dbeta (D,))``."""
+    from ._fused_kernels import layernorm_backward_rows
+
+    xhat, rstd, gamma = cache
+    d2 = rows_view(np.ascontiguousarray(dout))
+    dx = np.empty_like(d2)
+    dgamma = np.empty_like(gamma)
+    dbeta = np.empty_like(gamma)
+    layernorm_backward_rows(d2, xhat, rstd, gamma, dx, dgamma, dbeta)
+    return dx.reshape(dout.shape), dgamma, dbeta
 
 
 # ----------------------------------------------------------------------------------------------------------------------
@@ -152,7 +186,9 @@ class Normalization:
     the model's (D,) array. ``backward(dout, cache) -> (dx, param_grads)``: ``param_grads`` maps the same names to
     their (D,) gradients. ``params`` lists ``(name, init)`` pairs, ``init`` "ones" or "zeros"; the model stores
     them as ``block{b}.attn_norm.<name>``. ``per_head``: the normalization acts on the concatenated head outputs
-    before the output projection W_o (otherwise on the attention output after it).
+    before the output projection W_o (otherwise on the attention output after it). ``fused``: the pair of the
+    fused path (``ModelConfig(fused=True)``, :mod:`varsim.nn.fused`) with the same conventions, or None when the
+    normalization has none (the fused model then runs ``forward``/``backward``).
     """
 
     name: str
@@ -160,6 +196,11 @@ class Normalization:
     backward: Callable
     params: tuple = ()
     per_head: bool = False
+    fused: tuple | None = None
+
+    def pair(self, fused: bool) -> tuple:
+        """``(forward, backward)`` of the default path, or of the fused path when ``fused`` and it has one."""
+        return self.fused if fused and self.fused is not None else (self.forward, self.backward)
 
 
 #: name -> Normalization, in registration order; the model's only way to find a normalization.
@@ -201,6 +242,8 @@ register_norm(Normalization(
     forward=lambda x, params, n_heads: layernorm_forward(x, params["gamma"], params["beta"]),
     backward=_affine_backward(layernorm_backward),
     params=_AFFINE,
+    fused=(lambda x, params, n_heads: layernorm_fused_forward(x, params["gamma"], params["beta"]),
+           _affine_backward(layernorm_fused_backward)),
 ))
 register_norm(Normalization(
     "standardize",

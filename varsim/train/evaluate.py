@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import contextlib
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -75,14 +75,16 @@ def evaluate(
     progress : bool, optional
         Show progress on stderr (default: when it is a terminal).
     blas_threads : int or None
-        NumPy's BLAS threads while evaluating (None: leave them as they are). The default, 1, is the fast one: the
-        model's matrix products are small (D = 64), so extra BLAS threads mostly synchronize and spin
-        (``benchmarks/bench_evaluate.py`` measures it).
+        Deprecated (ignored but for the cores, until 0.3.0): evaluation runs every matrix product on one BLAS thread,
+        because a multi-threaded OpenBLAS GEMM rounds the model's large products (the item MLP and the key/value
+        projections over B x T rows) differently from a single-threaded one, so the outputs would depend on the
+        thread count. A value other than 1 warns (DeprecationWarning) and its threads go to ``workers`` (the
+        larger of the two; None: one per core), which changes no number.
     workers : int
-        Threads evaluating a batch's chunks at once (:meth:`varsim.nn.base.Model.predict`), each with
-        ``blas_threads`` BLAS threads: 2 on two free cores evaluated 1.4-1.5 times as fast as 1 at N = 16384 (a batch
-        at small set sizes is a single chunk; ``benchmarks/bench_evaluate.py``). The results are the same bits for
-        every ``workers``.
+        Threads evaluating a batch's chunks at once (:meth:`varsim.nn.base.Model.predict`), each on one BLAS thread:
+        2 on two free cores evaluated 1.4-1.5 times as fast as 1 at N = 16384 (a batch at small set sizes is a single
+        chunk; ``benchmarks/bench_evaluate.py``). The chunks are fixed by the batch and the model, never by
+        ``workers``, so the results are the same bits for every ``workers`` (``benchmarks/check_threads.py``).
     max_hours : float, optional
         Refuse an evaluation estimated to take longer (default ``varsim.train.budget.EVALUATE_MAX_HOURS``).
     attention : str, optional
@@ -143,14 +145,13 @@ def evaluate(
     n_examples = check_int("n_examples", n_examples, minimum=1)
     batch_size = check_int("batch_size", batch_size, minimum=1)
     seed_seq = resolve_seed(seed, rng)
-    if blas_threads is not None:
-        blas_threads = check_int("blas_threads", blas_threads, minimum=1)
     workers = check_int("workers", workers, minimum=1)
     available = default_workers()
+    workers = _workers_for(blas_threads, workers, available)
     check_evaluation_cost(mcfg, lengths, n_examples, batch_size, max_hours=max_hours, workers=workers,
-                          cores=min(available, workers * (blas_threads or available)))
+                          cores=min(available, workers))
     n_chunks = -(-n_examples // batch_size)
-    threads = _blas.blas_threads(blas_threads) if blas_threads is not None else contextlib.nullcontext()
+    threads = _blas.blas_threads(1)  # the products' rounding must not depend on the thread count
 
     acc, correct, lows, highs, times, ranking = [], [], [], [], [], []
     with threads, Progress(len(lengths) * n_chunks, f"evaluate {mcfg.task}", enabled=progress) as bar:
@@ -185,6 +186,20 @@ def evaluate(
         "step": step,
         "provenance": provenance(),
     }
+
+
+def _workers_for(blas_threads, workers: int, available: int) -> int:
+    """``workers``, or the threads of a deprecated ``blas_threads`` other than 1 when there are more of them (None:
+    ``available``, one per core), with a DeprecationWarning: evaluation multiplies on one BLAS thread whatever it
+    says, so that no number depends on the thread count."""
+    if blas_threads is not None:
+        blas_threads = check_int("blas_threads", blas_threads, minimum=1)
+    if blas_threads == 1:
+        return workers
+    warnings.warn("evaluate(blas_threads=...) is deprecated and will be removed in 0.3.0: evaluation runs its "
+                  "matrix products on one BLAS thread (more would change float32 bits); its threads go to workers=",
+                  DeprecationWarning, stacklevel=3)
+    return max(workers, available if blas_threads is None else blas_threads)
 
 
 def _count_hits(model, length, n_examples, batch_size, seed, workers, decompose, bar):
