@@ -37,8 +37,8 @@ def test_train_with_flags_then_evaluate_json_file(tmp_path, capsys):
     assert code == 0 and "accuracy" in out and "95% CI" in out
 
     # --threads is deprecated: said on stderr, and the numbers are those of one BLAS thread
-    code, out, err = _run(capsys, ["evaluate", str(out_dir), "--lengths", "4", "32", "--examples", "40",
-                                   "--batch-size", "16", "--json", "--threads", "2"])
+    code, out, err = run_cli(capsys, ["evaluate", str(out_dir), "--lengths", "4", "32", "--examples", "40",
+                                      "--batch-size", "16", "--json", "--threads", "2"])
     assert code == 0 and "--threads is deprecated" in err
     again = json.loads(out)
     assert (again["correct"], again["ranking"]) == (printed["correct"], printed["ranking"])
