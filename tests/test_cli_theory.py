@@ -141,3 +141,99 @@ def test_cli_stderr_is_empty():
         res = subprocess.run([sys.executable, "-m", "varsim", "theory", *argv], capture_output=True, text=True,
                              timeout=600, check=False)
         assert res.returncode == 0 and res.stderr == "", res.stderr
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# --law NAME [--law-param KEY=VALUE]: the exact theory of a logit law (varsim.theory.laws)
+
+
+def test_law_rows_are_the_laws_exact_theory(capsys):
+    """``--law sphere --law-param d=64``: every row is the sphere's exact ``E``, ``N E``, exponent; ``A/N`` where
+    ``N >= A``; ``beta*(N)`` from ``crossover_beta``. Seen failing with ``--law-param`` dropped (the law built with
+    its d ignored: the Gaussian table printed)."""
+    from varsim.theory.laws import annealed_limit, crossover_beta, law_ipr_and_exponent, logit_law
+
+    out = _json(capsys, ["theory", "--n", "1e3", "1e6", "1e9", "--beta", "4", "--law", "sphere", "--law-param",
+                         "d=64"])
+    law = logit_law("sphere", d=64)
+    a = annealed_limit(law, 4.0)
+    assert out["model"] == {"query": "fixed", "beta": 4.0, "law": {"name": "sphere", "d": 64}, "annealed_limit": a}
+    ipr, exponent = law_ipr_and_exponent(law, [1e3, 1e6, 1e9], 4.0)
+    for row, n, e, g in zip(out["rows"], [1e3, 1e6, 1e9], ipr, exponent):
+        assert row["ipr"] == pytest.approx(e, rel=1e-12) and row["exponent"] == pytest.approx(g, rel=1e-12)
+        assert row["n_ipr"] == pytest.approx(n * e, rel=1e-12)
+        assert row["asymptote"] == (pytest.approx(a / n) if n >= a else None)
+        assert row["crossover_beta"] == pytest.approx(crossover_beta(law, n), rel=1e-12)
+    assert main(["theory", "--n", "1e3", "1e6", "--beta", "4", "--law", "sphere", "--law-param", "d=64"]) == 0
+    table = capsys.readouterr().out
+    assert "law sphere d=64" in table and f"{a:.6g}" in table and "beta*(N)" in table
+
+
+def test_law_rademacher_has_no_crossover_beyond_its_top_atom(capsys):
+    """Rademacher keys, d = 16: ``A <= 2^16``, so at N = 1e6 no beta reaches ``A = N`` (null, printed as the mark)."""
+    rows = _json(capsys, ["theory", "--n", "1e3", "1e6", "--beta", "4", "--law", "rademacher", "--law-param",
+                          "d=16"])["rows"]
+    assert rows[0]["crossover_beta"] == pytest.approx(3.7563, abs=1e-4) and rows[1]["crossover_beta"] is None
+
+
+def test_law_empirical_reads_its_sample_from_a_file(capsys, tmp_path):
+    import numpy as np
+
+    from varsim.theory.laws import law_ipr, logit_law
+
+    sample = np.random.default_rng(0).standard_normal(300)
+    np.save(tmp_path / "s.npy", sample)
+    out = _json(capsys, ["theory", "--n", "100", "--beta", "1", "--law", "empirical", "--law-param",
+                         f"sample=@{tmp_path / 's.npy'}"])
+    assert out["model"]["law"] == {"name": "empirical", "size": 300}
+    assert out["rows"][0]["ipr"] == pytest.approx(law_ipr(logit_law("empirical", sample=sample), 100, 1.0),
+                                                  rel=1e-12)
+
+
+def test_law_gaussian_is_the_default_table(capsys):
+    """``--law gaussian`` prints byte for byte what no ``--law`` prints."""
+    assert main(["theory", "--n", "16", "1e5", "--beta", "2"]) == 0
+    plain = capsys.readouterr().out
+    assert main(["theory", "--n", "16", "1e5", "--beta", "2", "--law", "gaussian"]) == 0
+    assert capsys.readouterr().out == plain
+
+
+@pytest.mark.parametrize("argv, name", [
+    (["--law", "nope"], "law"),
+    (["--law", "sphere"], "law_param"),
+    (["--law", "sphere", "--law-param", "d"], "law_param"),
+    (["--law", "sphere", "--law-param", "=3"], "law_param"),
+    (["--law", "sphere", "--law-param", "d=1"], "law_param"),
+    (["--law", "sphere", "--law-param", "d=x"], "law_param"),
+    (["--law", "sphere", "--law-param", "d=nan"], "law_param"),
+    (["--law", "sphere", "--law-param", "d=8", "--law-param", "d=9"], "law_param"),
+    (["--law", "sphere", "--law-param", "d=8", "--law-param", "e=9"], "law_param"),
+    (["--law", "uniform", "--law-param", "d=1e9"], "law_param"),
+    (["--law", "empirical", "--law-param", "sample=@/nonexistent/x.npy"], "law_param"),
+    (["--law-param", "d=8"], "law_param"),
+    (["--law", "sphere", "--law-param", "d=8", "--attention", "ssmax"], "law"),
+])
+def test_bad_law_input_is_one_line(capsys, argv, name):
+    """Exit 2, one stderr line naming the flag's parameter, no traceback."""
+    try:
+        code = main(["theory", "--n", "64", "--beta", "1"] + argv)
+    except SystemExit as exc:
+        code = exc.code
+    assert code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"error: {name}" in err[0], err
+
+
+def test_law_refuses_d_tau(capsys):
+    assert main(["theory", "--n", "64", "--d", "16", "--tau", "1", "--law", "sphere", "--law-param", "d=16"]) == 2
+    assert "error: law:" in capsys.readouterr().err
+
+
+def test_law_help_lists_every_registered_law(capsys):
+    """The --law help names every law of LAWS (a law registered later included)."""
+    from varsim.theory.laws import LAWS
+
+    with pytest.raises(SystemExit):
+        main(["theory", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert all(name in text for name in LAWS)

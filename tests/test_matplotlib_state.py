@@ -66,6 +66,18 @@ SCRIPT = textwrap.dedent(r"""
                                                         levels=2),
         "phase_diagram(style='slides')": lambda: plotting.phase_diagram(ln_n=np.linspace(0, 6, 12),
                                                                         betas=np.linspace(0.2, 2, 9), style="slides"),
+        "phase_diagram(law=)": lambda: plotting.phase_diagram(ln_n=np.linspace(0, 6, 12), betas=np.linspace(0.2, 2, 5),
+                                                              law="sphere", law_params={"d": 8}, levels=2),
+        "phase_diagram(law=, style='column')": lambda: plotting.phase_diagram(
+            ln_n=np.linspace(0, 6, 12), betas=np.linspace(0.2, 2, 5), law="uniform", law_params={"d": 3},
+            style="column"),
+        "plot_result(law=)": lambda: plotting.plot_result(res, law="rademacher", law_params={"d": 4}),
+        "plot_theory": lambda: plotting.plot_theory(np.geomspace(2, 1e4, 9), [1.0, 2.0]),
+        "plot_theory(law=, style='slides')": lambda: plotting.plot_theory(
+            np.geomspace(2, 1e4, 9), [1.0, 2.0], law="sphere", law_params={"d": 8}, quantity="n_ipr", style="slides"),
+        "plot_theory(law=, ax=)": lambda: plotting.plot_theory(np.geomspace(2, 1e4, 9), 1.0, ax=plt.subplots()[1],
+                                                              law="rademacher", law_params={"d": 4},
+                                                              quantity="exponent"),
         "style": lambda: enter_and_leave(plotting.style("column")),
         "varsim.style.style": lambda: enter_and_leave(style.style({"font.size": 4.0})),
         "save": lambda: plotting.save(plotting.plot_result(res), sys.argv[3] + "/a.png", record={"k": 1}),
@@ -82,7 +94,7 @@ SCRIPT = textwrap.dedent(r"""
 """)
 
 #: every public function of varsim.plotting the script calls (a new one must be added to its calls)
-CALLED = {"plot_result", "phase_diagram", "style", "save", "read_provenance", "sweep_records"}
+CALLED = {"plot_result", "plot_theory", "phase_diagram", "style", "save", "read_provenance", "sweep_records"}
 
 
 def _run(backend: str, tmp_path):
@@ -107,9 +119,10 @@ def test_every_public_plotting_function_is_called():
 def test_imports_and_library_calls_leave_backend_and_rcparams_alone(backend, tmp_path):
     """In a session whose backend is not Agg and whose rcParams were changed, importing every figure module and
     calling every varsim.plotting function (with and without a style, on new and on the caller's axes) and a figure's
-    compute and draw leaves the backend and every rcParam as they were. Seen failing with the import-time
-    ``matplotlib.use("Agg")`` of varsim/figures/_style.py (backend svg -> agg after ``import varsim.figures``) and
-    with a style applied by ``plt.rcParams.update`` instead of a context manager."""
+    compute and draw leaves the backend and every rcParam as they were, with and without a logit law (``law=``).
+    Seen failing with the import-time ``matplotlib.use("Agg")`` of varsim/figures/_style.py (backend svg -> agg
+    after ``import varsim.figures``), with a style applied by ``plt.rcParams.update`` instead of a context manager,
+    and with ``plot_theory`` setting ``rcParams["axes.grid"]``."""
     if backend.startswith("module://"):
         pytest.importorskip("matplotlib_inline")
     assert _run(backend, tmp_path) == []

@@ -2,7 +2,10 @@
 decay exponent (or another quantity), sweep results as records or a DataFrame, and a save that keeps the provenance.
 
 Each drawing helper draws onto the axes it is given (``ax=None``: a new figure at the size of ``style``, a name of
-:data:`STYLE_NAMES` or a dict of rcParams); Matplotlib is imported only when a helper is called:
+:data:`STYLE_NAMES` or a dict of rcParams); Matplotlib is imported only when a helper is called. The theory helpers
+take ``law=``, a logit law of :data:`varsim.theory.laws.LAWS` by name with its parameters in ``law_params`` (or a
+:class:`~varsim.theory.laws.LogitLaw` built by :func:`~varsim.theory.laws.logit_law`); the default, ``"gaussian"``,
+draws what they drew before laws existed:
 
 ```python
 from varsim import plotting
@@ -11,6 +14,8 @@ res = simulate([16, 64, 256, 1024], beta=2.0, sampler="logits", estimator="rao_b
 ax = plotting.plot_result(res)           # Var(o_j) vs N, SE bars, exact line, asymptote
 plotting.save(ax, "result.pdf")          # the file's metadata: the run's configuration and seed, versions, commit
 pd = plotting.phase_diagram(levels=[-0.75, -0.5, -0.25])  # pd.values: the map on the grid pd.ln_n x pd.betas
+qk = plotting.phase_diagram(law="sphere", law_params={"d": 64})  # the same map for keys on the sphere (QK-norm)
+ax = plotting.plot_theory(betas=[1, 2, 3], law="uniform", law_params={"d": 8})  # exact E[sum w^2] against N
 df = plotting.sweep_frame("sweep.json")  # one row per cell (needs pandas)
 ```
 """
@@ -19,8 +24,8 @@ from __future__ import annotations
 
 import dataclasses
 
-__all__ = ["plot_result", "phase_diagram", "PhaseDiagram", "QUANTITIES", "save", "read_provenance", "sweep_records",
-           "sweep_frame", "style", "STYLE_NAMES"]
+__all__ = ["plot_result", "plot_theory", "phase_diagram", "PhaseDiagram", "QUANTITIES", "THEORY_CURVES", "save",
+           "read_provenance", "sweep_records", "sweep_frame", "style", "STYLE_NAMES"]
 
 STYLE_NAMES = ("default", "column", "two-column", "slides")
 """The named figure styles: ``"default"``, ``"column"`` (3.3 in), ``"two-column"`` (6.9 in), ``"slides"``."""
@@ -85,6 +90,45 @@ def _record(fig, entry: dict) -> None:
     drawn.append(entry)
 
 
+def _logit_law(law, law_params):
+    """The :class:`~varsim.theory.laws.LogitLaw` of ``law`` (a name of ``LAWS`` with ``law_params``, or a law);
+    an unknown name, a missing or unknown parameter, or ``law_params`` beside a built law: ``ValueError``."""
+    from varsim.theory.laws import LAWS, LogitLaw, logit_law
+
+    if isinstance(law, LogitLaw):
+        if law_params:
+            raise ValueError(f"law_params: give the parameters of a law either in law_params with its name or in the "
+                             f"law built by logit_law, not both (law={law!r})")
+        return law
+    if not isinstance(law, str):
+        raise ValueError(f"law: expected a name of varsim.theory.laws.LAWS ({', '.join(LAWS)}) or a LogitLaw, got "
+                         f"{type(law).__name__}")
+    if law_params is not None and not isinstance(law_params, dict):
+        raise ValueError(f"law_params: expected a dict of the law's parameters, got {type(law_params).__name__}")
+    try:
+        return logit_law(law, **(law_params or {}))
+    except ValueError as exc:
+        if str(exc).startswith("unknown law"):
+            raise
+        raise ValueError(f"law_params: {exc}") from None
+
+
+def _is_gaussian(law) -> bool:
+    from varsim.theory.laws import GaussianLaw
+
+    return isinstance(law, GaussianLaw)
+
+
+def _law_title(law) -> str:
+    """``sphere d=64``: the law's name and parameters, for labels and records."""
+    params = " ".join(f"{k}={v}" for k, v in law.params().items())
+    return f"{law.name} {params}".strip()
+
+
+def _law_record(law) -> dict:
+    return {"name": law.name, **law.params()}
+
+
 def _fixed_reference(result, cfg, beta, scale2):
     """Softmax, fixed query, Gaussian keys, values independent of keys: ``sigma_v^2 E[sum w^2](N, beta)`` exactly
     and the annealed asymptote ``sigma_v^2 e^{beta^2} / N`` (THEORY.md 1.1)."""
@@ -145,6 +189,19 @@ def _variant_reference(result, cfg, beta, scale2):
     return exact, None, None
 
 
+def _law_reference(law, cfg, beta, scale2):
+    """Softmax, fixed query, values independent of the weights, logits ``X = beta T`` of ``law``: the exact
+    ``sigma_v^2 E[sum w^2]`` (:func:`varsim.theory.laws.law_ipr`) and ``sigma_v^2 A(beta) / N``, ``A`` the law's
+    annealed limit (:func:`varsim.theory.laws.annealed_limit`)."""
+    from varsim.theory.laws import annealed_limit, law_ipr
+
+    if cfg.get("attention", "softmax") != "softmax" or cfg.get("coupling") is not None or beta is None:
+        raise ValueError("law: the theory of a logit law is for softmax at a fixed query with values independent of "
+                         "the weights; this run is not (attention, coupling or a random query)")
+    limit = annealed_limit(law, beta)
+    return (lambda n: scale2 * law_ipr(law, n, beta)), (lambda n: scale2 * limit / n), None
+
+
 #: the theory references of :func:`plot_result`: the case of a run (:func:`_reference_case`) -> builder of
 #: ``(exact(N) or None, asymptote(N) or None, note or None)``; a case not here has no theory line
 _REFERENCES = {"fixed": _fixed_reference, "random": _random_reference, "coupled": _coupled_reference,
@@ -173,7 +230,7 @@ def _reference_case(result, cfg) -> str:
 
 
 def plot_result(result, ax=None, *, exact: bool = True, asymptote: bool = True, label=None, color=None,
-                marker: str = "o", legend: bool = True, style=None):
+                marker: str = "o", legend: bool = True, style=None, law=None, law_params=None):
     """Draw a simulation's ``Var(o_j)`` against N with the theory that holds for the run.
 
     Log-log axes, standard-error bars; the run's theory as a solid line (exact) and a dashed one (large-N
@@ -187,7 +244,11 @@ def plot_result(result, ax=None, *, exact: bool = True, asymptote: bool = True, 
       includes the coupling's share; no exact line;
     - a weight map with exact theory (:func:`varsim.theory.variant_theory`: ``ssmax``, ``logn``, ``critical``) at a
       fixed query: its exact ``value_scale^2 E[sum w^2]``; no asymptote;
-    - other weight maps, non-Gaussian keys, or a random query with coupling: no line.
+    - other weight maps, non-Gaussian keys, or a random query with coupling: no line;
+    - ``law=`` given: the theory of that logit law at the run's beta (softmax, fixed query, independent values):
+      the exact ``value_scale^2 E[sum w^2]`` (:func:`varsim.theory.laws.law_ipr`) and ``value_scale^2 A(beta)/N``
+      (:func:`varsim.theory.laws.annealed_limit`). It states the law of the run's logits ``X = beta T``: for keys
+      on the sphere, ``law="sphere", law_params={"d": d_k}``.
 
     Where a line is missing the legend entry says why ("values coupled to keys: asymptote only"), so the points
     are never drawn against a reference that does not apply to them.
@@ -212,6 +273,11 @@ def plot_result(result, ax=None, *, exact: bool = True, asymptote: bool = True, 
         Draw the legend (redrawn with every call, so several results share one).
     style : str or dict, optional
         A figure style (:func:`style`) for a new figure; None on the caller's axes keeps the caller's rcParams.
+    law : str or LogitLaw, optional
+        The logit law whose theory to draw (a name of :data:`varsim.theory.laws.LAWS` or a law); None: the theory
+        of the run's own configuration, as listed above (Gaussian keys).
+    law_params : dict, optional
+        The parameters of the law named by ``law`` (``{"d": 64}`` for the sphere).
 
     Returns
     -------
@@ -221,7 +287,8 @@ def plot_result(result, ax=None, *, exact: bool = True, asymptote: bool = True, 
     Raises
     ------
     ValueError
-        ``result`` is not a simulation result.
+        ``result`` is not a simulation result; an unknown law or bad ``law_params`` (named); ``law`` given for a run
+        it does not describe (another weight map, coupled values, a random query).
 
     See Also
     --------
@@ -251,7 +318,11 @@ def plot_result(result, ax=None, *, exact: bool = True, asymptote: bool = True, 
     beta = None if result.beta is None else float(np.asarray(result.beta).ravel()[0])
     scale2 = float(cfg.get("value_scale", 1.0)) ** 2
     case = _reference_case(result, cfg)
-    if case in _REFERENCES:
+    law = None if law is None and law_params is None else _logit_law("gaussian" if law is None else law, law_params)
+    if law is not None and not (_is_gaussian(law) and case == "fixed"):
+        exact_fn, asymptote_fn, note = _law_reference(law, cfg, beta, scale2)
+        note = None if _is_gaussian(law) else _law_title(law)
+    elif case in _REFERENCES:
         exact_fn, asymptote_fn, note = _REFERENCES[case](result, cfg, beta, scale2)
     else:
         exact_fn, asymptote_fn, note = None, None, _NO_REFERENCE[case].format(**{"attention": None,
@@ -276,9 +347,123 @@ def plot_result(result, ax=None, *, exact: bool = True, asymptote: bool = True, 
         ax.set_ylabel(r"$\mathrm{Var}(o_j)$")
         if legend:
             ax.legend()
-        _record(ax.figure, {"plot_result": {**cfg, "seed": getattr(result, "seed", None)}})
+        entry = {**cfg, "seed": getattr(result, "seed", None)}
+        _record(ax.figure, {"plot_result": entry if law is None or _is_gaussian(law) else
+                            {**entry, "law": _law_record(law)}})
     return ax
 
+
+#: the quantities :func:`plot_theory` draws against N: name -> (y label, y scale, the annealed asymptote's
+#: ``f(N, A)`` or None)
+THEORY_CURVES = {
+    "ipr": (r"$E[\sum_i w_i^2]$", "log", lambda n, a: a / n),
+    "n_ipr": (r"$N\,E[\sum_i w_i^2]$", "log", lambda n, a: a + 0.0 * n),
+    "exponent": (r"$d\ln E[\sum_i w_i^2] / d\ln N$", "linear", None),
+}
+
+
+def _theory_grid(ns, betas):
+    import numpy as np
+
+    ns = np.geomspace(2.0, 1e12, 121) if ns is None else np.asarray(ns, dtype=float)
+    if ns.ndim != 1 or ns.size < 2 or not np.all(np.isfinite(ns)) or np.any(np.diff(ns) <= 0) or ns[0] < 1:
+        raise ValueError("ns: expected an increasing 1-D grid of at least 2 finite sequence lengths >= 1")
+    betas = np.atleast_1d(np.asarray(betas, dtype=float))
+    if betas.ndim != 1 or betas.size < 1 or betas.size > 12 or not np.all(np.isfinite(betas)):
+        raise ValueError(f"betas: expected 1 to 12 finite logit scales, got {betas.tolist()!r}")
+    return ns, betas
+
+
+def plot_theory(ns=None, betas=(1.0, 2.0, 3.0), ax=None, *, quantity: str = "ipr", law="gaussian", law_params=None,
+                asymptote: bool = True, legend: bool = True, style=None):
+    """Draw the exact theory of a logit law against N, one curve per beta: ``E[sum w^2]`` (the output variance
+    ``Var(o_j) / sigma_v^2`` for values independent of the weights), ``N E[sum w^2]`` or the local exponent.
+
+    Each curve is exact (:func:`varsim.theory.laws.law_ipr_and_exponent`; for the Gaussian law
+    :func:`varsim.theory.expected_ipr`); with ``asymptote`` the annealed law ``A(beta)/N`` (``A`` for
+    ``n_ipr``, :func:`varsim.theory.laws.annealed_limit`) is dashed where it is below the bound ``E <= 1``
+    (``N >= A``), and the crossover ``N = A(beta)`` marked with a dot where it lies on the axis: frozen weights to
+    its left, the ``1/N`` law to its right.
+
+    Parameters
+    ----------
+    ns : array_like, optional
+        Increasing sequence lengths ``>= 1`` (x axis; default 121 points from 2 to ``1e12``).
+    betas : float or array_like
+        The logit scales (standard deviation of the logit for every law but the empirical one), 1 to 12 of them.
+    ax : matplotlib.axes.Axes, optional
+        The axes to draw on (None: a new figure at the size of ``style``).
+    quantity : str
+        A name of :data:`THEORY_CURVES`: ``"ipr"``, ``"n_ipr"`` (flat where the ``1/N`` law holds) or ``"exponent"``.
+    law : str or LogitLaw
+        A name of :data:`varsim.theory.laws.LAWS` (default ``"gaussian"``) or a law built by
+        :func:`varsim.theory.laws.logit_law`.
+    law_params : dict, optional
+        The parameters of the law named by ``law`` (``{"d": 64}`` for the sphere).
+    asymptote : bool
+        Draw the annealed asymptote and mark the crossover.
+    legend : bool
+        Draw the legend.
+    style : str or dict, optional
+        A figure style (:func:`style`) for a new figure; None on the caller's axes keeps the caller's rcParams.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        The axes drawn on (the law, the quantity and the grid are recorded on its figure for :func:`save`).
+
+    Raises
+    ------
+    ValueError
+        A bad grid, an unknown quantity or law, or bad ``law_params`` (each named).
+
+    Examples
+    --------
+    >>> from varsim import plotting
+    >>> ax = plotting.plot_theory(betas=[2.0, 4.0], quantity="n_ipr", law="sphere", law_params={"d": 64})
+    >>> ax.get_title()
+    'sphere d=64'
+    """
+    import numpy as np
+
+    from varsim.theory.laws import annealed_limit, law_ipr_and_exponent
+
+    ns, betas = _theory_grid(ns, betas)
+    if not isinstance(quantity, str) or quantity not in THEORY_CURVES:
+        raise ValueError(f"quantity: expected one of {', '.join(THEORY_CURVES)}, got {quantity!r}")
+    law = _logit_law(law, law_params)
+    ylabel, yscale, asymptote_fn = THEORY_CURVES[quantity]
+    with _context(style, ax):
+        ax = _axes(ax, style)
+        for beta in betas:
+            ipr, exponent = law_ipr_and_exponent(law, ns, beta)
+            y = {"ipr": ipr, "n_ipr": ns * ipr, "exponent": exponent}[quantity]
+            (line,) = ax.plot(ns, y, label=rf"$\beta = {beta:.3g}$")
+            limit = annealed_limit(law, beta)
+            where = ns >= limit  # the asymptote A/N only where it is below E's bound 1
+            if asymptote and asymptote_fn is not None and np.count_nonzero(where) > 1:
+                ax.plot(ns[where], asymptote_fn(ns[where], limit), color=line.get_color(), ls="--",
+                        lw=0.8 * _rc("lines.linewidth"))
+            if asymptote and ns[0] <= limit <= ns[-1]:
+                at = float(np.interp(np.log(limit), np.log(ns), y))
+                ax.plot([limit], [at], "o", color=line.get_color(), ms=4)
+        ax.set_xscale("log")
+        ax.set_yscale(yscale)
+        ax.set_xlabel("sequence length $N$")
+        ax.set_ylabel(ylabel)
+        ax.set_title(_law_title(law))
+        if legend:
+            handles = ax.get_legend_handles_labels()[0]
+            if asymptote and asymptote_fn is not None:
+                text = r"annealed $A(\beta)/N$" if quantity == "ipr" else r"annealed $A(\beta)$"
+                handles.append(ax.plot([], [], color="0.4", ls="--", label=text)[0])
+            if asymptote:
+                handles.append(ax.plot([], [], "o", color="0.4", ms=4, label=r"crossover $N = A(\beta)$")[0])
+            # the corner the curves leave empty: below the falling E, under the rising N E, above the exponents
+            ax.legend(handles=handles, loc={"ipr": "lower left", "n_ipr": "lower right"}.get(quantity, "upper right"))
+        _record(ax.figure, {"plot_theory": {"law": _law_record(law), "quantity": quantity,
+                                            "betas": betas.tolist(), "ns": [float(ns[0]), float(ns[-1]), ns.size]}})
+    return ax
 
 def _rc(key):
     import matplotlib as mpl
@@ -335,7 +520,8 @@ The exponents are :func:`varsim.theory.decay_exponent` and :func:`varsim.theory.
 @dataclasses.dataclass(frozen=True)
 class PhaseDiagram:
     """What :func:`phase_diagram` drew: the axes, the grid and the values on it (``values[i, j]`` at ``betas[i]``
-    and ``ln_n[j]``), the quantity's name (or the callable's), the contour levels and their ``ContourSet``.
+    and ``ln_n[j]``), the quantity's name (or the callable's), the contour levels and their ``ContourSet``, and the
+    logit law (its name and parameters, ``"sphere d=64"``).
 
     Until 0.1.0 :func:`phase_diagram` returned the Axes; an attribute of the Axes asked of a PhaseDiagram
     (``pd.contour(...)``) still reaches ``pd.ax`` with a DeprecationWarning, until 0.3.0."""
@@ -347,6 +533,7 @@ class PhaseDiagram:
     quantity: str
     levels: object = None
     contours: object = None
+    law: str = "gaussian"
 
     @property
     def figure(self):
@@ -371,6 +558,39 @@ def _check_grid(name, v):
     if v.ndim != 1 or v.size < 2 or not np.all(np.isfinite(v)) or np.any(np.diff(v) <= 0):
         raise ValueError(f"{name}: expected an increasing 1-D grid of at least 2 finite values")
     return v
+
+
+def _law_exponent(law):
+    from varsim.theory.laws import law_decay_exponent
+
+    return lambda n, beta: law_decay_exponent(law, n, beta)
+
+
+def _law_log10_n_ipr(law):
+    import numpy as np
+
+    from varsim.theory.laws import law_ipr
+
+    return lambda n, beta: np.log10(n * law_ipr(law, n, beta))
+
+
+#: the quantities of :data:`QUANTITIES` that every logit law has: name -> builder of ``f(N, beta)`` for a law (the
+#: REM rule and its error are the Gaussian law's alone)
+_LAW_QUANTITIES = {"decay_exponent": _law_exponent, "log10_n_ipr": _law_log10_n_ipr}
+
+
+def _quantity_of_law(quantity, label, law):
+    """:func:`_quantity` for a logit law: the Gaussian's own, or a quantity of :data:`_LAW_QUANTITIES` of ``law``."""
+    if _is_gaussian(law):
+        return _quantity(quantity, label)
+    if callable(quantity):
+        raise ValueError(f"law: a callable quantity computes its own values; law={_law_title(law)!r} applies to the "
+                         f"named quantities {', '.join(_LAW_QUANTITIES)}")
+    if quantity in QUANTITIES and quantity not in _LAW_QUANTITIES:
+        raise ValueError(f"quantity: {quantity!r} is the Gaussian random-energy-model rule; for law "
+                         f"{_law_title(law)!r} expected one of {', '.join(_LAW_QUANTITIES)}")
+    f, name, label, limits = _quantity(quantity, label)
+    return _LAW_QUANTITIES[name](law), name, label, limits
 
 
 def _quantity(quantity, label):
@@ -403,13 +623,17 @@ def _levels(levels):
 
 
 def phase_diagram(ln_n=None, betas=None, ax=None, *, quantity="decay_exponent", levels=None, label=None,
-                  boundaries: bool = True, colorbar: bool = True, cmap: str = "viridis", style=None) -> PhaseDiagram:
+                  boundaries: bool = True, colorbar: bool = True, cmap: str = "viridis", style=None,
+                  law="gaussian", law_params=None) -> PhaseDiagram:
     """Draw the phase diagram: a heat map of the exact local decay exponent (or another quantity) over ``ln N``
     and ``beta``, with contour lines at ``levels``.
 
     The default quantity is ``d ln E[sum w^2] / d ln N`` (:func:`varsim.theory.decay_exponent`), from 0 (no decay)
     to -1 (``1/N``); the REM phase boundaries ``ln N = beta^2/2`` and ``3 beta^2/2``
     (:func:`varsim.theory.phase_boundaries`, asymptotic) are drawn as white dashed lines and the phases named.
+    With another logit law (``law="sphere", law_params={"d": 64}``) the map is that law's exact exponent
+    (:func:`varsim.theory.laws.law_decay_exponent`) and the boundary is its crossover ``ln N = ln A(beta)``,
+    ``A = lim N E[sum w^2]`` (:func:`varsim.theory.laws.annealed_limit`): frozen on its left, ``A/N`` on its right.
 
     Parameters
     ----------
@@ -435,6 +659,12 @@ def phase_diagram(ln_n=None, betas=None, ax=None, *, quantity="decay_exponent", 
         The Matplotlib colour map.
     style : str or dict, optional
         A figure style (:func:`style`) for a new figure.
+    law : str or LogitLaw
+        The law of the logits ``X = beta T``: a name of :data:`varsim.theory.laws.LAWS` (default ``"gaussian"``,
+        the diagram as before laws existed) or a law built by :func:`varsim.theory.laws.logit_law`. Other laws
+        have the quantities ``"decay_exponent"`` and ``"log10_n_ipr"`` (the REM rule is the Gaussian's).
+    law_params : dict, optional
+        The parameters of the law named by ``law`` (``{"d": 64}`` for the sphere).
 
     Returns
     -------
@@ -448,7 +678,8 @@ def phase_diagram(ln_n=None, betas=None, ax=None, *, quantity="decay_exponent", 
     ------
     ValueError
         A grid that is not increasing, 1-D and finite with at least 2 values, ``ln_n`` below 0, an unknown
-        quantity or one whose values do not have the grid's shape, or bad ``levels``.
+        quantity or one whose values do not have the grid's shape, bad ``levels``, an unknown law or bad
+        ``law_params`` (each named), or a Gaussian-only quantity with another law.
 
     See Also
     --------
@@ -468,13 +699,12 @@ def phase_diagram(ln_n=None, betas=None, ax=None, *, quantity="decay_exponent", 
     """
     import numpy as np
 
-    from varsim.theory import phase_boundaries
-
     ln_n = _check_grid("ln_n", np.linspace(0.0, 14.0, 141) if ln_n is None else np.asarray(ln_n, dtype=float))
     betas = _check_grid("betas", np.linspace(0.1, 4.0, 79) if betas is None else np.asarray(betas, dtype=float))
     if ln_n[0] < 0:
         raise ValueError("ln_n: must be >= 0 (N >= 1)")
-    f, name, label, limits = _quantity(quantity, label)
+    law = _logit_law(law, law_params)
+    f, name, label, limits = _quantity_of_law(quantity, label, law)
     levels = _levels(levels)
     values = np.asarray(f(np.exp(ln_n)[None, :], betas[:, None]), dtype=float)
     if values.shape != (betas.size, ln_n.size):
@@ -491,29 +721,52 @@ def phase_diagram(ln_n=None, betas=None, ax=None, *, quantity="decay_exponent", 
             contours = ax.contour(ln_n, betas, values, levels=levels, colors="k", linewidths=0.8)
             ax.clabel(contours, fmt="%.3g", fontsize=_rc("legend.fontsize"))
         if boundaries:
-            lo, hi = phase_boundaries(betas)
-            for line in (lo, hi):
-                ax.plot(line, betas, color="white", lw=1.2, ls="--")
-            ax.set_xlim(ln_n[0], ln_n[-1])
-            ax.set_ylim(betas[0], betas[-1])
-            # name the phases on the row where each is a third of the width wide (3 beta^2/2 = 0.6 ln N max)
-            b = float(np.clip(np.sqrt(0.4 * ln_n[-1]), betas[0], betas[-1]))
-            lo_b, hi_b = phase_boundaries(b)
-            for x0, x1, text in ((ln_n[0], lo_b, "frozen"), (lo_b, hi_b, "intermediate"), (hi_b, ln_n[-1], "annealed")):
-                x0, x1 = max(x0, ln_n[0]), min(x1, ln_n[-1])
-                if x1 - x0 > 0.12 * (ln_n[-1] - ln_n[0]):
-                    ax.text((x0 + x1) / 2, b, text, color="white", ha="center", va="bottom",
-                            fontsize=_rc("legend.fontsize"))
+            _draw_boundaries(ax, ln_n, betas, law)
         ax.set_xlabel(r"$\ln N$")
         ax.set_ylabel(r"$\beta$")
+        if not _is_gaussian(law):
+            ax.set_title(f"logit law: {_law_title(law)}")
         if colorbar:
             ax.figure.colorbar(mesh, ax=ax, label=label)
-        _record(ax.figure, {"phase_diagram": {
-            "quantity": name, "ln_n": [float(ln_n[0]), float(ln_n[-1]), int(ln_n.size)],
-            "betas": [float(betas[0]), float(betas[-1]), int(betas.size)],
-            "levels": None if levels is None else np.atleast_1d(levels).tolist()}})
+        drawn = {"quantity": name, "ln_n": [float(ln_n[0]), float(ln_n[-1]), int(ln_n.size)],
+                 "betas": [float(betas[0]), float(betas[-1]), int(betas.size)],
+                 "levels": None if levels is None else np.atleast_1d(levels).tolist()}
+        _record(ax.figure, {"phase_diagram": drawn if _is_gaussian(law) else {**drawn, "law": _law_record(law)}})
     return PhaseDiagram(ax=ax, ln_n=ln_n, betas=betas, values=values, quantity=name,
-                        levels=None if contours is None else np.asarray(contours.levels), contours=contours)
+                        levels=None if contours is None else np.asarray(contours.levels), contours=contours,
+                        law=_law_title(law))
+
+
+def _draw_boundaries(ax, ln_n, betas, law) -> None:
+    """The phase boundaries as white dashed lines, the phases named on one row: the Gaussian's REM boundaries
+    ``ln N = beta^2/2`` and ``3 beta^2/2`` (frozen, intermediate, annealed), another law's crossover
+    ``ln N = ln A(beta)`` (frozen, annealed)."""
+    import numpy as np
+
+    from varsim.theory import phase_boundaries
+
+    if _is_gaussian(law):
+        lines = phase_boundaries(betas)
+        # name the phases on the row where each is a third of the width wide (3 beta^2/2 = 0.6 ln N max)
+        b = float(np.clip(np.sqrt(0.4 * ln_n[-1]), betas[0], betas[-1]))
+        lo_b, hi_b = phase_boundaries(b)
+        regions = ((ln_n[0], lo_b, "frozen"), (lo_b, hi_b, "intermediate"), (hi_b, ln_n[-1], "annealed"))
+    else:
+        from varsim.theory.laws import annealed_limit, crossover_beta
+
+        lines = (np.log(annealed_limit(law, betas)),)
+        # name the phases on the row whose crossover is at the middle of the axis
+        b = float(np.clip(crossover_beta(law, float(np.exp(0.5 * (ln_n[0] + ln_n[-1])))), betas[0], betas[-1]))
+        mid = float(np.log(annealed_limit(law, b)))
+        regions = ((ln_n[0], mid, "frozen"), (mid, ln_n[-1], "annealed"))
+    for line in lines:
+        ax.plot(line, betas, color="white", lw=1.2, ls="--")
+    ax.set_xlim(ln_n[0], ln_n[-1])
+    ax.set_ylim(betas[0], betas[-1])
+    for x0, x1, text in regions:
+        x0, x1 = max(x0, ln_n[0]), min(x1, ln_n[-1])
+        if x1 - x0 > 0.12 * (ln_n[-1] - ln_n[0]):
+            ax.text((x0 + x1) / 2, b, text, color="white", ha="center", va="bottom", fontsize=_rc("legend.fontsize"))
 
 
 def _figure_of(fig):

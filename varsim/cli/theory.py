@@ -6,6 +6,7 @@ Examples::
     varsim theory --n 64 512 --d 16 --tau 1 --query random --json
     varsim theory --n 16 256 4096 --beta 1 --attention ssmax --ssmax-s 0.5
     varsim theory --n 64 --beta 1 --attention sigmoid --value-mean 1 --value-scale 1
+    varsim theory --n 1e3 1e6 1e9 --beta 4 --law sphere --law-param d=64
 
 With ``--attention NAME`` (and the variant's options, the same as ``varsim simulate``'s) the command prints the
 variant's exact theory where it exists (fixed query only), by the theory kind of its registry entry
@@ -14,6 +15,11 @@ scale ``beta_N = f(N) beta``, so ``E[sum w^2]`` and the REM phase are evaluated 
 gives ``E[sum w^2]``, ``Var(sum w)``, ``E[sum w]`` and ``Var(o_j) = sigma_v^2 E[sum w^2] + mu_v^2 Var(sum w)``;
 ``bound`` (topk) the bound ``1/k <= sum w^2 <= 1`` (exact softmax when ``k >= N``); ``none`` (the other maps): Monte
 Carlo only.
+
+With ``--law NAME`` (a logit law of :data:`varsim.theory.laws.LAWS`, its parameters as ``--law-param KEY=VALUE``)
+the logits of a fixed query are ``X = beta T`` with ``T`` of that law, and the table is its exact theory
+(:mod:`varsim.theory.laws`): ``E[sum w^2]``, ``N E``, the local exponent, the annealed ``A(beta)/N`` and the
+crossover scale ``beta*(N)`` at which ``A = N``; ``--law gaussian`` is the default table.
 
 A fixed query with ``|q| = sqrt(d)`` has logit scale ``beta = tau``; a random query ``q ~ N(0, I_d)``
 averages the fixed-query law over ``|q|`` (THEORY.md 2.1).
@@ -51,6 +57,14 @@ def register(parser) -> None:
                         help="--attention sigmoid: value mean mu_v for Var(o_j) (default 0)")
     parser.add_argument("--value-scale", type=real_option(0.0, MAX_ABS), default=None, metavar="S",
                         help="--attention sigmoid: value standard deviation sigma_v for Var(o_j) (default 1)")
+    from varsim.theory.laws import LAWS
+
+    parser.add_argument("--law", default=None, metavar="NAME",
+                        help=f"logit law of a fixed query's logits beta*T: one of {', '.join(LAWS)} (default gaussian; "
+                             "with --beta)")
+    parser.add_argument("--law-param", action="append", default=None, metavar="KEY=VALUE",
+                        help="a parameter of --law: d=64 for the sphere, sample=@FILE (.npy or text) for the "
+                             "empirical law (repeat for several)")
     parser.add_argument("--json", action="store_true", help="print machine-readable JSON instead of a table")
     add_variant_flags(parser)
     parser.epilog = (f"A cell reads '{MARK}' where the quantity is not defined there: the series c1..c4 is shown only "
@@ -75,6 +89,96 @@ def _model(args) -> dict:
     if query == "fixed":
         return {"query": "fixed", "d": d, "tau": tau, "beta": tau}
     return {"query": "random", "d": d, "tau": tau}
+
+
+def _law_params(given) -> dict:
+    """``{key: value}`` from the ``--law-param KEY=VALUE`` flags: a number (an integer where it is one), or the
+    numbers of a list or ``@FILE`` (.npy or text; the empirical law's ``sample``)."""
+    from varsim.cli._options import parse_numbers
+
+    params = {}
+    for item in given or ():
+        key, sep, text = item.partition("=")
+        key = key.strip()
+        if not sep or not key.isidentifier() or not text.strip():
+            raise ValueError(f"law_param: --law-param expects KEY=VALUE (e.g. d=64, sample=@logits.npy), got {item!r}")
+        if key in params:
+            raise ValueError(f"law_param: --law-param {key} given twice")
+        arr = parse_numbers(text.strip(), f"law_param {key}").reshape(-1)
+        if arr.size > 1:
+            params[key] = arr
+        else:
+            value = float(arr[0])
+            params[key] = int(value) if value.is_integer() and abs(value) < 2**53 else value
+    return params
+
+
+def _law(args, model: dict):
+    """The :class:`~varsim.theory.laws.LogitLaw` of ``--law``/``--law-param`` (None: the Gaussian tables as
+    before); refused beside a random query, ``--d/--tau`` or an attention variant."""
+    from varsim.theory.laws import logit_law
+
+    if args.law is None:
+        if args.law_param:
+            raise ValueError("law_param: --law-param needs --law NAME")
+        return None
+    params = _law_params(args.law_param)
+    if "d" in model or model["query"] != "fixed":
+        raise ValueError("law: --law takes the logit scale from --beta (the law's own parameters from --law-param), "
+                         "not --d/--tau/--query")
+    if args.attention not in (None, "softmax") or args.value_mean is not None or args.value_scale is not None:
+        raise ValueError("law: --law is the theory of softmax weights; it takes no --attention or value flags")
+    try:
+        law = logit_law(args.law, **params)
+    except ValueError as exc:
+        which = "law" if str(exc).startswith("unknown law") else "law_param"
+        raise ValueError(f"{which}: {exc}") from None
+    return None if law.name == "gaussian" else law
+
+
+def compute_law(law, beta: float, ns) -> list[dict]:
+    """One row per N of a logit law's exact theory: ``E[sum w^2]``, ``N E``, the local exponent, the annealed
+    ``A(beta)/N`` (where ``N >= A``, else ``None``) and the crossover scale ``beta*(N)`` (``None`` where no beta
+    reaches ``A = N``: a law with an atom at its top)."""
+    from varsim import theory as T
+    from varsim.theory._args import real_array
+    from varsim.theory.laws import annealed_limit, crossover_beta, law_ipr_and_exponent
+
+    n_arr = real_array("n", ns, minimum=1.0, maximum=T.N_MAX).ravel()
+    ipr, exponent = law_ipr_and_exponent(law, n_arr, beta)
+    limit = float(annealed_limit(law, beta))
+    rows = []
+    for n, e, g in zip(n_arr, ipr, exponent):
+        n = float(n)
+        star = crossover_beta(law, n)
+        rows.append({"n": n, "ipr": float(e), "n_ipr": n * float(e), "exponent": float(g),
+                     "asymptote": limit / n if math.isfinite(limit) and n >= limit else None,
+                     "crossover_beta": star if math.isfinite(star) else None})
+    return rows
+
+
+_LAW_COLUMNS = (
+    ("n", "N", "{:>10.6g}"),
+    ("ipr", "E[sum w^2]", "{:>13.6g}"),
+    ("n_ipr", "N*E", "{:>10.6g}"),
+    ("exponent", "dlnE/dlnN", "{:>10.4f}"),
+    ("asymptote", "A/N", "{:>11.6g}"),
+    ("crossover_beta", "beta*(N)", "{:>10.6g}"),
+)
+
+
+def _law_table(model: dict, rows: list[dict]) -> str:
+    law = model["law"]
+    params = " ".join(f"{k}={v}" for k, v in law.items() if k != "name")
+    head = (f"law {law['name']}{' ' + params if params else ''}, fixed query, logits beta*T, beta = "
+            f"{model['beta']:g}; A = lim N*E = {model['annealed_limit']:.6g}")
+    lines = [head, "  ".join(f"{h:>{len(fmt.format(0.0))}}" for _, h, fmt in _LAW_COLUMNS)]
+    for r in rows:
+        lines.append("  ".join(f"{MARK:>{len(fmt.format(0.0))}}" if r[key] is None else fmt.format(r[key])
+                               for key, _, fmt in _LAW_COLUMNS))
+    lines.append(f"A/N: the annealed law, shown ({MARK} otherwise) where N >= A (frozen weights for N << A); "
+                 f"beta*(N): the scale at which A = N ({MARK}: none, the law's top atom caps A)")
+    return "\n".join(lines)
 
 
 def _optional(fn, *a):
@@ -304,6 +408,14 @@ def _variant_table(model: dict, variant: dict, rows: list[dict]) -> str:
 
 def run(args) -> int:
     model = _model(args)
+    law = _law(args, model)
+    if law is not None:
+        from varsim.theory.laws import annealed_limit
+
+        model = {**model, "law": {"name": law.name, **law.params()},
+                 "annealed_limit": float(annealed_limit(law, model["beta"]))}
+        record = {"model": model, "rows": compute_law(law, model["beta"], args.n)}
+        return _emit(args, record, _law_table(model, record["rows"]))
     variant = _variant(args, model)
     if variant is None:
         record = {"model": model, "rows": compute(model, args.n)}
@@ -313,6 +425,10 @@ def run(args) -> int:
         if variant["theory"] not in _VARIANT_VIEWS:
             record["note"] = _monte_carlo_note(variant["attention"])
         text = _variant_table(model, variant, record["rows"]) if not args.json else None
+    return _emit(args, record, text)
+
+
+def _emit(args, record: dict, text) -> int:
     if args.json:
         json.dump({**record, "versions": versions()}, sys.stdout, indent=2)
         sys.stdout.write("\n")

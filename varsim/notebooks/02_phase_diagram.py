@@ -27,7 +27,7 @@
 # logit scale $\beta$, the effective number of attended items $1/\sum_i w_i^2$). Some calculus (an integral, a
 # derivative of a logarithm).
 #
-# **Time.** A few seconds to run; about 30 minutes with the exercises.
+# **Time.** A few seconds to run; about 40 minutes with the exercises.
 
 # %%
 import matplotlib.pyplot as plt
@@ -339,6 +339,39 @@ assert [phase(1000.0, b) for b in (1.0, 2.5, 4.5)] == ["annealed", "intermediate
 # ```
 #
 # </details>
+#
+# **Exercise 2.4 (does QK-norm stop the variance from vanishing?).** With QK-norm, queries and keys are normalised,
+# so a logit is $s\cos\theta$ with a learned temperature $s$: it can never exceed $s$. Take head dimension
+# $d = 64$ and $s = 32$, so the logit's standard deviation is $\beta = s/\sqrt d = 4$. With
+# `varsim.theory.laws.logit_law("sphere", d=64)` compute the limit $A = \lim_N N\,\mathbb{E}[\sum_i w_i^2]$
+# (`annealed_limit`) and the local exponent at $N = 10^9$ (`law_decay_exponent`), compare with Gaussian logits of the
+# same $\beta$, and draw $N\,\mathbb{E}[\sum_i w_i^2]$ against $N$ with
+# `plotting.plot_theory(..., quantity="n_ipr", law="sphere", law_params={"d": 64})`. Does the variance still vanish?
+#
+# <details><summary>Solution 2.4</summary>
+#
+# No, QK-norm does not stop it: bounded logits always end in the $1/N$ law, because $N\,\mathbb{E}[\sum_i w_i^2]$
+# tends to the finite $A = \mathbb{E}[e^{2X}]/\mathbb{E}[e^X]^2 \approx 1.7\cdot 10^4$. At $N = 10^9$ the local
+# exponent is already $-1.00$, while Gaussian logits of the same $\beta$ are still at $-0.64$ (their
+# $A = e^{16} \approx 8.9\cdot 10^6$): without the Gaussian's tail the weights spread out *sooner*. A larger $s$
+# only delays the $1/N$ law (the crossover is at $N \approx A$, which grows like $s^{(d-1)/2}$).
+#
+# ```python
+# from varsim import plotting
+# from varsim.theory.laws import annealed_limit, law_decay_exponent, logit_law
+#
+# qk_24, beta_24 = logit_law("sphere", d=64), 32 / np.sqrt(64)
+# a_24, slope_24 = annealed_limit(qk_24, beta_24), law_decay_exponent(qk_24, 1e9, beta_24)
+# print(f"QK-norm: A = {a_24:.3g}, exponent at N = 1e9: {slope_24:.2f}; "
+#       f"Gaussian logits: A = {np.exp(beta_24**2):.3g}, exponent {decay_exponent(1e9, beta_24):.2f}")
+# assert np.isfinite(a_24) and a_24 < 1e-2 * np.exp(beta_24**2)
+# assert slope_24 < -0.99 and decay_exponent(1e9, beta_24) > -0.7
+# plotting.plot_theory(np.geomspace(2, 1e12, 60), [2.0, beta_24], quantity="n_ipr", law="sphere",
+#                      law_params={"d": 64})
+# plt.show()
+# ```
+#
+# </details>
 
 # %% [markdown]
 # ## Takeaways
@@ -350,5 +383,7 @@ assert [phase(1000.0, b) for b in (1.0, 2.5, 4.5)] == ["annealed", "intermediate
 # * In the frozen phase the refined $1 - a_N/\beta$ (`frozen_ipr`) is the usable formula; its leading term
 #   $1 - \sqrt{2\ln N}/\beta$ is off by a lot at practical $N$.
 # * The phases describe the *mean* of $\sum w^2$, dominated by rare sequences; a typical sequence is more diffuse.
+# * Bounded logits (QK-norm, keys on the sphere) do not stop the variance from vanishing: it reaches the $1/N$ law
+#   sooner than Gaussian logits of the same $\beta$ (exercise 2.4; the "Logit laws" page of the theory).
 #
 # Next: notebook 3 turns this theory into tests for your own attention code.

@@ -49,7 +49,8 @@ def interact(explore, sliders) -> None:
 
 
 #: calls that draw a figure: pyplot's figure makers and ``show``, a built-in figure's ``draw``, varsim.plotting
-_DRAWING_ATTRS = {"subplots", "figure", "show", "draw", "plot_result", "phase_diagram", "subplot_mosaic"}
+_DRAWING_ATTRS = {"subplots", "figure", "show", "draw", "plot_result", "plot_theory", "phase_diagram",
+                  "subplot_mosaic"}
 
 
 def _called_names(nodes) -> set[str]:
@@ -69,7 +70,7 @@ def drawing_cells(sources) -> list[bool]:
     """For the code cells ``sources`` of a notebook, in order: does the cell draw a figure when it runs?
 
     A cell draws when a statement outside its function definitions calls a figure maker (``plt.subplots``,
-    ``plt.figure``, ``plt.show``, a figure's ``draw``, ``plotting.plot_result``/``phase_diagram``) or a function
+    ``plt.figure``, ``plt.show``, a figure's ``draw``, ``plotting.plot_result``/``plot_theory``/``phase_diagram``) or a function
     defined in this or an earlier cell that does, directly or through another. ``tests/test_notebooks.py`` checks
     this against the figures each cell makes in a Jupyter kernel; ``docs/check_site.py`` uses it to require an
     image from each drawing cell of the site's notebook pages."""
