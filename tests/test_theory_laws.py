@@ -365,3 +365,59 @@ def test_a_registered_law_gets_the_exact_theory():
     finally:
         del TL.LAWS["two_point_test"]
     assert "two_point_test" not in TL.LAWS
+
+
+@pytest.mark.parametrize(("name", "dim"), [("sphere", 2), ("sphere", 3), ("sphere", 16), ("sphere", 1000),
+                                           ("uniform", 1), ("uniform", 4)])
+def test_annealed_limit_at_large_beta_against_mpmath(name, dim):
+    """``ln A(beta) = K(2 beta) - 2 K(beta)`` past the scale where each ``K`` is ~1e6 or more (the difference of two
+    float K's keeps no digit there; SciPy's ``ive`` returns NaN past ~1e9) against mpmath at 140 digits, to 1e-12
+    relative: seen failing with the plain difference (off by 1e-10 at 1e6, by everything at 1e17, and an
+    out-of-memory series at 1e9) and with Debye's u3 term dropped (1e-11 at d = 1000)."""
+    mp.mp.dps = 140
+    law = TL.logit_law(name, d=dim)
+
+    def log_k(t):  # ln E[e^{t T}], exact
+        if name == "sphere":
+            a, nu = mp.mpf(t) * mp.sqrt(dim), mp.mpf(dim) / 2 - 1
+            return mp.loggamma(mp.mpf(dim) / 2) + nu * mp.log(2 / a) + mp.log(mp.besseli(nu, a))
+        z = mp.mpf(t) * mp.sqrt(mp.mpf(3) / dim)
+        return dim * mp.log(mp.sinh(z) / z)
+
+    for beta in (3e4, 1e6, 1e9, 1e17, 1e60):
+        if name == "sphere" and dim == 1000 and beta > 1e9:
+            continue  # mpmath's Bessel series at order 499 and argument 1e18 does not converge in time
+        ref = float(log_k(2 * beta) - 2 * log_k(beta))
+        assert float(law.log_annealed_limit(beta)) == pytest.approx(ref, rel=1e-12), beta
+    mp.mp.dps = 15
+
+
+def test_crossover_beta_stays_small_and_finite_where_it_exists():
+    """The sphere's crossover follows ``N^{2/(d-1)}`` out to N = 1e300 (Bruno et al.'s scale; it took the machine's
+    memory at d = 16, N = 1e60), the uniform key's ``N^{1/d}`` (it was ``inf`` at d = 4, N = 1e60, beyond a 1e12
+    search cap); beyond the search range, ``inf``."""
+    sphere = TL.logit_law("sphere", d=16)
+    lo, hi = TL.crossover_beta(sphere, 1e60), TL.crossover_beta(sphere, 1e300)
+    assert hi / lo == pytest.approx(1e240 ** (2 / 15), rel=1e-6)
+    uniform = TL.logit_law("uniform", d=4)
+    assert TL.crossover_beta(uniform, 1e300) / TL.crossover_beta(uniform, 1e60) == pytest.approx(1e60, rel=1e-6)
+    assert TL.crossover_beta(TL.logit_law("sphere", d=3), 1e300) == math.inf  # N / 1.7: past the 1e280 searched
+
+
+def test_annealed_limit_of_laws_with_a_top_atom_at_large_beta():
+    """Rademacher keys and an empirical law: ``A(beta) -> 1/P(top atom)`` (2^d; 7 for the sample's single top
+    logit), reached without cancellation at beta = 1e17 and 1e250 (the plain difference of K's gave 2^52 at d = 16,
+    and a crossover where none exists); at beta = 30 against mpmath."""
+    mp.mp.dps = 60
+    rad = TL.logit_law("rademacher", d=16)
+    emp = _LAWS["empirical"]
+    for beta in (1e17, 1e250):
+        assert float(rad.log_annealed_limit(beta)) == pytest.approx(16 * math.log(2.0), rel=1e-14)
+        assert float(emp.log_annealed_limit(beta)) == pytest.approx(math.log(7.0), rel=1e-14)
+        assert float(emp.log_annealed_limit(-beta)) == pytest.approx(math.log(7.0), rel=1e-14)  # bottom atom
+    k_rad = lambda t: 16 * mp.log(mp.cosh(mp.mpf(t) / 4))  # noqa: E731 - ln E[e^{tT}], T = (2B - 16)/4
+    k_emp = lambda t: mp.log(mp.fsum(mp.exp(mp.mpf(t) * mp.mpf(float(x))) for x in _SAMPLE) / len(_SAMPLE))  # noqa: E731
+    assert float(rad.log_annealed_limit(30.0)) == pytest.approx(float(k_rad(60) - 2 * k_rad(30)), rel=1e-13)
+    assert float(emp.log_annealed_limit(30.0)) == pytest.approx(float(k_emp(60) - 2 * k_emp(30)), rel=1e-13)
+    assert TL.crossover_beta(rad, 1e6) == math.inf
+    mp.mp.dps = 15

@@ -196,12 +196,17 @@ def annealed_limit(law, beta):
     if law.tail == "heavy":  # E[e^{2X}] = inf: N E[sum w^2] grows without bound at every beta != 0
         out = np.where(beta_arr == 0.0, 1.0, np.inf)
         return float(out) if np.ndim(beta) == 0 else out
-    out = np.exp(law.log_mgf(2.0 * beta_arr) - 2.0 * law.log_mgf(beta_arr))
+    with np.errstate(over="ignore"):
+        out = np.exp(law.log_annealed_limit(beta_arr))
     return float(out) if np.ndim(beta) == 0 else out
 
 
 def _log_limit(law: LogitLaw, beta: float) -> float:
-    return float(law.log_mgf(2.0 * beta) - 2.0 * law.log_mgf(beta))
+    return float(law.log_annealed_limit(beta))
+
+
+#: the largest crossover scale searched (beyond it, or where ``N`` exceeds a law's bounded ``A``, ``inf``)
+_BETA_MAX = 1e280
 
 
 def crossover_beta(law, n) -> float:
@@ -224,7 +229,7 @@ def crossover_beta(law, n) -> float:
         return 0.0
     hi = 1.0
     while _log_limit(law, hi) < target:
-        if hi > 1e12:
+        if hi > _BETA_MAX:
             return math.inf
         hi *= 2.0
     return brentq(lambda b: _log_limit(law, b) - target, 0.0, hi, xtol=1e-14 * hi, rtol=1e-14)

@@ -72,6 +72,12 @@ class LogitLaw:
         """``ln E[e^{s T}]`` (array-valued in ``s``)."""
         raise NotImplementedError
 
+    def log_annealed_limit(self, beta):
+        """``ln lim N E[sum w^2] = K(2 beta) - 2 K(beta)``, ``K`` = :meth:`log_mgf` (a family whose ``K`` grows
+        like ``beta`` writes the difference without cancelling its large terms)."""
+        beta = np.asarray(beta, dtype=np.float64)
+        return self.log_mgf(2.0 * beta) - 2.0 * self.log_mgf(beta)
+
     def sample(self, size, beta: float = 1.0, *, rng=None) -> np.ndarray:
         """``size`` i.i.d. draws of ``X = beta T`` (``rng``: SPEC 7 seed, SeedSequence or Generator)."""
         beta = check_real("beta", beta)
@@ -142,6 +148,27 @@ def _log_hyp0f1(b: float, z: np.ndarray) -> np.ndarray:
     return (top + np.log(np.exp(terms - top).sum(axis=0))).reshape(shape)
 
 
+#: above this argument ``ln I_nu(s)`` comes from Debye's expansion (SciPy's ``ive`` returns NaN past about 1e9)
+_DEBYE_FROM = 1e4
+
+
+def _log_iv_debye(nu: float, s: np.ndarray) -> np.ndarray:
+    """``ln I_nu(s)`` for large ``s`` from Debye's uniform expansion (DLMF 10.41.3), written with
+    ``r = sqrt(nu^2 + s^2)`` and ``t = nu / r`` so that it holds down to ``nu = 0``: ``r + nu ln(s / (nu + r))
+    - ln(2 pi r) / 2 + ln(1 + u1/nu + u2/nu^2 + u3/nu^3)``, ``u_k(t)/nu^k`` a polynomial in ``t^2`` over ``r^k``;
+    the first term left out is of order ``r^-4`` (below 1e-16 from ``s = 1e4``)."""
+    r = np.hypot(nu, s)
+    return r + nu * np.log(s / (nu + r)) - 0.5 * np.log(2.0 * np.pi * r) + np.log1p(_debye_correction(nu, r))
+
+
+def _debye_correction(nu: float, r: np.ndarray) -> np.ndarray:
+    """``u1(t)/nu + u2(t)/nu^2 + u3(t)/nu^3`` of Debye's expansion, ``t = nu / r``, as polynomials over ``r^k``."""
+    t2 = np.square(nu / r)
+    with np.errstate(under="ignore", over="ignore"):  # r^k past 1e308: the term is 0
+        return ((3.0 - 5.0 * t2) / (24.0 * r) + (81.0 - 462.0 * t2 + 385.0 * t2 * t2) / (1152.0 * r * r)
+                + (30375.0 - 369603.0 * t2 + 765765.0 * t2 * t2 - 425425.0 * t2**3) / (414720.0 * r * r * r))
+
+
 class _KeyDimension(LogitLaw):
     """A bounded family of dimension ``d`` (``d_min <= d <= d_max``) whose ``T`` lies in ``[-r, r]``,
     ``r = sqrt(support_factor * d)``."""
@@ -172,13 +199,32 @@ class SphereLaw(_KeyDimension):
         s = np.abs(np.asarray(s, dtype=np.float64)) * math.sqrt(self.d)
         nu = 0.5 * self.d - 1.0
         with np.errstate(divide="ignore", invalid="ignore", under="ignore"):
-            scaled = ive(nu, s)
-            out = gammaln(0.5 * self.d) + nu * np.log(2.0 / s) + np.log(scaled) + s
+            large = s > _DEBYE_FROM
+            scaled = ive(nu, np.where(large, 1.0, s))
+            log_iv = np.where(large, _log_iv_debye(nu, np.where(large, s, _DEBYE_FROM)), np.log(scaled) + s)
+            out = gammaln(0.5 * self.d) + nu * np.log(2.0 / s) + log_iv
             # ive underflows for nu >> s: there ln 0F1(; d/2; s^2/4), its series summed in log space
-            small = ~(scaled > 1e-280)
+            small = ~large & ~(scaled > 1e-280)
             if np.any(small):
-                out = np.where(small, _log_hyp0f1(0.5 * self.d, 0.25 * s * s), out)
+                out = np.where(small, _log_hyp0f1(0.5 * self.d, 0.25 * np.where(small, s, 0.0) ** 2), out)
         return np.where(s == 0.0, 0.0, out)
+
+    def log_annealed_limit(self, beta):
+        # K(2b) - 2K(b) ~ ln b^{(d-1)/2}, but each K ~ b sqrt(d): past _DEBYE_FROM the difference of Debye's forms
+        # is taken term by term (r(2a) - 2 r(a) = -3 nu^2 / (r(2a) + 2 r(a)), no term of size a left)
+        beta = np.asarray(beta, dtype=np.float64)
+        a = np.abs(beta) * math.sqrt(self.d)
+        large = a > _DEBYE_FROM
+        direct = super().log_annealed_limit(np.where(large, 0.0, beta))
+        nu = 0.5 * self.d - 1.0
+        a = np.where(large, a, _DEBYE_FROM)
+        r1, r2 = np.hypot(nu, a), np.hypot(nu, 2.0 * a)
+        corr1, corr2 = _debye_correction(nu, r1), _debye_correction(nu, r2)
+        stable = (-gammaln(0.5 * self.d) - 3.0 * nu * nu / (r2 + 2.0 * r1)
+                  + nu * (2.0 * np.log(nu + r1) - np.log(nu + r2) - math.log(2.0))
+                  + 0.5 * math.log(2.0 * math.pi) + np.log(r1) - 0.5 * np.log(r2) + np.log1p(corr2)
+                  - 2.0 * np.log1p(corr1))
+        return np.where(large, stable, direct)
 
     def _draw(self, size, gen):
         # cos of the angle between a uniform direction and a fixed one: 2 Beta((d-1)/2, (d-1)/2) - 1
@@ -214,6 +260,12 @@ class RademacherLaw(_KeyDimension):
     def log_mgf(self, s):
         z = np.abs(np.asarray(s, dtype=np.float64)) / math.sqrt(self.d)
         return self.d * (z + np.log1p(np.expm1(-2.0 * z) + 1.0) - math.log(2.0))  # d ln cosh z, stable
+
+    def log_annealed_limit(self, beta):
+        # d ln(cosh 2z / cosh^2 z) = d ln(2 - sech^2 z): -> d ln 2 without the large terms of K
+        z = np.abs(np.asarray(beta, dtype=np.float64)) / math.sqrt(self.d)
+        with np.errstate(over="ignore"):
+            return self.d * np.log(2.0 - np.square(1.0 / np.cosh(z)))
 
     def _draw(self, size, gen):
         return (2.0 * gen.binomial(self.d, 0.5, size) - self.d) / math.sqrt(self.d)
@@ -251,7 +303,15 @@ class UniformLaw(_KeyDimension):
         with np.errstate(invalid="ignore", divide="ignore"):
             # ln(sinh z / z) = z + ln(1 - e^{-2z}) - ln(2z)
             out = self.d * (z + np.log(-np.expm1(-2.0 * z)) - np.log(2.0 * z))
-        return np.where(z < 1e-4, self.d * z * z / 6.0, out)
+        with np.errstate(over="ignore"):
+            return np.where(z < 1e-4, self.d * z * z / 6.0, out)
+
+    def log_annealed_limit(self, beta):
+        # d [ln(1 - e^{-4z}) - 2 ln(1 - e^{-2z}) + ln z]: the terms z of K(2b) and 2K(b) cancelled by hand
+        z = np.abs(np.asarray(beta, dtype=np.float64)) * math.sqrt(3.0 / self.d)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            stable = self.d * (np.log(-np.expm1(-4.0 * z)) - 2.0 * np.log(-np.expm1(-2.0 * z)) + np.log(z))
+        return np.where(z < 1.0, super().log_annealed_limit(np.where(z < 1.0, beta, 0.0)), stable)
 
     def _draw(self, size, gen):
         shape = tuple(size) if isinstance(size, (tuple, list)) else (int(size),)
@@ -372,6 +432,18 @@ class EmpiricalLaw(LogitLaw):
         v = self.log_p + s[..., None] * self.atoms
         top = np.max(v, axis=-1, keepdims=True)
         return np.squeeze(top, -1) + np.log(np.sum(np.exp(v - top), axis=-1))
+
+    def log_annealed_limit(self, beta):
+        # both K's shifted by the top atom's s x_max, which cancels exactly: no large term left
+        beta = np.asarray(beta, dtype=np.float64)
+        shift = np.where(beta[..., None] >= 0, self.atoms.max(), self.atoms.min())
+
+        def shifted(s):
+            v = self.log_p + s[..., None] * (self.atoms - shift)
+            top = np.max(v, axis=-1, keepdims=True)
+            return np.squeeze(top, -1) + np.log(np.sum(np.exp(v - top), axis=-1))
+
+        return shifted(2.0 * beta) - 2.0 * shifted(beta)
 
     def _draw(self, size, gen):
         return gen.choice(self.atoms, size=size, p=np.exp(self.log_p - np.logaddexp.reduce(self.log_p)))
