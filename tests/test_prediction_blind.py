@@ -240,8 +240,16 @@ def test_the_committed_analysis_is_what_the_committed_records_give():
     again = json.loads(json.dumps(jsonable(pb.analyze_blind(pb.DATA_DIR))))
     assert {k: v for k, v in committed.items() if k != "provenance"} == again
     assert committed["provenance"]["git_commit"]
+    git = shutil.which("git") is not None and (pb.DATA_DIR.parents[3] / ".git").exists()
     for p in sorted((pb.DATA_DIR / "evaluations").glob("*.json")):
         ev = read_json(p)
         pred = read_json(pb.DATA_DIR / "predictions" / p.name)
         assert ev["model_sha256"] == pred["model_sha256"] and ev["prediction_commit"]
         assert ev["provenance"]["created_utc"] > pred["provenance"]["created_utc"]
+        if git:  # in git order, the prediction's commit precedes the commit that added the evaluation
+            added = subprocess.run(["git", "-C", str(p.parent), "log", "--diff-filter=A", "--format=%H", "--",
+                                    p.name], capture_output=True, text=True).stdout.split()
+            if added:  # (an uncommitted evaluation has no commit yet)
+                assert added[-1] != ev["prediction_commit"]
+                assert subprocess.run(["git", "-C", str(p.parent), "merge-base", "--is-ancestor",
+                                       ev["prediction_commit"], added[-1]]).returncode == 0
