@@ -253,3 +253,20 @@ def test_the_committed_analysis_is_what_the_committed_records_give():
                 assert added[-1] != ev["prediction_commit"]
                 assert subprocess.run(["git", "-C", str(p.parent), "merge-base", "--is-ancestor",
                                        ev["prediction_commit"], added[-1]]).returncode == 0
+
+
+def test_the_command_answers_bad_input_in_one_line(tmp_path, capsys, specs):
+    """A corrupt record or an unwritable folder: one line naming the step, exit status 2, no traceback; a missing
+    checkpoint directory is a usage error. Catches a step that lets the exception through."""
+    (tmp_path / "predictions").mkdir()
+    (tmp_path / "predictions" / f"{specs[0]['run_id']}.json").write_text("{")
+    assert pb.main(["analyze", "--data", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("prediction_blind analyze:") and specs[0]["run_id"] in err[0]
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    assert pb.main(["predict", str(blocker / "ckpt")]) == 2
+    assert len(capsys.readouterr().err.strip().splitlines()) == 1
+    with pytest.raises(SystemExit) as exc:
+        pb.main(["train"])
+    assert exc.value.code == 2

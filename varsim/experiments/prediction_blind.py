@@ -453,26 +453,30 @@ def write_analysis(data_dir=DATA_DIR) -> dict:
 def main(argv=None) -> int:
     import argparse
 
-    from varsim._common.runlock import run_lock
-    from varsim.experiments.prediction import train_specs
-
     ap = argparse.ArgumentParser(prog="python -m varsim.experiments.prediction_blind",
                                  description=__doc__.split("\n\n")[0])
     ap.add_argument("step", choices=("train", "predict", "evaluate", "analyze"))
     ap.add_argument("ckpt", nargs="?", help="train, predict, evaluate: the checkpoint directory (one folder per run)")
     ap.add_argument("--data", default=str(DATA_DIR), help="where the records go (default: the package's)")
     args = ap.parse_args(argv)
+    if args.step != "analyze" and not args.ckpt:
+        ap.error(f"{args.step} needs the checkpoint directory")
+    try:
+        return _run_step(args)
+    except (ValueError, OSError) as exc:  # bad paths, corrupt records, a model that is not the one predicted
+        print(f"prediction_blind {args.step}: {exc}", file=sys.stderr)
+        return 2
+
+
+def _run_step(args) -> int:
+    from varsim._common.runlock import run_lock
+    from varsim.experiments.prediction import train_specs
+
     if args.step == "analyze":
         print(render_blind(write_analysis(args.data)))
         return 0
-    if not args.ckpt:
-        ap.error(f"{args.step} needs the checkpoint directory")
     ckpt = Path(args.ckpt)
-    try:
-        ckpt.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        print(f"ckpt: cannot create {ckpt}: {exc.strerror}", file=sys.stderr)
-        return 2
+    ckpt.mkdir(parents=True, exist_ok=True)
     with run_lock(ckpt, f"prediction_blind {args.step}"):
         if args.step == "train":
             train_specs(blind_specs(), ckpt, log=ckpt / "progress.log")
