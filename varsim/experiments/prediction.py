@@ -26,8 +26,10 @@ from pathlib import Path
 import numpy as np
 
 __all__ = ["DEV_RECIPE", "KAPPAS", "LENGTHS", "PRIMARY_LENGTH", "INFERENCE_MAPS", "TRAINED_REMEDIES",
-           "LOGISTIC_FIT_LENGTHS", "subset_specs", "train_runs", "predict_runs", "explore_runs", "analyze",
-           "analyze_trained", "render_trained", "baseline_carry", "baseline_logistic"]
+           "LOGISTIC_FIT_LENGTHS", "subset_specs", "train_runs", "train_specs", "prediction_fields", "predict_runs",
+           "explore_runs", "analyze", "analyze_trained", "render_trained", "baseline_carry", "baseline_logistic",
+           "run_row", "seed_metrics", "complete_seeds", "t_summary", "fmt_t", "provenance_lines",
+           "write_analysis_files"]
 
 DEV_RECIPE = "cosine_lr1e3"
 #: the readout scales kappa searched on the development runs: 2^(k/8), k = -8 .. 16
@@ -469,6 +471,18 @@ def render_trained(res: dict) -> str:
                 f"{x['dispersion_error']['measured']:.3f} / {x['dispersion_error']['predicted']:.3f} | "
                 + (f"{g['measured']:+.3f} / {g['predicted']:+.3f} |" if g else " |"))
     return "\n".join(lines) + "\n"
+
+
+def write_analysis_files(data_dir, stem: str, res: dict, render) -> dict:
+    """``res`` with the provenance (commit, time) written as ``data_dir/<stem>.json`` and its Markdown
+    (``render(res)``) as ``<stem>.md``, both atomically; returns it."""
+    from varsim._common.atomic import atomic_write_json, atomic_write_text
+    from varsim._common.provenance import provenance
+
+    res = {**res, "provenance": provenance()}
+    atomic_write_json(Path(data_dir) / f"{stem}.json", res)
+    atomic_write_text(Path(data_dir) / f"{stem}.md", render(res))
+    return res
 
 
 def provenance_lines(res: dict) -> list:

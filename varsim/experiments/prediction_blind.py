@@ -441,13 +441,9 @@ def render_blind(res: dict) -> str:
 
 def write_analysis(data_dir=DATA_DIR) -> dict:
     """Write ``analysis_blind.json`` (with the provenance: commit, time) and ``analysis_blind.md``; return it."""
-    from varsim._common.atomic import atomic_write_json, atomic_write_text
-    from varsim._common.provenance import provenance
+    from varsim.experiments.prediction import write_analysis_files
 
-    res = {**analyze_blind(data_dir), "provenance": provenance()}
-    atomic_write_json(Path(data_dir) / "analysis_blind.json", res)
-    atomic_write_text(Path(data_dir) / "analysis_blind.md", render_blind(res))
-    return res
+    return write_analysis_files(data_dir, "analysis_blind", analyze_blind(data_dir), render_blind)
 
 
 def main(argv=None) -> int:
