@@ -40,7 +40,7 @@ EXPERIMENTS_FLOORS = [
     {"reproduction_summary", "remedies_summary", "remedies_table"},
     {"remedies", "decoder_grid"},
     {"aggregation", "presets", "prediction"},
-    {"reproduce", "prediction_credit"},
+    {"reproduce", "prediction_credit", "prediction_blind"},
     {"kernel_check"},
     {"kernel_signs"},
     {""},

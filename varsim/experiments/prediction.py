@@ -26,8 +26,10 @@ from pathlib import Path
 import numpy as np
 
 __all__ = ["DEV_RECIPE", "KAPPAS", "LENGTHS", "PRIMARY_LENGTH", "INFERENCE_MAPS", "TRAINED_REMEDIES",
-           "LOGISTIC_FIT_LENGTHS", "subset_specs", "train_runs", "predict_runs", "explore_runs", "analyze",
-           "analyze_trained", "render_trained", "baseline_carry", "baseline_logistic"]
+           "LOGISTIC_FIT_LENGTHS", "subset_specs", "train_runs", "train_specs", "prediction_fields", "predict_runs",
+           "explore_runs", "analyze", "analyze_trained", "render_trained", "baseline_carry", "baseline_logistic",
+           "run_row", "seed_metrics", "complete_seeds", "t_summary", "fmt_t", "provenance_lines",
+           "write_analysis_files"]
 
 DEV_RECIPE = "cosine_lr1e3"
 #: the readout scales kappa searched on the development runs: 2^(k/8), k = -8 .. 16
@@ -68,17 +70,27 @@ def subset_specs(encodings=ENCODINGS, attentions=("softmax",), seeds=None) -> li
 
 def train_runs(outdir, encodings=ENCODINGS, attentions=("softmax",), seeds=None) -> None:
     """Train (or resume) every run of the subset into ``outdir/<run_id>``, printing one line per run."""
+    train_specs(subset_specs(encodings, attentions, seeds), outdir)
+
+
+def train_specs(specs, outdir, log=None) -> None:
+    """Train (or resume) the runs of ``specs`` in order into ``outdir/<run_id>`` with one BLAS thread, printing one
+    line per run (and appending it to the file ``log`` when given)."""
     import time
 
+    from varsim._common.atomic import append_text
     from varsim._common.blas import limit_blas_threads
     from varsim.experiments.worker import train_spec
 
     limit_blas_threads(1)
-    for spec in subset_specs(encodings, attentions, seeds):
+    for spec in specs:
         t, c = time.perf_counter(), time.process_time()
         _, summary, _, _ = train_spec(spec, Path(outdir) / spec["run_id"])
-        print(spec["run_id"], summary["status"], f"wall {time.perf_counter() - t:.1f} s cpu "
-              f"{time.process_time() - c:.1f} s", flush=True)
+        line = (f"{spec['run_id']} {summary['status']} wall {time.perf_counter() - t:.1f} s cpu "
+                f"{time.process_time() - c:.1f} s")
+        print(line, flush=True)
+        if log is not None:
+            append_text(log, line + "\n")
 
 
 def _summary_groups(summary: dict) -> dict:
@@ -102,6 +114,27 @@ def _maps(variant: str, stats) -> dict:
     return {**own, **_inference_maps()} if variant == BASELINE else own
 
 
+def prediction_fields(model, config, spec: dict, seed, kappas=KAPPAS) -> dict:
+    """The prediction of one trained run of ``spec``: the training-length statistics (:func:`varsim.train.predict.
+    measure` on :data:`N_SETS` sets) and, per readout scale of ``kappas``, the tables of the measured-logit and the
+    Gaussian-logit predictor at every length of :data:`LENGTHS` for the run's own map (and the inference-only maps
+    for softmax); ``{"refused": message}`` when the predictor refuses the model. ``seed``: the measurement seed."""
+    from varsim.train.predict import measure, simulate
+
+    try:
+        stats = measure(model, config, n_sets=N_SETS, seed=seed)
+    except ValueError as exc:
+        return {"refused": str(exc)}
+    maps = _maps(spec["attention"], stats)
+    rec = {"best_head": stats.best_head, "tau": stats.tau, "sigma": stats.sigma, "lapse": stats.lapse,
+           "accuracy_n0": stats.accuracy_n0, "lengths": list(LENGTHS), "kappas": list(kappas),
+           "map": {"attention": stats.attention, "params": stats.map_params}}
+    for kind, gaussian in (("measured", False), ("gaussian", True)):
+        sim = simulate(stats, LENGTHS, maps=maps, n_sim=N_SIM, gaussian=gaussian, seed=seed)
+        rec[kind] = [sim.table(k) for k in kappas]
+    return rec
+
+
 def predict_runs(ckptdir, summary_path, encodings=ENCODINGS, attentions=("softmax",), seeds=None) -> None:
     """One prediction record per trained run of the subset under ``ckptdir/predictions`` (skips those written)."""
     import time
@@ -110,7 +143,6 @@ def predict_runs(ckptdir, summary_path, encodings=ENCODINGS, attentions=("softma
     from varsim._common.jsonio import read_json
     from varsim._common.provenance import provenance
     from varsim.train import evaluate, load_checkpoint
-    from varsim.train.predict import measure, simulate
 
     groups = _summary_groups(read_json(summary_path))
     out = Path(ckptdir) / "predictions"
@@ -134,19 +166,7 @@ def predict_runs(ckptdir, summary_path, encodings=ENCODINGS, attentions=("softma
         rec = {"format": PREDICTION_FORMAT, "run_id": spec["run_id"], "task": spec["task"], "recipe": spec["recipe"],
                "encoding": spec.get("key_encoding"), "seed_index": spec["seed_index"],
                "identity": {"accuracy_16": acc16, "committed_16": committed16, "equal": acc16 == committed16}}
-        try:
-            stats = measure(model, config, n_sets=N_SETS, seed=seed)
-        except ValueError as exc:
-            rec["refused"] = str(exc)
-        else:
-            maps = _maps(spec["attention"], stats)
-            rec.update(best_head=stats.best_head, tau=stats.tau, sigma=stats.sigma, lapse=stats.lapse,
-                       accuracy_n0=stats.accuracy_n0,
-                       lengths=list(LENGTHS), kappas=list(KAPPAS),
-                       map={"attention": stats.attention, "params": stats.map_params})
-            for kind, gaussian in (("measured", False), ("gaussian", True)):
-                sim = simulate(stats, LENGTHS, maps=maps, n_sim=N_SIM, gaussian=gaussian, seed=seed)
-                rec[kind] = [sim.table(k) for k in KAPPAS]
+        rec.update(prediction_fields(model, config, spec, seed))
         rec["timing"] = {"wall_s": time.perf_counter() - t, "cpu_s": time.process_time() - c}
         rec["provenance"] = provenance()
         atomic_write_json(path, rec)
@@ -211,7 +231,7 @@ def baseline_logistic(acc: list, lengths, fit_lengths, chance: float, examples: 
 # Analysis
 
 
-def _t(values) -> dict:
+def t_summary(values) -> dict:
     from varsim.experiments.stats import t_interval
 
     v = np.asarray(values, float)
@@ -254,7 +274,7 @@ def _fit_kappa(dev: list, groups: dict, li: int) -> tuple[dict, dict]:
     return kappa_idx, fields
 
 
-def _complete_seeds(rows: list) -> tuple[list, list, list]:
+def complete_seeds(rows: list) -> tuple[list, list, list]:
     """The cells (task, recipe, key encoding) of ``rows``, the seeds present in every cell, and the rows of those
     seeds."""
     def cell(s):
@@ -266,7 +286,7 @@ def _complete_seeds(rows: list) -> tuple[list, list, list]:
     return cells, seeds, [(s, r) for s, r in rows if s["seed_index"] in seeds]
 
 
-def _run_row(s: dict, r: dict, groups: dict, kappa_idx: dict, lengths: list, li: int, maps=INFERENCE_MAPS) -> dict:
+def run_row(s: dict, r: dict, groups: dict, kappa_idx: dict, lengths: list, li: int, maps=INFERENCE_MAPS) -> dict:
     """One run of the analysis: its measured accuracy, every method's prediction, the gains of the inference
     ``maps`` and the ranking/dispersion split at the primary length, measured and predicted (of the run's own
     attention, ``s["attention"]``)."""
@@ -277,7 +297,7 @@ def _run_row(s: dict, r: dict, groups: dict, kappa_idx: dict, lengths: list, li:
     measured, gaussian = r["measured"][kappa_idx["measured"]], r["gaussian"][kappa_idx["gaussian"]]
     preds = {
         "predictor": measured[v]["accuracy"],
-        "predictor_kappa1": r["measured"][KAPPAS.index(1.0)][v]["accuracy"],
+        "predictor_kappa1": r["measured"][list(r.get("kappas", KAPPAS)).index(1.0)][v]["accuracy"],
         "carry": baseline_carry(meas, lengths),
         "logistic": baseline_logistic(meas, lengths, LOGISTIC_FIT_LENGTHS, chance_level(s["task"])),
         "gaussian": gaussian[v]["accuracy"],
@@ -300,7 +320,7 @@ def _run_row(s: dict, r: dict, groups: dict, kappa_idx: dict, lengths: list, li:
     }
 
 
-def _metrics(per_run: list, seeds: list, lengths: list, li: int, maps=INFERENCE_MAPS) -> dict:
+def seed_metrics(per_run: list, seeds: list, lengths: list, li: int, maps=INFERENCE_MAPS) -> dict:
     """The per-seed means of every error over the runs, as t intervals over the seeds: each method's MAE per N and
     at the primary length, the gains' MAE (of the inference ``maps``; none: no gain fields), the ranking and
     dispersion MAE, and the paired differences."""
@@ -311,20 +331,21 @@ def _metrics(per_run: list, seeds: list, lengths: list, li: int, maps=INFERENCE_
     out = {"mae": {}}
     for n in lengths[2:]:
         j = lengths.index(n)
-        out["mae"][n] = {m: _t(per_seed(lambda x, m=m, j=j: abs(x["predictions"][m][j] - x["measured"][j])))
+        out["mae"][n] = {m: t_summary(per_seed(lambda x, m=m, j=j: abs(x["predictions"][m][j] - x["measured"][j])))
                          for m in methods}
     prim = {m: per_seed(lambda x, m=m: abs(x["predictions"][m][li] - x["measured"][li])) for m in methods}
-    out["primary"] = {m: _t(v) for m, v in prim.items()}
-    out["primary_vs"] = {b: _t(np.subtract(prim["predictor"], prim[b])) for b in ("carry", "logistic", "gaussian")}
+    out["primary"] = {m: t_summary(v) for m, v in prim.items()}
+    out["primary_vs"] = {b: t_summary(np.subtract(prim["predictor"], prim[b]))
+                         for b in ("carry", "logistic", "gaussian")}
     if maps:
         gm = {kind: per_seed(lambda x, kind=kind: np.mean([abs(x["gains"][m][kind] - x["gains"][m]["measured"])
                                                           for m in maps]))
               for kind in ("predicted", "gaussian")}
         gm["zero"] = per_seed(lambda x: np.mean([abs(x["gains"][m]["measured"]) for m in maps]))
-        out["gain_mae"] = {k: _t(v) for k, v in gm.items()}
-        out["gain_vs"] = {b: _t(np.subtract(gm["predicted"], gm[b])) for b in ("zero", "gaussian")}
+        out["gain_mae"] = {k: t_summary(v) for k, v in gm.items()}
+        out["gain_vs"] = {b: t_summary(np.subtract(gm["predicted"], gm[b])) for b in ("zero", "gaussian")}
     for f, key in (("ranking_correct", "ranking_mae"), ("dispersion_error", "dispersion_mae")):
-        out[key] = _t(per_seed(lambda x, f=f: abs(x[f]["predicted"] - x[f]["measured"])))
+        out[key] = t_summary(per_seed(lambda x, f=f: abs(x[f]["predicted"] - x[f]["measured"])))
     return out
 
 
@@ -344,19 +365,19 @@ def analyze(ckptdir, summary_path, *, dev_only: bool = False) -> dict:
     groups, lengths, li = _read_summary(summary_path)
     bad, dev, test = _records(ckptdir)
     kappa_idx, kappa_fields = _fit_kappa(dev, groups, li)
-    cells, seeds, rows = _complete_seeds(dev if dev_only else test)
-    per_run = [_run_row(s, r, groups, kappa_idx, lengths, li) for s, r in rows]
+    cells, seeds, rows = complete_seeds(dev if dev_only else test)
+    per_run = [run_row(s, r, groups, kappa_idx, lengths, li) for s, r in rows]
     return {"excluded": bad, "n_dev": len(dev), "n_test": len(test), **kappa_fields,
             "seeds": seeds, "cells": [list(c) for c in cells], "per_run": per_run,
-            **_metrics(per_run, seeds, lengths, li)}
+            **seed_metrics(per_run, seeds, lengths, li)}
 
 
 def analyze_trained(ckptdir, summary_path, softmax_analysis_path) -> dict:
     """The trained remedies' held-out test (amendment 2): kappa frozen at the fit recorded in the softmax analysis
     ``softmax_analysis_path`` (what :func:`analyze` wrote), every run held out; per variant of
-    :data:`TRAINED_REMEDIES` its complete seeds, per-run rows and metrics (:func:`_metrics`, without inference maps),
-    and the predicted gain over softmax at the primary length where the softmax run of the same cell and seed index
-    is in that analysis; then the metrics of all variants pooled (the seeds complete in every variant)."""
+    :data:`TRAINED_REMEDIES` its complete seeds, per-run rows and metrics (:func:`seed_metrics`, without inference
+    maps), and the predicted gain over softmax at the primary length where the softmax run of the same cell and seed
+    index is in that analysis; then the metrics of all variants pooled (the seeds complete in every variant)."""
     from varsim._common.jsonio import read_json
 
     groups, lengths, li = _read_summary(summary_path)
@@ -367,8 +388,8 @@ def analyze_trained(ckptdir, summary_path, softmax_analysis_path) -> dict:
     bad, dev, test = _records(ckptdir, TRAINED_REMEDIES)
     variants, pooled = {}, []
     for v in TRAINED_REMEDIES:
-        cells, seeds, rows = _complete_seeds([(s, r) for s, r in dev + test if s["attention"] == v])
-        per_run = [_run_row(s, r, groups, kappa_idx, lengths, li, maps=()) for s, r in rows]
+        cells, seeds, rows = complete_seeds([(s, r) for s, r in dev + test if s["attention"] == v])
+        per_run = [run_row(s, r, groups, kappa_idx, lengths, li, maps=()) for s, r in rows]
         for (s, r), x in zip(rows, per_run):
             x["map_params"] = r["map"]["params"]
             sm = soft_runs.get((s["task"], s["recipe"], s.get("key_encoding"), s["seed_index"]))
@@ -378,7 +399,7 @@ def analyze_trained(ckptdir, summary_path, softmax_analysis_path) -> dict:
                     "predicted": x["predictions"]["predictor"][li] - sm["predictions"]["predictor"][li]}
         res = {"seeds": seeds, "cells": [list(c) for c in cells], "per_run": per_run}
         if per_run:
-            res.update(_metrics(per_run, seeds, lengths, li, maps=()))
+            res.update(seed_metrics(per_run, seeds, lengths, li, maps=()))
             with_gain = [x for x in per_run if "gain_over_softmax" in x]
             gseeds = sorted({x["seed"] for x in with_gain})
             if with_gain:
@@ -387,15 +408,16 @@ def analyze_trained(ckptdir, summary_path, softmax_analysis_path) -> dict:
                             for sd in gseeds]
                 pred = per_seed(lambda g: abs(g["predicted"] - g["measured"]))
                 zero = per_seed(lambda g: abs(g["measured"]))
-                res["gain_over_softmax"] = {"runs": len(with_gain), "predicted": _t(pred), "zero": _t(zero),
-                                            "predicted_vs_zero": _t(np.subtract(pred, zero))}
+                res["gain_over_softmax"] = {"runs": len(with_gain), "predicted": t_summary(pred),
+                                            "zero": t_summary(zero),
+                                            "predicted_vs_zero": t_summary(np.subtract(pred, zero))}
         variants[v] = res
         pooled.append((set(seeds), per_run))
     seeds = sorted(set.intersection(*[sd for sd, _ in pooled])) if pooled else []
     rows = [x for _, per_run in pooled for x in per_run if x["seed"] in seeds]
     return {"excluded": bad, "kappa": kappa, "kappa_source": "frozen: the softmax analysis's development fit",
             "n_runs": len(dev) + len(test), "variants": variants,
-            "pooled": {"seeds": seeds, "runs": len(rows), **(_metrics(rows, seeds, lengths, li, maps=()) if rows
+            "pooled": {"seeds": seeds, "runs": len(rows), **(seed_metrics(rows, seeds, lengths, li, maps=()) if rows
                                                              else {})}}
 
 
@@ -412,17 +434,17 @@ def render_trained(res: dict) -> str:
         if "primary" not in d:
             lines.append(f"| {v} | none complete |" + " |" * (len(methods) + 3))
             continue
-        lines.append(f"| {v} | {d['seeds']} | " + " | ".join(_fmt_t(d["primary"][m]) for m in methods) + " | "
-                     + " | ".join(_fmt_t(d["primary_vs"][b]) for b in ("carry", "logistic", "gaussian")) + " |")
+        lines.append(f"| {v} | {d['seeds']} | " + " | ".join(fmt_t(d["primary"][m]) for m in methods) + " | "
+                     + " | ".join(fmt_t(d["primary_vs"][b]) for b in ("carry", "logistic", "gaussian")) + " |")
     lines += ["", "| variant | ranking-correct MAE | dispersion-error MAE | gain over softmax: predicted MAE | "
               "zero-gain MAE | predicted - zero |", "|---" * 6 + "|"]
     for v, d in res["variants"].items():
         if "primary" not in d:
             continue
         g = d.get("gain_over_softmax")
-        gain = (f"{_fmt_t(g['predicted'])} | {_fmt_t(g['zero'])} | {_fmt_t(g['predicted_vs_zero'])}" if g
+        gain = (f"{fmt_t(g['predicted'])} | {fmt_t(g['zero'])} | {fmt_t(g['predicted_vs_zero'])}" if g
                 else "| |")
-        lines.append(f"| {v} | {_fmt_t(d['ranking_mae'])} | {_fmt_t(d['dispersion_mae'])} | {gain} |")
+        lines.append(f"| {v} | {fmt_t(d['ranking_mae'])} | {fmt_t(d['dispersion_mae'])} | {gain} |")
     lines += ["", "| N | " + " | ".join(f"{v} predictor / logistic / Gaussian" for v in res["variants"]) + " |",
               "|---" * (1 + len(res["variants"])) + "|"]
     for n in [n for n in LENGTHS[2:]]:
@@ -451,6 +473,18 @@ def render_trained(res: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def write_analysis_files(data_dir, stem: str, res: dict, render) -> dict:
+    """``res`` with the provenance (commit, time) written as ``data_dir/<stem>.json`` and its Markdown
+    (``render(res)``) as ``<stem>.md``, both atomically; returns it."""
+    from varsim._common.atomic import atomic_write_json, atomic_write_text
+    from varsim._common.provenance import provenance
+
+    res = {**res, "provenance": provenance()}
+    atomic_write_json(Path(data_dir) / f"{stem}.json", res)
+    atomic_write_text(Path(data_dir) / f"{stem}.md", render(res))
+    return res
+
+
 def provenance_lines(res: dict) -> list:
     """The line naming the commit and time that made an analysis (none for one written before they were recorded)."""
     prov = res.get("provenance")
@@ -460,7 +494,7 @@ def provenance_lines(res: dict) -> list:
     return [f"Made at commit {prov.get('git_commit')}{dirty}, {prov.get('created_utc')}.", ""]
 
 
-def _fmt_t(d: dict) -> str:
+def fmt_t(d: dict) -> str:
     if d["ci_low"] is None:
         return f"{d['mean']:.3f}"
     return f"{d['mean']:.3f} [{d['ci_low']:.3f}, {d['ci_high']:.3f}]"
@@ -476,17 +510,17 @@ def render(res: dict) -> str:
              f"excluded {res['excluded'] or 'none'}.", "",
              "| method | MAE at N = 1024 [95% t over seeds] | predictor - method |", "|---|---|---|"]
     for m, d in res["primary"].items():
-        vs = _fmt_t(res["primary_vs"][m]) if m in res["primary_vs"] else ""
-        lines.append(f"| {m} | {_fmt_t(d)} | {vs} |")
+        vs = fmt_t(res["primary_vs"][m]) if m in res["primary_vs"] else ""
+        lines.append(f"| {m} | {fmt_t(d)} | {vs} |")
     lines += ["", "| N | " + " | ".join(res["primary"]) + " |", "|---" * (1 + len(res["primary"])) + "|"]
     for n, row in res["mae"].items():
         lines.append(f"| {n} | " + " | ".join(f"{row[m]['mean']:.3f}" for m in res["primary"]) + " |")
     lines += ["", "| gains: method | MAE of the gain at N = 1024 | predicted - method |", "|---|---|---|"]
     for k, d in res["gain_mae"].items():
-        vs = _fmt_t(res["gain_vs"][k]) if k in res["gain_vs"] else ""
-        lines.append(f"| {k} | {_fmt_t(d)} | {vs} |")
-    lines += ["", f"ranking-correct fraction at 1024, MAE: {_fmt_t(res['ranking_mae'])}; dispersion error, MAE: "
-              f"{_fmt_t(res['dispersion_mae'])}", ""]
+        vs = fmt_t(res["gain_vs"][k]) if k in res["gain_vs"] else ""
+        lines.append(f"| {k} | {fmt_t(d)} | {vs} |")
+    lines += ["", f"ranking-correct fraction at 1024, MAE: {fmt_t(res['ranking_mae'])}; dispersion error, MAE: "
+              f"{fmt_t(res['dispersion_mae'])}", ""]
     lines += ["| cell | seed | tau | sigma | measured | predictor | carry | logistic | Gaussian | rank ok meas/pred | "
               "disp. err meas/pred |", "|---" * 11 + "|"]
     li = list(LENGTHS).index(PRIMARY_LENGTH)

@@ -182,13 +182,9 @@ def make_credit(data_dir=DATA_DIR) -> dict:
 def write_credit(data_dir=DATA_DIR) -> dict:
     """Write ``analysis_credit.json`` (with the provenance: commit, time) and ``analysis_credit.md`` into
     ``data_dir``; return the result."""
-    from varsim._common.atomic import atomic_write_json, atomic_write_text
-    from varsim._common.provenance import provenance
+    from varsim.experiments.prediction import write_analysis_files
 
-    res = {**make_credit(data_dir), "provenance": provenance()}
-    atomic_write_json(Path(data_dir) / "analysis_credit.json", res)
-    atomic_write_text(Path(data_dir) / "analysis_credit.md", render_credit(res))
-    return res
+    return write_analysis_files(data_dir, "analysis_credit", make_credit(data_dir), render_credit)
 
 
 def main(argv=None) -> int:
