@@ -196,6 +196,8 @@ def example_law(name: str):
             params["d"] = max(4, getattr(family, "d_min", 1))
         elif p.name == "sample":
             params["sample"] = np.random.default_rng(0).standard_normal(200)
+        elif p.name == "nu":
+            params["nu"] = 4.0
         else:
             return None
     return logit_law(name, **params)

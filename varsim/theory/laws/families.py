@@ -374,6 +374,10 @@ class StudentTLaw(LogitLaw):
         s = np.asarray(s, dtype=np.float64)
         return np.where(s == 0.0, 0.0, np.inf)
 
+    def log_annealed_limit(self, beta):
+        """``inf`` for every ``beta != 0`` (``E[e^{2X}] = inf``), 0 at ``beta = 0``."""
+        return self.log_mgf(beta)
+
     def log_density_t(self, t) -> np.ndarray:
         """``ln`` of the density of ``T`` (any real ``t``, no overflow at ``|t|`` up to 1e308)."""
         r = np.abs(np.asarray(t, dtype=np.float64)) / math.sqrt(self.nu - 2.0)
