@@ -263,3 +263,17 @@ def test_attention_variant_flags(capsys):
 def test_bad_variant_flags_are_one_line(argv, needle, capsys):
     """A flag of another variant, an unknown variant or a bad value is one line naming it."""
     refused(capsys, ["simulate", *CHEAP, *argv], needle)
+
+
+def test_help_lists_every_key_and_value_law(capsys):
+    """``--key-dist`` and ``--value-dist`` name every law the simulator draws (the key help lacked ``sphere``)."""
+    from varsim.cli import main
+    from varsim.sim import DISTRIBUTIONS, KEY_DISTRIBUTIONS
+
+    try:
+        main(["simulate", "--help"])
+    except SystemExit:
+        pass
+    text = " ".join(capsys.readouterr().out.split())
+    assert f"--key-dist DIST {' | '.join(KEY_DISTRIBUTIONS)}," in text
+    assert f"--value-dist DIST {' | '.join(DISTRIBUTIONS)}," in text

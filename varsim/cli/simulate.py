@@ -44,6 +44,7 @@ from varsim.cli._options import (
     threads_option,
     variant_kwargs,
 )
+from varsim.sim import DISTRIBUTIONS, KEY_DISTRIBUTIONS
 
 __all__ = ["register", "run", "build_kwargs", "exact_variance", "result_to_json", "format_table"]
 
@@ -69,9 +70,9 @@ def register(parser: argparse.ArgumentParser) -> None:
     which_query.add_argument("--query-vector", default=None, metavar="VEC",
                              help="the fixed query itself: comma-separated numbers or @FILE (.npy or text)")
     add("--key-dist", default="gaussian", metavar="DIST",
-        help="gaussian | uniform | rademacher, standardised (default gaussian)")
+        help=f"{' | '.join(KEY_DISTRIBUTIONS)}, standardised (default gaussian; sphere: QK-norm keys, norm sqrt(d_k))")
     add("--value-dist", default="gaussian", metavar="DIST",
-        help="gaussian | uniform | rademacher, standardised (default gaussian)")
+        help=f"{' | '.join(DISTRIBUTIONS)}, standardised (default gaussian)")
     add("--value-mean", default="0", metavar="MU",
         help="mean mu_v of the values: one number, or d_v numbers (comma-separated or @FILE)")
     add("--value-scale", type=real_option(0.0, MAX_ABS), default=1.0, metavar="S",

@@ -12,9 +12,16 @@ adaptive_temperature, topk, entmax15, sparsemax, sigmoid). Runs whose estimated 
 Importing this package compiles nothing; the kernels compile (or load from the Numba cache) on first use.
 """
 
-from ._config import DEFAULT_FIGURE_MAX_WORK, DEFAULT_MAX_WORK, estimate_cost, simulate_work
+from ._config import (
+    DEFAULT_FIGURE_MAX_WORK,
+    DEFAULT_MAX_WORK,
+    DISTRIBUTIONS,
+    KEY_DISTRIBUTIONS,
+    estimate_cost,
+    simulate_work,
+)
 from ._driver import measure_variance, simulate
 from ._result import SimulationResult
 
 __all__ = ["simulate", "measure_variance", "SimulationResult", "DEFAULT_MAX_WORK", "estimate_cost",
-           "simulate_work", "DEFAULT_FIGURE_MAX_WORK"]
+           "simulate_work", "DEFAULT_FIGURE_MAX_WORK", "DISTRIBUTIONS", "KEY_DISTRIBUTIONS"]
